@@ -1,0 +1,42 @@
+// `chorus`: the command line over the core engine.
+import { runSim } from './sim.js';
+
+const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
+
+Usage:
+  chorus sim --top <module> --tb <testbench.sv> <design files...> [options]
+      Compile and run a testbench against the design, print coverage (or --json the result record).
+  chorus help
+
+Run 'chorus <command> --help' for a command's options.
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  switch (cmd) {
+    case 'sim':
+      return runSim(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(HELP);
+      return cmd === undefined ? 2 : 0;
+    case '--version':
+      process.stdout.write('chorus 0.1.0\n');
+      return 0;
+    default:
+      process.stderr.write(`chorus: unknown command '${cmd}'\n\n${HELP}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`chorus: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 2;
+  },
+);

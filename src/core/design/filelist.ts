@@ -1,0 +1,89 @@
+// EDA file lists (`-f files.f`, `-F files.f`) as xrun, VCS and Verilator read them: source files,
+// +incdir+, +define+, -v library files, -y library dirs, nested -f, comments and $ENV variables.
+// `-f` paths are relative to the working directory and `-F` paths to the list's own folder (the
+// common convention); a `-f` path that only exists relative to the list's folder is taken from there.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import type { DesignSpec } from './types.js';
+import { DesignError } from './errors.js';
+
+export interface FileListResult {
+  design: DesignSpec;
+  warnings: string[];
+}
+
+function expandEnv(s: string, where: string): string {
+  return s.replace(/\$\{(\w+)\}|\$(\w+)/g, (_, a: string | undefined, b: string | undefined) => {
+    const name = (a ?? b) as string;
+    const v = process.env[name];
+    if (v === undefined) throw new DesignError('filelist', `${where}: environment variable $${name} is not set`);
+    return v;
+  });
+}
+
+function tokens(text: string): string[] {
+  const noComments = text
+    .split(/\r?\n/)
+    .map((l) => l.replace(/(^|\s)(\/\/|#).*$/, ''))
+    .join('\n')
+    .replace(/\/\*[\s\S]*?\*\//g, ' ');
+  return noComments.match(/"[^"]*"|\S+/g)?.map((t) => t.replace(/^"|"$/g, '')) ?? [];
+}
+
+export function readFileList(path: string, relativeToList: boolean, into: DesignSpec, warnings: string[], cwd = process.cwd(), depth = 0): void {
+  if (depth > 16) throw new DesignError('filelist', `${path}: file lists nest more than 16 deep (a -f cycle?)`);
+  const abs = resolve(cwd, path);
+  if (!existsSync(abs)) throw new DesignError('missing-file', `file list not found: ${abs}`);
+  const listDir = dirname(abs);
+  const toks = tokens(readFileSync(abs, 'utf8'));
+  const where = (i: number): string => `${abs} (entry ${i + 1})`;
+  const resolvePath = (p: string, i: number): string => {
+    const e = expandEnv(p, where(i));
+    if (isAbsolute(e)) return e;
+    if (relativeToList) return resolve(listDir, e);
+    const fromCwd = resolve(cwd, e);
+    const fromList = resolve(listDir, e);
+    return existsSync(fromCwd) || !existsSync(fromList) ? fromCwd : fromList;
+  };
+  for (let i = 0; i < toks.length; i++) {
+    const t = toks[i];
+    const next = (): string => {
+      const v = toks[++i];
+      if (v === undefined) throw new DesignError('filelist', `${where(i)}: '${t}' needs an argument`);
+      return v;
+    };
+    if (t.startsWith('+incdir+')) {
+      for (const d of t.slice(8).split('+').filter(Boolean)) into.includeDirs.push(resolvePath(d, i));
+    } else if (t.startsWith('+define+')) {
+      for (const def of t.slice(8).split('+').filter(Boolean)) {
+        const eq = def.indexOf('=');
+        if (eq < 0) into.defines[def] = null;
+        else into.defines[def.slice(0, eq)] = def.slice(eq + 1);
+      }
+    } else if (t === '-f' || t === '-F') {
+      readFileList(resolvePath(next(), i), t === '-F', into, warnings, cwd, depth + 1);
+    } else if (t === '-v') {
+      into.libraryFiles.push(resolvePath(next(), i));
+    } else if (t === '-y') {
+      warnings.push(`${where(i)}: library directory '${next()}' (-y) is not scanned; list the files it provides with -v`);
+    } else if (t.startsWith('+libext+') || t === '-sv' || t === '-timescale' || t.startsWith('+timescale')) {
+      if (t === '-timescale') next();
+    } else if (t.startsWith('-I')) {
+      into.includeDirs.push(resolvePath(t.length > 2 ? t.slice(2) : next(), i));
+    } else if (t.startsWith('-D')) {
+      const def = t.length > 2 ? t.slice(2) : next();
+      const eq = def.indexOf('=');
+      if (eq < 0) into.defines[def] = null;
+      else into.defines[def.slice(0, eq)] = def.slice(eq + 1);
+    } else if (t.startsWith('-G')) {
+      const p = t.length > 2 ? t.slice(2) : next();
+      const eq = p.indexOf('=');
+      if (eq < 0) throw new DesignError('filelist', `${where(i)}: parameter override '${p}' needs NAME=VALUE`);
+      into.params[p.slice(0, eq)] = p.slice(eq + 1);
+    } else if (t.startsWith('-') || t.startsWith('+')) {
+      warnings.push(`${where(i)}: option '${t}' is not understood and was ignored`);
+    } else {
+      into.files.push(resolvePath(t, i));
+    }
+  }
+}

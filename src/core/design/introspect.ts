@@ -1,0 +1,256 @@
+// Design introspection with the simulator's own front end (Verilator --xml-only): modules, ports
+// (direction, width, packed/unpacked dims, structs, enums), parameters and the top candidates.
+// Errors here are DUT errors (DesignError), never testbench errors.
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { XMLParser } from 'fast-xml-parser';
+import type { DesignInfo, DesignSpec, ModuleInfo, ParamInfo, PortInfo } from './types.js';
+import { DesignError } from './errors.js';
+import { orderFiles } from './order.js';
+import { runBounded } from '../util/proc.js';
+import { findToolchain } from '../sim/verilator/toolchain.js';
+import { parseVerilatorMessages, isNoise } from '../sim/verilator/diagnostics.js';
+
+type X = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const ARRAYS = new Set(['file', 'cells', 'cell', 'module', 'var', 'instance', 'basicdtype', 'refdtype', 'enumdtype', 'enumitem', 'structdtype', 'uniondtype', 'memberdtype', 'packarraydtype', 'unpackarraydtype', 'paramtypedtype', 'ifacerefdtype', 'voiddtype', 'const', 'range', 'typedef', 'package', 'iface']);
+
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: '',
+  isArray: (name) => ARRAYS.has(name),
+  parseAttributeValue: false,
+});
+
+/** `32'sh8` / `2'h3` / `1'b1` -> bigint. */
+export function constValue(v: string): bigint | null {
+  const m = /^(\d+)?'s?([hdbo])([0-9a-fA-FxXzZ_]+)$/.exec(v.trim());
+  if (!m) return /^\d+$/.test(v.trim()) ? BigInt(v.trim()) : null;
+  const digits = m[3].replace(/_/g, '');
+  if (/[xXzZ]/.test(digits)) return null;
+  const radix = { h: 16, d: 10, b: 2, o: 8 }[m[2] as 'h' | 'd' | 'b' | 'o'];
+  return [...digits.toLowerCase()].reduce((acc, ch) => acc * BigInt(radix) + BigInt(parseInt(ch, radix)), 0n);
+}
+
+interface TypeShape {
+  width: number;
+  packedDims: Array<[number, number]>;
+  unpackedDims: Array<[number, number]>;
+  signed: boolean;
+  kind: PortInfo['kind'];
+  typeName: string;
+  enumValues?: Array<{ name: string; value: string }>;
+  members?: Array<{ name: string; width: number }>;
+}
+
+function rangeOf(node: X): [number, number] {
+  const consts: X[] = node.range?.[0]?.const ?? [];
+  const l = constValue(consts[0]?.name ?? '0') ?? 0n;
+  const r = constValue(consts[1]?.name ?? '0') ?? 0n;
+  return [Number(l), Number(r)];
+}
+
+class TypeTable {
+  private byId = new Map<string, { tag: string; node: X }>();
+  constructor(table: X | undefined) {
+    if (!table) return;
+    for (const [tag, list] of Object.entries(table)) {
+      if (!Array.isArray(list)) continue;
+      for (const node of list as X[]) if (node.id) this.byId.set(String(node.id), { tag, node });
+    }
+  }
+  shape(id: string | undefined, depth = 0): TypeShape {
+    const unknown: TypeShape = { width: 1, packedDims: [], unpackedDims: [], signed: false, kind: 'other', typeName: 'unknown' };
+    if (!id || depth > 32) return unknown;
+    const e = this.byId.get(String(id));
+    if (!e) return unknown;
+    const { tag, node } = e;
+    switch (tag) {
+      case 'basicdtype': {
+        const hasRange = node.left !== undefined;
+        const l = Number(node.left ?? 0);
+        const r = Number(node.right ?? 0);
+        const builtinWidths: Record<string, number> = { int: 32, integer: 32, shortint: 16, longint: 64, byte: 8, bit: 1, logic: 1, reg: 1, time: 64 };
+        const width = hasRange ? Math.abs(l - r) + 1 : builtinWidths[node.name] ?? 1;
+        return {
+          width,
+          packedDims: hasRange && !['int', 'integer', 'shortint', 'longint', 'byte', 'time'].includes(node.name) ? [[l, r]] : [],
+          unpackedDims: [],
+          signed: node.signed === 'true',
+          kind: 'basic',
+          typeName: node.name ?? 'logic',
+        };
+      }
+      case 'refdtype':
+      case 'paramtypedtype': {
+        const s = this.shape(node.sub_dtype_id, depth + 1);
+        return { ...s, typeName: s.kind === 'basic' ? s.typeName : node.name ?? s.typeName };
+      }
+      case 'enumdtype': {
+        const s = this.shape(node.sub_dtype_id, depth + 1);
+        const items: X[] = node.enumitem ?? [];
+        return {
+          ...s,
+          kind: 'enum',
+          typeName: node.name ?? 'enum',
+          enumValues: items.map((it) => ({ name: it.name, value: it.const?.[0]?.name ?? '' })),
+        };
+      }
+      case 'structdtype':
+      case 'uniondtype': {
+        const members = (node.memberdtype ?? []).map((m: X) => ({ name: m.name as string, width: this.shape(m.sub_dtype_id, depth + 1).width }));
+        const width = tag === 'structdtype' ? members.reduce((a: number, m: { width: number }) => a + m.width, 0) : Math.max(0, ...members.map((m: { width: number }) => m.width));
+        return { width, packedDims: [[width - 1, 0]], unpackedDims: [], signed: false, kind: tag === 'structdtype' ? 'struct' : 'union', typeName: node.name ?? tag, members };
+      }
+      case 'packarraydtype': {
+        const s = this.shape(node.sub_dtype_id, depth + 1);
+        const [l, r] = rangeOf(node);
+        const n = Math.abs(l - r) + 1;
+        return { ...s, width: s.width * n, packedDims: [[l, r], ...s.packedDims] };
+      }
+      case 'unpackarraydtype': {
+        const s = this.shape(node.sub_dtype_id, depth + 1);
+        return { ...s, unpackedDims: [rangeOf(node), ...s.unpackedDims] };
+      }
+      default:
+        return { ...unknown, typeName: tag.replace(/dtype$/, '') };
+    }
+  }
+}
+
+function locLine(loc: string | undefined): number {
+  return Number((loc ?? '').split(',')[1] ?? 0);
+}
+
+/** Parses Verilator's XML netlist; exported for tests. */
+export function parseXmlNetlist(xml: string): Omit<DesignInfo, 'top' | 'warnings'> {
+  const doc = parser.parse(xml) as X;
+  const root: X = doc.verilator_xml ?? {};
+  const files = new Map<string, string>();
+  for (const f of root.files?.[0]?.file ?? root.files?.file ?? []) files.set(String(f.id), String(f.filename));
+  const netlist: X = root.netlist ?? {};
+  const types = new TypeTable(netlist.typetable);
+  const modules: ModuleInfo[] = [];
+  for (const m of (netlist.module ?? []) as X[]) {
+    const ports: PortInfo[] = [];
+    const params: ParamInfo[] = [];
+    for (const v of (m.var ?? []) as X[]) {
+      if (v.dir) {
+        const s = types.shape(v.dtype_id);
+        const declared = v.vartype && !['logic', 'port', 'wire', 'reg', 'bit'].includes(v.vartype) ? String(v.vartype) : s.typeName;
+        ports.push({
+          name: v.origName ?? v.name,
+          direction: v.dir as PortInfo['direction'],
+          width: s.width,
+          packedDims: s.packedDims,
+          unpackedDims: s.unpackedDims,
+          signed: s.signed,
+          typeName: declared,
+          kind: s.kind,
+          enumValues: s.enumValues,
+          members: s.members,
+          line: locLine(v.loc),
+        });
+      } else if (v.param === 'true' || v.localparam === 'true') {
+        params.push({ name: v.origName ?? v.name, value: v.const?.[0]?.name ?? null, isType: false, local: v.localparam === 'true' });
+      }
+    }
+    for (const t of (m.typedef ?? []) as X[]) {
+      // Type parameters appear as typedefs of paramtypedtype in the module.
+      if (t.dtype_id && String(t.name ?? '').length) {
+        const e = (types as unknown as { byId: Map<string, { tag: string }> }).byId.get(String(t.dtype_id));
+        if (e?.tag === 'paramtypedtype') params.push({ name: t.name, value: null, isType: true, local: false });
+      }
+    }
+    const instantiates = [...new Set(collectInstances(m))];
+    const fileId = String(m.loc ?? '').split(',')[0];
+    modules.push({ name: m.origName ?? m.name, file: files.get(fileId) ?? '', line: locLine(m.loc), ports: ports.sort((a, b) => a.line - b.line), params, instantiates });
+  }
+  const topCandidates: string[] = [];
+  for (const c of (root.cells ?? []) as X[]) for (const cell of (c.cell ?? []) as X[]) if (cell.submodname) topCandidates.push(String(cell.submodname));
+  const realFiles = [...files.values()].filter((f) => !f.startsWith('<'));
+  return { topCandidates: [...new Set(topCandidates)], modules, files: realFiles };
+}
+
+function collectInstances(node: X): string[] {
+  const out: string[] = [];
+  const walk = (n: unknown): void => {
+    if (!n || typeof n !== 'object') return;
+    if (Array.isArray(n)) return n.forEach(walk);
+    const o = n as X;
+    for (const [k, v] of Object.entries(o)) {
+      if (k === 'instance') for (const i of v as X[]) if (i.defName) out.push(String(i.defName));
+      if (typeof v === 'object') walk(v);
+    }
+  };
+  walk(node);
+  return out;
+}
+
+export interface IntrospectOptions {
+  signal?: AbortSignal;
+  timeoutS?: number;
+}
+
+export function checkFilesExist(design: DesignSpec): void {
+  for (const f of [...design.files, ...design.libraryFiles]) {
+    if (!existsSync(f)) throw new DesignError('missing-file', `design file not found: ${f} (check the path, or the file list that names it)`);
+    if (statSync(f).isDirectory()) throw new DesignError('missing-file', `${f} is a directory; pass the design files in it (or a -f file list)`);
+  }
+  for (const d of design.includeDirs) {
+    if (!existsSync(d)) throw new DesignError('missing-file', `include directory not found: ${d}`);
+  }
+  if (design.files.length === 0) throw new DesignError('missing-file', 'no design files were given: name the RTL files (or a -f file list)');
+}
+
+/** Reads the design with Verilator's front end. Puts package files first. */
+export async function introspect(design: DesignSpec, opts: IntrospectOptions = {}): Promise<DesignInfo & { design: DesignSpec }> {
+  checkFilesExist(design);
+  const ordered = orderFiles(design.files.map((f) => resolve(f)));
+  const spec: DesignSpec = { ...design, files: ordered.files };
+  const tc = await findToolchain();
+  const dir = mkdtempSync(join(tmpdir(), 'chorus-xml-'));
+  try {
+    const args = ['--xml-only', '-Wno-fatal', '-Wno-lint', '-Wno-style', '-Wno-MULTITOP', '--xml-output', join(dir, 'design.xml'), '-Mdir', dir];
+    if (spec.top) args.push('--top-module', spec.top);
+    for (const [k, v] of Object.entries(spec.params)) args.push(`-G${k}=${v}`);
+    for (const d of spec.includeDirs) args.push(`-I${resolve(d)}`);
+    for (const [k, v] of Object.entries(spec.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
+    for (const f of spec.libraryFiles) args.push('-v', resolve(f));
+    args.push(...spec.files);
+    const r = await runBounded(tc.verilator, args, { cwd: dir, timeoutS: opts.timeoutS ?? 120, signal: opts.signal });
+    const diags = parseVerilatorMessages(r.all, (file) => ({ file: resolve(dir, file), origin: 'dut' }), 'lint').filter((d) => !isNoise(d));
+    if (r.cancelled) throw new DesignError('tool', 'cancelled');
+    if (r.timedOut) throw new DesignError('tool', 'Verilator did not finish reading the design in time');
+    if (r.exitCode !== 0 || !existsSync(join(dir, 'design.xml'))) {
+      const errors = diags.filter((d) => d.severity === 'error');
+      const text = errors.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message}`).join('\n') || r.all.trim().slice(0, 2000);
+      const missingTop = /Specified --top-module '([^']+)' was not found/.exec(r.all);
+      if (missingTop) throw new DesignError('unknown-top', `top module '${missingTop[1]}' is not declared in the design files; check --top`, errors);
+      const pkg = /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'/.exec(r.all);
+      if (pkg) {
+        const name = pkg[1] ?? pkg[2];
+        throw new DesignError('missing-package', `package '${name}' is used but none of the design files declares it: add the file that declares 'package ${name}' (packages are compiled first automatically)\n${text}`, errors);
+      }
+      throw new DesignError('syntax', `the design does not compile (a DUT error, not a testbench error):\n${text}`, errors);
+    }
+    const net = parseXmlNetlist(readFileSync(join(dir, 'design.xml'), 'utf8'));
+    if (net.modules.length === 0) throw new DesignError('no-module', `no module is declared in ${spec.files.join(', ')}`);
+    let top = spec.top;
+    if (!top) {
+      if (net.topCandidates.length > 1) {
+        throw new DesignError(
+          'multiple-tops',
+          `the design has ${net.topCandidates.length} top-level modules (${net.topCandidates.join(', ')}); choose one with --top <module>`,
+          [],
+          net.topCandidates,
+        );
+      }
+      top = net.topCandidates[0] ?? net.modules[0].name;
+    }
+    return { ...net, top, warnings: diags.filter((d) => d.severity === 'warning').map((d) => `${d.file}:${d.line}: ${d.code ?? ''} ${d.message}`), design: { ...spec, top } };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

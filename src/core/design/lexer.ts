@@ -1,0 +1,43 @@
+// A light SystemVerilog token scan for the few questions that must be answered BEFORE the
+// simulator's front end can run: which modules a testbench file declares (to name its top), and
+// which packages a file declares and uses (to put packages first in the compile order). Real
+// introspection (ports, parameters, tops) uses Verilator's own front end: see introspect.ts.
+import { blankComments } from '../sim/safety.js';
+
+export interface FileUnits {
+  modules: string[];
+  packages: string[];
+  interfaces: string[];
+  /** Packages referenced with `import p::` or `p::name`. */
+  usesPackages: string[];
+  /** Identifiers that appear in instantiation position (`name [#(...)] inst (`). */
+  instantiated: string[];
+}
+
+const KEYWORDS = new Set([
+  'module', 'endmodule', 'if', 'else', 'case', 'begin', 'end', 'assign', 'always', 'always_ff', 'always_comb', 'initial',
+  'for', 'while', 'repeat', 'forever', 'function', 'task', 'return', 'logic', 'reg', 'wire', 'input', 'output', 'inout',
+  'int', 'integer', 'bit', 'byte', 'parameter', 'localparam', 'typedef', 'struct', 'enum', 'import', 'package', 'wait',
+  'posedge', 'negedge', 'or', 'and', 'not', 'automatic', 'static', 'new', 'class', 'virtual', 'interface', 'property', 'assert', 'cover', 'foreach', 'fork', 'join',
+]);
+
+export function scanUnits(src: string): FileUnits {
+  const code = blankComments(src, true);
+  const grab = (re: RegExp): string[] => [...new Set([...code.matchAll(re)].map((m) => m[1]))];
+  const modules = grab(/\b(?:module|macromodule|program)\s+(?:(?:static|automatic)\s+)?([A-Za-z_]\w*)/g);
+  const packages = grab(/\bpackage\s+(?:(?:static|automatic)\s+)?([A-Za-z_]\w*)/g);
+  const interfaces = grab(/\binterface\s+(?:(?:static|automatic)\s+)?([A-Za-z_]\w*)/g).filter((n) => n !== 'class');
+  const usesPackages = grab(/\b([A-Za-z_]\w*)\s*::/g).filter((p) => p !== 'std' && p !== '$unit');
+  const instantiated = grab(/\b([A-Za-z_]\w*)\s*(?:#\s*\([^;]*?\)\s*)?[A-Za-z_]\w*\s*(?:\[[^\]]*\]\s*)*\(/g).filter((n) => !KEYWORDS.has(n));
+  return { modules, packages, interfaces, usesPackages, instantiated };
+}
+
+/**
+ * The top module of a testbench file: the one declared module no other module in the file
+ * instantiates. Returns all candidates when that is ambiguous.
+ */
+export function testbenchTops(src: string): string[] {
+  const u = scanUnits(src);
+  const tops = u.modules.filter((m) => !u.instantiated.includes(m));
+  return tops.length ? tops : u.modules;
+}

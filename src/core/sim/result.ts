@@ -1,0 +1,111 @@
+// The engine's result record: the LLM4Cov EDA schema (PROTOCOL.md §6), so results can be compared
+// with the published harness and an Xcelium/IMC site can plug in, plus CHORUS's own fields.
+import type { CoverageBreakdown, UncoveredPoint } from '../coverage/model.js';
+
+/** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit) and `rejected` (safety check). */
+export type SimStatus =
+  | 'success'
+  | 'xrun_failed'
+  | 'imc_merge_failed'
+  | 'imc_report_summary_failed'
+  | 'exception'
+  | 'timeout'
+  | 'rejected';
+
+/** Where the run stopped; `success` when every stage passed. */
+export type SimStage = 'check' | 'lint' | 'build' | 'run' | 'coverage' | 'success';
+
+export type Severity = 'error' | 'warning' | 'info';
+
+/** One simulator message mapped to a source position (1-based line and column). */
+export interface Diagnostic {
+  /** Path as the user knows it: the testbench name, or the DUT file path. */
+  file: string;
+  /** Which side of the run the file belongs to. */
+  origin: 'testbench' | 'dut' | 'other';
+  line: number;
+  column: number;
+  endColumn?: number;
+  severity: Severity;
+  /** Simulator message code, e.g. `PINNOTFOUND`, `WIDTH`, `ASSERT`, `CHORUS-SYSTEM`. */
+  code?: string;
+  message: string;
+  suggestion?: string;
+  /** Simulation time for run-time messages. */
+  time?: string;
+  stage: SimStage;
+}
+
+/** One row of the per-instance summary, LLM4Cov field names; numbers are fractions in [0,1] or null. */
+export interface CovSummaryRow {
+  name: string;
+  level: number;
+  'Overall Average': number | null;
+  'Overall Covered': number | null;
+  'Code Average': number | null;
+  'Code Covered': number | null;
+  'Fsm Average': number | null;
+  'Fsm Covered': number | null;
+  'Functional Average': number | null;
+  'Functional Covered': number | null;
+  Toggle: number | null;
+  Block: number | null;
+  Assertion: number | null;
+}
+
+export interface CovInfo {
+  summary: CovSummaryRow[];
+  /** Coverage report text (IMC-style table plus uncovered lines) for model feedback. */
+  detail: string;
+  runtime_sec: number;
+}
+
+export interface StageTimings {
+  check?: number;
+  lint?: number;
+  build?: number;
+  run?: number;
+  coverage?: number;
+  total: number;
+}
+
+/** Which protections were active for this run: said in every result, not assumed. */
+export interface Protection {
+  scratchDir: string | null;
+  staticCheck: boolean;
+  jail: 'bubblewrap' | 'none';
+  jailReason?: string;
+  wallClockLimitS: number;
+  simTimeLimitNs: number | null;
+  outputLimitBytes: number;
+  memoryLimitMb: number | null;
+}
+
+export interface SimResult {
+  // --- LLM4Cov EDA schema ---
+  returncode: number;
+  status: SimStatus;
+  err_msg: string;
+  cov_info: CovInfo | null;
+  // --- CHORUS fields ---
+  /** R = 1 + c when the testbench ran and yielded coverage, else 0 (CHORUS eq. 1). */
+  reward: number;
+  stage: SimStage;
+  coverage: CoverageBreakdown | null;
+  uncovered: UncoveredPoint[];
+  diagnostics: Diagnostic[];
+  timings: StageTimings;
+  simulator: { name: string; version: string };
+  protection: Protection;
+  /** The testbench's top module and the DUT top module. */
+  tbTop: string | null;
+  dutTop: string;
+  /** Simulation stdout+stderr, bounded. */
+  log: string;
+  /** Absolute path of the coverage database, when the run was kept (keepRunDir). */
+  coverageFile?: string;
+}
+
+export function rewardFor(status: SimStatus, overall: number | null): number {
+  return status === 'success' && overall !== null ? 1 + overall : 0;
+}

@@ -1,0 +1,53 @@
+// The simulator interface. Callers (CLI, agent, evaluator, reward service, editor) depend on this
+// and on the result record only; a backend plugs in through the registry without touching them.
+import type { DesignSpec, TestbenchSource } from '../design/types.js';
+import type { SimResult } from './result.js';
+import type { Waiver } from '../coverage/waivers.js';
+
+export interface SimLimits {
+  /** Wall-clock limit for the simulation run, seconds (build time is bounded separately). */
+  timeoutS: number;
+  /** Simulated-time limit in ns; null for none. */
+  simTimeLimitNs: number | null;
+  /** Cap on captured simulator output and on any file the testbench writes. */
+  outputLimitBytes: number;
+  /** Address-space limit for the simulation executable, MiB; null for none. */
+  memoryLimitMb: number | null;
+  /** Wall-clock limit for compiling the candidate, seconds. */
+  buildTimeoutS: number;
+}
+
+export const DEFAULT_LIMITS: SimLimits = {
+  timeoutS: 60,
+  simTimeLimitNs: 1e9,
+  outputLimitBytes: 4 * 1024 * 1024,
+  memoryLimitMb: 4096,
+  buildTimeoutS: 300,
+};
+
+export interface SimRequest {
+  design: DesignSpec;
+  testbench: TestbenchSource;
+  /** DUT top module (required: resolve it with introspection first). */
+  top: string;
+  limits?: Partial<SimLimits>;
+  /** Waivers applied to the coverage figure. */
+  waivers?: Waiver[];
+  seed?: number;
+  /** Keep the scratch directory and report its path (for debugging and lcov export). */
+  keepRunDir?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface SimulatorInfo {
+  name: string;
+  version: string;
+}
+
+export interface Simulator {
+  readonly name: string;
+  /** Resolves when the tools are present; rejects with an actionable message otherwise. */
+  info(): Promise<SimulatorInfo>;
+  /** Compile, run and measure one candidate. Never throws for testbench faults: they are results. */
+  simulate(req: SimRequest): Promise<SimResult>;
+}

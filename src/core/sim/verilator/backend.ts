@@ -1,0 +1,386 @@
+// The Verilator backend: static check -> Verilator front end (lint/elaboration, C++ generation)
+// -> C++ compile against the cached runtime and precompiled header -> jailed run -> coverage.
+// Every candidate gets its own scratch directory; nothing else on disk is written.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import type { Simulator, SimRequest, SimulatorInfo, SimLimits } from '../simulator.js';
+import { DEFAULT_LIMITS } from '../simulator.js';
+import type { Diagnostic, SimResult, SimStage, SimStatus, StageTimings, Protection } from '../result.js';
+import { rewardFor } from '../result.js';
+import { runBounded, type RunResult } from '../../util/proc.js';
+import { assetPath } from '../../util/assets.js';
+import { blankComments, checkTestbench } from '../safety.js';
+import { detectJail, jailCommand } from '../jail.js';
+import { testbenchTops } from '../../design/lexer.js';
+import { parseVerilatorCoverage } from '../../coverage/verilatorDat.js';
+import { analyzeCoverage } from '../../coverage/analyze.js';
+import { coverageDetail, summaryRows } from '../../coverage/report.js';
+import { parseVerilatorMessages, isNoise, type FileClassifier } from './diagnostics.js';
+import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, ensureRuntime, findToolchain, includeFlags, readClassLists, ToolchainError } from './toolchain.js';
+
+/** Verilator flags for every candidate. Why each: ENVIRONMENT.md "Verilator 5.006". */
+export const VERILATOR_FLAGS = [
+  '--cc',
+  '--timing', // testbenches use delays and event controls
+  '--assert', // otherwise `assert ... else $error` is silently dropped
+  '--coverage', // line + branch + toggle + user cover points
+  '-Wno-fatal', // model-written testbenches raise WIDTH/INITIALDLY/PINMISSING warnings routinely
+  '-Wno-BLKANDNBLK', // mixed blocking/non-blocking to one array: legal for commercial simulators
+  '-Wno-lint',
+  '-Wno-style',
+  '--prefix',
+  'Vtb',
+];
+
+const LOG_CAP = 64 * 1024;
+/** Above this much generated C++, compile in two translation units in parallel. */
+const SPLIT_BYTES = 400 * 1024;
+
+function safeTbName(name: string): string {
+  const b = basename(name || 'tb.sv').replace(/[^A-Za-z0-9_.-]/g, '_');
+  return /\.(sv|v|svh|vh)$/i.test(b) ? b : `${b || 'tb'}.sv`;
+}
+
+function bounded(text: string, cap = LOG_CAP): string {
+  return text.length <= cap ? text : text.slice(0, cap / 2) + `\n... [${text.length - cap} bytes cut] ...\n` + text.slice(-cap / 2);
+}
+
+export function designArgs(req: SimRequest): string[] {
+  const d = req.design;
+  const args: string[] = [];
+  for (const dir of d.includeDirs) args.push(`-I${dir}`);
+  for (const [k, v] of Object.entries(d.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
+  for (const f of d.libraryFiles) args.push('-v', f);
+  return args;
+}
+
+export class VerilatorSimulator implements Simulator {
+  readonly name = 'verilator';
+
+  async info(): Promise<SimulatorInfo> {
+    const tc = await findToolchain();
+    return { name: this.name, version: tc.version };
+  }
+
+  async simulate(req: SimRequest): Promise<SimResult> {
+    const t0 = performance.now();
+    const limits: SimLimits = { ...DEFAULT_LIMITS, ...req.limits };
+    const timings: StageTimings = { total: 0 };
+    const tbName = safeTbName(req.testbench.name);
+    const jail = await detectJail();
+    const protection: Protection = {
+      scratchDir: null,
+      staticCheck: true,
+      jail: jail.kind,
+      jailReason: jail.reason,
+      wallClockLimitS: limits.timeoutS,
+      simTimeLimitNs: limits.simTimeLimitNs,
+      outputLimitBytes: limits.outputLimitBytes,
+      memoryLimitMb: limits.memoryLimitMb,
+    };
+    let version = 'unknown';
+    const base = {
+      cov_info: null,
+      coverage: null,
+      uncovered: [],
+      simulator: { name: this.name, version },
+      protection,
+      tbTop: null as string | null,
+      dutTop: req.top,
+      log: '',
+    };
+    const finish = (status: SimStatus, stage: SimStage, fields: Partial<SimResult>): SimResult => {
+      timings.total = (performance.now() - t0) / 1000;
+      const r: SimResult = {
+        ...base,
+        returncode: status === 'success' ? 0 : 1,
+        status,
+        err_msg: '',
+        reward: 0,
+        stage,
+        diagnostics: [],
+        timings,
+        ...fields,
+        simulator: { name: this.name, version },
+      };
+      r.reward = rewardFor(r.status, r.coverage?.waived.overall ?? null);
+      return r;
+    };
+
+    // 1. Static check: nothing runs if the candidate tries to escape.
+    let ts = performance.now();
+    const rejected = checkTestbench(req.testbench.content, { jailed: jail.kind !== 'none', file: tbName });
+    timings.check = (performance.now() - ts) / 1000;
+    if (rejected.length) {
+      return finish('rejected', 'check', {
+        err_msg: rejected.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message}`).join('\n'),
+        diagnostics: rejected,
+      });
+    }
+    const tops = testbenchTops(req.testbench.content);
+    if (tops.length === 0) {
+      const d: Diagnostic = { file: tbName, origin: 'testbench', line: 1, column: 1, severity: 'error', code: 'CHORUS-NOMODULE', message: 'the testbench declares no module', suggestion: 'Wrap the stimulus in `module tb; ... endmodule`.', stage: 'lint' };
+      return finish('xrun_failed', 'lint', { err_msg: `${tbName}:1:1: ${d.message}`, diagnostics: [d] });
+    }
+    const tbTop = tops.includes(`tb_${req.top}`) ? `tb_${req.top}` : tops[0];
+    base.tbTop = tbTop;
+
+    let tc;
+    let runtime;
+    try {
+      tc = await findToolchain();
+      version = tc.version;
+      runtime = await ensureRuntime(tc, req.signal);
+    } catch (e) {
+      return finish('exception', 'build', { err_msg: (e as Error).message, returncode: 2 });
+    }
+
+    const runDir = mkdtempSync(join(tmpdir(), 'chorus-run-'));
+    protection.scratchDir = runDir;
+    const dutFiles = new Set([...req.design.files, ...req.design.libraryFiles].map((f) => resolve(f)));
+    const dutByBase = new Map<string, string[]>();
+    for (const f of dutFiles) dutByBase.set(basename(f), [...(dutByBase.get(basename(f)) ?? []), f]);
+    const classify: FileClassifier = (file) => {
+      if (file === tbName || file === join(runDir, tbName)) return { file: tbName, origin: 'testbench' };
+      const abs = resolve(runDir, file);
+      if (dutFiles.has(abs)) return { file: abs, origin: 'dut' };
+      // Run-time messages name files by their base name only.
+      const same = !file.includes('/') ? dutByBase.get(file) : undefined;
+      if (same?.length === 1) return { file: same[0], origin: 'dut' };
+      if (req.design.includeDirs.some((d) => abs.startsWith(resolve(d) + '/'))) return { file: abs, origin: 'dut' };
+      return { file, origin: 'other' };
+    };
+    try {
+      writeFileSync(join(runDir, tbName), req.testbench.content);
+
+      // 2. Verilator front end: lint + elaboration + C++ generation in one pass.
+      ts = performance.now();
+      const vArgs = [...VERILATOR_FLAGS, '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req), ...req.design.files.map((f) => resolve(f)), tbName];
+      const v = await runBounded(tc.verilator, vArgs, { cwd: runDir, timeoutS: limits.buildTimeoutS, signal: req.signal, outputLimitBytes: 8 * 1024 * 1024 });
+      timings.lint = (performance.now() - ts) / 1000;
+      const lintDiags = parseVerilatorMessages(v.all, classify, 'lint').filter((d) => !isNoise(d));
+      if (v.cancelled) return finish('exception', 'lint', { err_msg: 'cancelled', diagnostics: lintDiags });
+      if (v.timedOut) return finish('timeout', 'lint', { err_msg: `Verilator did not finish within ${limits.buildTimeoutS}s`, diagnostics: lintDiags });
+      if (v.exitCode !== 0) {
+        return finish('xrun_failed', 'lint', { err_msg: errorText(v.all, lintDiags), diagnostics: lintDiags, log: bounded(v.all) });
+      }
+      const warnings = lintDiags;
+
+      // 3. C++ compile against the prebuilt runtime and precompiled header, then link.
+      ts = performance.now();
+      const build = await this.compile(tc, runtime, runDir, limits, req.signal);
+      timings.build = (performance.now() - ts) / 1000;
+      if (build.cancelled) return finish('exception', 'build', { err_msg: 'cancelled', diagnostics: warnings });
+      if (build.timedOut) return finish('timeout', 'build', { err_msg: `the C++ build did not finish within ${limits.buildTimeoutS}s`, diagnostics: warnings });
+      if (build.exitCode !== 0) {
+        const msg = `C++ compilation of the Verilated model failed (a construct Verilator translated but g++ rejects):\n${bounded(build.all, 8000)}`;
+        const d: Diagnostic = { file: tbName, origin: 'testbench', line: 1, column: 1, severity: 'error', code: 'CHORUS-CXX', message: msg.split('\n').slice(0, 6).join(' '), stage: 'build' };
+        return finish('xrun_failed', 'build', { err_msg: msg, diagnostics: [...warnings, d], log: bounded(build.all) });
+      }
+
+      // 4. Run, jailed and bounded.
+      ts = performance.now();
+      const simArgs = ['+chorus+cov+coverage.dat', `+verilator+seed+${req.seed ?? 1}`, '+verilator+rand+reset+0'];
+      if (limits.simTimeLimitNs !== null) simArgs.push(`+chorus+maxtime_ns+${limits.simTimeLimitNs}`);
+      const stops = stopPositions([{ name: tbName, content: req.testbench.content }, ...req.design.files.map((f) => ({ name: f, content: readSource(f) }))]);
+      if (stops.length) simArgs.push(`+chorus+stops+${stops.join(';')}`);
+      const cmd = jailCommand(jail, runDir, join(runDir, 'Vtb'), simArgs, {
+        memoryLimitMb: limits.memoryLimitMb,
+        fileSizeLimitBytes: limits.outputLimitBytes,
+        timeoutS: limits.timeoutS,
+      });
+      // The outer limit is a backstop: `timeout` inside the jail fires first and lets coverage out.
+      const run = await runBounded(cmd.file, cmd.args, { cwd: runDir, timeoutS: limits.timeoutS + 10, signal: req.signal, outputLimitBytes: limits.outputLimitBytes, graceS: 2 });
+      timings.run = (performance.now() - ts) / 1000;
+      const runDiags = parseVerilatorMessages(run.all, classify, 'run').filter((d) => !isNoise(d));
+      const diagnostics = [...warnings, ...runDiags];
+      const outcome = classifyRun(run, limits);
+      if (outcome.diagnostic) diagnostics.push({ ...outcome.diagnostic, file: tbName });
+
+      // 5. Coverage: even failed and timed-out runs leave a database (the main writes it first).
+      ts = performance.now();
+      const covPath = join(runDir, 'coverage.dat');
+      const covText = existsSync(covPath) ? readFileSync(covPath, 'utf8') : '';
+      timings.coverage = (performance.now() - ts) / 1000;
+      if (outcome.status === 'exception') return finish('exception', 'run', { err_msg: outcome.message, diagnostics, log: bounded(run.all) });
+      if (!covText) {
+        const status: SimStatus = outcome.status === 'success' ? 'imc_merge_failed' : outcome.status;
+        return finish(status, outcome.status === 'success' ? 'coverage' : 'run', {
+          err_msg: outcome.status === 'success' ? 'the simulation wrote no coverage database' : errorText(run.all, runDiags, outcome.message),
+          diagnostics,
+          log: bounded(run.all),
+        });
+      }
+      const cov = analyzeCoverage(parseVerilatorCoverage(covText), {
+        isDutFile: (f) => classify(f).origin !== 'testbench',
+        top: req.top,
+        waivers: req.waivers,
+      });
+      timings.coverage = (performance.now() - ts) / 1000;
+      const rows = summaryRows(cov, req.top);
+      const detail = coverageDetail(cov, req.top);
+      const cov_info = { summary: rows, detail, runtime_sec: (performance.now() - t0) / 1000 };
+      if (outcome.status !== 'success') {
+        return finish(outcome.status, 'run', {
+          err_msg: errorText(run.all, runDiags, outcome.message),
+          diagnostics,
+          coverage: cov.breakdown,
+          uncovered: cov.uncovered,
+          cov_info,
+          log: bounded(run.all),
+        });
+      }
+      if (cov.dutInstances.length === 0 || cov.breakdown.waived.overall === null) {
+        return finish('imc_report_summary_failed', 'coverage', {
+          err_msg: `no coverage points of the DUT '${req.top}' were found: the testbench does not instantiate module '${req.top}'`,
+          diagnostics,
+          coverage: cov.breakdown,
+          cov_info,
+          log: bounded(run.all),
+        });
+      }
+      return finish('success', 'success', {
+        diagnostics,
+        coverage: cov.breakdown,
+        uncovered: cov.uncovered,
+        cov_info,
+        log: bounded(run.all),
+        coverageFile: req.keepRunDir ? covPath : undefined,
+      });
+    } catch (e) {
+      const msg = e instanceof ToolchainError ? e.message : `internal error: ${(e as Error).stack ?? e}`;
+      return finish('exception', 'build', { err_msg: msg });
+    } finally {
+      if (!req.keepRunDir) rmSync(runDir, { recursive: true, force: true });
+    }
+  }
+
+  private async compile(
+    tc: Awaited<ReturnType<typeof findToolchain>>,
+    runtime: Awaited<ReturnType<typeof ensureRuntime>>,
+    runDir: string,
+    limits: SimLimits,
+    signal?: AbortSignal,
+  ): Promise<RunResult> {
+    const obj = join(runDir, 'obj');
+    const classes = readClassLists(join(obj, 'Vtb_classes.mk')).map((c) => `${c}.cpp`).filter((f) => existsSync(join(obj, f)));
+    const main = assetPath('chorus_main.cpp', 'sim/verilator');
+    // Unity build: one translation unit pays the header cost once; two halves when the model is big.
+    const sizes = classes.map((f) => statSync(join(obj, f)).size);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const units: string[][] = total > SPLIT_BYTES ? [[], []] : [[]];
+    const load = units.map(() => 0);
+    classes
+      .map((f, i) => [f, sizes[i]] as const)
+      .sort((a, b) => b[1] - a[1])
+      .forEach(([f, s]) => {
+        const k = load[0] <= (load[1] ?? Infinity) ? 0 : 1;
+        units[k].push(f);
+        load[k] += s;
+      });
+    units[0].push(main);
+    const flags = [
+      '-I.',
+      ...includeFlags(tc),
+      ...CXX_DEFINES,
+      ...CXX_COMMON,
+      ...CXX_CANDIDATE_OPT,
+      '-include',
+      runtime.pchHeader,
+      '-DCHORUS_TOP_HEADER="Vtb.h"',
+      '-DCHORUS_TOP_CLASS=Vtb',
+    ];
+    const compiles = units.map((u, i) => {
+      const src = join(obj, `chorus_unit${i}.cpp`);
+      writeFileSync(src, u.map((f) => `#include "${f}"`).join('\n') + '\n');
+      return runBounded(tc.cxx, [...flags, '-c', '-o', join(obj, `chorus_unit${i}.o`), src], { cwd: obj, timeoutS: limits.buildTimeoutS, signal, outputLimitBytes: 1024 * 1024 });
+    });
+    const results = await Promise.all(compiles);
+    const bad = results.find((r) => r.exitCode !== 0 || r.timedOut || r.cancelled);
+    if (bad) return bad;
+    return runBounded(
+      tc.cxx,
+      ['-o', join(runDir, 'Vtb'), ...units.map((_, i) => join(obj, `chorus_unit${i}.o`)), ...runtime.objects, '-pthread', '-latomic'],
+      { cwd: obj, timeoutS: limits.buildTimeoutS, signal, outputLimitBytes: 1024 * 1024 },
+    );
+  }
+}
+
+function readSource(f: string): string {
+  try {
+    return readFileSync(f, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** `base:line` of every $fatal/$stop call: the simulation main stops on these, not on $error. */
+export function stopPositions(files: Array<{ name: string; content: string }>): string[] {
+  const out: string[] = [];
+  for (const f of files) {
+    const code = blankComments(f.content, true);
+    const lines = code.split('\n');
+    lines.forEach((l, i) => {
+      if (/\$(fatal|stop)\b/.test(l)) out.push(`${basename(f.name)}:${i + 1}`);
+    });
+  }
+  return out;
+}
+
+interface RunOutcome {
+  status: SimStatus;
+  message: string;
+  diagnostic?: Diagnostic;
+}
+
+/** Exit codes of chorus_main.cpp: 0 ok, 1 $error/$stop seen at finish, 3 out of events, 124 signal, 125 sim-time limit. */
+export function classifyRun(run: RunResult, limits: SimLimits): RunOutcome {
+  const diag = (code: string, message: string, severity: Diagnostic['severity'] = 'error'): Diagnostic => ({
+    file: '',
+    origin: 'testbench',
+    line: 1,
+    column: 1,
+    severity,
+    code,
+    message,
+    stage: 'run',
+  });
+  if (run.spawnError) return { status: 'exception', message: `cannot start the simulation: ${run.spawnError}` };
+  if (run.cancelled) return { status: 'exception', message: 'cancelled' };
+  if (run.outputOverflow) {
+    const m = `the simulation printed more than ${limits.outputLimitBytes} bytes and was stopped (an endless $display loop?)`;
+    return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
+  }
+  if (run.timedOut || run.exitCode === 124) {
+    const m = `the simulation did not finish within ${limits.timeoutS}s of wall-clock time: the testbench must end with $finish (a free-running clock never runs out of events)`;
+    return { status: 'timeout', message: m, diagnostic: diag('CHORUS-TIMEOUT', m) };
+  }
+  if (run.exitCode === 125) {
+    const m = `the simulation reached the simulated-time limit of ${limits.simTimeLimitNs} ns without $finish: add $finish after the stimulus`;
+    return { status: 'timeout', message: m, diagnostic: diag('CHORUS-SIMTIME', m) };
+  }
+  if (run.exitCode === 3) {
+    // Commercial simulators end a run that has no events left normally; so do we, with a warning.
+    const m = 'the simulation ran out of events without $finish; end the stimulus with $finish';
+    return { status: 'success', message: m, diagnostic: diag('CHORUS-NOFINISH', m, 'warning') };
+  }
+  if (run.signal === 'SIGABRT' || run.exitCode === 134) {
+    return { status: 'xrun_failed', message: 'the simulation aborted ($fatal, $stop or a fatal run-time error)' };
+  }
+  if (run.signal === 'SIGXFSZ') {
+    const m = `the testbench wrote a file larger than ${limits.outputLimitBytes} bytes and was stopped`;
+    return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
+  }
+  if (run.signal) return { status: 'xrun_failed', message: `the simulation was killed by ${run.signal} (memory limit ${limits.memoryLimitMb} MiB?)` };
+  if (run.exitCode === 0 || run.exitCode === 1) return { status: 'success', message: '' };
+  return { status: 'xrun_failed', message: `the simulation exited with code ${run.exitCode}` };
+}
+
+/** err_msg: the error lines first (what a model needs to fix), then the tail of the log. */
+function errorText(log: string, diags: Diagnostic[], headline?: string): string {
+  const errs = diags.filter((d) => d.severity === 'error').map((d) => `${d.file}:${d.line}:${d.column}: ${d.code ? d.code + ': ' : ''}${d.message}${d.suggestion ? ` (did you mean '${d.suggestion}'?)` : ''}`);
+  const parts = [headline, ...errs].filter(Boolean);
+  const text = parts.join('\n');
+  return text || bounded(log, 4000);
+}

@@ -1,0 +1,135 @@
+// Running external tools (simulators, compilers, untrusted executables) with hard bounds:
+// wall-clock limit that kills the whole process group (SIGTERM first so a simulation can still
+// write coverage, SIGKILL after a grace period), captured output capped in bytes (the process is
+// killed when it exceeds the cap), and cancellation through an AbortSignal.
+import { execa } from 'execa';
+
+export interface RunOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  /** Wall-clock limit in seconds. */
+  timeoutS?: number;
+  /** Seconds between SIGTERM and SIGKILL on timeout/cancel/overflow. */
+  graceS?: number;
+  /** Cap on stdout+stderr bytes kept; exceeding it kills the process. */
+  outputLimitBytes?: number;
+  signal?: AbortSignal;
+  input?: string;
+}
+
+export interface RunResult {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  /** Interleaved output in arrival order (bounded like stdout/stderr). */
+  all: string;
+  timedOut: boolean;
+  cancelled: boolean;
+  outputOverflow: boolean;
+  /** The program could not be started at all (ENOENT, EACCES...). */
+  spawnError?: string;
+  durationS: number;
+}
+
+export async function runBounded(file: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
+  const limit = opts.outputLimitBytes ?? 16 * 1024 * 1024;
+  const graceS = opts.graceS ?? 2;
+  const start = performance.now();
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const all: Buffer[] = [];
+  let kept = 0;
+  let timedOut = false;
+  let cancelled = false;
+  let outputOverflow = false;
+
+  // detached: the child leads its own process group, so a timeout kills everything it spawned.
+  const child = execa(file, args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    extendEnv: opts.env === undefined,
+    detached: true,
+    buffer: false,
+    reject: false,
+    stdin: opts.input === undefined ? 'ignore' : 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    cleanup: true,
+  });
+
+  let killTimer: NodeJS.Timeout | undefined;
+  const killGroup = (sig: NodeJS.Signals): void => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, sig);
+    } catch {
+      /* already gone */
+    }
+  };
+  const stop = (): void => {
+    killGroup('SIGTERM');
+    if (!killTimer) killTimer = setTimeout(() => killGroup('SIGKILL'), graceS * 1000);
+  };
+
+  const take = (bucket: Buffer[], chunk: Buffer): void => {
+    const room = limit - kept;
+    if (room <= 0) {
+      if (!outputOverflow) {
+        outputOverflow = true;
+        stop();
+      }
+      return;
+    }
+    const piece = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    bucket.push(piece);
+    all.push(piece);
+    kept += piece.length;
+    if (chunk.length > room && !outputOverflow) {
+      outputOverflow = true;
+      stop();
+    }
+  };
+  child.stdout?.on('data', (c: Buffer) => take(out, c));
+  child.stderr?.on('data', (c: Buffer) => take(err, c));
+  if (opts.input !== undefined) child.stdin?.end(opts.input);
+
+  const timer =
+    opts.timeoutS !== undefined
+      ? setTimeout(() => {
+          timedOut = true;
+          stop();
+        }, opts.timeoutS * 1000)
+      : undefined;
+  const onAbort = (): void => {
+    cancelled = true;
+    stop();
+  };
+  if (opts.signal) {
+    if (opts.signal.aborted) onAbort();
+    else opts.signal.addEventListener('abort', onAbort, { once: true });
+  }
+
+  const res = await child;
+  if (timer) clearTimeout(timer);
+  // The leader exited; make sure nothing it spawned survives it.
+  killGroup('SIGKILL');
+  if (killTimer) clearTimeout(killTimer);
+  opts.signal?.removeEventListener('abort', onAbort);
+
+  const failed = res as unknown as { code?: string; originalMessage?: string; exitCode?: number; signal?: string };
+  const spawnError =
+    res.exitCode === undefined && res.signal === undefined && failed.code ? `${failed.code}: ${failed.originalMessage ?? ''}` : undefined;
+  return {
+    exitCode: res.exitCode ?? null,
+    signal: res.signal ?? null,
+    stdout: Buffer.concat(out).toString('utf8'),
+    stderr: Buffer.concat(err).toString('utf8'),
+    all: Buffer.concat(all).toString('utf8'),
+    timedOut,
+    cancelled,
+    outputOverflow,
+    spawnError,
+    durationS: (performance.now() - start) / 1000,
+  };
+}

@@ -1,0 +1,24 @@
+// Paths and small helpers shared by the test suites.
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadDesign } from '../src/core/design/load.js';
+import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
+import type { SimRequest } from '../src/core/sim/simulator.js';
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const examples = join(repoRoot, 'examples');
+export const fixtures = join(repoRoot, 'test', 'fixtures');
+/** Read-only benchmark data beside the checkout (CI lays it out the same way). */
+export const sharedBenchmarks = resolve(repoRoot, '..', 'shared', 'benchmarks');
+
+export const sim = new VerilatorSimulator();
+
+export async function simulateFiles(dutFiles: string[], tbName: string, tbContent: string, extra: Partial<SimRequest> = {}, top?: string) {
+  const { design, info } = await loadDesign({ files: dutFiles, top });
+  return sim.simulate({ design, top: info.top, testbench: { name: tbName, content: tbContent }, ...extra });
+}
+
+export function read(path: string): string {
+  return readFileSync(path, 'utf8');
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
+    // Simulations are CPU-bound: two at a time use both cores of the CI machine.
+    maxWorkers: 2,
+    minWorkers: 1,
+  },
+});
