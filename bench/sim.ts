@@ -11,7 +11,7 @@
 // Prints per-design medians, the speedup, and a verdict on the issue's targets for the counter:
 // engine median < 1.5 s and >= 5x faster than the naive cold build.
 //
-// Usage: npm run bench:sim -- [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo]
+// Usage: npm run bench:sim -- [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,vereval]
 //                             [--json out.json]
 // Exit status: 0 when every run succeeded (even if a target is missed: this is a benchmark),
 // 1 when any run failed, 2 on bad arguments.
@@ -78,10 +78,12 @@ interface Options {
   json: string | null;
 }
 
-const USAGE = `usage: bench/sim [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo[,vereval]] [--json out.json]`;
+const USAGE = `usage: bench/sim [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,vereval] [--json out.json]`;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { iterations: 5, naiveIterations: 3, designs: ['counter', 'fsm', 'fifo'], json: null };
+  // VerilogEval joins the default set when its data is beside the checkout.
+  const designs = ['counter', 'fsm', 'fifo', ...(existsSync(join(VEREVAL_DIR, `${VEREVAL_PROB}_test.sv`)) ? ['vereval'] : [])];
+  const o: Options = { iterations: 5, naiveIterations: 3, designs, json: null };
   const int = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min) fail(`${flag} needs an integer >= ${min}`);

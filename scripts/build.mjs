@@ -5,7 +5,7 @@ import { copyFileSync, mkdirSync, chmodSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 mkdirSync('dist', { recursive: true });
-copyFileSync('src/core/sim/verilator/chorus_main.cpp', 'dist/chorus_main.cpp');
+for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`src/core/sim/verilator/${f}`, `dist/${f}`);
 
 await build({
   entryPoints: { cli: 'src/cli/main.ts' },

@@ -30,7 +30,7 @@ export function formatSimResult(r: SimResult, opts: { color?: boolean; maxErrors
     const blocks = r.uncovered.filter((u) => u.type !== 'toggle');
     if (blocks.length) {
       lines.push(`uncovered code (${blocks.length}):`);
-      for (const u of blocks.slice(0, 8)) lines.push(`  ${u.file}:${u.line} [${u.type} ${u.label}] ${u.source ?? ''}`.trimEnd());
+      for (const u of blocks.slice(0, 8)) lines.push(`  ${u.file}:${u.span && u.span[0] !== u.line ? u.span[0] : u.line} [${u.type} ${u.label}] ${u.source ?? ''}`.trimEnd());
       if (blocks.length > 8) lines.push(`  ... ${blocks.length - 8} more (--json for all)`);
     }
   }

@@ -17,7 +17,7 @@ import { parseVerilatorCoverage } from '../../coverage/verilatorDat.js';
 import { analyzeCoverage } from '../../coverage/analyze.js';
 import { coverageDetail, summaryRows } from '../../coverage/report.js';
 import { parseVerilatorMessages, isNoise, type FileClassifier } from './diagnostics.js';
-import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, ensureRuntime, findToolchain, includeFlags, readClassLists, ToolchainError } from './toolchain.js';
+import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, ensureRuntime, findToolchain, includeFlags, linkerFlags, readClassLists, ToolchainError } from './toolchain.js';
 
 /** Verilator flags for every candidate. Why each: ENVIRONMENT.md "Verilator 5.006". */
 export const VERILATOR_FLAGS = [
@@ -265,7 +265,7 @@ export class VerilatorSimulator implements Simulator {
   ): Promise<RunResult> {
     const obj = join(runDir, 'obj');
     const classes = readClassLists(join(obj, 'Vtb_classes.mk')).map((c) => `${c}.cpp`).filter((f) => existsSync(join(obj, f)));
-    const main = assetPath('chorus_main.cpp', 'sim/verilator');
+    const shim = assetPath('chorus_model.cpp', 'sim/verilator');
     // Unity build: one translation unit pays the header cost once; two halves when the model is big.
     const sizes = classes.map((f) => statSync(join(obj, f)).size);
     const total = sizes.reduce((a, b) => a + b, 0);
@@ -279,7 +279,7 @@ export class VerilatorSimulator implements Simulator {
         units[k].push(f);
         load[k] += s;
       });
-    units[0].push(main);
+    units[0].push(shim);
     const flags = [
       '-I.',
       ...includeFlags(tc),
@@ -288,8 +288,6 @@ export class VerilatorSimulator implements Simulator {
       ...CXX_CANDIDATE_OPT,
       '-include',
       runtime.pchHeader,
-      '-DCHORUS_TOP_HEADER="Vtb.h"',
-      '-DCHORUS_TOP_CLASS=Vtb',
     ];
     const compiles = units.map((u, i) => {
       const src = join(obj, `chorus_unit${i}.cpp`);
@@ -301,7 +299,7 @@ export class VerilatorSimulator implements Simulator {
     if (bad) return bad;
     return runBounded(
       tc.cxx,
-      ['-o', join(runDir, 'Vtb'), ...units.map((_, i) => join(obj, `chorus_unit${i}.o`)), ...runtime.objects, '-pthread', '-latomic'],
+      [...(await linkerFlags(tc)), '-o', join(runDir, 'Vtb'), ...units.map((_, i) => join(obj, `chorus_unit${i}.o`)), ...runtime.objects, '-pthread', '-latomic'],
       { cwd: obj, timeoutS: limits.buildTimeoutS, signal, outputLimitBytes: 1024 * 1024 },
     );
   }

@@ -14,7 +14,6 @@
 //    vl_stop_maybe (the runtime is built with VL_USER_STOP_MAYBE) tells them apart.
 #include "verilated.h"
 #include "verilated_cov.h"
-#include CHORUS_TOP_HEADER
 
 #include <atomic>
 #include <csignal>
@@ -25,6 +24,15 @@
 #include <set>
 #include <string>
 #include <unistd.h>
+
+// The model is reached through chorus_model.cpp, compiled with each candidate, so this main is
+// compiled once per machine (with the runtime) instead of once per candidate.
+void* chorus_model_new(VerilatedContext* contextp);
+void chorus_model_eval(void* modelp);
+bool chorus_model_events_pending(void* modelp);
+uint64_t chorus_model_next_time_slot(void* modelp);
+void chorus_model_final(void* modelp);
+void chorus_model_delete(void* modelp);
 
 namespace {
 VerilatedContext* g_contextp = nullptr;
@@ -94,7 +102,7 @@ int main(int argc, char** argv) {
     std::signal(SIGXCPU, onSignal);
     std::signal(SIGINT, onSignal);
 
-    const std::unique_ptr<CHORUS_TOP_CLASS> topp{new CHORUS_TOP_CLASS{contextp.get(), ""}};
+    void* const topp = chorus_model_new(contextp.get());
     // The model's constructor sets the time precision: convert the limit only after it.
     const std::string maxTimeArg = plusArg(contextp.get(), "chorus+maxtime_ns+");
     uint64_t maxTime = 0;
@@ -108,9 +116,9 @@ int main(int argc, char** argv) {
 
     int rc = 0;
     while (!contextp->gotFinish()) {
-        topp->eval();
+        chorus_model_eval(topp);
         if (contextp->gotFinish()) break;
-        if (!topp->eventsPending()) {
+        if (!chorus_model_events_pending(topp)) {
             std::fprintf(stderr,
                          "%%Error: chorus: simulation ran out of events at time %llu without "
                          "$finish (the testbench never calls $finish, or waits on an event that "
@@ -119,7 +127,7 @@ int main(int argc, char** argv) {
             rc = 3;
             break;
         }
-        const uint64_t next = topp->nextTimeSlot();
+        const uint64_t next = chorus_model_next_time_slot(topp);
         if (maxTime != 0 && next > maxTime) {
             std::fprintf(stderr,
                          "%%Error: chorus: simulated-time limit reached at time %llu (limit %llu) "
@@ -137,6 +145,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         return rc;
     }
-    topp->final();
+    chorus_model_final(topp);
+    chorus_model_delete(topp);
     return contextp->gotError() ? 1 : 0;
 }

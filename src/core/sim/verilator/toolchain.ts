@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { runBounded } from '../../util/proc.js';
+import { assetPath } from '../../util/assets.js';
 import { cacheRoot } from '../../util/cache.js';
 
 export class ToolchainError extends Error {}
@@ -81,12 +82,24 @@ export function findToolchain(): Promise<Toolchain> {
   return cached;
 }
 
+let gold: Promise<boolean> | undefined;
+/** gold links a candidate in a third of the time of bfd; use it when binutils ships it. */
+export function linkerFlags(tc: Toolchain): Promise<string[]> {
+  gold ??= runBounded(tc.cxx, ['-fuse-ld=gold', '-Wl,--version'], { timeoutS: 30 }).then((r) => r.exitCode === 0 && /gold/i.test(r.stdout));
+  return gold.then((ok) => (ok ? ['-fuse-ld=gold'] : []));
+}
+
 export function includeFlags(tc: Toolchain): string[] {
   return [`-I${join(tc.root, 'include')}`, `-I${join(tc.root, 'include', 'vltstd')}`];
 }
 
+function mainSource(): string {
+  return readFileSync(assetPath('chorus_main.cpp', 'sim/verilator'), 'utf8');
+}
+
 function runtimeKey(tc: Toolchain): string {
   const h = createHash('sha256');
+  h.update(mainSource());
   h.update(JSON.stringify([tc.version, tc.root, tc.cxxVersion, CXX_DEFINES, CXX_COMMON, CXX_CANDIDATE_OPT, RUNTIME_OPT, RUNTIME_SOURCES, 'user-stop-maybe', 3]));
   return h.digest('hex').slice(0, 16);
 }
@@ -102,7 +115,7 @@ export function ensureRuntime(tc: Toolchain, signal?: AbortSignal): Promise<Runt
   const dir = join(cacheRoot(), `verilator-runtime-${key}`);
   const result: RuntimeBuild = {
     dir,
-    objects: RUNTIME_SOURCES.map((s) => join(dir, `${s}.o`)),
+    objects: [...RUNTIME_SOURCES.map((s) => join(dir, `${s}.o`)), join(dir, 'chorus_main.o')],
     pchHeader: join(dir, 'chorus_pch.h'),
   };
   if (existsSync(join(dir, 'READY'))) return Promise.resolve(result);
@@ -140,6 +153,14 @@ async function buildRuntime(tc: Toolchain, dir: string, result: RuntimeBuild, si
         [...inc, ...CXX_DEFINES, ...CXX_COMMON, ...CXX_CANDIDATE_OPT, '-x', 'c++-header', '-o', join(tmp, 'chorus_pch.h.gch'), join(tmp, 'chorus_pch.h')],
         { timeoutS: 600, signal },
       ),
+    );
+    // The simulation main, compiled once: it reaches the model only through chorus_model.cpp.
+    writeFileSync(join(tmp, 'chorus_main.cpp'), mainSource());
+    jobs.push(
+      runBounded(tc.cxx, [...inc, ...CXX_DEFINES, ...CXX_COMMON, ...RUNTIME_OPT, '-c', '-o', join(tmp, 'chorus_main.o'), join(tmp, 'chorus_main.cpp')], {
+        timeoutS: 600,
+        signal,
+      }),
     );
     const results = await Promise.all(jobs);
     const bad = results.find((r) => r.exitCode !== 0);
