@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/globalSetup.ts'],
     testTimeout: 120_000,
     hookTimeout: 300_000,
     // Simulations are CPU-bound: two at a time use both cores of the CI machine.
