@@ -102,6 +102,9 @@ export interface SimResult {
   dutTop: string;
   /** Simulation stdout+stderr, bounded. */
   log: string;
+  /** How the candidate was built: against the cached DUT library, or flat (DUT and testbench
+   * verilated together), with the reason when the library could not be used. */
+  build?: { mode: 'dut-library' | 'flat'; fallbackReason?: string };
   /** Absolute path of the coverage database, when the run was kept (keepRunDir). */
   coverageFile?: string;
 }

@@ -34,6 +34,9 @@ export interface SimRequest {
   /** Waivers applied to the coverage figure. */
   waivers?: Waiver[];
   seed?: number;
+  /** `auto` (default) reuses the compiled DUT across candidates when the testbench allows it;
+   * `flat` always verilates DUT and testbench together. */
+  build?: 'auto' | 'flat';
   /** Keep the scratch directory and report its path (for debugging and lcov export). */
   keepRunDir?: boolean;
   signal?: AbortSignal;

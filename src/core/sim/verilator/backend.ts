@@ -14,6 +14,8 @@ import { blankComments, checkTestbench } from '../safety.js';
 import { detectJail, jailCommand } from '../jail.js';
 import { testbenchTops } from '../../design/lexer.js';
 import { parseVerilatorCoverage } from '../../coverage/verilatorDat.js';
+import type { CoveragePoint } from '../../coverage/model.js';
+import { dutLibrary, type DutLibrary } from './dutLibrary.js';
 import { analyzeCoverage } from '../../coverage/analyze.js';
 import { coverageDetail, summaryRows } from '../../coverage/report.js';
 import { parseVerilatorMessages, isNoise, type FileClassifier } from './diagnostics.js';
@@ -46,12 +48,12 @@ function bounded(text: string, cap = LOG_CAP): string {
   return text.length <= cap ? text : text.slice(0, cap / 2) + `\n... [${text.length - cap} bytes cut] ...\n` + text.slice(-cap / 2);
 }
 
-export function designArgs(req: SimRequest): string[] {
+export function designArgs(req: SimRequest, withLibraries = true): string[] {
   const d = req.design;
   const args: string[] = [];
   for (const dir of d.includeDirs) args.push(`-I${dir}`);
   for (const [k, v] of Object.entries(d.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
-  for (const f of d.libraryFiles) args.push('-v', f);
+  if (withLibraries) for (const f of d.libraryFiles) args.push('-v', f);
   return args;
 }
 
@@ -89,6 +91,7 @@ export class VerilatorSimulator implements Simulator {
       tbTop: null as string | null,
       dutTop: req.top,
       log: '',
+      build: undefined as SimResult['build'],
     };
     const finish = (status: SimStatus, stage: SimStage, fields: Partial<SimResult>): SimResult => {
       timings.total = (performance.now() - t0) / 1000;
@@ -154,10 +157,36 @@ export class VerilatorSimulator implements Simulator {
     try {
       writeFileSync(join(runDir, tbName), req.testbench.content);
 
-      // 2. Verilator front end: lint + elaboration + C++ generation in one pass.
+      // 2. Verilator front end: lint + elaboration + C++ generation in one pass. In library mode
+      // only the testbench and the DUT wrapper are verilated; any front-end error there (hierarchical
+      // references into the DUT, parameter overrides...) retries flat, which gives the real messages.
       ts = performance.now();
-      const vArgs = [...VERILATOR_FLAGS, '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req), ...req.design.files.map((f) => resolve(f)), tbName];
-      const v = await runBounded(tc.verilator, vArgs, { cwd: runDir, timeoutS: limits.buildTimeoutS, signal: req.signal, outputLimitBytes: 8 * 1024 * 1024 });
+      let lib: DutLibrary | undefined;
+      let fallbackReason: string | undefined;
+      if (req.build !== 'flat') {
+        const got = await dutLibrary(tc, runtime, req.design, req.top, { timeoutS: limits.buildTimeoutS, signal: req.signal });
+        if (got.ok) lib = got.lib;
+        else fallbackReason = got.reason;
+      }
+      const verilate = (sources: string[], withLibraries: boolean) =>
+        runBounded(tc.verilator, [...VERILATOR_FLAGS, '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req, withLibraries), ...sources], {
+          cwd: runDir,
+          timeoutS: limits.buildTimeoutS,
+          signal: req.signal,
+          outputLimitBytes: 8 * 1024 * 1024,
+        });
+      let v: RunResult | undefined;
+      if (lib) {
+        v = await verilate([lib.wrapper, tbName], false);
+        if (v.exitCode !== 0 && !v.cancelled) {
+          fallbackReason = 'the testbench needs the flat build (it reaches into the DUT or overrides its parameters)';
+          rmSync(join(runDir, 'obj'), { recursive: true, force: true });
+          lib = undefined;
+          v = undefined;
+        }
+      }
+      v ??= await verilate([...req.design.files.map((f) => resolve(f)), tbName], true);
+      base.build = lib ? { mode: 'dut-library' } : { mode: 'flat', fallbackReason };
       timings.lint = (performance.now() - ts) / 1000;
       const lintDiags = parseVerilatorMessages(v.all, classify, 'lint').filter((d) => !isNoise(d));
       if (v.cancelled) return finish('exception', 'lint', { err_msg: 'cancelled', diagnostics: lintDiags });
@@ -169,7 +198,7 @@ export class VerilatorSimulator implements Simulator {
 
       // 3. C++ compile against the prebuilt runtime and precompiled header, then link.
       ts = performance.now();
-      const build = await this.compile(tc, runtime, runDir, limits, req.signal);
+      const build = await this.compile(tc, runtime, runDir, limits, req.signal, lib ? [lib.object] : []);
       timings.build = (performance.now() - ts) / 1000;
       if (build.cancelled) return finish('exception', 'build', { err_msg: 'cancelled', diagnostics: warnings });
       if (build.timedOut) return finish('timeout', 'build', { err_msg: `the C++ build did not finish within ${limits.buildTimeoutS}s`, diagnostics: warnings });
@@ -212,8 +241,11 @@ export class VerilatorSimulator implements Simulator {
           log: bounded(run.all),
         });
       }
-      const cov = analyzeCoverage(parseVerilatorCoverage(covText), {
-        isDutFile: (f) => classify(f).origin !== 'testbench',
+      const points = parseVerilatorCoverage(covText);
+      if (lib) foldLibraryLevel(points, req.top);
+      const wrapper = lib?.wrapper;
+      const cov = analyzeCoverage(points, {
+        isDutFile: (f) => f !== wrapper && classify(f).origin !== 'testbench',
         top: req.top,
         waivers: req.waivers,
       });
@@ -262,6 +294,7 @@ export class VerilatorSimulator implements Simulator {
     runDir: string,
     limits: SimLimits,
     signal?: AbortSignal,
+    extraObjects: string[] = [],
   ): Promise<RunResult> {
     const obj = join(runDir, 'obj');
     const classes = readClassLists(join(obj, 'Vtb_classes.mk')).map((c) => `${c}.cpp`).filter((f) => existsSync(join(obj, f)));
@@ -299,9 +332,22 @@ export class VerilatorSimulator implements Simulator {
     if (bad) return bad;
     return runBounded(
       tc.cxx,
-      [...(await linkerFlags(tc)), '-o', join(runDir, 'Vtb'), ...units.map((_, i) => join(obj, `chorus_unit${i}.o`)), ...runtime.objects, '-pthread', '-latomic'],
+      [...(await linkerFlags(tc)), '-o', join(runDir, 'Vtb'), ...units.map((_, i) => join(obj, `chorus_unit${i}.o`)), ...extraObjects, ...runtime.objects, '-pthread', '-latomic'],
       { cwd: obj, timeoutS: limits.buildTimeoutS, signal, outputLimitBytes: 1024 * 1024 },
     );
+  }
+}
+
+/**
+ * In library mode the DUT model sits one level below its wrapper instance (`tb.uut.counter`);
+ * fold that level away so paths read as in a flat build (`tb.uut`).
+ */
+export function foldLibraryLevel(points: CoveragePoint[], top: string): void {
+  const heads = [...new Set(points.filter((p) => p.module === top && p.hier.split('.').pop() === top).map((p) => p.hier))];
+  const shallow = heads.filter((h) => !heads.some((o) => o !== h && h.startsWith(o + '.')));
+  for (const p of points) {
+    const head = shallow.find((h) => p.hier === h || p.hier.startsWith(h + '.'));
+    if (head) p.hier = head.slice(0, head.length - top.length - 1) + p.hier.slice(head.length);
   }
 }
 

@@ -1,0 +1,165 @@
+// Reusing the compiled DUT across candidates of the same design. Verilator's --lib-create turns
+// the DUT into a C++ model plus a SystemVerilog wrapper that drives it through DPI; we compile that
+// model ONCE per design (cached by the design's content) and each candidate then verilates and
+// compiles only the testbench and links the cached object. A testbench that reaches into DUT
+// internals, overrides DUT parameters in its instantiation, or a DUT the library flow cannot
+// express (delays, interface ports...) falls back to the flat build: the caller retries flat on
+// any front-end error in library mode, and a design that fails here is remembered as ineligible.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { DesignSpec } from '../../design/types.js';
+import { runBounded } from '../../util/proc.js';
+import { cacheRoot } from '../../util/cache.js';
+import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, includeFlags, readClassLists, type RuntimeBuild, type Toolchain } from './toolchain.js';
+
+export interface DutLibrary {
+  dir: string;
+  /** The wrapper module, renamed to the DUT's own name so testbenches instantiate it unchanged. */
+  wrapper: string;
+  object: string;
+}
+
+export type DutLibraryResult = { ok: true; lib: DutLibrary } | { ok: false; reason: string };
+
+const LIB_NAME = 'chorus_dut';
+const MAX_ENTRIES = 64;
+const building = new Map<string, Promise<DutLibraryResult>>();
+
+function fileFingerprint(h: ReturnType<typeof createHash>, f: string): void {
+  h.update(f);
+  try {
+    h.update(readFileSync(f));
+  } catch {
+    h.update('missing');
+  }
+}
+
+/** Content key: every design file, include-directory listing (name, size, mtime), options. */
+export function designKey(design: DesignSpec, top: string, runtimeDir: string): string {
+  const h = createHash('sha256');
+  h.update(JSON.stringify({ top, params: design.params, defines: design.defines, runtimeDir, v: 1 }));
+  for (const f of [...design.files, ...design.libraryFiles]) fileFingerprint(h, resolve(f));
+  for (const d of design.includeDirs) {
+    h.update(d);
+    try {
+      for (const name of readdirSync(d).sort()) {
+        const s = statSync(join(d, name));
+        if (s.isFile()) h.update(`${name}:${s.size}:${s.mtimeMs}`);
+      }
+    } catch {
+      h.update('unreadable');
+    }
+  }
+  return h.digest('hex').slice(0, 24);
+}
+
+export function dutLibrary(
+  tc: Toolchain,
+  runtime: RuntimeBuild,
+  design: DesignSpec,
+  top: string,
+  opts: { timeoutS: number; signal?: AbortSignal },
+): Promise<DutLibraryResult> {
+  const key = designKey(design, top, runtime.dir);
+  const root = join(cacheRoot(), 'dut');
+  const dir = join(root, key);
+  const lib: DutLibrary = { dir, wrapper: join(dir, `${top}.chorus_wrapper.sv`), object: join(dir, 'dut.o') };
+  if (existsSync(join(dir, 'READY'))) {
+    touch(dir);
+    return Promise.resolve({ ok: true, lib });
+  }
+  if (existsSync(join(dir, 'INELIGIBLE'))) return Promise.resolve({ ok: false, reason: readFileSync(join(dir, 'INELIGIBLE'), 'utf8') });
+  let p = building.get(key);
+  if (!p) {
+    p = build(tc, runtime, design, top, root, dir, lib, opts).finally(() => building.delete(key));
+    building.set(key, p);
+  }
+  return p;
+}
+
+function touch(dir: string): void {
+  try {
+    const now = new Date();
+    utimesSync(dir, now, now);
+  } catch {
+    /* best effort: only used to keep recently used entries when pruning */
+  }
+}
+
+function prune(root: string): void {
+  try {
+    const entries = readdirSync(root)
+      .filter((n) => !n.startsWith('.'))
+      .map((n) => ({ n, t: statSync(join(root, n)).mtimeMs }))
+      .sort((a, b) => b.t - a.t);
+    for (const e of entries.slice(MAX_ENTRIES)) rmSync(join(root, e.n), { recursive: true, force: true });
+  } catch {
+    /* pruning is housekeeping; never fail a run for it */
+  }
+}
+
+async function build(
+  tc: Toolchain,
+  runtime: RuntimeBuild,
+  design: DesignSpec,
+  top: string,
+  root: string,
+  dir: string,
+  lib: DutLibrary,
+  opts: { timeoutS: number; signal?: AbortSignal },
+): Promise<DutLibraryResult> {
+  mkdirSync(root, { recursive: true });
+  const tmp = mkdtempSync(join(root, '.build-'));
+  const publish = (marker: 'READY' | 'INELIGIBLE', text: string): void => {
+    writeFileSync(join(tmp, marker), text);
+    try {
+      renameSync(tmp, dir);
+    } catch {
+      /* a concurrent builder published first */
+    }
+  };
+  try {
+    const args = [
+      '--cc', '--lib-create', LIB_NAME, '--prefix', 'Vchorus_dut', '--top-module', top,
+      '--coverage', '--assert', '-Wno-fatal', '-Wno-BLKANDNBLK', '-Wno-lint', '-Wno-style', '-Mdir', 'obj',
+    ];
+    for (const [k, v] of Object.entries(design.params)) args.push(`-G${k}=${v}`);
+    for (const d of design.includeDirs) args.push(`-I${resolve(d)}`);
+    for (const [k, v] of Object.entries(design.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
+    for (const f of design.libraryFiles) args.push('-v', resolve(f));
+    args.push(...design.files.map((f) => resolve(f)));
+    const v = await runBounded(tc.verilator, args, { cwd: tmp, timeoutS: opts.timeoutS, signal: opts.signal });
+    if (v.cancelled) return { ok: false, reason: 'cancelled' };
+    if (v.exitCode !== 0) {
+      const reason = `the DUT cannot be built as a reusable library (${v.all.split('\n').find((l) => l.startsWith('%Error')) ?? `exit ${v.exitCode}`})`;
+      publish('INELIGIBLE', reason);
+      return { ok: false, reason };
+    }
+    const obj = join(tmp, 'obj');
+    const classes = readClassLists(join(obj, 'Vchorus_dut_classes.mk'))
+      .map((c) => `${c}.cpp`)
+      .filter((f) => existsSync(join(obj, f)));
+    writeFileSync(join(obj, 'chorus_dut_unit.cpp'), [...classes, `${LIB_NAME}.cpp`].map((f) => `#include "${f}"`).join('\n') + '\n');
+    const c = await runBounded(
+      tc.cxx,
+      ['-I.', ...includeFlags(tc), ...CXX_DEFINES, ...CXX_COMMON, ...CXX_CANDIDATE_OPT, '-include', runtime.pchHeader, '-c', '-o', join(tmp, 'dut.o'), 'chorus_dut_unit.cpp'],
+      { cwd: obj, timeoutS: opts.timeoutS, signal: opts.signal, outputLimitBytes: 1024 * 1024 },
+    );
+    if (c.cancelled) return { ok: false, reason: 'cancelled' };
+    if (c.exitCode !== 0) {
+      const reason = `compiling the DUT library failed: ${c.all.split('\n').find((l) => /error/.test(l)) ?? `exit ${c.exitCode}`}`;
+      publish('INELIGIBLE', reason);
+      return { ok: false, reason };
+    }
+    // The wrapper is named after the library; rename it to the DUT so `counter uut(...)` binds to it.
+    const wrapper = readFileSync(join(obj, `${LIB_NAME}.sv`), 'utf8').replace(new RegExp(`^module ${LIB_NAME}\\b`, 'm'), `module ${top}`);
+    writeFileSync(join(tmp, `${top}.chorus_wrapper.sv`), wrapper);
+    rmSync(obj, { recursive: true, force: true });
+    publish('READY', `${top}\n`);
+    prune(root);
+    return existsSync(join(dir, 'READY')) ? { ok: true, lib } : { ok: false, reason: readFileSync(join(dir, 'INELIGIBLE'), 'utf8') };
+  } finally {
+    if (existsSync(tmp)) rmSync(tmp, { recursive: true, force: true });
+  }
+}
