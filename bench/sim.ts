@@ -187,21 +187,46 @@ interface EngineSample {
   coverage: number | null;
 }
 
+/** The engine's C++ main (and model glue, when the main reaches the model through it), built the plain way. */
+interface NaiveHarness {
+  sources: string[];
+  /** The main defines vl_stop_maybe, so the runtime must be compiled with VL_USER_STOP_MAYBE. */
+  userStopMaybe: boolean;
+}
+
+function naiveHarness(): NaiveHarness {
+  const main = assetPath('chorus_main.cpp', 'sim/verilator');
+  const sources = [main];
+  try {
+    sources.push(assetPath('chorus_model.cpp', 'sim/verilator'));
+  } catch {
+    /* an engine whose main includes the model header itself */
+  }
+  return { sources, userStopMaybe: /^\s*void\s+vl_stop_maybe\s*\(/m.test(readFileSync(main, 'utf8')) };
+}
+
 const NAIVE_ENV = { ...process.env, CCACHE_DISABLE: '1', OBJCACHE: '' };
 
-async function naiveOnce(verilator: string, d: BenchDesign, spec: DesignSpec, main: string, name: string, content: string, id: number): Promise<NaiveSample> {
+async function naiveOnce(verilator: string, d: BenchDesign, spec: DesignSpec, harness: NaiveHarness, name: string, content: string, id: number): Promise<NaiveSample> {
   const t0 = performance.now();
   const dir = mkdtempSync(join(tmpdir(), 'chorus-bench-naive-'));
   try {
     writeFileSync(join(dir, name), content);
+    const cflags = ['-DCHORUS_TOP_HEADER="\\"Vtb.h\\""', '-DCHORUS_TOP_CLASS=Vtb'];
+    if (harness.userStopMaybe) {
+      // The main overrides vl_stop_maybe: verilated.cpp must compile its own out and see a declaration.
+      const decls = join(dir, 'chorus_decls.h');
+      writeFileSync(decls, 'void vl_stop_maybe(const char* filename, int linenum, const char* hier, bool maybe);\n');
+      cflags.push('-DVL_USER_STOP_MAYBE', '-include', decls);
+    }
     const args = [
       '--cc', '--exe', '--build', '-j', '2',
       '--timing', '--assert', '--coverage',
       '-Wno-fatal', '-Wno-BLKANDNBLK', '-Wno-lint', '-Wno-style',
       '--top-module', d.tbTop, '--prefix', 'Vtb', '-Mdir', 'obj',
       ...designArgs({ design: spec } as SimRequest),
-      ...spec.files, name, main,
-      '-CFLAGS', '-DCHORUS_TOP_HEADER="\\"Vtb.h\\"" -DCHORUS_TOP_CLASS=Vtb',
+      ...spec.files, name, ...harness.sources,
+      '-CFLAGS', cflags.join(' '),
     ];
     const b = await runBounded(verilator, args, { cwd: dir, env: NAIVE_ENV, timeoutS: 600, outputLimitBytes: 8 * 1024 * 1024 });
     const t1 = performance.now();
@@ -256,7 +281,7 @@ async function main(): Promise<number> {
 
   const tc = await findToolchain();
   const jail = await detectJail();
-  const main = assetPath('chorus_main.cpp', 'sim/verilator');
+  const harness = naiveHarness();
   const runtimeCached = existsSync(cacheRoot()) && readdirSync(cacheRoot()).some((n) => n.startsWith('verilator-runtime-') && existsSync(join(cacheRoot(), n, 'READY')));
   const machine = {
     nproc: cpus().length,
@@ -301,7 +326,7 @@ async function main(): Promise<number> {
       for (let i = 0; i < n; i++) {
         if (i < opts.naiveIterations) {
           const id = nonce + seq++;
-          const s = await naiveOnce(tc.verilator, d, design, main, tbName, candidate(tb, d.tbTop, id), id);
+          const s = await naiveOnce(tc.verilator, d, design, harness, tbName, candidate(tb, d.tbTop, id), id);
           naive.push(s);
           process.stdout.write(` naive ${f2(s.total)}`);
         }

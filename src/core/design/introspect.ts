@@ -138,7 +138,8 @@ export function parseXmlNetlist(xml: string): Omit<DesignInfo, 'top' | 'warnings
     for (const v of (m.var ?? []) as X[]) {
       if (v.dir) {
         const s = types.shape(v.dtype_id);
-        const declared = v.vartype && !['logic', 'port', 'wire', 'reg', 'bit'].includes(v.vartype) ? String(v.vartype) : s.typeName;
+        // Prefer the package-qualified name (`bus_pkg::op_t`) so a testbench can name the type.
+        const declared = s.typeName.includes('::') ? s.typeName : v.vartype && !['logic', 'port', 'wire', 'reg', 'bit'].includes(v.vartype) ? String(v.vartype) : s.typeName;
         ports.push({
           name: v.origName ?? v.name,
           direction: v.dir as PortInfo['direction'],
@@ -164,13 +165,58 @@ export function parseXmlNetlist(xml: string): Omit<DesignInfo, 'top' | 'warnings
       }
     }
     const instantiates = [...new Set(collectInstances(m))];
+    const { edges, comparisons } = collectBehaviour(m);
     const fileId = String(m.loc ?? '').split(',')[0];
-    modules.push({ name: m.origName ?? m.name, file: files.get(fileId) ?? '', line: locLine(m.loc), ports: ports.sort((a, b) => a.line - b.line), params, instantiates });
+    modules.push({ name: m.origName ?? m.name, file: files.get(fileId) ?? '', line: locLine(m.loc), ports: ports.sort((a, b) => a.line - b.line), params, instantiates, edges, comparisons });
   }
   const topCandidates: string[] = [];
   for (const c of (root.cells ?? []) as X[]) for (const cell of (c.cell ?? []) as X[]) if (cell.submodname) topCandidates.push(String(cell.submodname));
   const realFiles = [...files.values()].filter((f) => !f.startsWith('<'));
   return { topCandidates: [...new Set(topCandidates)], modules, files: realFiles };
+}
+
+const COMPARE = new Set(['eq', 'neq', 'eqcase', 'neqcase', 'eqwild', 'neqwild', 'lt', 'lte', 'gt', 'gte', 'lts', 'ltes', 'gts', 'gtes']);
+
+/** Sensitivity edges and compared constants, from the module's netlist body. */
+function collectBehaviour(module: X): { edges: ModuleInfo['edges']; comparisons: ModuleInfo['comparisons'] } {
+  const edges: ModuleInfo['edges'] = {};
+  const comparisons: Record<string, Set<string>> = {};
+  const addCmp = (name: string, value: string | undefined): void => {
+    if (!value || constValue(value) === null) return;
+    (comparisons[name] ??= new Set()).add(value);
+  };
+  const asList = (v: unknown): X[] => (Array.isArray(v) ? (v as X[]) : v && typeof v === 'object' ? [v as X] : []);
+  const walk = (n: unknown): void => {
+    if (!n || typeof n !== 'object') return;
+    if (Array.isArray(n)) return n.forEach(walk);
+    const o = n as X;
+    for (const [k, v] of Object.entries(o)) {
+      if (k === 'senitem') {
+        for (const it of asList(v)) {
+          const edge = it.edgeType === 'POS' ? 'pos' : it.edgeType === 'NEG' ? 'neg' : undefined;
+          const ref = asList(it.varref)[0];
+          if (edge && ref?.name) {
+            const list = (edges[ref.name] ??= []);
+            if (!list.includes(edge)) list.push(edge);
+          }
+        }
+      } else if (COMPARE.has(k)) {
+        for (const c of asList(v)) {
+          const refs = asList(c.varref);
+          const consts = asList(c.const);
+          if (refs.length === 1 && consts.length === 1) addCmp(refs[0].name, consts[0].name);
+        }
+      } else if (k === 'case') {
+        for (const c of asList(v)) {
+          const sel = asList(c.varref)[0];
+          if (sel?.name) for (const item of asList(c.caseitem)) for (const k2 of asList(item.const)) addCmp(sel.name, k2.name);
+        }
+      }
+      if (typeof v === 'object') walk(v);
+    }
+  };
+  walk(module);
+  return { edges, comparisons: Object.fromEntries(Object.entries(comparisons).map(([k, v]) => [k, [...v]])) };
 }
 
 function collectInstances(node: X): string[] {

@@ -62,6 +62,11 @@ export interface ModuleInfo {
   params: ParamInfo[];
   /** Names of modules this one instantiates. */
   instantiates: string[];
+  /** Signals used as edges in sensitivity lists (`posedge clk`, `negedge rst_n`). */
+  edges: Record<string, Array<'pos' | 'neg'>>;
+  /** Constants the design compares signals against (`if (op == 3'd5)`, `case (state) 4'h2:`),
+   * by signal: the values a stimulus generator should try to hit. */
+  comparisons: Record<string, string[]>;
 }
 
 export interface DesignInfo {

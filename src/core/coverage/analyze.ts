@@ -1,0 +1,91 @@
+// Turns raw simulator points into what every caller needs: the DUT-only point set, the scored
+// figure (with waivers), the per-instance hierarchy, and the uncovered points with source text.
+import { readFileSync } from 'node:fs';
+import { figures, isCovered, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type UncoveredPoint } from './model.js';
+import { isWaived, type Waiver } from './waivers.js';
+
+export interface InstanceCoverage {
+  /** Instance path below the testbench, e.g. `uut` or `uut.u_fifo`. */
+  path: string;
+  module: string;
+  /** 0 for the DUT instance, 1 for its children... */
+  level: number;
+  figures: CoverageFigures;
+}
+
+export interface DutCoverage {
+  points: CoveragePoint[];
+  breakdown: CoverageBreakdown;
+  instances: InstanceCoverage[];
+  uncovered: UncoveredPoint[];
+  /** Hierarchy prefixes of the DUT instances found (e.g. `tb.uut`). */
+  dutInstances: string[];
+}
+
+export interface AnalyzeOptions {
+  /** Decides whether a point's file belongs to the DUT (the testbench's own file does not). */
+  isDutFile: (file: string) => boolean;
+  top: string;
+  waivers?: Waiver[];
+  /** Reads a source file for the uncovered-line text; defaults to the file system. */
+  readSource?: (file: string) => string | undefined;
+  /** Cap on the uncovered list (feedback must stay bounded). */
+  maxUncovered?: number;
+}
+
+function defaultRead(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): DutCoverage {
+  const points = all.filter((p) => p.file && opts.isDutFile(p.file));
+  const waivers = opts.waivers ?? [];
+  const kept = waivers.length ? points.filter((p) => !isWaived(p, waivers)) : points;
+  const breakdown: CoverageBreakdown = {
+    raw: figures(points),
+    waived: figures(kept),
+    waivedPoints: points.length - kept.length,
+  };
+
+  // DUT instances: the shallowest hierarchies whose points belong to the top module.
+  const topHiers = [...new Set(points.filter((p) => p.module === opts.top).map((p) => p.hier))].sort(
+    (a, b) => a.split('.').length - b.split('.').length || a.localeCompare(b),
+  );
+  const dutInstances = topHiers.filter((h, i) => !topHiers.slice(0, i).some((o) => h.startsWith(o + '.')));
+  const instances: InstanceCoverage[] = [];
+  for (const dut of dutInstances) {
+    const base = dut.split('.').length;
+    const below = [...new Set(kept.filter((p) => p.hier === dut || p.hier.startsWith(dut + '.')).map((p) => p.hier))].sort();
+    for (const h of below) {
+      const sub = kept.filter((p) => p.hier === h || p.hier.startsWith(h + '.'));
+      const own = sub.find((p) => p.hier === h);
+      instances.push({
+        path: h.split('.').slice(1).join('.') || h,
+        module: own?.module ?? (h === dut ? opts.top : ''),
+        level: h.split('.').length - base,
+        figures: figures(sub),
+      });
+    }
+  }
+
+  const read = opts.readSource ?? defaultRead;
+  const cache = new Map<string, string[] | undefined>();
+  const sourceLine = (file: string, line: number): string | undefined => {
+    if (!cache.has(file)) cache.set(file, read(file)?.split(/\r?\n/));
+    return cache.get(file)?.[line - 1]?.trim();
+  };
+  const max = opts.maxUncovered ?? 500;
+  const uncovered: UncoveredPoint[] = [];
+  // Block points first (they say which code never ran), then toggles.
+  const order = { line: 0, branch: 1, user: 2, toggle: 3 } as const;
+  const missing = kept.filter((p) => !isCovered(p)).sort((a, b) => order[a.type] - order[b.type] || a.file.localeCompare(b.file) || a.line - b.line);
+  for (const p of missing.slice(0, max)) {
+    const first = p.span && p.type !== 'toggle' ? p.span[0] : p.line;
+    uncovered.push({ type: p.type, file: p.file, line: p.line, span: p.type !== 'toggle' ? p.span : undefined, label: p.label, hier: p.hier, count: p.count, source: sourceLine(p.file, first) });
+  }
+  return { points, breakdown, instances, uncovered, dutInstances };
+}

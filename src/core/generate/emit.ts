@@ -1,0 +1,286 @@
+// Writes the stimulus testbench: readable SystemVerilog, one commented phase per strategy, no
+// checks on outputs (stimulus only, as the protocol asks), ends with $finish. Portable: runs under
+// Verilator (--timing) and commercial simulators (only IEEE 1800-2017 constructs: no classes,
+// no constraints, no clocking blocks).
+import type { PortInfo } from '../design/types.js';
+import type { Roles } from './roles.js';
+import { cornerValues, literal, randomExpr, withNeighbours } from './values.js';
+
+export interface StimulusPlan {
+  top: string;
+  instance: string;
+  params: Record<string, string>;
+  roles: Roles;
+  seed: number;
+  /** Random-phase length in cycles (or vectors for combinational designs). */
+  randomCycles: number;
+  /** Cycles each held combination of control inputs lasts (counters reach terminal counts). */
+  holdCycles: number;
+  /** How many held combinations of the 1-bit control inputs to visit. */
+  holdCombos: number;
+  /** Asynchronous/synchronous resets applied in the middle of the run. */
+  midRunResets: number;
+  /** Values the design compares each input against (and round feedback adds). */
+  constants: Record<string, bigint[]>;
+  /** Gate push/pop-like inputs with the DUT's full/empty flags (after an assertion fired). */
+  respectFlags: boolean;
+  /** Enumerate every input combination when the inputs have at most this many bits. */
+  exhaustiveBits: number;
+  round: number;
+  /** Why this round differs from the last, for the header comment. */
+  notes: string[];
+}
+
+const ind = (n: number): string => '  '.repeat(n);
+
+function packedDecl(p: PortInfo): string {
+  if (p.kind === 'enum') return p.typeName;
+  const sign = p.signed && p.kind === 'basic' ? ' signed' : '';
+  return p.width === 1 && p.packedDims.length === 0 ? `logic${sign}` : `logic${sign} [${p.width - 1}:0]`;
+}
+
+function unpackedSuffix(p: PortInfo): string {
+  return p.unpackedDims.map(([l, r]) => `[${l}:${r}]`).join('');
+}
+
+/** Every element of a (possibly unpacked) port, as assignable expressions. */
+function elements(p: PortInfo): string[] {
+  let out = [p.name];
+  for (const [l, r] of p.unpackedDims) {
+    const lo = Math.min(l, r);
+    const hi = Math.max(l, r);
+    const next: string[] = [];
+    for (const e of out) for (let i = lo; i <= hi && next.length < 4096; i++) next.push(`${e}[${i}]`);
+    out = next;
+  }
+  return out;
+}
+
+function assignValue(p: PortInfo, target: string, value: string): string {
+  return p.kind === 'enum' ? `${target} = ${p.typeName}'(${value});` : `${target} = ${value};`;
+}
+
+/** A random value; enums draw only their legal values. */
+function randomAssign(p: PortInfo, target: string): string {
+  if (p.kind === 'enum' && p.enumValues?.length) {
+    const vals = p.enumValues.map((e) => e.value).join(', ');
+    return `begin ${packedLogic(p)} legal[${p.enumValues.length}] = '{${vals}}; ${target} = ${p.typeName}'(legal[$urandom_range(0, ${p.enumValues.length - 1})]); end`;
+  }
+  return assignValue(p, target, randomExpr(p.width));
+}
+
+function packedLogic(p: PortInfo): string {
+  return p.width === 1 ? 'logic' : `logic [${p.width - 1}:0]`;
+}
+
+const FULL = /^(full|o_full|full_o|wr_full|wfull|almost_full|afull)$/i;
+const EMPTY = /^(empty|o_empty|empty_o|rd_empty|rempty|almost_empty|aempty)$/i;
+const PUSH = /^(push|wr_en|wren|we|write|wr|i_wr|wr_i|put|enq|enqueue|in_valid|s_valid|w_en|winc)$/i;
+const POP = /^(pop|rd_en|rden|re|read|rd|i_rd|rd_i|get|deq|dequeue|out_ready|m_ready|r_en|rinc)$/i;
+const VALID_IN = /(^|_)(valid|vld|req|start)(_i|_in)?$/i;
+const READY_OUT = /(^|_)(ready|rdy|ack|grant|gnt)(_o|_out)?$/i;
+
+export function emitTestbench(plan: StimulusPlan): string {
+  const { roles } = plan;
+  const tb = `tb_${plan.top}`;
+  const L: string[] = [];
+  const clk = roles.clocks[0];
+  const ctrl = roles.data.filter((p) => p.width === 1 && p.unpackedDims.length === 0 && p.kind !== 'enum');
+  const dataBits = roles.data.reduce((a, p) => a + p.width * elements(p).length, 0);
+  const exhaustive = !clk && dataBits > 0 && dataBits <= plan.exhaustiveBits;
+  const full = roles.outputs.find((o) => FULL.test(o.name) && o.width === 1);
+  const empty = roles.outputs.find((o) => EMPTY.test(o.name) && o.width === 1);
+  const push = roles.data.find((p) => PUSH.test(p.name) && p.width === 1);
+  const pop = roles.data.find((p) => POP.test(p.name) && p.width === 1);
+  const validIn = roles.data.find((p) => VALID_IN.test(p.name) && p.width === 1);
+  const readyOut = roles.outputs.find((o) => READY_OUT.test(o.name) && o.width === 1);
+
+  L.push(`// Stimulus testbench for '${plan.top}', written by the CHORUS built-in generator`);
+  L.push(`// (model-free, coverage-directed constrained-random). Round ${plan.round}, seed ${plan.seed}.`);
+  L.push('// It drives every input and has no checks on outputs: it exists to exercise the design.');
+  for (const n of plan.notes) L.push(`// - ${n}`);
+  L.push('`timescale 1ns/1ps');
+  L.push(`module ${tb};`);
+  for (const p of [...roles.clocks.map((c) => c.port), ...roles.resets.map((r) => r.port), ...roles.data]) {
+    L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
+  }
+  for (const p of roles.outputs) L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
+  L.push(`${ind(1)}int unsigned cycle = 0;`);
+  L.push('');
+  const params = Object.entries(plan.params);
+  const paramText = params.length ? ` #(${params.map(([k, v]) => `.${k}(${v})`).join(', ')})` : '';
+  const conns = [...roles.clocks.map((c) => c.port), ...roles.resets.map((r) => r.port), ...roles.data, ...roles.outputs];
+  L.push(`${ind(1)}${plan.top}${paramText} ${plan.instance} (`);
+  L.push(conns.map((p) => `${ind(2)}.${p.name}(${p.name})`).join(',\n'));
+  L.push(`${ind(1)});`);
+  L.push('');
+
+  // Clocks
+  for (const c of roles.clocks) {
+    L.push(`${ind(1)}// Clock ${c.port.name}: ${2 * c.halfPeriodNs} ns period${roles.clocks.length > 1 ? ' (unrelated to the other clocks)' : ''}.`);
+    L.push(`${ind(1)}initial ${c.port.name} = 1'b0;`);
+    L.push(`${ind(1)}always #${c.halfPeriodNs} ${c.port.name} = ~${c.port.name};`);
+  }
+  if (roles.clocks.length) L.push('');
+
+  // Step: one cycle of the primary clock, inputs change away from the sampling edge.
+  const stepEdge = clk ? (clk.activeEdge === 'pos' ? 'negedge' : 'posedge') : '';
+  L.push(`${ind(1)}// One stimulus step: ${clk ? `wait for the ${stepEdge} of ${clk.port.name} (inputs change away from the sampling edge)` : 'let the combinational logic settle'}.`);
+  L.push(`${ind(1)}task automatic step();`);
+  L.push(clk ? `${ind(2)}@(${stepEdge} ${clk.port.name});` : `${ind(2)}#5;`);
+  L.push(`${ind(2)}cycle++;`);
+  L.push(`${ind(1)}endtask`);
+  L.push('');
+
+  // Reset helpers
+  const assertReset = (r: Roles['resets'][number]): string => `${r.port.name} = 1'b${r.activeLow ? 0 : 1};`;
+  const releaseReset = (r: Roles['resets'][number]): string => `${r.port.name} = 1'b${r.activeLow ? 1 : 0};`;
+  if (roles.resets.length) {
+    L.push(`${ind(1)}// Reset: ${roles.resets.map((r) => `${r.port.name} (active-${r.activeLow ? 'low' : 'high'}, ${r.async ? 'asynchronous' : 'synchronous'})`).join(', ')}.`);
+    L.push(`${ind(1)}task automatic apply_reset(int unsigned cycles);`);
+    for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);
+    L.push(`${ind(2)}repeat (cycles) step();`);
+    if (roles.resets.some((r) => r.async)) L.push(`${ind(2)}#1;`);
+    for (const r of roles.resets) L.push(`${ind(2)}${releaseReset(r)}`);
+    L.push(`${ind(1)}endtask`);
+    L.push('');
+  }
+
+  // Random drive of all data inputs, with handshake/flag awareness.
+  L.push(`${ind(1)}// Uniform random values on every data input${plan.respectFlags ? ', respecting the DUT\'s full/empty flags' : ''}.`);
+  L.push(`${ind(1)}task automatic drive_random();`);
+  for (const p of roles.data) {
+    for (const e of elements(p)) {
+      if (validIn && readyOut && p !== validIn && p.width > 1) {
+        // Hold data stable while a transfer is offered and not yet accepted.
+        L.push(`${ind(2)}if (!(${validIn.name} && !${readyOut.name})) ${randomAssign(p, e)}`);
+      } else if (plan.respectFlags && p === push && full) {
+        L.push(`${ind(2)}${e} = !${full.name} && ($urandom_range(0, 3) != 0);`);
+      } else if (plan.respectFlags && p === pop && empty) {
+        L.push(`${ind(2)}${e} = !${empty.name} && ($urandom_range(0, 3) != 0);`);
+      } else if (validIn && readyOut && p === validIn) {
+        L.push(`${ind(2)}if (!(${validIn.name} && !${readyOut.name})) ${validIn.name} = $urandom_range(0, 2) != 0;`);
+      } else {
+        L.push(`${ind(2)}${randomAssign(p, e)}`);
+      }
+    }
+  }
+  L.push(`${ind(1)}endtask`);
+  L.push('');
+
+  L.push(`${ind(1)}initial begin`);
+  L.push(`${ind(2)}void'($urandom(${plan.seed})); // seed the stimulus`);
+  L.push(`${ind(2)}// Phase 0: every input at zero${roles.resets.length ? ', reset asserted' : ''}.`);
+  for (const p of roles.data) for (const e of elements(p)) L.push(`${ind(2)}${assignValue(p, e, "'0")}`);
+  for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);
+  if (roles.resets.length) {
+    L.push(`${ind(2)}// Phase 1: reset for a few cycles, then release.`);
+    L.push(`${ind(2)}apply_reset(3);`);
+  } else {
+    L.push(`${ind(2)}step();`);
+  }
+
+  if (exhaustive) {
+    const flat = roles.data.flatMap((p) => elements(p).map((e) => ({ p, e })));
+    const concat = flat.map((x) => x.e).join(', ');
+    L.push(`${ind(2)}// Phase 2: exhaustive: every one of the 2^${dataBits} input combinations, then back to zero.`);
+    L.push(`${ind(2)}for (longint unsigned v = 0; v < ${2n ** BigInt(dataBits)}; v++) begin`);
+    if (flat.some((x) => x.p.kind === 'enum')) {
+      L.push(`${ind(3)}logic [${dataBits - 1}:0] bits = ${dataBits}'(v);`);
+      let hi = dataBits - 1;
+      for (const { p, e } of flat) {
+        L.push(`${ind(3)}${assignValue(p, e, `bits[${hi}:${hi - p.width + 1}]`)}`);
+        hi -= p.width;
+      }
+    } else {
+      L.push(`${ind(3)}{${concat}} = ${dataBits}'(v);`);
+    }
+    L.push(`${ind(3)}step();`);
+    L.push(`${ind(2)}end`);
+    L.push(`${ind(2)}{${concat}} = '0;`);
+    L.push(`${ind(2)}step();`);
+    // A second, descending sweep gives every bit a second pair of transitions.
+    L.push(`${ind(2)}for (longint unsigned v = ${2n ** BigInt(dataBits)}; v > 0; v--) begin`);
+    L.push(`${ind(3)}{${concat}} = ${dataBits}'(v - 1);`);
+    L.push(`${ind(3)}step();`);
+    L.push(`${ind(2)}end`);
+  } else {
+    // Corners per input, one at a time, the others random.
+    L.push(`${ind(2)}// Phase 2: corner values on each data input (zero, all ones, MSB only, LSB, alternating, walking ones).`);
+    for (const p of roles.data) {
+      if (p.kind === 'enum') {
+        for (const ev of p.enumValues ?? []) for (const e of elements(p).slice(0, 8)) L.push(`${ind(2)}${assignValue(p, e, ev.value)} step();`);
+        continue;
+      }
+      const corners = cornerValues(p.width);
+      for (const e of elements(p).slice(0, 16)) {
+        L.push(`${ind(2)}drive_random();`);
+        for (const v of corners) L.push(`${ind(2)}${e} = ${literal(p.width, v)}; step();`);
+        if (p.width > 2 && p.width <= 256) {
+          L.push(`${ind(2)}for (int i = 0; i < ${p.width}; i++) begin ${e} = ${p.width}'(1) << i; step(); end`);
+        }
+        L.push(`${ind(2)}${e} = '0; step();`);
+      }
+    }
+    // Constants the design compares inputs against.
+    const withConst = roles.data.filter((p) => (plan.constants[p.name]?.length ?? 0) > 0 && p.kind !== 'enum');
+    if (withConst.length) {
+      L.push(`${ind(2)}// Phase 3: values the design compares its inputs against, and their neighbours.`);
+      for (const p of withConst) {
+        const vals = [...new Set(plan.constants[p.name].flatMap((v) => withNeighbours(p.width, v)))].slice(0, 64);
+        for (const e of elements(p).slice(0, 8)) {
+          for (const v of vals) L.push(`${ind(2)}drive_random(); ${e} = ${literal(p.width, v)}; step(); step();`);
+        }
+      }
+    }
+    // Random phase.
+    L.push(`${ind(2)}// Phase 4: ${plan.randomCycles} cycles of uniform random stimulus${roles.resets.length ? ', with an occasional reset' : ''}.`);
+    L.push(`${ind(2)}repeat (${plan.randomCycles}) begin`);
+    L.push(`${ind(3)}drive_random();`);
+    if (roles.resets.length) {
+      L.push(`${ind(3)}if ($urandom_range(0, 199) == 0) begin`);
+      for (const r of roles.resets) L.push(`${ind(4)}${assertReset(r)}`);
+      L.push(`${ind(4)}step();`);
+      for (const r of roles.resets) L.push(`${ind(4)}${releaseReset(r)}`);
+      L.push(`${ind(3)}end`);
+    }
+    L.push(`${ind(3)}step();`);
+    L.push(`${ind(2)}end`);
+    // Held control inputs: long runs with each combination of 1-bit controls held still.
+    if (clk && ctrl.length && plan.holdCombos > 0 && plan.holdCycles > 0) {
+      const combos = Math.min(plan.holdCombos, 2 ** Math.min(ctrl.length, 16));
+      L.push(`${ind(2)}// Phase 5: ${combos} combinations of the 1-bit controls (${ctrl.map((c) => c.name).join(', ')}) each held for ${plan.holdCycles} cycles,`);
+      L.push(`${ind(2)}// so counters and timers reach their terminal values; wide data stays random.`);
+      L.push(`${ind(2)}for (int unsigned combo = 0; combo < ${combos}; combo++) begin`);
+      L.push(`${ind(3)}logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : `${ctrl.length}'($urandom)`};`);
+      L.push(`${ind(3)}repeat (${plan.holdCycles}) begin`);
+      L.push(`${ind(4)}drive_random();`);
+      L.push(`${ind(4)}{${ctrl.map((c) => c.name).join(', ')}} = held;`);
+      L.push(`${ind(4)}step();`);
+      L.push(`${ind(3)}end`);
+      L.push(`${ind(2)}end`);
+    }
+    // Mid-run resets.
+    if (roles.resets.length && plan.midRunResets > 0) {
+      L.push(`${ind(2)}// Phase 6: reset in the middle of activity, ${plan.midRunResets} time(s), then more random stimulus.`);
+      L.push(`${ind(2)}repeat (${plan.midRunResets}) begin`);
+      L.push(`${ind(3)}repeat (${Math.max(8, Math.floor(plan.randomCycles / 8))}) begin drive_random(); step(); end`);
+      const asyncReset = roles.resets.find((r) => r.async);
+      if (asyncReset && clk) {
+        L.push(`${ind(3)}#${Math.max(1, Math.floor(clk.halfPeriodNs / 2))} ${assertReset(asyncReset)} // asynchronous: between clock edges`);
+        L.push(`${ind(3)}#2 ${releaseReset(asyncReset)}`);
+      }
+      L.push(`${ind(3)}apply_reset(2);`);
+      L.push(`${ind(2)}end`);
+    }
+    L.push(`${ind(2)}repeat (${Math.max(16, Math.floor(plan.randomCycles / 4))}) begin drive_random(); step(); end`);
+  }
+  L.push(`${ind(2)}// Finish: all inputs back to zero so every bit has moved both ways.`);
+  for (const p of roles.data) for (const e of elements(p)) L.push(`${ind(2)}${assignValue(p, e, "'0")}`);
+  L.push(`${ind(2)}step();`);
+  L.push(`${ind(2)}step();`);
+  L.push(`${ind(2)}$finish;`);
+  L.push(`${ind(1)}end`);
+  L.push('endmodule');
+  return L.join('\n') + '\n';
+}

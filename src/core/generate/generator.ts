@@ -1,0 +1,159 @@
+// The model-free stimulus generator: plan from the design's ports and compared constants, emit a
+// testbench, simulate it, read what stayed uncovered, and bias the next round toward it (more
+// and longer held runs for deep counters and states, the constants of uncovered conditions,
+// respect for full/empty flags after the design's own assertions fired). Keeps the best round.
+import type { DesignInfo, DesignSpec } from '../design/types.js';
+import type { Simulator, SimLimits } from '../sim/simulator.js';
+import type { SimResult } from '../sim/result.js';
+import { constValue } from '../design/introspect.js';
+import { assignRoles, type Roles } from './roles.js';
+import { emitTestbench, type StimulusPlan } from './emit.js';
+
+export interface GenerateOptions {
+  /** Rounds of coverage-directed refinement, including the first (default 4). */
+  rounds?: number;
+  /** Stop as soon as coverage reaches this fraction (default 1.0). */
+  target?: number;
+  /** DUT instance name in the testbench (default `uut`). */
+  instance?: string;
+  seed?: number;
+  limits?: Partial<SimLimits>;
+  signal?: AbortSignal;
+  onRound?: (r: GeneratedRound) => void;
+}
+
+export interface GeneratedRound {
+  round: number;
+  testbench: string;
+  result: SimResult;
+  notes: string[];
+}
+
+export interface GenerateResult {
+  best: GeneratedRound;
+  rounds: GeneratedRound[];
+  tbName: string;
+}
+
+/** §5 ranking: ran ok, has coverage, then overall coverage. */
+export function better(a: SimResult, b: SimResult | undefined): boolean {
+  if (!b) return true;
+  const key = (r: SimResult): [number, number, number] => [r.status === 'success' ? 1 : 0, r.coverage ? 1 : 0, r.coverage?.waived.overall ?? 0];
+  const ka = key(a);
+  const kb = key(b);
+  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i] > kb[i];
+  return false;
+}
+
+function designConstants(info: DesignInfo, roles: Roles): Record<string, bigint[]> {
+  const m = info.modules.find((x) => x.name === info.top);
+  const out: Record<string, bigint[]> = {};
+  for (const p of roles.data) {
+    const vals = (m?.comparisons[p.name] ?? []).map((v) => constValue(v)).filter((v): v is bigint => v !== null);
+    if (vals.length) out[p.name] = vals;
+  }
+  return out;
+}
+
+/** The longest run a held control combination needs: enough to reach compared constants. */
+function holdLength(info: DesignInfo): number {
+  const m = info.modules.find((x) => x.name === info.top);
+  let need = 32;
+  for (const vals of Object.values(m?.comparisons ?? {})) {
+    for (const v of vals) {
+      const n = constValue(v);
+      if (n !== null && n < 1_000_000n) need = Math.max(need, Number(n) + 4);
+    }
+  }
+  return Math.min(need, 4096);
+}
+
+export function initialPlan(info: DesignInfo, design: DesignSpec, opts: GenerateOptions): StimulusPlan {
+  const m = info.modules.find((x) => x.name === info.top);
+  if (!m) throw new Error(`module '${info.top}' not found in the introspected design`);
+  const roles = assignRoles(m);
+  return {
+    top: info.top,
+    instance: opts.instance ?? 'uut',
+    params: design.params,
+    roles,
+    seed: opts.seed ?? 1,
+    randomCycles: 400,
+    holdCycles: holdLength(info),
+    holdCombos: 8,
+    midRunResets: 1,
+    constants: designConstants(info, roles),
+    respectFlags: false,
+    exhaustiveBits: 16,
+    round: 0,
+    notes: [],
+  };
+}
+
+/** Next round's plan from what the last one left uncovered. */
+export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignInfo): StimulusPlan {
+  const notes: string[] = [];
+  const next: StimulusPlan = { ...prev, round: prev.round + 1, seed: prev.seed * 7919 + 17, notes, constants: { ...prev.constants } };
+  const uncovered = result.uncovered;
+  const blocks = uncovered.filter((u) => u.type !== 'toggle');
+  const toggles = uncovered.filter((u) => u.type === 'toggle');
+  if (result.diagnostics.some((d) => d.code === 'ASSERT' && d.origin === 'dut')) {
+    next.respectFlags = true;
+    notes.push("the design's assertions fired on the last round: push/pop now respect full/empty");
+  }
+  if (result.status === 'timeout') {
+    next.randomCycles = Math.max(50, Math.floor(prev.randomCycles / 4));
+    next.holdCycles = Math.max(16, Math.floor(prev.holdCycles / 4));
+    notes.push('the last round ran out of time: shorter phases');
+    return next;
+  }
+  if (blocks.length || toggles.length) {
+    next.randomCycles = Math.min(prev.randomCycles * 2, 20_000);
+    next.holdCycles = Math.min(Math.max(prev.holdCycles * 2, 64), 8192);
+    next.holdCombos = Math.min(prev.holdCombos * 2, 256);
+    next.midRunResets = Math.min(prev.midRunResets + 1, 4);
+    notes.push(`${blocks.length} code points and ${toggles.length} toggle bits stayed uncovered: longer random and held runs, more held combinations`);
+  }
+  // Constants in the source of uncovered conditions, for every input of a matching width.
+  const found = new Set<string>();
+  for (const u of blocks) {
+    for (const lit of (u.source ?? '').matchAll(/\b(\d+)'([sS]?[hHdDbBoO])([0-9a-fA-F_]+)\b/g)) found.add(`${lit[1]}'${lit[2].toLowerCase()}${lit[3]}`);
+  }
+  if (found.size) {
+    for (const p of prev.roles.data) {
+      const add = [...found].map((l) => constValue(l)).filter((v): v is bigint => v !== null && v < 1n << BigInt(p.width));
+      if (add.length) next.constants[p.name] = [...new Set([...(next.constants[p.name] ?? []), ...add])];
+    }
+    notes.push(`constants from uncovered conditions tried on the inputs: ${[...found].slice(0, 8).join(', ')}`);
+  }
+  void info;
+  return next;
+}
+
+export async function generateTestbench(
+  simulator: Simulator,
+  design: DesignSpec,
+  info: DesignInfo,
+  opts: GenerateOptions = {},
+): Promise<GenerateResult> {
+  const rounds = Math.max(1, opts.rounds ?? 4);
+  const target = opts.target ?? 1;
+  const tbName = `tb_${info.top}.sv`;
+  let plan = initialPlan(info, design, opts);
+  const history: GeneratedRound[] = [];
+  let best: GeneratedRound | undefined;
+  for (let i = 0; i < rounds; i++) {
+    if (opts.signal?.aborted) break;
+    const testbench = emitTestbench(plan);
+    const result = await simulator.simulate({ design, top: info.top, testbench: { name: tbName, content: testbench }, limits: opts.limits, seed: plan.seed, signal: opts.signal });
+    const round: GeneratedRound = { round: i, testbench, result, notes: plan.notes };
+    history.push(round);
+    opts.onRound?.(round);
+    if (!best || better(result, best.result)) best = round;
+    if (result.status === 'success' && (result.coverage?.waived.overall ?? 0) >= target) break;
+    if (result.status === 'rejected' || result.status === 'exception') break;
+    plan = refinePlan(plan, result, info);
+  }
+  if (!best) throw new Error('generation was cancelled before the first round');
+  return { best, rounds: history, tbName };
+}

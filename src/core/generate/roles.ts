@@ -1,0 +1,65 @@
+// What each DUT input is for: clock, reset (with polarity and whether it is asynchronous), or
+// data. Decided from the front end's facts (which signals are sensitivity-list edges, port
+// widths) and, where facts are silent, from the names designers use.
+import type { ModuleInfo, PortInfo } from '../design/types.js';
+
+export interface ClockRole {
+  port: PortInfo;
+  /** Half period in ns: several clocks get unrelated periods (asynchronous FIFOs). */
+  halfPeriodNs: number;
+  /** Edge the design samples on; stimulus changes on the other one. */
+  activeEdge: 'pos' | 'neg';
+}
+
+export interface ResetRole {
+  port: PortInfo;
+  activeLow: boolean;
+  async: boolean;
+}
+
+export interface Roles {
+  clocks: ClockRole[];
+  resets: ResetRole[];
+  /** Every other input, driven with data stimulus. */
+  data: PortInfo[];
+  outputs: PortInfo[];
+}
+
+const CLOCK_NAME = /^(clk|clock|i_clk|clk_i|aclk|hclk|pclk|sclk|mclk)$|(^|_)(clk|clock)(_|$)|clk\d*$|^clk/i;
+const RESET_NAME = /^(n?a?s?rst\w*|a?reset\w*|ar|areset\w*|nreset|resetb|clr|clear|i_rst\w*|rst_i\w*)$|(^|_)(a?rst|a?reset)(_?n|_b|b)?$/i;
+const ACTIVE_LOW = /(_n|_b|n|b)$|^n(rst|reset)/i;
+
+export function isClockName(name: string): boolean {
+  return CLOCK_NAME.test(name);
+}
+
+export function isResetName(name: string): boolean {
+  return RESET_NAME.test(name);
+}
+
+export function assignRoles(m: ModuleInfo): Roles {
+  const inputs = m.ports.filter((p) => p.direction === 'input' || p.direction === 'inout');
+  const outputs = m.ports.filter((p) => p.direction === 'output');
+  const single = (p: PortInfo): boolean => p.width === 1 && p.unpackedDims.length === 0;
+  const resets: ResetRole[] = [];
+  const clocks: ClockRole[] = [];
+  const data: PortInfo[] = [];
+  // Resets first: an async reset is an edge too, but its name says what it is.
+  for (const p of inputs) {
+    if (!single(p) || !isResetName(p.name)) continue;
+    const edges = m.edges[p.name] ?? [];
+    const activeLow = edges.includes('neg') && !edges.includes('pos') ? true : edges.includes('pos') ? false : ACTIVE_LOW.test(p.name) && !/^(areset|reset|ar|clr|clear)$/i.test(p.name);
+    resets.push({ port: p, activeLow, async: edges.length > 0 });
+  }
+  const isReset = (p: PortInfo): boolean => resets.some((r) => r.port === p);
+  for (const p of inputs) {
+    if (isReset(p) || !single(p)) continue;
+    const edges = m.edges[p.name] ?? [];
+    if (edges.length > 0 || isClockName(p.name)) {
+      const half = [5, 7, 11, 13][clocks.length % 4];
+      clocks.push({ port: p, halfPeriodNs: half, activeEdge: edges.includes('neg') && !edges.includes('pos') ? 'neg' : 'pos' });
+    }
+  }
+  for (const p of inputs) if (!isReset(p) && !clocks.some((c) => c.port === p)) data.push(p);
+  return { clocks, resets, data, outputs };
+}
