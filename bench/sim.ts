@@ -374,21 +374,39 @@ async function main(): Promise<number> {
     ]),
   );
 
+  // Stage medians per design. "other" is per-sample time outside the named stages (jail probe,
+  // scratch directory, result assembly), so medians need not add up exactly.
+  const STAGES = ['check', 'lint', 'build', 'run', 'coverage'] as const;
+  const stageMedians = (r: DesignReport): Record<string, number> => {
+    const m: Record<string, number> = {};
+    for (const st of STAGES) m[st] = median(r.engine.map((e) => e.timings[st] ?? 0));
+    m.other = median(r.engine.map((e) => Math.max(0, e.total - STAGES.reduce((a, st) => a + (e.timings[st] ?? 0), 0))));
+    m.total = median(r.engine.map((e) => e.total));
+    m.naiveBuild = median(r.naive.map((n) => n.build));
+    m.naiveRun = median(r.naive.map((n) => n.run));
+    return m;
+  };
+  const stagesByDesign = Object.fromEntries(reports.map((r) => [r.design, stageMedians(r)]));
+  const f3 = (x: number): string => x.toFixed(3);
+  console.log('
+engine stage medians, s (lint = Verilator front end + C++ generation; build = C++ compile + link), and the naive split:');
+  console.log(
+    table([
+      ['design', 'check', 'lint', 'build', 'run', 'coverage', 'other', 'engine total', 'naive verilator --build', 'naive run'],
+      ...reports.map((r) => {
+        const m = stagesByDesign[r.design];
+        return [r.design, f3(m.check), f3(m.lint), f3(m.build), f3(m.run), f3(m.coverage), f3(m.other), f3(m.total), f3(m.naiveBuild), f3(m.naiveRun)];
+      }),
+    ]),
+  );
   const counter = reports.find((r) => r.design === 'counter');
-  let breakdown: Record<string, number> | null = null;
+  const breakdown: Record<string, number> | null = counter ? stagesByDesign.counter : null;
   if (counter) {
-    const stages = ['check', 'lint', 'build', 'run', 'coverage', 'total'] as const;
-    breakdown = {};
-    for (const s of stages) breakdown[s] = median(counter.engine.map((e) => e.timings[s] ?? 0));
-    const accounted = stages.slice(0, -1).reduce((a, s) => a + breakdown![s], 0);
-    breakdown.other = Math.max(0, breakdown.total - accounted);
-    const naiveBuild = median(counter.naive.map((s) => s.build));
-    const naiveRun = median(counter.naive.map((s) => s.run));
+    const b = breakdown!;
     console.log(
-      `\ncounter engine stages (median s): check ${breakdown.check.toFixed(3)} | lint (Verilator front end) ${breakdown.lint.toFixed(3)} | ` +
-        `build (C++ + link) ${breakdown.build.toFixed(3)} | run ${breakdown.run.toFixed(3)} | coverage ${breakdown.coverage.toFixed(3)} | other ${breakdown.other.toFixed(3)} | total ${breakdown.total.toFixed(3)}`,
+      `counter engine: build ${((b.build / b.total) * 100).toFixed(0)}% of the median, front end ${((b.lint / b.total) * 100).toFixed(0)}%, ` +
+        `simulation ${((b.run / b.total) * 100).toFixed(0)}%`,
     );
-    console.log(`counter naive stages  (median s): verilator --build ${naiveBuild.toFixed(3)} | run ${naiveRun.toFixed(3)}`);
     const t1 = counter.engineMedianS < 1.5;
     const t2 = counter.speedup >= 5;
     console.log(
@@ -411,6 +429,7 @@ async function main(): Promise<number> {
           options: opts,
           targets: { engineMedianS: 1.5, speedup: 5 },
           counterStageMedians: breakdown,
+          stageMedians: stagesByDesign,
           designs: reports,
         },
         null,

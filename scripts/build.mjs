@@ -24,7 +24,8 @@ await build({
 chmodSync('dist/cli.js', 0o755);
 
 // bench/sim (npm run bench:sim): same options as the CLI bundle, output dist/bench/sim.js.
-await build({
+// `--cli-only` skips it (the test setup needs only the CLI).
+if (!process.argv.includes('--cli-only')) await build({
   entryPoints: { 'bench/sim': 'bench/sim.ts' },
   outdir: 'dist',
   bundle: true,

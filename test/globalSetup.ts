@@ -5,5 +5,5 @@ import { fileURLToPath } from 'node:url';
 
 export default function setup(): void {
   const root = join(fileURLToPath(new URL('.', import.meta.url)), '..');
-  execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs'), '--cli-only'], { cwd: root, stdio: 'inherit' });
 }

@@ -166,6 +166,13 @@ describe('safety', () => {
     expect(w.diagnostics[0]).toMatchObject({ code: 'CHORUS-FILE', line: 9 });
   });
 
+  it('a $system call assembled by macros is rejected after preprocessing', async () => {
+    const src = '`define SYS(x) $sys``x\n' + tbWith('  initial begin\n    `SYS(tem)("touch /tmp/chorus_pwned");\n    $finish;\n  end');
+    const r = await simulateFiles([counter], 'tb.sv', src);
+    expect(r.status).toBe('rejected');
+    expect(r.diagnostics[0]).toMatchObject({ code: 'CHORUS-SYSTEM', file: 'tb.sv', line: 10 });
+  });
+
   it('the jail stops a write through a path built at run time', async () => {
     const target = join(tmpdir(), `chorus-escape-${process.pid}.txt`);
     rmSync(target, { force: true });

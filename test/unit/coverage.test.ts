@@ -414,12 +414,12 @@ describe('analyzeCoverage', () => {
     expect(cov.instances).toEqual([]);
   });
 
-  // BUG: analyze.ts scores every point whose *file* is a DUT file, wherever it sits in the
+  // Fixed (was a bug): analyze.ts scores every point whose *file* is a DUT file, wherever it sits in the
   // hierarchy. A testbench that instantiates a design sub-module next to the DUT (here `sub` at
   // tb.u_extra, fully covered) raises the DUT's scored figure, although IMC's DUT row only covers
   // the DUT instance's subtree. Expected: the extra instance is ignored (waived.overall = 0.5);
   // actual: it is pooled in (waived.overall = 0.75).
-  it.fails('scores only points inside the DUT instance subtree (extra design instances in the testbench do not count)', () => {
+  it('scores only points inside the DUT instance subtree (extra design instances in the testbench do not count)', () => {
     const pts = [
       pt('line', 5, 1, { hier: 'tb.uut' }),
       pt('line', 6, 0, { hier: 'tb.uut' }),

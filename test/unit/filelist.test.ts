@@ -214,10 +214,10 @@ describe('readFileList: warnings and errors', () => {
     expect(e.message).toContain("'-v' needs an argument");
   });
 
-  // BUG: filelist.ts `next()` increments i before building the message, so the error names the
+  // Fixed (was a bug): filelist.ts `next()` increments i before building the message, so the error names the
   // entry after the option: for a list holding only `-f`, "(entry 2): '-f' needs an argument"
   // although the list has one entry. Expected "(entry 1)"; actual "(entry 2)".
-  it.fails('names the option entry itself when its argument is missing', () => {
+  it('names the option entry itself when its argument is missing', () => {
     const list = put(join(PROJ, 'noarg2.f'), '-f\n');
     expect(designError(() => read(list, true)).message).toBe(`${list} (entry 1): '-f' needs an argument`);
   });

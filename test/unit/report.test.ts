@@ -102,12 +102,12 @@ describe('summaryRows', () => {
     expect(rows[1]).toMatchObject({ name: 'uut.u_sub (sub)', 'Overall Average': 0.5, 'Overall Covered': 0.5, Block: 0.5, Toggle: 0.5 });
   });
 
-  // BUG: report.ts summaryRows, single DUT instance: the DUT instance's own row is dropped (the
+  // Fixed (was a bug): report.ts summaryRows, single DUT instance: the DUT instance's own row is dropped (the
   // level-0 `counter` row stands for it) but its children keep `inst.level + 1`, so `uut.u_sub` is
   // reported at level 2 with no level-1 row above it. IMC (and the detail table from the same
   // data, which draws `|--u_sub` at level 1) puts a direct child of the DUT at level 1.
   // Expected level 1, actual 2.
-  it.fails('puts a direct child of a single DUT instance at level 1', () => {
+  it('puts a direct child of a single DUT instance at level 1', () => {
     const rows = summaryRows(analyze(points()), 'counter');
     expect(rows[1].level).toBe(1);
   });

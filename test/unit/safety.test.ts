@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { blankComments, checkTestbench } from '../../src/core/sim/safety.js';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { blankComments, checkPreprocessed, checkTestbench } from '../../src/core/sim/safety.js';
 import type { Diagnostic } from '../../src/core/sim/result.js';
 
 const JAILED = { jailed: true, file: 'tb_x.sv' };
@@ -244,42 +248,54 @@ describe('checkTestbench: several findings', () => {
   });
 });
 
-describe('checkTestbench: escapes the check misses', () => {
-  // BUG: safety.ts scans the source text before preprocessing. Verilator's preprocessor expands
-  // macros and `` token pasting, so `define DPI "DPI-C"` + `import `DPI function int system(...)`
-  // imports libc's system() and runs shell commands (verified with Verilator 5.006: the command
-  // ran). Expected a CHORUS-DPI error; actual: no diagnostic.
-  it.fails('rejects a DPI import whose "DPI-C" string comes from a macro', () => {
+describe('checkPreprocessed: macros cannot hide an escape', () => {
+  // The engine runs `verilator -E` on testbenches that use the preprocessor and checks the
+  // expanded text too; these used to slip through the plain-text check (verified to run shell
+  // commands under Verilator 5.006 before the fix).
+  const preprocess = (src: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'chorus-pp-'));
+    writeFileSync(join(dir, 'tb.sv'), src);
+    return execFileSync('verilator', ['-E', 'tb.sv'], { cwd: dir, encoding: 'utf8' });
+  };
+  it('rejects a DPI import whose "DPI-C" string comes from a macro', () => {
     const src = ['`define DPI "DPI-C"', 'module tb;', '  import `DPI function int system(input string cmd);', '  initial void\'(system("id"));', 'endmodule'].join('\n');
-    expect(checkTestbench(src, JAILED).length).toBeGreaterThan(0);
+    expect(checkTestbench(src, JAILED)).toEqual([]);
+    const ds = checkPreprocessed(preprocess(src), JAILED);
+    expect(ds.map((d) => [d.code, d.line])).toEqual([['CHORUS-DPI', 3]]);
   });
 
-  // BUG: same cause: `define SYS(x) $sys``x` + `SYS(tem)("cmd")` preprocesses to $system("cmd")
-  // (verified with Verilator 5.006: the command ran). Expected CHORUS-SYSTEM; actual: nothing.
-  it.fails('rejects $system assembled by macro token pasting', () => {
+  it('rejects $system assembled by macro token pasting', () => {
     const src = ['`define SYS(x) $sys``x', 'module tb;', '  initial `SYS(tem)("id");', 'endmodule'].join('\n');
-    expect(checkTestbench(src, JAILED).length).toBeGreaterThan(0);
+    const ds = checkPreprocessed(preprocess(src), JAILED);
+    expect(ds.map((d) => [d.code, d.line])).toEqual([['CHORUS-SYSTEM', 3]]);
+    expect(ds[0].message).toMatch(/after macro expansion/);
   });
 
-  // BUG: same cause: `define CC $c` + `CC("...")` preprocesses to $c("..."); the $c rule needs a
-  // `(` after `$c` on the define line. Expected CHORUS-CCODE; actual: nothing.
-  it.fails('rejects $c hidden behind a macro', () => {
+  it('rejects $c hidden behind a macro', () => {
     const src = ['`define CC $c', 'module tb;', '  initial `CC("system(\\"id\\");");', 'endmodule'].join('\n');
-    expect(checkTestbench(src, JAILED).length).toBeGreaterThan(0);
+    const ds = checkPreprocessed(preprocess(src), JAILED);
+    expect(ds.map((d) => d.code)).toEqual(['CHORUS-CCODE']);
   });
 
-  // BUG: the literal path is judged before string escapes are decoded. Verilator turns
+  it('finds nothing in an innocent testbench that uses macros', () => {
+    const src = ['`define N 4', 'module tb;', '  initial begin repeat (`N) #1; $finish; end', 'endmodule'].join('\n');
+    expect(checkPreprocessed(preprocess(src), JAILED)).toEqual([]);
+  });
+});
+
+describe('checkTestbench: string escapes and read modes', () => {
+  // Fixed: the literal path used to be judged before string escapes were decoded. Verilator turns
   // "\/tmp/x" into /tmp/x and "\056\056/x" into ../x (verified: $fopen("\/tmp/...","w") wrote
   // the absolute path). Without a jail these writes escape the run directory. Expected
   // CHORUS-FILE for both; actual: no diagnostic.
-  it.fails('rejects absolute or climbing paths spelled with string escapes (no jail)', () => {
+  it('rejects absolute or climbing paths spelled with string escapes (no jail)', () => {
     const ds = checkTestbench(tb('fd = $fopen("\\/tmp/x", "w");', 'fd = $fopen("\\056\\056/x", "w");'), OPEN);
     expect(ds.map((d) => d.code)).toEqual(['CHORUS-FILE', 'CHORUS-FILE']);
   });
 
-  // BUG (minor, false positive): only mode "r" is taken as a read; "rb" (binary read, IEEE
+  // Fixed (was a false positive): only mode "r" is taken as a read; "rb" (binary read, IEEE
   // 1800-2017 21.3.1) is rejected. Expected no diagnostic; actual: CHORUS-FILE.
-  it.fails('allows reading any path with mode "rb"', () => {
+  it('allows reading any path with mode "rb"', () => {
     expect(checkTestbench(tb('fd = $fopen("/data/golden.bin","rb");'), OPEN)).toEqual([]);
   });
 });

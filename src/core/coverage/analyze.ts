@@ -42,7 +42,16 @@ function defaultRead(file: string): string | undefined {
 }
 
 export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): DutCoverage {
-  const points = all.filter((p) => p.file && opts.isDutFile(p.file));
+  const inDutFiles = all.filter((p) => p.file && opts.isDutFile(p.file));
+  // DUT instances: the shallowest hierarchies whose points belong to the top module. Only points
+  // at or below them count: a testbench that instantiates DUT sub-modules on its own (fully
+  // exercised, say) must not raise the DUT's score.
+  const topHiers = [...new Set(inDutFiles.filter((p) => p.module === opts.top).map((p) => p.hier))].sort(
+    (a, b) => a.split('.').length - b.split('.').length || a.localeCompare(b),
+  );
+  const dutInstances = topHiers.filter((h, i) => !topHiers.slice(0, i).some((o) => h.startsWith(o + '.')));
+  const under = (h: string): boolean => dutInstances.some((d) => h === d || h.startsWith(d + '.'));
+  const points = inDutFiles.filter((p) => under(p.hier));
   const waivers = opts.waivers ?? [];
   const kept = waivers.length ? points.filter((p) => !isWaived(p, waivers)) : points;
   const breakdown: CoverageBreakdown = {
@@ -51,11 +60,6 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
     waivedPoints: points.length - kept.length,
   };
 
-  // DUT instances: the shallowest hierarchies whose points belong to the top module.
-  const topHiers = [...new Set(points.filter((p) => p.module === opts.top).map((p) => p.hier))].sort(
-    (a, b) => a.split('.').length - b.split('.').length || a.localeCompare(b),
-  );
-  const dutInstances = topHiers.filter((h, i) => !topHiers.slice(0, i).some((o) => h.startsWith(o + '.')));
   const instances: InstanceCoverage[] = [];
   for (const dut of dutInstances) {
     const base = dut.split('.').length;

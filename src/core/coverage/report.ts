@@ -29,9 +29,12 @@ export function summaryRows(cov: DutCoverage, top: string): CovSummaryRow[] {
   if (cov.instances.length === 0) return rows;
   // The scored row: every DUT point (all instances of the top), named as LLM4Cov looks it up.
   rows.push(row(top, 0, cov.breakdown.waived));
+  // One DUT instance: the scored row is that instance, its children sit at level 1, 2...
+  // Several: each instance gets its own row at level 1 under the scored row.
+  const offset = cov.dutInstances.length === 1 ? 0 : 1;
   for (const inst of cov.instances) {
-    if (inst.level === 0 && cov.dutInstances.length === 1) continue;
-    rows.push(row(`${inst.path} (${inst.module})`, inst.level + 1, inst.figures));
+    if (inst.level === 0 && offset === 0) continue;
+    rows.push(row(`${inst.path} (${inst.module})`, inst.level + offset, inst.figures));
   }
   return rows;
 }

@@ -48,8 +48,9 @@ export function readFileList(path: string, relativeToList: boolean, into: Design
   for (let i = 0; i < toks.length; i++) {
     const t = toks[i];
     const next = (): string => {
+      const at = i;
       const v = toks[++i];
-      if (v === undefined) throw new DesignError('filelist', `${where(i)}: '${t}' needs an argument`);
+      if (v === undefined) throw new DesignError('filelist', `${where(at)}: '${t}' needs an argument`);
       return v;
     };
     if (t.startsWith('+incdir+')) {

@@ -27,8 +27,11 @@ export function scanUnits(src: string): FileUnits {
   const modules = grab(/\b(?:module|macromodule|program)\s+(?:(?:static|automatic)\s+)?([A-Za-z_]\w*)/g);
   const packages = grab(/\bpackage\s+(?:(?:static|automatic)\s+)?([A-Za-z_]\w*)/g);
   const interfaces = grab(/\binterface\s+(?:(?:static|automatic)\s+)?([A-Za-z_]\w*)/g).filter((n) => n !== 'class');
-  const usesPackages = grab(/\b([A-Za-z_]\w*)\s*::/g).filter((p) => p !== 'std' && p !== '$unit');
-  const instantiated = grab(/\b([A-Za-z_]\w*)\s*(?:#\s*\([^;]*?\)\s*)?[A-Za-z_]\w*\s*(?:\[[^\]]*\]\s*)*\(/g).filter((n) => !KEYWORDS.has(n));
+  // `$unit::x` is the compilation unit, not a package: the look-behind keeps `$` names out.
+  const usesPackages = grab(/(?<![$\w])([A-Za-z_]\w*)\s*::/g).filter((p) => p !== 'std');
+  // `type [#(...)] inst [dims] (`: the type and the instance name are separate identifiers, so
+  // whitespace (or a parameter list) must stand between them; a call `foo(` is not a match.
+  const instantiated = grab(/(?<![$\w.])([A-Za-z_]\w*)(?:\s*#\s*\([^;]*?\)\s*|\s+)([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*\(/g).filter((n) => !KEYWORDS.has(n));
   return { modules, packages, interfaces, usesPackages, instantiated };
 }
 

@@ -75,6 +75,15 @@ const RULES: Rule[] = [
 
 const WRITERS = /\$(fopen|writememh|writememb|dumpfile|fdumpfile)\s*\(\s*("(?:[^"\\\n]|\\.)*"|[^,)]*)\s*(?:,\s*("(?:[^"\\\n]|\\.)*"|[^)]*))?\)/g;
 
+/** Decodes a SystemVerilog string literal body the way the simulator will (\056 is '.', \/ is '/'). */
+export function decodeSvString(body: string): string {
+  return body.replace(/\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)/g, (_, e: string) => {
+    if (e[0] === 'x') return String.fromCharCode(parseInt(e.slice(1), 16));
+    if (/^[0-7]/.test(e)) return String.fromCharCode(parseInt(e, 8));
+    return ({ n: '\n', t: '\t', v: '\v', f: '\f', a: '\x07' } as Record<string, string>)[e] ?? e;
+  });
+}
+
 function isSafeRelativePath(p: string): boolean {
   return p.length > 0 && !p.startsWith('/') && !p.startsWith('~') && !p.split(/[\\/]/).includes('..') && !p.includes('\0');
 }
@@ -115,13 +124,14 @@ export function checkTestbench(src: string, opts: SafetyOptions): Diagnostic[] {
     const task = m[1];
     const pathArg = m[2].trim();
     const mode = (m[3] ?? '').trim();
-    if (task === 'fopen' && /^"r"$/.test(mode)) continue; // reading is not an escape
+    if (task === 'fopen' && /^"rb?"$/.test(mode)) continue; // reading is not an escape
     const literal = /^"(.*)"$/s.exec(pathArg);
     if (literal) {
-      if (!isSafeRelativePath(literal[1])) {
+      const path = decodeSvString(literal[1]);
+      if (!isSafeRelativePath(path)) {
         add(m.index ?? 0, m[0].length, {
           code: 'CHORUS-FILE',
-          message: `$${task} writes to '${literal[1]}', outside the run directory`,
+          message: `$${task} writes to '${path}', outside the run directory`,
           suggestion: 'Use a plain relative file name (no leading /, no ..) or drop the file output.',
         });
       }
@@ -134,4 +144,36 @@ export function checkTestbench(src: string, opts: SafetyOptions): Diagnostic[] {
     }
   }
   return out.sort((a, b) => a.line - b.line || a.column - b.column);
+}
+
+/** Maps each line of `verilator -E` output back to its source file and line (`line directives). */
+export function preprocessedLineMap(text: string): Array<{ file: string; line: number } | null> {
+  const out: Array<{ file: string; line: number } | null> = [];
+  let file = '';
+  let line = 1;
+  for (const l of text.split('\n')) {
+    const d = /^`line\s+(\d+)\s+"([^"]*)"/.exec(l);
+    if (d) {
+      line = Number(d[1]);
+      file = d[2];
+      out.push(null);
+      continue;
+    }
+    out.push({ file, line });
+    line++;
+  }
+  return out;
+}
+
+/**
+ * The same check on the preprocessed text, so macros, token pasting and `include cannot hide a
+ * call; positions are mapped back to the line that expanded to it.
+ */
+export function checkPreprocessed(preprocessed: string, opts: SafetyOptions): Diagnostic[] {
+  const map = preprocessedLineMap(preprocessed);
+  return checkTestbench(preprocessed, opts).map((d) => {
+    const at = map[d.line - 1];
+    const file = at?.file ? at.file.split('/').pop() ?? opts.file : opts.file;
+    return { ...d, file, line: at?.line ?? d.line, column: 1, endColumn: undefined, message: `${d.message} (after macro expansion)` };
+  });
 }

@@ -10,7 +10,7 @@ import type { Diagnostic, SimResult, SimStage, SimStatus, StageTimings, Protecti
 import { rewardFor } from '../result.js';
 import { runBounded, type RunResult } from '../../util/proc.js';
 import { assetPath } from '../../util/assets.js';
-import { blankComments, checkTestbench } from '../safety.js';
+import { blankComments, checkPreprocessed, checkTestbench } from '../safety.js';
 import { detectJail, jailCommand } from '../jail.js';
 import { testbenchTops } from '../../design/lexer.js';
 import { parseVerilatorCoverage } from '../../coverage/verilatorDat.js';
@@ -115,12 +115,9 @@ export class VerilatorSimulator implements Simulator {
     let ts = performance.now();
     const rejected = checkTestbench(req.testbench.content, { jailed: jail.kind !== 'none', file: tbName });
     timings.check = (performance.now() - ts) / 1000;
-    if (rejected.length) {
-      return finish('rejected', 'check', {
-        err_msg: rejected.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message}`).join('\n'),
-        diagnostics: rejected,
-      });
-    }
+    const reject = (diags: Diagnostic[]): SimResult =>
+      finish('rejected', 'check', { err_msg: diags.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message}`).join('\n'), diagnostics: diags });
+    if (rejected.length) return reject(rejected);
     const tops = testbenchTops(req.testbench.content);
     if (tops.length === 0) {
       const d: Diagnostic = { file: tbName, origin: 'testbench', line: 1, column: 1, severity: 'error', code: 'CHORUS-NOMODULE', message: 'the testbench declares no module', suggestion: 'Wrap the stimulus in `module tb; ... endmodule`.', stage: 'lint' };
@@ -156,6 +153,17 @@ export class VerilatorSimulator implements Simulator {
     };
     try {
       writeFileSync(join(runDir, tbName), req.testbench.content);
+      // Macros, token pasting and `include can assemble what the plain-text check looks for:
+      // check the preprocessed text too (only needed when the testbench uses the preprocessor).
+      if (req.testbench.content.includes('`')) {
+        ts = performance.now();
+        const pre = await runBounded(tc.verilator, ['-E', ...designArgs(req, false), tbName], { cwd: runDir, timeoutS: 60, signal: req.signal, outputLimitBytes: 32 * 1024 * 1024 });
+        timings.check = (timings.check ?? 0) + (performance.now() - ts) / 1000;
+        if (pre.exitCode === 0) {
+          const hidden = checkPreprocessed(pre.stdout, { jailed: jail.kind !== 'none', file: tbName });
+          if (hidden.length) return reject(hidden);
+        }
+      }
 
       // 2. Verilator front end: lint + elaboration + C++ generation in one pass. In library mode
       // only the testbench and the DUT wrapper are verilated; any front-end error there (hierarchical
@@ -195,6 +203,16 @@ export class VerilatorSimulator implements Simulator {
         return finish('xrun_failed', 'lint', { err_msg: errorText(v.all, lintDiags), diagnostics: lintDiags, log: bounded(v.all) });
       }
       const warnings = lintDiags;
+      const overrides = Object.entries(req.design.params);
+      if (!lib && overrides.length) {
+        // -G reaches the DUT only through the library build; flat, the testbench's own
+        // instantiation decides the parameters. Say so instead of silently differing.
+        warnings.push({
+          file: tbName, origin: 'testbench', line: 1, column: 1, severity: 'warning', code: 'CHORUS-PARAM', stage: 'lint',
+          message: `parameter overrides (${overrides.map(([k, v]) => `${k}=${v}`).join(', ')}) are not applied in the flat build: the testbench's instantiation of '${req.top}' decides its parameters`,
+          suggestion: `instantiate it as ${req.top} #(${overrides.map(([k, v]) => `.${k}(${v})`).join(', ')}) ...`,
+        });
+      }
 
       // 3. C++ compile against the prebuilt runtime and precompiled header, then link.
       ts = performance.now();
