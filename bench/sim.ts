@@ -292,6 +292,7 @@ async function main(): Promise<number> {
     verilator: tc.version,
     cxx: tc.cxxVersion,
     jail: jail.kind,
+    loadEnd: [] as number[],
   };
   console.log('CHORUS bench/sim: time to judge a new testbench (naive cold build vs. engine)');
   console.log(`machine : nproc ${machine.nproc} (${machine.cpu}), ${machine.memGiB} GiB, load ${machine.loadavg.join(' ')}, node ${machine.node}`);
@@ -365,6 +366,11 @@ async function main(): Promise<number> {
     rmSync(scratch, { recursive: true, force: true });
   }
 
+  const loadEnd = loadavg().map((x) => +x.toFixed(2));
+  machine.loadEnd = loadEnd;
+  if (loadEnd[0] > machine.nproc * 0.75 || machine.loadavg[0] > machine.nproc * 0.75) {
+    console.log(`\nnote: load average ${machine.loadavg[0]} at start, ${loadEnd[0]} at end on ${machine.nproc} CPUs: other work shared the machine, timings are inflated`);
+  }
   const pct = (c: number | null): string => (c === null ? 'n/a' : `${(c * 100).toFixed(1)}%`);
   console.log('');
   console.log(
@@ -388,8 +394,7 @@ async function main(): Promise<number> {
   };
   const stagesByDesign = Object.fromEntries(reports.map((r) => [r.design, stageMedians(r)]));
   const f3 = (x: number): string => x.toFixed(3);
-  console.log('
-engine stage medians, s (lint = Verilator front end + C++ generation; build = C++ compile + link), and the naive split:');
+  console.log('\nengine stage medians, s (lint = Verilator front end + C++ generation; build = C++ compile + link), and the naive split:');
   console.log(
     table([
       ['design', 'check', 'lint', 'build', 'run', 'coverage', 'other', 'engine total', 'naive verilator --build', 'naive run'],
@@ -404,7 +409,7 @@ engine stage medians, s (lint = Verilator front end + C++ generation; build = C+
   if (counter) {
     const b = breakdown!;
     console.log(
-      `counter engine: build ${((b.build / b.total) * 100).toFixed(0)}% of the median, front end ${((b.lint / b.total) * 100).toFixed(0)}%, ` +
+      `\ncounter engine: build ${((b.build / b.total) * 100).toFixed(0)}% of the median, front end ${((b.lint / b.total) * 100).toFixed(0)}%, ` +
         `simulation ${((b.run / b.total) * 100).toFixed(0)}%`,
     );
     const t1 = counter.engineMedianS < 1.5;

@@ -26,7 +26,7 @@ chmodSync('dist/cli.js', 0o755);
 // bench/sim (npm run bench:sim): same options as the CLI bundle, output dist/bench/sim.js.
 // `--cli-only` skips it (the test setup needs only the CLI).
 if (!process.argv.includes('--cli-only')) await build({
-  entryPoints: { 'bench/sim': 'bench/sim.ts' },
+  entryPoints: { 'bench/sim': 'bench/sim.ts', 'bench/verilog-eval-generator': 'bench/verilog-eval-generator.ts' },
   outdir: 'dist',
   bundle: true,
   platform: 'node',

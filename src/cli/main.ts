@@ -1,9 +1,13 @@
 // `chorus`: the command line over the core engine.
 import { runSim } from './sim.js';
+import { runGenerate } from './generate.js';
 
 const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
 
 Usage:
+  chorus generate <design files...> [options]
+      Write a coverage-maximizing stimulus testbench for the design (built-in generator when no
+      model is configured) and print its coverage per round.
   chorus sim --top <module> --tb <testbench.sv> <design files...> [options]
       Compile and run a testbench against the design, print coverage (or --json the result record).
   chorus help
@@ -16,6 +20,8 @@ export async function main(argv: string[]): Promise<number> {
   switch (cmd) {
     case 'sim':
       return runSim(rest);
+    case 'generate':
+      return runGenerate(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -43,9 +43,18 @@ function unpackedSuffix(p: PortInfo): string {
   return p.unpackedDims.map(([l, r]) => `[${l}:${r}]`).join('');
 }
 
+/**
+ * Verilator 5.006 does not propagate writes made from an `initial` block (a timing coroutine) to
+ * an unpacked-array input port after time 0. Such ports are driven through a shadow array that an
+ * edge-triggered process copies into the port (a one-step lag, harmless for stimulus).
+ */
+function driveName(p: PortInfo): string {
+  return p.unpackedDims.length ? `${p.name}_drv` : p.name;
+}
+
 /** Every element of a (possibly unpacked) port, as assignable expressions. */
 function elements(p: PortInfo): string[] {
-  let out = [p.name];
+  let out = [driveName(p)];
   for (const [l, r] of p.unpackedDims) {
     const lo = Math.min(l, r);
     const hi = Math.max(l, r);
@@ -105,6 +114,8 @@ export function emitTestbench(plan: StimulusPlan): string {
     L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
   }
   for (const p of roles.outputs) L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
+  const shadowed = roles.data.filter((p) => p.unpackedDims.length);
+  for (const p of shadowed) L.push(`${ind(1)}${packedDecl(p)} ${driveName(p)}${unpackedSuffix(p)}; // drives ${p.name} (see below)`);
   L.push(`${ind(1)}int unsigned cycle = 0;`);
   L.push('');
   const params = Object.entries(plan.params);
@@ -125,6 +136,18 @@ export function emitTestbench(plan: StimulusPlan): string {
 
   // Step: one cycle of the primary clock, inputs change away from the sampling edge.
   const stepEdge = clk ? (clk.activeEdge === 'pos' ? 'negedge' : 'posedge') : '';
+  if (shadowed.length) {
+    L.push(`${ind(1)}// Unpacked-array inputs are copied from their shadow arrays on an edge: some simulators`);
+    L.push(`${ind(1)}// (Verilator 5.006) miss element writes from an initial block on such ports.`);
+    let edge = `${stepEdge} ${clk?.port.name}`;
+    if (!clk) {
+      L.push(`${ind(1)}logic copy_tick = 1'b0;`);
+      L.push(`${ind(1)}always #1 copy_tick = ~copy_tick;`);
+      edge = 'posedge copy_tick';
+    }
+    for (const p of shadowed) L.push(`${ind(1)}always @(${edge}) ${p.name} <= ${driveName(p)};`);
+    L.push('');
+  }
   L.push(`${ind(1)}// One stimulus step: ${clk ? `wait for the ${stepEdge} of ${clk.port.name} (inputs change away from the sampling edge)` : 'let the combinational logic settle'}.`);
   L.push(`${ind(1)}task automatic step();`);
   L.push(clk ? `${ind(2)}@(${stepEdge} ${clk.port.name});` : `${ind(2)}#5;`);

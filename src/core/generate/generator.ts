@@ -14,6 +14,8 @@ export interface GenerateOptions {
   rounds?: number;
   /** Stop as soon as coverage reaches this fraction (default 1.0). */
   target?: number;
+  /** Stop after this many rounds in a row without improvement (default 2). */
+  patience?: number;
   /** DUT instance name in the testbench (default `uut`). */
   instance?: string;
   seed?: number;
@@ -93,7 +95,7 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
 /** Next round's plan from what the last one left uncovered. */
 export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignInfo): StimulusPlan {
   const notes: string[] = [];
-  const next: StimulusPlan = { ...prev, round: prev.round + 1, seed: prev.seed * 7919 + 17, notes, constants: { ...prev.constants } };
+  const next: StimulusPlan = { ...prev, round: prev.round + 1, seed: (prev.seed * 7919 + 17) % 2147483647, notes, constants: { ...prev.constants } };
   const uncovered = result.uncovered;
   const blocks = uncovered.filter((u) => u.type !== 'toggle');
   const toggles = uncovered.filter((u) => u.type === 'toggle');
@@ -142,6 +144,7 @@ export async function generateTestbench(
   let plan = initialPlan(info, design, opts);
   const history: GeneratedRound[] = [];
   let best: GeneratedRound | undefined;
+  let stale = 0;
   for (let i = 0; i < rounds; i++) {
     if (opts.signal?.aborted) break;
     const testbench = emitTestbench(plan);
@@ -149,7 +152,10 @@ export async function generateTestbench(
     const round: GeneratedRound = { round: i, testbench, result, notes: plan.notes };
     history.push(round);
     opts.onRound?.(round);
-    if (!best || better(result, best.result)) best = round;
+    if (!best || better(result, best.result)) {
+      best = round;
+      stale = 0;
+    } else if (++stale >= (opts.patience ?? 2)) break;
     if (result.status === 'success' && (result.coverage?.waived.overall ?? 0) >= target) break;
     if (result.status === 'rejected' || result.status === 'exception') break;
     plan = refinePlan(plan, result, info);
