@@ -185,6 +185,8 @@ interface EngineSample {
   total: number;
   timings: StageTimings;
   coverage: number | null;
+  /** How the engine built the candidate (e.g. flat, dut-library), when it says. */
+  buildMode?: string;
 }
 
 /** The engine's C++ main (and model glue, when the main reaches the model through it), built the plain way. */
@@ -246,6 +248,11 @@ async function naiveOnce(verilator: string, d: BenchDesign, spec: DesignSpec, ha
   }
 }
 
+function buildMode(r: SimResult): string | undefined {
+  const b = (r as unknown as { build?: { mode?: string; fallbackReason?: string } }).build;
+  return b?.mode ? b.mode + (b.fallbackReason ? ` [${b.fallbackReason}]` : '') : undefined;
+}
+
 function checkEngine(d: BenchDesign, id: number | string, r: SimResult): void {
   if (r.status !== 'success') {
     throw new Error(`engine run of ${d.key} candidate ${id} did not succeed: status ${r.status} at stage ${r.stage}\n${r.err_msg}\n${r.log.slice(-2000)}`);
@@ -300,7 +307,8 @@ async function main(): Promise<number> {
   console.log(`engine  : run jail ${machine.jail}; runtime cache ${cacheRoot()} (${runtimeCached ? 'already built' : 'empty: the first warm-up builds it'})`);
   console.log(`naive   : verilator --cc --exe --build -j 2 (default OPT, CCACHE_DISABLE=1, OBJCACHE empty, fresh dir per candidate)`);
   console.log(`runs    : ${opts.iterations} engine + ${opts.naiveIterations} naive per design, one at a time, interleaved; every candidate textually distinct`);
-  console.log(`          the engine is warmed once per design with one untimed run (runtime objects + PCH built/loaded; not counted)\n`);
+  console.log(`          the engine is warmed once per design with one untimed run (not counted): it builds or loads the per-machine
+          runtime cache and any per-DUT cache the engine keeps; candidates then differ only in the testbench\n`);
 
   const sim = new VerilatorSimulator();
   const nonce = randomInt(1, 2 ** 20) * 1000;
@@ -337,11 +345,12 @@ async function main(): Promise<number> {
           const r = await simulate(candidate(tb, d.tbTop, id));
           const total = (performance.now() - ts) / 1000;
           checkEngine(d, id, r);
-          engine.push({ id, total, timings: r.timings, coverage: r.coverage?.waived.overall ?? null });
+          engine.push({ id, total, timings: r.timings, coverage: r.coverage?.waived.overall ?? null, buildMode: buildMode(r) });
           process.stdout.write(` engine ${f2(total)}`);
         }
       }
-      process.stdout.write('\n');
+      const modes = [...new Set(engine.map((e) => e.buildMode).filter(Boolean))];
+      process.stdout.write(modes.length ? ` (engine build: ${modes.join(', ')})\n` : '\n');
       const naiveMedianS = median(naive.map((s) => s.total));
       const engineMedianS = median(engine.map((s) => s.total));
       reports.push({

@@ -270,6 +270,10 @@ export function emitTestbench(plan: StimulusPlan): string {
     L.push(`${ind(3)}step();`);
     L.push(`${ind(2)}end`);
     // Held control inputs: long runs with each combination of 1-bit controls held still.
+    if (clk && !ctrl.length && plan.holdCycles > 0) {
+      L.push(`${ind(2)}// Phase 5: one long run of ${plan.holdCycles} cycles with no reset, so counters and timers reach their terminal values.`);
+      L.push(`${ind(2)}repeat (${plan.holdCycles}) begin drive_random(); step(); end`);
+    }
     if (clk && ctrl.length && plan.holdCombos > 0 && plan.holdCycles > 0) {
       const combos = Math.min(plan.holdCombos, 2 ** Math.min(ctrl.length, 16));
       L.push(`${ind(2)}// Phase 5: ${combos} combinations of the 1-bit controls (${ctrl.map((c) => c.name).join(', ')}) each held for ${plan.holdCycles} cycles,`);

@@ -14,7 +14,7 @@ export interface GenerateOptions {
   rounds?: number;
   /** Stop as soon as coverage reaches this fraction (default 1.0). */
   target?: number;
-  /** Stop after this many rounds in a row without improvement (default 2). */
+  /** Stop after this many rounds in a row without improvement (default 3). */
   patience?: number;
   /** DUT instance name in the testbench (default `uut`). */
   instance?: string;
@@ -110,9 +110,11 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
     return next;
   }
   if (blocks.length || toggles.length) {
+    // Deep state (BCD clocks, timers, wide counters) needs runs orders of magnitude longer, not
+    // twice as long: grow held runs 8x a round, within a budget of about a million cycles.
     next.randomCycles = Math.min(prev.randomCycles * 2, 20_000);
-    next.holdCycles = Math.min(Math.max(prev.holdCycles * 2, 64), 8192);
-    next.holdCombos = Math.min(prev.holdCombos * 2, 256);
+    next.holdCycles = Math.min(Math.max(prev.holdCycles * 8, 64), 65_536);
+    next.holdCombos = Math.max(1, Math.min(prev.holdCombos * 2, 64, Math.floor(1_000_000 / next.holdCycles)));
     next.midRunResets = Math.min(prev.midRunResets + 1, 4);
     notes.push(`${blocks.length} code points and ${toggles.length} toggle bits stayed uncovered: longer random and held runs, more held combinations`);
   }
@@ -155,7 +157,7 @@ export async function generateTestbench(
     if (!best || better(result, best.result)) {
       best = round;
       stale = 0;
-    } else if (++stale >= (opts.patience ?? 2)) break;
+    } else if (++stale >= (opts.patience ?? 3)) break;
     if (result.status === 'success' && (result.coverage?.waived.overall ?? 0) >= target) break;
     if (result.status === 'rejected' || result.status === 'exception') break;
     plan = refinePlan(plan, result, info);

@@ -1,0 +1,121 @@
+// The built-in generator on real Verilator: coverage it reaches on designs of every port kind,
+// and the testbench it writes.
+import { describe, expect, it } from 'vitest';
+import { execa } from 'execa';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadDesign } from '../../src/core/design/load.js';
+import { generateTestbench, refinePlan, initialPlan } from '../../src/core/generate/generator.js';
+import { examples, fixtures, repoRoot, sharedBenchmarks, sim } from '../helpers.js';
+
+const gen = async (files: string[], opts: { params?: string[]; rounds?: number } = {}) => {
+  const { design, info } = await loadDesign({ files, params: opts.params });
+  return { ...(await generateTestbench(sim, design, info, { rounds: opts.rounds ?? 4 })), info, design };
+};
+
+describe('built-in generator', () => {
+  it('counter: 100% in the first round, with a readable stimulus-only testbench', async () => {
+    const g = await gen([join(examples, 'counter', 'counter.sv')]);
+    expect(g.best.result.status).toBe('success');
+    expect(g.best.result.coverage!.waived.overall).toBe(1);
+    expect(g.rounds.length).toBe(1);
+    const tb = g.best.testbench;
+    expect(tb).toMatch(/\$finish;/);
+    expect(tb).not.toMatch(/\bassert\b|\$error|\$fatal/);
+    expect(tb).toMatch(/counter uut \(/);
+    expect(tb).toMatch(/rst_n \(active-low, asynchronous\)/);
+    expect(tb).toMatch(/Phase 5: 8 combinations of the 1-bit controls \(en, load, up\)/);
+  });
+
+  it('FSM: everything but the unreachable default arm', async () => {
+    const g = await gen([join(examples, 'fsm', 'seq_detector.sv')]);
+    const r = g.best.result;
+    expect(r.status).toBe('success');
+    expect(r.coverage!.waived.tallies.toggle).toEqual({ covered: 15, total: 15 });
+    expect(r.uncovered.map((u) => `${u.type}:${u.line}:${u.label}`)).toEqual(['line:23:case']);
+    // No improvement is possible: the generator stops after its patience, not at the round cap.
+    expect(g.rounds.length).toBe(4);
+  });
+
+  it('packed structs, unpacked arrays, a type parameter and two clocks: 100%', async () => {
+    const d = join(fixtures, 'designs', 'pkg');
+    const g = await gen([join(d, 'bus_pkg.sv'), join(d, 'arb.sv')]);
+    expect(g.best.result.status).toBe('success');
+    expect(g.best.result.coverage!.waived.tallies.toggle).toEqual({ covered: 68, total: 68 });
+    expect(g.best.testbench).toMatch(/always #7 clk_b = ~clk_b;/);
+    expect(g.best.testbench).toMatch(/always @\(negedge clk_a\) req <= req_drv;/);
+  });
+
+  it('enum input ports get only legal values; valid/ready holds data while not accepted', async () => {
+    const g = await gen([join(fixtures, 'designs', 'enumin', 'alu.sv')]);
+    expect(g.best.result.status).toBe('success');
+    expect(g.best.result.coverage!.waived.overall).toBe(1);
+    expect(g.best.testbench).toMatch(/alu_pkg::op_t'\(legal\[\$urandom_range\(0, 4\)\]\)/);
+    expect(g.best.testbench).toMatch(/if \(!\(in_valid && !in_ready\)\) a = /);
+  });
+
+  it('FIFO: the DUT assertion that fires is learned from (push/pop respect full/empty next round)', async () => {
+    const { design, info } = await loadDesign({ files: [join(examples, 'fifo', 'sync_fifo.sv')] });
+    const plan = initialPlan(info, design, {});
+    const first = await sim.simulate({ design, top: info.top, testbench: { name: 'tb.sv', content: (await import('../../src/core/generate/emit.js')).emitTestbench(plan) } });
+    expect(first.diagnostics.some((d) => d.code === 'ASSERT' && d.origin === 'dut')).toBe(true);
+    const next = refinePlan(plan, first, info);
+    expect(next.respectFlags).toBe(true);
+    const { emitTestbench } = await import('../../src/core/generate/emit.js');
+    const tb = emitTestbench(next);
+    expect(tb).toMatch(/push = !full && /);
+    expect(tb).toMatch(/pop = !empty && /);
+    const second = await sim.simulate({ design, top: info.top, testbench: { name: 'tb.sv', content: tb } });
+    expect(second.status).toBe('success');
+    expect(second.diagnostics.filter((d) => d.code === 'ASSERT').length).toBe(0);
+  });
+
+  it('small combinational designs get exhaustive stimulus', async () => {
+    const g = await gen([join(sharedBenchmarks, 'verilog-eval-v2', 'Prob050_kmap1_ref.sv')]);
+    expect(g.best.testbench).toMatch(/Phase 2: exhaustive: every one of the 2\^3 input combinations/);
+    expect(g.best.result.coverage!.waived.overall).toBe(1);
+  });
+
+  it('parameter overrides (-G) reach the instantiation', async () => {
+    const g = await gen([join(examples, 'counter', 'counter.sv')], { params: ['WIDTH=4'] });
+    expect(g.best.testbench).toMatch(/counter #\(\.WIDTH\(4\)\) uut/);
+    expect(g.best.testbench).toMatch(/logic \[3:0\] din;/);
+    expect(g.best.result.status).toBe('success');
+    expect(g.best.result.coverage!.waived.tallies.toggle.total).toBe(1 + 1 + 1 + 1 + 1 + 4 + 4 + 1);
+  });
+});
+
+describe('chorus generate', () => {
+  const cli = join(repoRoot, 'dist', 'cli.js');
+  it('says no model is configured, prints per-round coverage, never overwrites', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chorus-gen-'));
+    copyFileSync(join(examples, 'counter', 'counter.sv'), join(dir, 'counter.sv'));
+    const a = await execa(process.execPath, [cli, 'generate', join(dir, 'counter.sv')], { reject: false });
+    expect(a.exitCode).toBe(0);
+    expect(a.stdout).toMatch(/No model configured: using the built-in stimulus generator/);
+    expect(a.stdout).toMatch(/round 1\/4: success {2}coverage 100\.00%/);
+    expect(existsSync(join(dir, 'tb_counter.sv'))).toBe(true);
+    const b = await execa(process.execPath, [cli, 'generate', join(dir, 'counter.sv')], { reject: false });
+    expect(b.exitCode).toBe(0);
+    expect(b.stdout).toMatch(/written to .*tb_counter_1\.sv/);
+    writeFileSync(join(dir, 'mine.sv'), '// my own testbench\n');
+    const c = await execa(process.execPath, [cli, 'generate', '--out', join(dir, 'mine.sv'), join(dir, 'counter.sv')], { reject: false });
+    expect(c.exitCode).toBe(2);
+    expect(c.stderr).toMatch(/exists; choose another --out or pass --force/);
+    expect(readFileSync(join(dir, 'mine.sv'), 'utf8')).toBe('// my own testbench\n');
+  });
+
+  it('--json prints the run record', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chorus-gen-'));
+    const r = await execa(process.execPath, [cli, 'generate', '--json', '--out', join(dir, 'tb.sv'), join(examples, 'fsm', 'seq_detector.sv')], { reject: false });
+    expect(r.exitCode).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.generator).toBe('builtin');
+    expect(j.rounds[0]).toMatchObject({ round: 0, parse_status: 'builtin' });
+    expect(j.rounds[0].result.status).toBe('success');
+    expect(j.best).toMatchObject({ round: 0 });
+    expect(j.best.coverage).toBeCloseTo(j.rounds[0].result.coverage.waived.overall, 10);
+    expect(readFileSync(join(dir, 'tb.sv'), 'utf8')).toBe(j.rounds[j.best.round].testbench);
+  });
+});
