@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up CHORUS on a Debian/Ubuntu machine: system packages (Verilator and its C++ toolchain,
 # bubblewrap for the simulation jail), npm packages, the build. With --run-example it then runs the
-# main job on the bundled example design and prints its coverage.
+# main job on the bundled example design (generate a testbench, print its coverage).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +41,7 @@ echo "==> building"
 npm run --silent build
 
 if [ "$run_example" -eq 1 ]; then
-  echo "==> main job: simulate the example counter with its testbench and measure coverage"
+  echo "==> main job: generate a testbench for the example FSM with the built-in generator and measure its coverage"
   echo "    (the first run also builds Verilator's runtime once for this machine: ~10-20 s)"
-  node dist/cli.js sim --top counter --tb examples/counter/tb_counter.sv examples/counter/counter.sv
+  node dist/cli.js generate examples/fsm/seq_detector.sv --out out/tb_seq_detector.sv --force
 fi

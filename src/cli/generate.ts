@@ -2,13 +2,13 @@
 // With no model configured it uses the built-in, model-free generator (and says so).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { loadDesign } from '../core/design/load.js';
 import { DesignError } from '../core/design/errors.js';
 import { getSimulator } from '../core/sim/registry.js';
 import { generateTestbench, type GeneratedRound } from '../core/generate/generator.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
-import { DESIGN_HELP, DESIGN_OPTIONS } from './designOptions.js';
+import { DESIGN_HELP } from './designOptions.js';
+import { numberOption, parseCommand } from './command.js';
 import { formatSimResult } from './format.js';
 
 const HELP = `Usage: chorus generate <design files...> [options]
@@ -43,50 +43,25 @@ function freeName(path: string): string {
 }
 
 export async function runGenerate(argv: string[]): Promise<number> {
-  let args;
-  try {
-    args = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        ...DESIGN_OPTIONS,
-        rounds: { type: 'string' },
-        target: { type: 'string' },
-        instance: { type: 'string' },
-        seed: { type: 'string' },
-        timeout: { type: 'string' },
-        out: { type: 'string' },
-        force: { type: 'boolean' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    process.stderr.write(`chorus generate: ${(e as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  const o = args.values;
-  if (o.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
-  const fail = (msg: string): number => {
-    process.stderr.write(`chorus generate: ${msg}\n`);
-    return 2;
-  };
+  const args = parseCommand('generate', argv, {
+    rounds: { type: 'string' },
+    target: { type: 'string' },
+    instance: { type: 'string' },
+    seed: { type: 'string' },
+    timeout: { type: 'string' },
+    out: { type: 'string' },
+    force: { type: 'boolean' },
+    json: { type: 'boolean' },
+  } as const, HELP);
+  if (typeof args === 'number') return args;
+  const { values: o, fail } = args;
   if (args.positionals.length === 0 && !o.filelist?.length) return fail('name the design files (or -f files.f)');
-  const num = (name: string, v: string | undefined, dflt: number, min = 0): number => {
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min}, got '${v}'`);
-    return n;
-  };
   let rounds: number, target: number, seed: number, timeoutS: number;
   try {
-    rounds = Math.floor(num('rounds', o.rounds, 4, 1));
-    target = num('target', o.target, 100) / 100;
-    seed = Math.floor(num('seed', o.seed, 1));
-    timeoutS = num('timeout', o.timeout, 60, 1);
+    rounds = Math.floor(numberOption('rounds', o.rounds, 4, 1));
+    target = numberOption('target', o.target, 100) / 100;
+    seed = Math.floor(numberOption('seed', o.seed, 1));
+    timeoutS = numberOption('timeout', o.timeout, 60, 1);
   } catch (e) {
     return fail((e as Error).message);
   }

@@ -2,8 +2,7 @@
 // was measured, 1 when the testbench failed (compile, run, timeout, rejected), 2 for usage or DUT
 // errors.
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { basename, resolve } from 'node:path';
 import { loadDesign } from '../core/design/load.js';
 import { DesignError } from '../core/design/errors.js';
 import { getSimulator, simulatorNames } from '../core/sim/registry.js';
@@ -13,16 +12,12 @@ import { analyzeCoverage } from '../core/coverage/analyze.js';
 import { toLcov } from '../core/coverage/lcov.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { formatSimResult } from './format.js';
+import { numberOption, parseCommand } from './command.js';
+import { DESIGN_HELP } from './designOptions.js';
 
 const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files...> [options]
 
-Design:
-  --top <module>        DUT top module (needed when the files hold several top candidates)
-  -f <files.f>          EDA file list (+incdir+, +define+, -v, nested -f); repeatable
-  -I <dir>              include directory; repeatable
-  -D <NAME[=VALUE]>     define; repeatable
-  -G <NAME=VALUE>       DUT top parameter override (applied when the DUT is read); repeatable
-Run:
+${DESIGN_HELP}Run:
   --tb <file>           the testbench (its top module is found in the file)
   --timeout <s>         wall-clock limit for the simulation (default 60)
   --sim-time <ns>       simulated-time limit in ns (default 1e9; 0 for none)
@@ -36,58 +31,29 @@ Output:
 `;
 
 export async function runSim(argv: string[]): Promise<number> {
-  let args;
-  try {
-    args = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        top: { type: 'string' },
-        tb: { type: 'string' },
-        filelist: { type: 'string', short: 'f', multiple: true },
-        include: { type: 'string', short: 'I', multiple: true },
-        define: { type: 'string', short: 'D', multiple: true },
-        param: { type: 'string', short: 'G', multiple: true },
-        json: { type: 'boolean' },
-        timeout: { type: 'string' },
-        'sim-time': { type: 'string' },
-        waivers: { type: 'string' },
-        lcov: { type: 'string' },
-        seed: { type: 'string' },
-        simulator: { type: 'string' },
-        keep: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    process.stderr.write(`chorus sim: ${(e as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  const o = args.values;
-  if (o.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
-  const fail = (msg: string): number => {
-    process.stderr.write(`chorus sim: ${msg}\n`);
-    return 2;
-  };
+  const args = parseCommand('sim', argv, {
+    tb: { type: 'string' },
+    json: { type: 'boolean' },
+    timeout: { type: 'string' },
+    'sim-time': { type: 'string' },
+    waivers: { type: 'string' },
+    lcov: { type: 'string' },
+    seed: { type: 'string' },
+    simulator: { type: 'string' },
+    keep: { type: 'boolean' },
+  } as const, HELP);
+  if (typeof args === 'number') return args;
+  const { values: o, fail } = args;
   if (!o.tb) return fail('--tb <testbench.sv> is required');
   const tbPath = resolve(o.tb);
   if (!existsSync(tbPath)) return fail(`testbench not found: ${tbPath}`);
   if (args.positionals.length === 0 && !o.filelist?.length) return fail('name the design files (or -f files.f)');
-  const num = (name: string, v: string | undefined, dflt: number): number | null => {
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got '${v}'`);
-    return n;
-  };
   let timeoutS: number, simTimeNs: number | null, seed: number;
   try {
-    timeoutS = num('timeout', o.timeout, 60) as number;
-    simTimeNs = num('sim-time', o['sim-time'], 1e9);
+    timeoutS = numberOption('timeout', o.timeout, 60);
+    simTimeNs = numberOption('sim-time', o['sim-time'], 1e9);
     if (simTimeNs === 0) simTimeNs = null;
-    seed = num('seed', o.seed, 1) as number;
+    seed = numberOption('seed', o.seed, 1);
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -149,6 +115,5 @@ export async function runSim(argv: string[]): Promise<number> {
     throw e;
   } finally {
     process.removeListener('SIGINT', onSigint);
-    void dirname;
   }
 }
