@@ -24,7 +24,7 @@ describe('DUT library reuse', () => {
     ];
     for (const [dut, tb] of cases) {
       const name = tb.split('/').pop()!;
-      const lib = await simulateFiles([dut], name, read(tb));
+      const lib = await simulateFiles([dut], name, read(tb), { build: 'dut-library' });
       const flat = await simulateFiles([dut], name, read(tb), { build: 'flat' });
       // The FIFO testbench overrides DEPTH/WIDTH in its instantiation: that needs the flat build.
       expect(lib.build?.mode, name).toBe(name === 'tb_sync_fifo.sv' ? 'flat' : 'dut-library');
@@ -33,6 +33,12 @@ describe('DUT library reuse', () => {
       // DUT assertion diagnostics survive the library boundary too.
       expect(lib.diagnostics.filter((d) => d.code === 'ASSERT').length).toBe(flat.diagnostics.filter((d) => d.code === 'ASSERT').length);
     }
+  });
+
+  it('auto mode keeps small DUTs flat (the library does not pay off) and says why', async () => {
+    const r = await simulateFiles([counter], 'tb_counter_weak.sv', read(join(examples, 'counter', 'tb_counter_weak.sv')));
+    expect(r.status).toBe('success');
+    expect(r.build).toMatchObject({ mode: 'flat', fallbackReason: expect.stringMatching(/compiles in [\d.]+s: below 2s/) });
   });
 
   it('falls back to the flat build for hierarchical references and parameter overrides', async () => {
@@ -44,16 +50,16 @@ describe('DUT library reuse', () => {
   initial begin #12 reset = 0; valid = 1; bit_in = 1; #40 $display("state %0d", uut.state); $finish; end
 endmodule
 `;
-    const r = await simulateFiles([fsm], 'tb.sv', hier);
+    const r = await simulateFiles([fsm], 'tb.sv', hier, { build: 'dut-library' });
     expect(r.status).toBe('success');
-    expect(r.build).toMatchObject({ mode: 'flat', fallbackReason: expect.stringMatching(/flat build/) });
+    expect(r.build).toMatchObject({ mode: 'flat', fallbackReason: expect.stringMatching(/needs the flat build/) });
     const param = `module tb; logic clk = 0, rst_n = 0, en = 1, load = 0, up = 1; logic [7:0] din = 0, count; logic wrap;
   counter #(.WIDTH(8)) uut(.*);
   always #5 clk = ~clk;
   initial begin #12 rst_n = 1; #40 $finish; end
 endmodule
 `;
-    const p = await simulateFiles([counter], 'tb.sv', param);
+    const p = await simulateFiles([counter], 'tb.sv', param, { build: 'dut-library' });
     expect(p.status).toBe('success');
     expect(p.build?.mode).toBe('flat');
   });
@@ -72,7 +78,7 @@ endmodule
       // testbench file so only RefModule (the DUT file) is measured.
       const top = read(refPath).replace(/\bmodule\s+RefModule\b/, 'module TopModule');
       const tb = read(refPath.replace('_ref.sv', '_test.sv')) + '\n' + top;
-      const lib = await simulateFiles([refPath], 'tb.sv', tb, {}, 'RefModule');
+      const lib = await simulateFiles([refPath], 'tb.sv', tb, { build: 'dut-library' }, 'RefModule');
       const flat = await simulateFiles([refPath], 'tb.sv', tb, { build: 'flat' }, 'RefModule');
       expect(flat.status, `${ref}: ${flat.err_msg}`).toBe('success');
       sameCoverage(lib, flat);

@@ -169,3 +169,15 @@ describe('designArgs', () => {
     expect(designArgs(req({ ...emptyDesign(), files: ['/rtl/a.sv'], params: { W: '4' } }))).toEqual([]);
   });
 });
+
+describe('needsPreprocessing', () => {
+  it('plain directives need no -E pass; macros, defines and includes do', async () => {
+    const { needsPreprocessing } = await import('../../src/core/sim/verilator/backend.js');
+    expect(needsPreprocessing('`timescale 1ns/1ps\nmodule tb; endmodule\n')).toBe(false);
+    expect(needsPreprocessing('`default_nettype none\n`ifdef X\n`endif\nmodule tb; endmodule\n')).toBe(false);
+    expect(needsPreprocessing('module tb; initial $display("a `quoted` tick"); endmodule // `FOO')).toBe(false);
+    expect(needsPreprocessing('`define N 4\nmodule tb; endmodule\n')).toBe(true);
+    expect(needsPreprocessing('module tb; initial `SYS(tem)("x"); endmodule\n')).toBe(true);
+    expect(needsPreprocessing('`include "defs.svh"\nmodule tb; endmodule\n')).toBe(true);
+  });
+});

@@ -34,9 +34,10 @@ export interface SimRequest {
   /** Waivers applied to the coverage figure. */
   waivers?: Waiver[];
   seed?: number;
-  /** `auto` (default) reuses the compiled DUT across candidates when the testbench allows it;
-   * `flat` always verilates DUT and testbench together. */
-  build?: 'auto' | 'flat';
+  /** `auto` (default) reuses the compiled DUT across candidates when it is expensive to compile
+   * and the testbench allows it; `flat` always verilates DUT and testbench together;
+   * `dut-library` uses the library whenever the testbench allows it (tests, benchmarks). */
+  build?: 'auto' | 'flat' | 'dut-library';
   /** Keep the scratch directory and report its path (for debugging and lcov export). */
   keepRunDir?: boolean;
   signal?: AbortSignal;

@@ -15,6 +15,8 @@ import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, includeFlags, readClassList
 
 export interface DutLibrary {
   dir: string;
+  /** Seconds the DUT model took to compile: what a flat build pays again for every candidate. */
+  compileSeconds: number;
   /** The wrapper module, renamed to the DUT's own name so testbenches instantiate it unchanged. */
   wrapper: string;
   object: string;
@@ -64,9 +66,10 @@ export function dutLibrary(
   const key = designKey(design, top, runtime.dir);
   const root = join(cacheRoot(), 'dut');
   const dir = join(root, key);
-  const lib: DutLibrary = { dir, wrapper: join(dir, `${top}.chorus_wrapper.sv`), object: join(dir, 'dut.o') };
+  const lib: DutLibrary = { dir, wrapper: join(dir, `${top}.chorus_wrapper.sv`), object: join(dir, 'dut.o'), compileSeconds: 0 };
   if (existsSync(join(dir, 'READY'))) {
     touch(dir);
+    lib.compileSeconds = Number(/compileSeconds=([\d.]+)/.exec(readFileSync(join(dir, 'READY'), 'utf8'))?.[1] ?? 0);
     return Promise.resolve({ ok: true, lib });
   }
   if (existsSync(join(dir, 'INELIGIBLE'))) return Promise.resolve({ ok: false, reason: readFileSync(join(dir, 'INELIGIBLE'), 'utf8') });
@@ -141,6 +144,7 @@ async function build(
       .map((c) => `${c}.cpp`)
       .filter((f) => existsSync(join(obj, f)));
     writeFileSync(join(obj, 'chorus_dut_unit.cpp'), [...classes, `${LIB_NAME}.cpp`].map((f) => `#include "${f}"`).join('\n') + '\n');
+    const t0 = performance.now();
     const c = await runBounded(
       tc.cxx,
       ['-I.', ...includeFlags(tc), ...CXX_DEFINES, ...CXX_COMMON, ...CXX_CANDIDATE_OPT, '-include', runtime.pchHeader, '-c', '-o', join(tmp, 'dut.o'), 'chorus_dut_unit.cpp'],
@@ -156,7 +160,8 @@ async function build(
     const wrapper = readFileSync(join(obj, `${LIB_NAME}.sv`), 'utf8').replace(new RegExp(`^module ${LIB_NAME}\\b`, 'm'), `module ${top}`);
     writeFileSync(join(tmp, `${top}.chorus_wrapper.sv`), wrapper);
     rmSync(obj, { recursive: true, force: true });
-    publish('READY', `${top}\n`);
+    lib.compileSeconds = (performance.now() - t0) / 1000;
+    publish('READY', `${top}\ncompileSeconds=${lib.compileSeconds.toFixed(3)}\n`);
     prune(root);
     return existsSync(join(dir, 'READY')) ? { ok: true, lib } : { ok: false, reason: readFileSync(join(dir, 'INELIGIBLE'), 'utf8') };
   } finally {
