@@ -40,7 +40,7 @@ function fileFingerprint(h: ReturnType<typeof createHash>, f: string): void {
 /** Content key: every design file, include-directory listing (name, size, mtime), options. */
 export function designKey(design: DesignSpec, top: string, runtimeDir: string): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify({ top, params: design.params, defines: design.defines, runtimeDir, v: 1 }));
+  h.update(JSON.stringify({ top, params: design.params, defines: design.defines, runtimeDir, v: 2 }));
   for (const f of [...design.files, ...design.libraryFiles]) fileFingerprint(h, resolve(f));
   for (const d of design.includeDirs) {
     h.update(d);
