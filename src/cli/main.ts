@@ -37,6 +37,12 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// `chorus ... | head` closes stdout early: that is the reader's choice, not an error.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -46,7 +46,9 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
   // DUT instances: the shallowest hierarchies whose points belong to the top module. Only points
   // at or below them count: a testbench that instantiates DUT sub-modules on its own (fully
   // exercised, say) must not raise the DUT's score.
-  const topHiers = [...new Set(inDutFiles.filter((p) => p.module === opts.top).map((p) => p.hier))].sort(
+  // Verilator names a parameterized copy of a module `top__W4` (one per parameter set).
+  const isTop = (m: string): boolean => m === opts.top || m.startsWith(opts.top + '__');
+  const topHiers = [...new Set(inDutFiles.filter((p) => isTop(p.module)).map((p) => p.hier))].sort(
     (a, b) => a.split('.').length - b.split('.').length || a.localeCompare(b),
   );
   const dutInstances = topHiers.filter((h, i) => !topHiers.slice(0, i).some((o) => h.startsWith(o + '.')));

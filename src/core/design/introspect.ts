@@ -60,6 +60,17 @@ class TypeTable {
       for (const node of list as X[]) if (node.id) this.byId.set(String(node.id), { tag, node });
     }
   }
+  /** An enum type by its declared name (`op_t` or `pkg::op_t`): port vars reference the base
+   * type by id and the enum only by name (`vartype`). */
+  enumNamed(name: string): TypeShape | undefined {
+    for (const [id, e] of this.byId) {
+      if (e.tag !== 'enumdtype') continue;
+      const n = String(e.node.name ?? '');
+      if (n === name || n.endsWith('::' + name)) return this.shape(id);
+    }
+    return undefined;
+  }
+
   shape(id: string | undefined, depth = 0): TypeShape {
     const unknown: TypeShape = { width: 1, packedDims: [], unpackedDims: [], signed: false, kind: 'other', typeName: 'unknown' };
     if (!id || depth > 32) return unknown;
@@ -137,7 +148,8 @@ export function parseXmlNetlist(xml: string): Omit<DesignInfo, 'top' | 'warnings
     const params: ParamInfo[] = [];
     for (const v of (m.var ?? []) as X[]) {
       if (v.dir) {
-        const s = types.shape(v.dtype_id);
+        let s = types.shape(v.dtype_id);
+        if (s.kind === 'basic' && v.vartype && s.unpackedDims.length === 0) s = types.enumNamed(String(v.vartype)) ?? s;
         // Prefer the package-qualified name (`bus_pkg::op_t`) so a testbench can name the type.
         const declared = s.typeName.includes('::') ? s.typeName : v.vartype && !['logic', 'port', 'wire', 'reg', 'bit'].includes(v.vartype) ? String(v.vartype) : s.typeName;
         ports.push({

@@ -150,6 +150,11 @@ export function emitTestbench(plan: StimulusPlan): string {
   }
   L.push(`${ind(1)}// One stimulus step: ${clk ? `wait for the ${stepEdge} of ${clk.port.name} (inputs change away from the sampling edge)` : 'let the combinational logic settle'}.`);
   L.push(`${ind(1)}task automatic step();`);
+  if (plan.respectFlags && ((push && full) || (pop && empty))) {
+    // Whatever the phase assigned, never push into a full or pop from an empty design.
+    if (push && full) L.push(`${ind(2)}if (${full.name}) ${push.name} = 1'b0;`);
+    if (pop && empty) L.push(`${ind(2)}if (${empty.name}) ${pop.name} = 1'b0;`);
+  }
   L.push(clk ? `${ind(2)}@(${stepEdge} ${clk.port.name});` : `${ind(2)}#5;`);
   L.push(`${ind(2)}cycle++;`);
   L.push(`${ind(1)}endtask`);
