@@ -1,5 +1,7 @@
 // Paths and small helpers shared by the test suites.
-import { readFileSync } from 'node:fs';
+import { afterAll } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadDesign } from '../src/core/design/load.js';
@@ -21,4 +23,17 @@ export async function simulateFiles(dutFiles: string[], tbName: string, tbConten
 
 export function read(path: string): string {
   return readFileSync(path, 'utf8');
+}
+
+const scratchDirs: string[] = [];
+// Test files are isolated: this module is evaluated once per file, so the hook runs per file.
+afterAll(() => {
+  for (const d of scratchDirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A temporary directory removed when the test worker exits: tests leave nothing behind. */
+export function scratchDir(prefix = 'chorus-test-'): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  scratchDirs.push(d);
+  return d;
 }

@@ -1,10 +1,9 @@
 // `chorus sim` as a user runs it: exit codes, the human summary, --json, waivers, lcov, file lists.
 import { describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { examples, fixtures, repoRoot } from '../helpers.js';
+import { examples, fixtures, repoRoot, scratchDir } from '../helpers.js';
 
 const cli = join(repoRoot, 'dist', 'cli.js');
 const counter = join(examples, 'counter', 'counter.sv');
@@ -37,7 +36,7 @@ describe('chorus sim', () => {
   });
 
   it('exits 1 with positioned errors when the testbench does not compile', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'chorus-cli-'));
+    const dir = scratchDir('chorus-cli-');
     const tb = join(dir, 'tb_bad.sv');
     writeFileSync(tb, 'module tb_bad;\n  counter uut(.clk(1\'b0), .nosuch(1\'b0));\n  initial $finish;\nendmodule\n');
     const r = await run(['sim', '--json', '--top', 'counter', '--tb', tb, counter]);
@@ -64,7 +63,7 @@ describe('chorus sim', () => {
   });
 
   it('applies a waiver file and reports raw and waived figures; writes lcov', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'chorus-cli-'));
+    const dir = scratchDir('chorus-cli-');
     const waivers = join(dir, 'counter.waivers');
     writeFileSync(waivers, '# reviewed 2026-12-01\ncounter.sv:19:line   load is tied off in this SoC\ncounter.sv:22:line:else  enable is always on\n');
     const lcov = join(dir, 'cov.info');
@@ -83,7 +82,7 @@ describe('chorus sim', () => {
 
   it('reads an EDA file list with -f', async () => {
     const dir = join(fixtures, 'designs', 'filelist');
-    const tbDir = mkdtempSync(join(tmpdir(), 'chorus-cli-'));
+    const tbDir = scratchDir('chorus-cli-');
     const tb = join(tbDir, 'tb_fl.sv');
     writeFileSync(tb, 'module tb_fl; logic [3:0] d = 0; wire [3:0] q; wire n;\n  fl_top uut(.*);\n  initial begin #1 d = 4\'ha; #1 d = 4\'h5; #1 d = 0; #1 $finish; end\nendmodule\n');
     const r = await run(['sim', '--json', '-f', 'files.f', '--tb', tb], dir);

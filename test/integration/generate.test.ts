@@ -2,12 +2,11 @@
 // and the testbench it writes.
 import { describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDesign } from '../../src/core/design/load.js';
 import { generateTestbench, refinePlan, initialPlan } from '../../src/core/generate/generator.js';
-import { examples, fixtures, repoRoot, sharedBenchmarks, sim } from '../helpers.js';
+import { examples, fixtures, repoRoot, scratchDir, sharedBenchmarks, sim } from '../helpers.js';
 
 const gen = async (files: string[], opts: { params?: string[]; rounds?: number } = {}) => {
   const { design, info } = await loadDesign({ files, params: opts.params });
@@ -91,7 +90,7 @@ describe('built-in generator', () => {
 describe('chorus generate', () => {
   const cli = join(repoRoot, 'dist', 'cli.js');
   it('says no model is configured, prints per-round coverage, never overwrites', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'chorus-gen-'));
+    const dir = scratchDir('chorus-gen-');
     copyFileSync(join(examples, 'counter', 'counter.sv'), join(dir, 'counter.sv'));
     const a = await execa(process.execPath, [cli, 'generate', join(dir, 'counter.sv')], { reject: false });
     expect(a.exitCode).toBe(0);
@@ -109,7 +108,7 @@ describe('chorus generate', () => {
   });
 
   it('--json prints the run record', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'chorus-gen-'));
+    const dir = scratchDir('chorus-gen-');
     const r = await execa(process.execPath, [cli, 'generate', '--json', '--out', join(dir, 'tb.sv'), join(examples, 'fsm', 'seq_detector.sv')], { reject: false });
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);

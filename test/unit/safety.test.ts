@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { scratchDir } from '../helpers.js';
 import { join } from 'node:path';
 import { blankComments, checkPreprocessed, checkTestbench } from '../../src/core/sim/safety.js';
 import type { Diagnostic } from '../../src/core/sim/result.js';
@@ -253,7 +253,7 @@ describe('checkPreprocessed: macros cannot hide an escape', () => {
   // expanded text too; these used to slip through the plain-text check (verified to run shell
   // commands under Verilator 5.006 before the fix).
   const preprocess = (src: string): string => {
-    const dir = mkdtempSync(join(tmpdir(), 'chorus-pp-'));
+    const dir = scratchDir('chorus-pp-');
     writeFileSync(join(dir, 'tb.sv'), src);
     return execFileSync('verilator', ['-E', 'tb.sv'], { cwd: dir, encoding: 'utf8' });
   };
