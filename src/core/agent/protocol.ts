@@ -1,0 +1,186 @@
+// The conversation format the LLM4Cov / CHORUS checkpoints were trained on (PROTOCOL.md §1-§3),
+// byte for byte: first-turn messages, reply parsing, and the feedback turn after a simulation.
+// Sources: llm4cov_oss prompt_build.py / parse.py, CHORUS slime examples/agentic_cov/rollout.py.
+import type { SimResult } from '../sim/result.js';
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface NamedText {
+  name: string;
+  content: string;
+}
+
+/** Verbatim, leading and trailing newline included (a Python triple-quoted string). */
+export const SYSTEM_PROMPT = `
+You are a testbench expert.
+
+Your job is to write a SystemVerilog testbench that maximizes coverage of the given RTL project.
+
+OUTPUT REQUIREMENTS:
+
+1. You MUST explicitly state the filename for the testbench in plain text using format:
+     filename: tb_xxxx.sv
+2. After stating the filename, you MUST output the complete testbench
+    inside a fenced SystemVerilog code block:
+\`\`\`systemverilog
+module tb_example;
+  ...
+endmodule
+\`\`\`
+3. The SystemVerilog code MUST NOT include any checks or assertions on outputs.
+Only generate stimulus to exercise as many RTL paths as possible.
+4. Use the provided RTL context and instructions to produce the highest possible coverage.
+5. Put NOTHING except the code inside the fenced code block.
+6. Do NOT wrap the filename inside a code block.
+
+OVERALL OUTPUT ORDER:
+1. Plain-text filename line
+2. SystemVerilog fenced code block
+`;
+
+/** Appended directly after the feedback instruction (it starts with its own newline). */
+export const OUTPUT_FORMAT_REQ = `
+OUTPUT REQUIREMENTS:
+
+1. You MUST explicitly state the filename for the testbench in plain text using format:
+     filename: tb_xxxx.sv
+2. After stating the filename, you MUST output the complete testbench
+    inside a fenced SystemVerilog code block:
+\`\`\`systemverilog
+module tb_example;
+  ...
+endmodule
+\`\`\`
+`;
+
+export function userPrompt(context: string, instructions: string): string {
+  return `
+<context>
+${context}
+</context>
+<instructions>
+${instructions}
+</instructions>
+Write a SystemVerilog testbench that maximizes coverage of the given RTL project.
+`;
+}
+
+/** The reference instruction for designs that come without one (training data, a user's file). */
+export function defaultInstruction(top: string, instance = 'uut'): string {
+  return (
+    `Generate a SystemVerilog testbench for the given RTL design. The top module is '${top}', and its instance name in the testbench should be '${instance}'. ` +
+    `Target coverage only in your testbench: Try to achieve as high coverage as possible, including line, toggle, FSM, branch, etc. ` +
+    `Also, don't include assertion statements in the testbench; they'll be handled separately.`
+  );
+}
+
+/** `// File: name\ncontent` per file, joined by a blank line; spec files concatenated directly. */
+export function contextText(rtl: NamedText[], specs: NamedText[] = []): string {
+  const files = (xs: NamedText[]): string => xs.map((f) => `// File: ${f.name}\n${f.content}`).join('\n\n');
+  return files(rtl) + (specs.length ? files(specs) : '// No specification files provided.');
+}
+
+export function firstTurn(rtl: NamedText[], specs: NamedText[], instructions: string): ChatMessage[] {
+  return [
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'user', content: userPrompt(contextText(rtl, specs), instructions) },
+  ];
+}
+
+// ---- Parsing a reply (§2) ----
+
+const THINK = /<think>[\s\S]*?<\/think>\s*/gi;
+
+/** Qwen3 replies may open with a reasoning block: drop it before parsing or carrying the reply on. */
+export function stripThink(reply: string): string {
+  return reply.replace(THINK, '').trim();
+}
+
+export type ParsedReply =
+  | { status: 'success'; testbench: string; filename: string | null; source: 'fence' | 'module' }
+  | { status: 'unparsable'; reason: string };
+
+const FENCE = /```([A-Za-z0-9_+-]*)[^\S\n]*\n?([\s\S]*?)```/g;
+const FENCE_TAGS = new Set(['', 'verilog', 'systemverilog', 'sv']);
+
+export function extractTestbench(reply: string): { code: string; source: 'fence' | 'module' } | null {
+  for (const m of reply.matchAll(FENCE)) {
+    if (FENCE_TAGS.has(m[1].toLowerCase())) return { code: m[2].trim(), source: 'fence' };
+  }
+  const mod = /(module\s+[\s\S]*?endmodule)/i.exec(reply);
+  return mod ? { code: mod[1].trim(), source: 'module' } : null;
+}
+
+const NAME = String.raw`([A-Za-z0-9_\-./\\]+\.s?v)`;
+const FILENAME_PATTERNS = [
+  new RegExp(String.raw`filename\s*[:=]\s*${NAME}`, 'i'),
+  new RegExp(String.raw`file\s*name\s*[:=]\s*${NAME}`, 'i'),
+  new RegExp(String.raw`output\s*file\s*(?:is|=)\s*["']?${NAME}`, 'i'),
+  /\b([A-Za-z0-9_-]+\.s?v)\b/i,
+];
+
+export function extractFilename(reply: string): string | null {
+  for (const p of FILENAME_PATTERNS) {
+    const m = p.exec(reply);
+    if (m) return m[1].split(/[\\/]/).pop() ?? null;
+  }
+  return null;
+}
+
+export function parseReply(raw: string): ParsedReply {
+  const reply = stripThink(raw);
+  const tb = extractTestbench(reply);
+  if (!tb) return { status: 'unparsable', reason: 'no fenced SystemVerilog block and no module ... endmodule in the reply' };
+  return { status: 'success', testbench: tb.code, filename: extractFilename(reply), source: tb.source };
+}
+
+// ---- Feedback turn (§3) ----
+
+export const INSTRUCTIONS = {
+  success: 'Improve coverage toward 100% by editing the testbench.',
+  xrun: 'Fix the xrun failure by editing the testbench.',
+  imc: 'Fix the coverage run failure (imc stage) by editing the testbench.',
+} as const;
+
+const block = (heading: string, fields: Array<[string, string]>): string => [heading, ...fields.map(([k, v]) => `- ${k}: ${v}`)].join('\n');
+
+/** Bounded error text: error lines first (what the model must fix), then context. */
+export function errorLog(result: SimResult, maxChars = 4000): string {
+  const errs = result.diagnostics
+    .filter((d) => d.severity === 'error')
+    .map((d) => `${d.file}:${d.line}:${d.column}: ${d.code ? `${d.code}: ` : ''}${d.message}${d.suggestion ? ` (suggestion: ${d.suggestion})` : ''}`);
+  const text = [...new Set([...errs, ...result.err_msg.split('\n').filter(Boolean)])].join('\n');
+  return text.length > maxChars ? text.slice(0, maxChars) + `\n... [${text.length - maxChars} more characters]` : text;
+}
+
+/**
+ * The one user message after a simulated candidate: parse result, EDA result, instruction +
+ * OUTPUT_FORMAT_REQ, joined by blank lines. An unparsable reply is told so (with the format
+ * reminder) instead of being simulated.
+ */
+export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): string {
+  if (parsed.status !== 'success' || !result) {
+    return [
+      block('Response parse result:', [['status', 'failed'], ['reason', parsed.status === 'unparsable' ? parsed.reason : 'no testbench']]),
+      'Instruction for next round:\n' + 'Write the complete testbench in the required format.' + OUTPUT_FORMAT_REQ,
+    ].join('\n\n');
+  }
+  const parse = block('Response parse result:', [['status', 'success'], ['type', 'file']]);
+  let eda: string;
+  let instruction: string;
+  if (result.status === 'success') {
+    eda = block('EDA result:', [['status', 'success'], ['stage', 'success'], ['coverage', result.cov_info?.detail ?? '']]);
+    instruction = INSTRUCTIONS.success;
+  } else if (result.status === 'imc_merge_failed' || result.status === 'imc_report_summary_failed') {
+    eda = block('EDA result:', [['status', result.status], ['stage', 'imc'], ['log', errorLog(result)]]);
+    instruction = INSTRUCTIONS.imc;
+  } else {
+    // Compile, elaboration, run failures, timeouts and rejections are all the xrun stage to the model.
+    eda = block('EDA result:', [['status', 'xrun_failed'], ['stage', 'xrun'], ['log', errorLog(result)]]);
+    instruction = INSTRUCTIONS.xrun;
+  }
+  return [parse, eda, 'Instruction for next round:\n' + instruction + OUTPUT_FORMAT_REQ].join('\n\n');
+}
