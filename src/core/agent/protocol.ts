@@ -13,13 +13,8 @@ export interface NamedText {
   content: string;
 }
 
-/** Verbatim, leading and trailing newline included (a Python triple-quoted string). */
-export const SYSTEM_PROMPT = `
-You are a testbench expert.
-
-Your job is to write a SystemVerilog testbench that maximizes coverage of the given RTL project.
-
-OUTPUT REQUIREMENTS:
+/** The output-format block both the system prompt and every feedback turn carry (one source). */
+const FORMAT_RULES = `OUTPUT REQUIREMENTS:
 
 1. You MUST explicitly state the filename for the testbench in plain text using format:
      filename: tb_xxxx.sv
@@ -30,7 +25,15 @@ module tb_example;
   ...
 endmodule
 \`\`\`
-3. The SystemVerilog code MUST NOT include any checks or assertions on outputs.
+`;
+
+/** Verbatim, leading and trailing newline included (a Python triple-quoted string). */
+export const SYSTEM_PROMPT = `
+You are a testbench expert.
+
+Your job is to write a SystemVerilog testbench that maximizes coverage of the given RTL project.
+
+${FORMAT_RULES}3. The SystemVerilog code MUST NOT include any checks or assertions on outputs.
 Only generate stimulus to exercise as many RTL paths as possible.
 4. Use the provided RTL context and instructions to produce the highest possible coverage.
 5. Put NOTHING except the code inside the fenced code block.
@@ -42,19 +45,7 @@ OVERALL OUTPUT ORDER:
 `;
 
 /** Appended directly after the feedback instruction (it starts with its own newline). */
-export const OUTPUT_FORMAT_REQ = `
-OUTPUT REQUIREMENTS:
-
-1. You MUST explicitly state the filename for the testbench in plain text using format:
-     filename: tb_xxxx.sv
-2. After stating the filename, you MUST output the complete testbench
-    inside a fenced SystemVerilog code block:
-\`\`\`systemverilog
-module tb_example;
-  ...
-endmodule
-\`\`\`
-`;
+export const OUTPUT_FORMAT_REQ = `\n${FORMAT_RULES}`;
 
 export function userPrompt(context: string, instructions: string): string {
   return `
