@@ -28,10 +28,20 @@ const LIB_NAME = 'chorus_dut';
 const MAX_ENTRIES = 64;
 const building = new Map<string, Promise<DutLibraryResult>>();
 
+// designKey runs for every candidate: hash a file's content only when its size or mtime changed.
+const digests = new Map<string, { stamp: string; digest: string }>();
+
 function fileFingerprint(h: ReturnType<typeof createHash>, f: string): void {
   h.update(f);
   try {
-    h.update(readFileSync(f));
+    const st = statSync(f);
+    const stamp = `${st.size}:${st.mtimeMs}`;
+    let known = digests.get(f);
+    if (known?.stamp !== stamp) {
+      known = { stamp, digest: createHash('sha256').update(readFileSync(f)).digest('hex') };
+      digests.set(f, known);
+    }
+    h.update(known.digest);
   } catch {
     h.update('missing');
   }
