@@ -1,7 +1,11 @@
 // Bundles the CLI (ESM, node) with esbuild. The C++ simulation main ships next to the bundle:
 // the engine compiles it into every candidate.
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, chmodSync } from 'node:fs';
+import { copyFileSync, mkdirSync, chmodSync, readdirSync } from 'node:fs';
+
+// Native and heavy packages stay outside the bundle (onnxruntime-node breaks when bundled; see
+// ENVIRONMENT.md) and are loaded from node_modules at run time.
+const external = ['@huggingface/transformers', 'onnxruntime-node', 'onnxruntime-web', 'sharp', 'node-llama-cpp'];
 
 const watch = process.argv.includes('--watch');
 mkdirSync('dist', { recursive: true });
@@ -19,14 +23,20 @@ await build({
   banner: {
     js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
   },
+  external,
   logLevel: 'warning',
 });
 chmodSync('dist/cli.js', 0o755);
 
-// bench/sim (npm run bench:sim): same options as the CLI bundle, output dist/bench/sim.js.
-// `--cli-only` skips it (the test setup needs only the CLI).
+// Every bench/*.ts script (npm run bench:*): same options as the CLI bundle, output dist/bench/<name>.js.
+// `--cli-only` skips them (the test setup needs only the CLI).
+const benches = Object.fromEntries(
+  readdirSync('bench')
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => [`bench/${f.slice(0, -3)}`, `bench/${f}`]),
+);
 if (!process.argv.includes('--cli-only')) await build({
-  entryPoints: { 'bench/sim': 'bench/sim.ts', 'bench/verilog-eval-generator': 'bench/verilog-eval-generator.ts' },
+  entryPoints: benches,
   outdir: 'dist',
   bundle: true,
   platform: 'node',
@@ -37,6 +47,7 @@ if (!process.argv.includes('--cli-only')) await build({
   banner: {
     js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
   },
+  external,
   logLevel: 'warning',
 });
 if (watch) console.log('watch mode is not implemented; rerun npm run build');

@@ -1,0 +1,91 @@
+// Types of one agentic run (PROTOCOL.md §3): direct generation + refinement rounds, every round's
+// candidate and result kept (the editor shows them, training reuses them).
+import type { DesignInfo, DesignSpec } from '../design/types.js';
+import type { Simulator, SimLimits } from '../sim/simulator.js';
+import type { SimResult } from '../sim/result.js';
+import type { Waiver } from '../coverage/waivers.js';
+import type { ModelBackend, SamplingParams } from '../llm/backend.js';
+import type { ChatMessage, NamedText, ParsedReply } from './protocol.js';
+
+export type HistoryMode = 'markov' | 'full';
+
+export interface AgentOptions {
+  backend: ModelBackend;
+  simulator: Simulator;
+  design: DesignSpec;
+  info: DesignInfo;
+  /** Specification files shown to the model after the RTL (PROTOCOL.md §1). */
+  specs?: NamedText[];
+  /** The task's instruction; default: the reference wording naming top and instance. */
+  instruction?: string;
+  /** DUT instance name the testbench must use (default `uut`). */
+  instance?: string;
+  /** Refinement rounds after the direct generation (default 3). */
+  rounds?: number;
+  /** Independent samples (default 1); each is a full agentic run. */
+  samples?: number;
+  /** Pass threshold on overall coverage, fraction (default 1.0). Early stop when reached. */
+  target?: number;
+  /** `markov` (default, the paper's evaluation) or `full` history. */
+  history?: HistoryMode;
+  sampling?: Partial<SamplingParams>;
+  limits?: Partial<SimLimits>;
+  waivers?: Waiver[];
+  /** Simulations run at once across samples (default 1). */
+  simConcurrency?: number;
+  signal?: AbortSignal;
+  onEvent?: (e: AgentEvent) => void;
+}
+
+export interface TokenUsage {
+  prompt: number;
+  completion: number;
+}
+
+/** One round of one sample: the model's reply, how it parsed, and the engine's verdict. */
+export interface AgentRound {
+  sample: number;
+  /** 0 = direct generation, 1.. = refinement rounds. */
+  round: number;
+  /** Messages sent for this round (the editor shows them; training reuses them). */
+  messages: ChatMessage[];
+  /** Raw reply text (thinking block included). */
+  reply: string;
+  parsed: ParsedReply;
+  /** The extracted testbench (null when the reply was unparsable). */
+  testbench: string | null;
+  filename: string | null;
+  /** Engine result; null when the reply was unparsable (nothing to simulate). */
+  result: SimResult | null;
+  finishReason: 'stop' | 'length';
+  tokens: TokenUsage;
+  modelMs: number;
+  simMs: number;
+}
+
+export interface SampleRun {
+  sample: number;
+  rounds: AgentRound[];
+  /** Index into rounds of the best candidate by the §5 ranking; null when no round parsed. */
+  best: number | null;
+  /** Whether the best candidate meets the target. */
+  passed: boolean;
+}
+
+export interface AgentRun {
+  top: string;
+  instance: string;
+  target: number;
+  samples: SampleRun[];
+  /** Best candidate over all samples. */
+  best: { sample: number; round: number } | null;
+  tokens: TokenUsage;
+  cancelled: boolean;
+}
+
+export type AgentEvent =
+  | { type: 'round-start'; sample: number; round: number; rounds: number }
+  | { type: 'text'; sample: number; round: number; piece: string }
+  | { type: 'reply'; sample: number; round: number; parsed: ParsedReply['status']; tokens: TokenUsage }
+  | { type: 'sim-start'; sample: number; round: number }
+  | { type: 'round-end'; sample: number; round: number; entry: AgentRound; bestCoverage: number | null };

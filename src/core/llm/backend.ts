@@ -1,0 +1,90 @@
+// The model-backend interface. The agent, the evaluator and the editor talk to a model only through
+// this: a local in-process ONNX model and any OpenAI-compatible server look the same to them.
+import type { ChatMessage } from '../agent/protocol.js';
+
+/** Sampling settings (PROTOCOL.md §4 defaults). */
+export interface SamplingParams {
+  temperature: number;
+  topP: number;
+  maxNewTokens: number;
+  /** Seed for reproducible sampling where the backend supports it. */
+  seed?: number;
+}
+
+export const DEFAULT_SAMPLING: SamplingParams = { temperature: 0.7, topP: 0.8, maxNewTokens: 16_384 };
+
+export interface CompletionRequest {
+  messages: ChatMessage[];
+  sampling: SamplingParams;
+  /** Cancels the call: the backend stops generating and rejects with ModelError('cancelled'). */
+  signal?: AbortSignal;
+  /** Streamed text pieces, in order, as they are decoded. */
+  onText?: (piece: string) => void;
+}
+
+export interface Completion {
+  text: string;
+  promptTokens: number;
+  completionTokens: number;
+  /** `length`: stopped at maxNewTokens (the reply is probably cut). */
+  finishReason: 'stop' | 'length';
+  /** Milliseconds from the call to the first decoded token, and to the end. */
+  firstTokenMs: number | null;
+  totalMs: number;
+}
+
+export type ModelErrorKind =
+  | 'connection' // server refused / unreachable
+  | 'unknown-model' // the server does not serve that model name
+  | 'context-overflow' // prompt + max new tokens exceed the model's context
+  | 'auth' // 401/403
+  | 'http' // any other HTTP failure after retries
+  | 'timeout'
+  | 'cancelled'
+  | 'not-found' // model directory or file missing
+  | 'corrupt' // model files present but not loadable
+  | 'download-disabled' // a named model would need the network and the user did not allow it
+  | 'protocol'; // the server answered something that is not an OpenAI-style reply
+
+/** A model failure with an actionable message (what went wrong and what to do). */
+export class ModelError extends Error {
+  constructor(
+    readonly kind: ModelErrorKind,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ModelError';
+  }
+}
+
+export interface BackendInfo {
+  /** `local` (in-process ONNX) or `openai` (HTTP). */
+  kind: 'local' | 'openai';
+  /** Model identifier as the user gave it (directory or served model name). */
+  model: string;
+  /** Where it runs: a directory, or the base URL. */
+  location: string;
+  /** Context window in tokens when known. */
+  contextLength: number | null;
+}
+
+export interface ModelBackend {
+  /** Describes the backend; for the local backend this loads the model (once). */
+  info(): Promise<BackendInfo>;
+  /** Tokens the prompt of these messages takes under the model's chat template; null when the
+   * backend cannot count exactly (then the agent estimates). */
+  countTokens(messages: ChatMessage[]): Promise<number | null>;
+  /** One sampled reply. Rejects with ModelError. */
+  complete(req: CompletionRequest): Promise<Completion>;
+  /** How many completions the backend runs well at once (servers batch; the local CPU model: 1). */
+  readonly parallelism: number;
+  /** Frees the model (local) or connections. */
+  dispose(): Promise<void>;
+}
+
+/** A rough token estimate (about 3.5 characters per token for Verilog with the Qwen3 tokenizer),
+ * used only when the backend cannot count. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 3.5);
+}
