@@ -138,13 +138,58 @@ export const INSTRUCTIONS = {
 
 const block = (heading: string, fields: Array<[string, string]>): string => [heading, ...fields.map(([k, v]) => `- ${k}: ${v}`)].join('\n');
 
-/** Bounded error text: error lines first (what the model must fix), then context. */
+/** Lines that say what went wrong, across Verilator (`%Error`), Xcelium (`*E,` / `*F,`) and
+ * generic tools (`Error:`, `fatal`). */
+const ERROR_LINE = /%Error|%Fatal|\*[EF],|\b(?:error|fatal)\b\s*[:(-]|\$fatal|assertion failed|segmentation fault|core dumped|timed? ?out/i;
+
+/** Bounded text, error lines first (what the model must fix), then the rest in order. */
+export function prioritizeErrors(lines: string[], maxChars = 4000): string {
+  const uniq = [...new Set(lines.map((l) => l.replace(/\s+$/, '')).filter(Boolean))];
+  const text = [...uniq.filter((l) => ERROR_LINE.test(l)), ...uniq.filter((l) => !ERROR_LINE.test(l))].join('\n');
+  return text.length > maxChars ? text.slice(0, maxChars) + `\n... [${text.length - maxChars} more characters]` : text;
+}
+
+/** Bounded error text of an engine result: diagnostics first, then the raw message. */
 export function errorLog(result: SimResult, maxChars = 4000): string {
   const errs = result.diagnostics
     .filter((d) => d.severity === 'error')
     .map((d) => `${d.file}:${d.line}:${d.column}: ${d.code ? `${d.code}: ` : ''}${d.message}${d.suggestion ? ` (suggestion: ${d.suggestion})` : ''}`);
   const text = [...new Set([...errs, ...result.err_msg.split('\n').filter(Boolean)])].join('\n');
   return text.length > maxChars ? text.slice(0, maxChars) + `\n... [${text.length - maxChars} more characters]` : text;
+}
+
+export type LogKind = 'coverage' | 'xrun' | 'imc';
+
+/** What a log a user brings from their own simulator run says: a coverage report (IMC or ours),
+ * a compile/run failure, or a coverage-tool failure. */
+export function classifyLog(log: string): LogKind {
+  const errors = log.split('\n').some((l) => ERROR_LINE.test(l));
+  const coverage = /Overall Average|Overall\s+Covered|\bBlock\b.*\bToggle\b|coverage\s*[:=]?\s*\d+(?:\.\d+)?\s*%/i.test(log);
+  if (errors && /\bimc\b|IMC-|report -metrics|merge/i.test(log) && coverage === false) return 'imc';
+  if (errors) return 'xrun';
+  return 'coverage';
+}
+
+/** The feedback turn for a log from the user's own simulator run (Verilator, Xcelium/IMC, plain
+ * text): the same blocks as feedbackTurn, so the model sees what it was trained on. */
+export function feedbackFromLog(log: string, kind: LogKind = classifyLog(log), maxChars = 8000): string {
+  const parse = block('Response parse result:', [['status', 'success'], ['type', 'file']]);
+  let eda: string;
+  let instruction: string;
+  if (kind === 'coverage') {
+    const text = log.trim();
+    eda = block('EDA result:', [['status', 'success'], ['stage', 'success'], ['coverage', text.length > maxChars ? text.slice(0, maxChars) : text]]);
+    instruction = INSTRUCTIONS.success;
+  } else {
+    eda = block('EDA result:', [['status', kind === 'imc' ? 'imc_report_summary_failed' : 'xrun_failed'], ['stage', kind], ['log', prioritizeErrors(log.split('\n'), maxChars)]]);
+    instruction = kind === 'imc' ? INSTRUCTIONS.imc : INSTRUCTIONS.xrun;
+  }
+  return [parse, eda, 'Instruction for next round:\n' + instruction + OUTPUT_FORMAT_REQ].join('\n\n');
+}
+
+/** A testbench written back as a reply in the checkpoints' format (for a user's own testbench). */
+export function replyFor(testbench: string, filename: string): string {
+  return `filename: ${filename}\n\`\`\`systemverilog\n${testbench.trim()}\n\`\`\``;
 }
 
 /**

@@ -57,7 +57,13 @@ export interface AgentRound {
   filename: string | null;
   /** Engine result; null when the reply was unparsable (nothing to simulate). */
   result: SimResult | null;
+  /** The user message this round produced for the next one (PROTOCOL.md §3). */
+  feedback: string;
   finishReason: 'stop' | 'length';
+  /** Set when the model call failed (timeout, server error after retries): nothing was simulated. */
+  error?: { kind: string; message: string };
+  /** `markov` or `full`: which conversation this round's messages came from. */
+  history: HistoryMode;
   tokens: TokenUsage;
   modelMs: number;
   simMs: number;
@@ -70,6 +76,8 @@ export interface SampleRun {
   best: number | null;
   /** Whether the best candidate meets the target. */
   passed: boolean;
+  /** Why the sample stopped. */
+  stop: 'target' | 'rounds' | 'cancelled' | 'model-error' | 'context';
 }
 
 export interface AgentRun {
@@ -88,4 +96,5 @@ export type AgentEvent =
   | { type: 'text'; sample: number; round: number; piece: string }
   | { type: 'reply'; sample: number; round: number; parsed: ParsedReply['status']; tokens: TokenUsage }
   | { type: 'sim-start'; sample: number; round: number }
-  | { type: 'round-end'; sample: number; round: number; entry: AgentRound; bestCoverage: number | null };
+  | { type: 'round-end'; sample: number; round: number; entry: AgentRound; bestCoverage: number | null }
+  | { type: 'warning'; sample: number; round: number; message: string };

@@ -6,6 +6,7 @@ import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
 import { constValue } from '../design/introspect.js';
+import { better } from '../sim/ranking.js';
 import { assignRoles, type Roles } from './roles.js';
 import { emitTestbench, type StimulusPlan } from './emit.js';
 
@@ -35,16 +36,6 @@ export interface GenerateResult {
   best: GeneratedRound;
   rounds: GeneratedRound[];
   tbName: string;
-}
-
-/** §5 ranking: ran ok, has coverage, then overall coverage. */
-export function better(a: SimResult, b: SimResult | undefined): boolean {
-  if (!b) return true;
-  const key = (r: SimResult): [number, number, number] => [r.status === 'success' ? 1 : 0, r.coverage ? 1 : 0, r.coverage?.waived.overall ?? 0];
-  const ka = key(a);
-  const kb = key(b);
-  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i] > kb[i];
-  return false;
 }
 
 function designConstants(info: DesignInfo, roles: Roles): Record<string, bigint[]> {
@@ -154,7 +145,7 @@ export async function generateTestbench(
     const round: GeneratedRound = { round: i, testbench, result, notes: plan.notes };
     history.push(round);
     opts.onRound?.(round);
-    if (!best || better(result, best.result)) {
+    if (!best || better(result, best.result, target)) {
       best = round;
       stale = 0;
     } else if (++stale >= (opts.patience ?? 3)) break;

@@ -1,0 +1,343 @@
+// The agent (PROTOCOL.md §3): one direct generation, then up to N refinement rounds fed with the
+// simulator's verdict, early stop at the target, memoryless ("markov") or full history, the best
+// candidate by the §5 ranking. Every round is kept: the editor shows it, training reuses it.
+import { basename, dirname, relative, sep } from 'node:path';
+import { readFileSync } from 'node:fs';
+import type { DesignSpec } from '../design/types.js';
+import type { SimResult } from '../sim/result.js';
+import { better, overallCoverage } from '../sim/ranking.js';
+import { Semaphore } from '../util/semaphore.js';
+import { DEFAULT_SAMPLING, ModelError, estimateTokens, type ModelBackend, type SamplingParams } from '../llm/backend.js';
+import {
+  defaultInstruction,
+  feedbackFromLog,
+  feedbackTurn,
+  firstTurn,
+  parseReply,
+  replyFor,
+  stripThink,
+  type ChatMessage,
+  type LogKind,
+  type NamedText,
+  type ParsedReply,
+} from './protocol.js';
+import type { AgentEvent, AgentOptions, AgentRound, AgentRun, HistoryMode, SampleRun, TokenUsage } from './types.js';
+
+/** Room a reply needs at least; a prompt that leaves less than this does not fit. */
+export const MIN_REPLY_TOKENS = 1024;
+
+/** The design does not fit the model's context: says which files, how many tokens, the limit. */
+export class ContextBudgetError extends Error {
+  constructor(
+    readonly promptTokens: number,
+    readonly limit: number,
+    readonly files: Array<{ name: string; tokens: number }>,
+  ) {
+    const list = [...files]
+      .sort((a, b) => b.tokens - a.tokens)
+      .map((f) => `  ${f.name}: ${f.tokens} tokens`)
+      .join('\n');
+    super(
+      `the design does not fit the model's context: the prompt takes ${promptTokens} tokens and the model's context is ${limit} tokens ` +
+        `(a reply needs at least ${MIN_REPLY_TOKENS} more). Files:\n${list}\n` +
+        `Leave out spec files or unused modules, or serve the model with a longer context (e.g. vLLM --max-model-len).`,
+    );
+    this.name = 'ContextBudgetError';
+  }
+}
+
+/** Model failures that no further round can fix: the run stops and the caller is told. */
+const FATAL = new Set(['connection', 'auth', 'unknown-model', 'not-found', 'corrupt', 'download-disabled', 'context-overflow', 'protocol']);
+
+/** The RTL files as the model sees them: paths relative to the files' common folder. */
+export function designContext(design: DesignSpec, read: (p: string) => string = (p) => readFileSync(p, 'utf8')): NamedText[] {
+  const files = design.files;
+  if (!files.length) return [];
+  let common = dirname(files[0]).split(sep);
+  for (const f of files) {
+    const d = dirname(f).split(sep);
+    let i = 0;
+    while (i < common.length && i < d.length && common[i] === d[i]) i++;
+    common = common.slice(0, i);
+  }
+  const root = common.join(sep) || sep;
+  return files.map((f) => ({ name: relative(root, f), content: read(f) }));
+}
+
+const addTokens = (a: TokenUsage, b: TokenUsage): TokenUsage => ({ prompt: a.prompt + b.prompt, completion: a.completion + b.completion });
+
+/** A safe testbench file name from the model's `filename:` line (basename, .sv/.v). */
+export function testbenchName(filename: string | null, top: string): string {
+  const name = filename ? basename(filename) : '';
+  return /^[A-Za-z_][A-Za-z0-9_.-]*\.s?v$/.test(name) ? name : `tb_${top}.sv`;
+}
+
+interface Shared {
+  o: AgentOptions;
+  first: ChatMessage[];
+  top: string;
+  instance: string;
+  target: number;
+  rounds: number;
+  history: HistoryMode;
+  sampling: SamplingParams;
+  contextLength: number | null;
+  modelSem: Semaphore;
+  simSem: Semaphore;
+  emit: (e: AgentEvent) => void;
+}
+
+async function promptTokens(backend: ModelBackend, messages: ChatMessage[]): Promise<number> {
+  return (await backend.countTokens(messages)) ?? estimateTokens(messages.map((m) => m.content).join('\n')) + 8 * messages.length;
+}
+
+/** Run one direct generation + up to `rounds` refinements for each sample. */
+export async function runAgent(o: AgentOptions): Promise<AgentRun> {
+  const top = o.info.top;
+  const instance = o.instance ?? 'uut';
+  const target = o.target ?? 1;
+  const rtl = designContext(o.design);
+  const first = firstTurn(rtl, o.specs ?? [], o.instruction ?? defaultInstruction(top, instance));
+  const info = await o.backend.info();
+  const sampling: SamplingParams = { ...DEFAULT_SAMPLING, ...o.sampling };
+
+  // Context budget: say so instead of truncating.
+  const firstTokens = await promptTokens(o.backend, first);
+  const limit = info.contextLength;
+  if (limit !== null && firstTokens + MIN_REPLY_TOKENS > limit) {
+    const files = [...rtl, ...(o.specs ?? [])].map((f) => ({ name: f.name, tokens: estimateTokens(f.content) }));
+    throw new ContextBudgetError(firstTokens, limit, files);
+  }
+
+  const sh: Shared = {
+    o,
+    first,
+    top,
+    instance,
+    target,
+    rounds: Math.max(0, Math.floor(o.rounds ?? 3)),
+    history: o.history ?? 'markov',
+    sampling,
+    contextLength: limit,
+    modelSem: new Semaphore(Math.max(1, o.backend.parallelism)),
+    simSem: new Semaphore(Math.max(1, o.simConcurrency ?? 1)),
+    emit: (e) => o.onEvent?.(e),
+  };
+  const n = Math.max(1, Math.floor(o.samples ?? 1));
+  const samples = await Promise.all(Array.from({ length: n }, (_, i) => runSample(sh, i)));
+
+  let best: AgentRun['best'] = null;
+  let bestResult: SimResult | null | undefined;
+  let tokens: TokenUsage = { prompt: 0, completion: 0 };
+  for (const s of samples) {
+    for (const r of s.rounds) tokens = addTokens(tokens, r.tokens);
+    if (s.best === null) continue;
+    const r = s.rounds[s.best].result;
+    if (best === null || better(r, bestResult, target)) {
+      best = { sample: s.sample, round: s.best };
+      bestResult = r;
+    }
+  }
+  return { top, instance, target, samples, best, tokens, cancelled: o.signal?.aborted === true };
+}
+
+async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
+  const { o } = sh;
+  const rounds: AgentRound[] = [];
+  const full: ChatMessage[] = [...sh.first];
+  let best: number | null = null;
+  let stop: SampleRun['stop'] = 'rounds';
+
+  for (let round = 0; round <= sh.rounds; round++) {
+    if (o.signal?.aborted) {
+      stop = 'cancelled';
+      break;
+    }
+    // Memoryless: [system, first user, best reply so far, its feedback]; the snapshot moves only
+    // when a new best appears (before any candidate parses: the latest reply).
+    let mode: HistoryMode = sh.history;
+    const anchor = best ?? (rounds.length ? rounds.length - 1 : null);
+    const markov = (): ChatMessage[] =>
+      anchor === null ? sh.first : [...sh.first, { role: 'assistant', content: stripThink(rounds[anchor].reply) }, { role: 'user', content: rounds[anchor].feedback }];
+    let messages = round === 0 ? sh.first : mode === 'full' ? [...full] : markov();
+
+    let sampling = sh.sampling;
+    if (sh.contextLength !== null) {
+      let need = await promptTokens(o.backend, messages);
+      if (need + MIN_REPLY_TOKENS > sh.contextLength && mode === 'full') {
+        sh.emit({ type: 'warning', sample, round, message: `the full history (${need} tokens) no longer fits the ${sh.contextLength}-token context: this round sees the best candidate only` });
+        mode = 'markov';
+        messages = markov();
+        need = await promptTokens(o.backend, messages);
+      }
+      if (need + MIN_REPLY_TOKENS > sh.contextLength) {
+        sh.emit({ type: 'warning', sample, round, message: `the refinement prompt (${need} tokens) does not fit the ${sh.contextLength}-token context: stopping this sample` });
+        stop = 'context';
+        break;
+      }
+      if (need + sampling.maxNewTokens > sh.contextLength) sampling = { ...sampling, maxNewTokens: sh.contextLength - need };
+    }
+    if (sampling.seed !== undefined) sampling = { ...sampling, seed: sampling.seed + 1000 * sample + round };
+
+    sh.emit({ type: 'round-start', sample, round, rounds: sh.rounds + 1 });
+    const t0 = performance.now();
+    let completion;
+    try {
+      completion = await sh.modelSem.run(
+        () => o.backend.complete({ messages, sampling, signal: o.signal, onText: (piece) => sh.emit({ type: 'text', sample, round, piece }) }),
+        o.signal,
+      );
+    } catch (e) {
+      if (o.signal?.aborted || (e instanceof ModelError && e.kind === 'cancelled')) {
+        stop = 'cancelled';
+        break;
+      }
+      if (!(e instanceof ModelError) || FATAL.has(e.kind)) throw e;
+      // A timeout or a server error that outlived the retries: keep what we have, say why.
+      rounds.push({
+        sample,
+        round,
+        messages,
+        reply: '',
+        parsed: { status: 'unparsable', reason: `model call failed: ${e.message}` },
+        testbench: null,
+        filename: null,
+        result: null,
+        feedback: '',
+        finishReason: 'stop',
+        error: { kind: e.kind, message: e.message },
+        history: mode,
+        tokens: { prompt: 0, completion: 0 },
+        modelMs: performance.now() - t0,
+        simMs: 0,
+      });
+      stop = 'model-error';
+      break;
+    }
+    const modelMs = performance.now() - t0;
+    const parsed: ParsedReply = parseReply(completion.text);
+    const tokens = { prompt: completion.promptTokens, completion: completion.completionTokens };
+    sh.emit({ type: 'reply', sample, round, parsed: parsed.status, tokens });
+
+    let result: SimResult | null = null;
+    let simMs = 0;
+    const filename = parsed.status === 'success' ? testbenchName(parsed.filename, sh.top) : null;
+    if (parsed.status === 'success') {
+      sh.emit({ type: 'sim-start', sample, round });
+      const s0 = performance.now();
+      try {
+        result = await sh.simSem.run(
+          () =>
+            o.simulator.simulate({
+              design: o.design,
+              top: sh.top,
+              testbench: { name: filename!, content: parsed.testbench },
+              limits: o.limits,
+              waivers: o.waivers,
+              signal: o.signal,
+            }),
+          o.signal,
+        );
+      } catch (e) {
+        if (o.signal?.aborted) {
+          stop = 'cancelled';
+          break;
+        }
+        throw e;
+      }
+      simMs = performance.now() - s0;
+    }
+    const entry: AgentRound = {
+      sample,
+      round,
+      messages,
+      reply: completion.text,
+      parsed,
+      testbench: parsed.status === 'success' ? parsed.testbench : null,
+      filename,
+      result,
+      feedback: feedbackTurn(parsed, result),
+      finishReason: completion.finishReason,
+      history: mode,
+      tokens,
+      modelMs,
+      simMs,
+    };
+    rounds.push(entry);
+    if (parsed.status === 'success' && (best === null || better(result, rounds[best].result, sh.target))) best = rounds.length - 1;
+    full.push({ role: 'assistant', content: stripThink(entry.reply) }, { role: 'user', content: entry.feedback });
+    const bestCov = best === null ? null : overallCoverage(rounds[best].result);
+    sh.emit({ type: 'round-end', sample, round, entry, bestCoverage: bestCov });
+    if (bestCov !== null && bestCov >= sh.target - 1e-12) {
+      stop = 'target';
+      break;
+    }
+  }
+  const bestCov = best === null ? null : overallCoverage(rounds[best].result);
+  return { sample, rounds, best, passed: bestCov !== null && bestCov >= sh.target - 1e-12, stop };
+}
+
+// ---- One refinement step on a user's own testbench ----
+
+export interface RefineOptions {
+  backend: ModelBackend;
+  design: DesignSpec;
+  top: string;
+  testbench: NamedText;
+  /** What the simulator said: our own result record, or a log from the user's simulator run. */
+  feedback: { result: SimResult } | { log: string; kind?: LogKind };
+  specs?: NamedText[];
+  instruction?: string;
+  instance?: string;
+  sampling?: Partial<SamplingParams>;
+  signal?: AbortSignal;
+  onText?: (piece: string) => void;
+}
+
+export interface RefineOutcome {
+  messages: ChatMessage[];
+  reply: string;
+  parsed: ParsedReply;
+  testbench: string | null;
+  filename: string | null;
+  finishReason: 'stop' | 'length';
+  tokens: TokenUsage;
+}
+
+/** Messages for one refinement of an existing testbench: the first turn, the testbench as the
+ * model's own reply, and the feedback turn built from the result or the log. */
+export function refineMessages(o: Omit<RefineOptions, 'backend' | 'signal' | 'onText' | 'sampling'>): ChatMessage[] {
+  const instruction = o.instruction ?? defaultInstruction(o.top, o.instance ?? 'uut');
+  const feedback =
+    'result' in o.feedback ? feedbackTurn({ status: 'success', testbench: o.testbench.content, filename: o.testbench.name, source: 'fence' }, o.feedback.result) : feedbackFromLog(o.feedback.log, o.feedback.kind);
+  return [
+    ...firstTurn(designContext(o.design), o.specs ?? [], instruction),
+    { role: 'assistant', content: replyFor(o.testbench.content, basename(o.testbench.name)) },
+    { role: 'user', content: feedback },
+  ];
+}
+
+export async function refineOnce(o: RefineOptions): Promise<RefineOutcome> {
+  const messages = refineMessages(o);
+  const info = await o.backend.info();
+  const sampling: SamplingParams = { ...DEFAULT_SAMPLING, ...o.sampling };
+  if (info.contextLength !== null) {
+    const need = await promptTokens(o.backend, messages);
+    if (need + MIN_REPLY_TOKENS > info.contextLength) {
+      const files = [...designContext(o.design), o.testbench, ...(o.specs ?? [])].map((f) => ({ name: f.name, tokens: estimateTokens(f.content) }));
+      throw new ContextBudgetError(need, info.contextLength, files);
+    }
+    if (need + sampling.maxNewTokens > info.contextLength) sampling.maxNewTokens = info.contextLength - need;
+  }
+  const c = await o.backend.complete({ messages, sampling, signal: o.signal, onText: o.onText });
+  const parsed = parseReply(c.text);
+  return {
+    messages,
+    reply: c.text,
+    parsed,
+    testbench: parsed.status === 'success' ? parsed.testbench : null,
+    filename: parsed.status === 'success' ? testbenchName(parsed.filename, o.top) : null,
+    finishReason: c.finishReason,
+    tokens: { prompt: c.promptTokens, completion: c.completionTokens },
+  };
+}

@@ -1,0 +1,24 @@
+// Ranking of candidates inside one run (PROTOCOL.md §5): simulated ok, has coverage, target
+// passed, overall coverage — lexicographic. One definition for the agent, the built-in generator
+// and the evaluator.
+import type { SimResult } from './result.js';
+
+/** Overall coverage (after waivers) as a fraction, or null when the run produced none. */
+export function overallCoverage(r: SimResult | null | undefined): number | null {
+  return r?.status === 'success' ? (r.coverage?.waived.overall ?? null) : null;
+}
+
+export function rankKey(r: SimResult | null, target = 1): [number, number, number, number] {
+  if (!r) return [0, 0, 0, -1];
+  const c = overallCoverage(r);
+  return [r.status === 'success' ? 1 : 0, c !== null ? 1 : 0, c !== null && c >= target - 1e-12 ? 1 : 0, c ?? 0];
+}
+
+/** True when `a` ranks strictly above `b` (a missing `b` ranks below anything). */
+export function better(a: SimResult | null, b: SimResult | null | undefined, target = 1): boolean {
+  if (b === undefined) return true;
+  const ka = rankKey(a, target);
+  const kb = rankKey(b, target);
+  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i] > kb[i];
+  return false;
+}
