@@ -1,13 +1,17 @@
 // `chorus`: the command line over the core engine.
 import { runSim } from './sim.js';
 import { runGenerate } from './generate.js';
+import { runRefine } from './refine.js';
 
 const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
 
 Usage:
-  chorus generate <design files...> [options]
-      Write a coverage-maximizing stimulus testbench for the design (built-in generator when no
-      model is configured) and print its coverage per round.
+  chorus generate <design files...> [--model dir | --endpoint url --model-name n] [options]
+      Write a coverage-maximizing stimulus testbench for the design: a model's first generation
+      refined round by round from the simulator's feedback (the built-in generator when no model
+      is configured), and print its coverage per round.
+  chorus refine --tb <testbench.sv> [--log sim.log] <design files...> --model dir | --endpoint url
+      One refinement step on an existing testbench, from your simulator's log or a run here.
   chorus sim --top <module> --tb <testbench.sv> <design files...> [options]
       Compile and run a testbench against the design, print coverage (or --json the result record).
   chorus help
@@ -22,6 +26,8 @@ export async function main(argv: string[]): Promise<number> {
       return runSim(rest);
     case 'generate':
       return runGenerate(rest);
+    case 'refine':
+      return runRefine(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -92,7 +92,8 @@ export class OpenAIBackend implements ModelBackend {
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
       return new ModelError('connection', `cannot resolve the host of ${this.base} (${code}). Check the endpoint URL.`);
     }
-    return new ModelError('connection', `${what} ${this.base} failed: ${code ?? (e as Error).message}`);
+    const cause = (e as { cause?: { message?: string } }).cause?.message;
+    return new ModelError('connection', `${what} ${this.base} failed: ${[code, cause ?? (e as Error).message].filter(Boolean).join(': ')}`);
   }
 
   info(): Promise<BackendInfo> {

@@ -1,0 +1,67 @@
+// The model options `generate`, `refine` and `eval` share: where the model is, how to sample.
+import type { ModelConfig } from '../core/llm/factory.js';
+import type { SamplingParams } from '../core/llm/backend.js';
+import { DEFAULT_SAMPLING } from '../core/llm/backend.js';
+import { numberOption } from './command.js';
+
+export const MODEL_OPTIONS = {
+  model: { type: 'string' },
+  dtype: { type: 'string' },
+  'allow-download': { type: 'boolean' },
+  endpoint: { type: 'string' },
+  'model-name': { type: 'string' },
+  temperature: { type: 'string' },
+  'top-p': { type: 'string' },
+  'max-tokens': { type: 'string' },
+  'context-length': { type: 'string' },
+} as const;
+
+export const MODEL_HELP = `Model (none: the built-in model-free generator):
+  --model <dir>         local model directory in the transformers.js layout (config.json, tokenizer,
+                        onnx/model_q4.onnx ...), run in-process on the CPU
+  --dtype <t>           fp32 | q4 | q4f16 for --model (default q4)
+  --allow-download      let --model name a model to download (off: nothing leaves this machine)
+  --endpoint <url>      OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, LM Studio),
+                        e.g. http://127.0.0.1:8000/v1; API key from CHORUS_API_KEY or OPENAI_API_KEY
+  --model-name <name>   served model name for --endpoint
+  --temperature <t>     sampling temperature (default ${DEFAULT_SAMPLING.temperature})
+  --top-p <p>           nucleus sampling (default ${DEFAULT_SAMPLING.topP})
+  --max-tokens <n>      new tokens per reply (default ${DEFAULT_SAMPLING.maxNewTokens})
+  --context-length <n>  the model's context when the server does not report it
+`;
+
+interface ModelValues {
+  model?: string;
+  dtype?: string;
+  'allow-download'?: boolean;
+  endpoint?: string;
+  'model-name'?: string;
+  temperature?: string;
+  'top-p'?: string;
+  'max-tokens'?: string;
+  'context-length'?: string;
+}
+
+/** The configured model, or null for the built-in generator. Throws a usage message on conflicts. */
+export function modelConfig(v: ModelValues): ModelConfig | null {
+  const ctx = v['context-length'] ? Math.floor(numberOption('context-length', v['context-length'], 0, 1)) : undefined;
+  if (v.endpoint) {
+    if (!v['model-name']) throw new Error('--endpoint needs --model-name (the name the server serves the model under)');
+    if (v.model) throw new Error('give either --model <dir> (local) or --endpoint <url>, not both');
+    return { kind: 'openai', baseUrl: v.endpoint, model: v['model-name'], contextLength: ctx };
+  }
+  if (v['model-name']) throw new Error('--model-name goes with --endpoint; for a local model directory use --model <dir>');
+  if (!v.model) return null;
+  const dtype = v.dtype ?? 'q4';
+  if (dtype !== 'fp32' && dtype !== 'q4' && dtype !== 'q4f16') throw new Error(`--dtype must be fp32, q4 or q4f16, got '${dtype}'`);
+  return { kind: 'local', modelDir: v.model, dtype, allowDownload: v['allow-download'] ?? false, contextLength: ctx };
+}
+
+export function samplingFrom(v: ModelValues, seed?: number): SamplingParams {
+  return {
+    temperature: numberOption('temperature', v.temperature, DEFAULT_SAMPLING.temperature),
+    topP: numberOption('top-p', v['top-p'], DEFAULT_SAMPLING.topP),
+    maxNewTokens: Math.floor(numberOption('max-tokens', v['max-tokens'], DEFAULT_SAMPLING.maxNewTokens, 1)),
+    ...(seed !== undefined ? { seed } : {}),
+  };
+}

@@ -1,0 +1,164 @@
+// `chorus refine`: one refinement step on a testbench the user already has. The feedback is a log
+// from the user's own simulator run (Verilator, Xcelium/IMC or plain text) or, without --log, the
+// engine's own simulation of the testbench. Writes the revision to a new file.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { loadDesign } from '../core/design/load.js';
+import { DesignError } from '../core/design/errors.js';
+import { getSimulator } from '../core/sim/registry.js';
+import { ToolchainError } from '../core/sim/verilator/toolchain.js';
+import { createBackend, describeModel } from '../core/llm/factory.js';
+import { ModelError } from '../core/llm/backend.js';
+import { ContextBudgetError, refineOnce } from '../core/agent/loop.js';
+import type { LogKind, NamedText } from '../core/agent/protocol.js';
+import type { SimResult } from '../core/sim/result.js';
+import { overallCoverage } from '../core/sim/ranking.js';
+import { DESIGN_HELP } from './designOptions.js';
+import { numberOption, parseCommand } from './command.js';
+import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
+import { formatSimResult } from './format.js';
+import { freeName } from './generate.js';
+import { StatusLine } from './progress.js';
+
+const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files...> --model <dir> | --endpoint <url> --model-name <n>
+
+One refinement step: the model revises the testbench from the simulator's feedback. With --log the
+feedback is your own simulator's log (Verilator, Xcelium/IMC, or plain text: errors are put first;
+a coverage report asks for more coverage); without it the testbench is simulated here first.
+
+${DESIGN_HELP}${MODEL_HELP}Refinement:
+  --tb <file>           the testbench to refine
+  --log <file>          the log of your simulation run (compile/run errors or a coverage report)
+  --log-kind <k>        auto (default) | xrun (a compile/run failure) | coverage | imc (a coverage
+                        tool failure)
+  --spec <file>         specification file shown to the model; repeatable
+  --instance <name>     DUT instance name (default uut)
+  --seed <n>            sampling seed
+  --timeout <s>         wall-clock limit per simulation (default 60)
+  --no-check            do not simulate the revision
+Output:
+  --out <file>          where to write the revision (default: <tb>_refined.sv beside the testbench;
+                        never overwrites without --force)
+  --force               overwrite --out if it exists
+  --json                print {messages, reply, parse_status, testbench, result} as JSON on stdout
+`;
+
+export async function runRefine(argv: string[]): Promise<number> {
+  const args = parseCommand('refine', argv, {
+    ...MODEL_OPTIONS,
+    tb: { type: 'string' },
+    log: { type: 'string' },
+    'log-kind': { type: 'string' },
+    spec: { type: 'string', multiple: true },
+    instance: { type: 'string' },
+    seed: { type: 'string' },
+    timeout: { type: 'string' },
+    'no-check': { type: 'boolean' },
+    out: { type: 'string' },
+    force: { type: 'boolean' },
+    json: { type: 'boolean' },
+  } as const, HELP);
+  if (typeof args === 'number') return args;
+  const { values: o, fail } = args;
+  if (!o.tb) return fail('name the testbench to refine with --tb <file>');
+  if (args.positionals.length === 0 && !o.filelist?.length) return fail('name the design files (or -f files.f)');
+  const tbPath = resolve(o.tb);
+  if (!existsSync(tbPath)) return fail(`testbench ${tbPath} does not exist`);
+  if (o.log && !existsSync(resolve(o.log))) return fail(`log ${resolve(o.log)} does not exist`);
+  const kind = (o['log-kind'] ?? 'auto') as LogKind | 'auto';
+  if (!['auto', 'xrun', 'coverage', 'imc'].includes(kind)) return fail(`--log-kind must be auto, xrun, coverage or imc, got '${kind}'`);
+  let model, seed: number | undefined, timeoutS: number;
+  try {
+    model = modelConfig(o);
+    seed = o.seed === undefined ? undefined : Math.floor(numberOption('seed', o.seed, 0));
+    timeoutS = numberOption('timeout', o.timeout, 60, 1);
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  if (!model) return fail('refine needs a model: --model <dir> (local) or --endpoint <url> --model-name <name>');
+  const outPath = o.out ? resolve(o.out) : freeName(tbPath.replace(/(\.s?v)?$/, '_refined$1'));
+  if (o.out && existsSync(outPath) && !o.force) return fail(`${outPath} exists; choose another --out or pass --force to overwrite it`);
+
+  const controller = new AbortController();
+  const onSigint = (): void => controller.abort();
+  process.once('SIGINT', onSigint);
+  const status = new StatusLine();
+  const say = (s: string): void => {
+    status.clear();
+    (o.json ? process.stderr : process.stdout).write(s);
+  };
+  try {
+    const { design, info, warnings } = await loadDesign({ files: args.positionals, fileLists: o.filelist, includeDirs: o.include, defines: o.define, params: o.param, top: o.top }, controller.signal);
+    for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+    const testbench: NamedText = { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') };
+    const simulator = getSimulator('verilator');
+    const specs = (o.spec ?? []).map((f) => ({ name: basename(f), content: readFileSync(f, 'utf8') }));
+    let before: SimResult | null = null;
+    let feedback: { result: SimResult } | { log: string; kind?: LogKind };
+    if (o.log) {
+      feedback = { log: readFileSync(resolve(o.log), 'utf8'), kind: kind === 'auto' ? undefined : kind };
+    } else {
+      status.set('simulating the current testbench');
+      before = await simulator.simulate({ design, top: info.top, testbench, limits: { timeoutS }, signal: controller.signal });
+      const cov = overallCoverage(before);
+      say(`current testbench: ${before.status}${cov !== null ? `, coverage ${(100 * cov).toFixed(2)}%` : ''}\n`);
+      feedback = { result: before };
+    }
+    say(`model: ${describeModel(model)}\n`);
+    const backend = await createBackend(model);
+    let chunks = 0;
+    let outcome;
+    try {
+      outcome = await refineOnce({
+        backend,
+        design,
+        top: info.top,
+        testbench,
+        feedback,
+        specs,
+        instance: o.instance,
+        sampling: samplingFrom(o, seed),
+        signal: controller.signal,
+        onText: () => status.set(`refining: ${++chunks} chunks`),
+      });
+    } finally {
+      await backend.dispose();
+    }
+    status.clear();
+    if (outcome.parsed.status !== 'success') {
+      say(`the model's reply held no testbench (${outcome.parsed.reason}); nothing written\n`);
+      if (o.json) process.stdout.write(JSON.stringify({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }, null, 2) + '\n');
+      return 1;
+    }
+    mkdirSync(dirname(outPath), { recursive: true });
+    writeFileSync(outPath, outcome.testbench!.endsWith('\n') ? outcome.testbench! : outcome.testbench + '\n');
+    say(`revision written to ${outPath}\n`);
+    let after: SimResult | null = null;
+    if (!o['no-check']) {
+      status.set('simulating the revision');
+      after = await simulator.simulate({ design, top: info.top, testbench: { name: outcome.filename!, content: outcome.testbench! }, limits: { timeoutS }, signal: controller.signal });
+      status.clear();
+      if (!o.json) {
+        const b = overallCoverage(before);
+        const a = overallCoverage(after);
+        if (before) say(`coverage: ${b === null ? 'n/a' : `${(100 * b).toFixed(2)}%`} -> ${a === null ? 'n/a' : `${(100 * a).toFixed(2)}%`}\n\n`);
+        say(formatSimResult(after, { color: process.stdout.isTTY === true }));
+      }
+    }
+    if (o.json) {
+      process.stdout.write(JSON.stringify({ out: outPath, messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status, filename: outcome.filename, testbench: outcome.testbench, tokens: outcome.tokens, before, result: after }, null, 2) + '\n');
+    }
+    if (controller.signal.aborted) return 130;
+    return after && after.status !== 'success' ? 1 : 0;
+  } catch (e) {
+    status.clear();
+    if (controller.signal.aborted) return 130;
+    if (e instanceof DesignError) return fail(`design error (${e.kind}): ${e.message}`);
+    if (e instanceof ToolchainError) return fail(e.message);
+    if (e instanceof ModelError) return fail(`model error (${e.kind}): ${e.message}`);
+    if (e instanceof ContextBudgetError) return fail(e.message);
+    throw e;
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+}
