@@ -3,8 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  OUTPUT_FORMAT_REQ, SYSTEM_PROMPT, contextText, defaultInstruction, extractFilename, feedbackTurn, firstTurn, parseReply, stripThink, userPrompt,
+  OUTPUT_FORMAT_REQ, SYSTEM_PROMPT, classifyLog, contextText, defaultInstruction, extractFilename, feedbackFromLog, feedbackTurn, firstTurn, parseReply,
+  prioritizeErrors, replyFor, stripThink, userPrompt,
 } from '../../src/core/agent/protocol.js';
+import { designContext, testbenchName } from '../../src/core/agent/loop.js';
 import type { SimResult } from '../../src/core/sim/result.js';
 import { repoRoot } from '../helpers.js';
 
@@ -103,5 +105,55 @@ describe('feedback turn', () => {
     const t = feedbackTurn({ status: 'unparsable', reason: 'no code' }, null);
     expect(t.startsWith('Response parse result:\n- status: failed\n- reason: no code\n\nInstruction for next round:\n')).toBe(true);
     expect(t.endsWith(OUTPUT_FORMAT_REQ)).toBe(true);
+  });
+});
+
+describe('feedback from a user-supplied log', () => {
+  it('classifies Verilator, Xcelium and IMC logs and coverage reports', () => {
+    expect(classifyLog("%Error: tb.sv:3:1: syntax error, unexpected 'endmodule'\n")).toBe('xrun');
+    expect(classifyLog('xmvlog: *E,UNDIDN (tb.sv,12|4): \'foo\': undeclared identifier.\n')).toBe('xrun');
+    expect(classifyLog('imc: *E,NOCOV: no coverage database found for the merge\n')).toBe('imc');
+    expect(classifyLog('Name  Overall Average  Block  Toggle\ncounter 90.83% 91.67% 90.00%\n')).toBe('coverage');
+    expect(classifyLog('simulation finished at 1200 ns\n')).toBe('coverage');
+  });
+
+  it('puts error lines first and bounds the length', () => {
+    const text = prioritizeErrors(['note: compiling', 'warning: unused', '%Error: tb.sv:9: bad', 'note: done', '%Error: tb.sv:9: bad'], 1000);
+    expect(text.split('\n')).toEqual(['%Error: tb.sv:9: bad', 'note: compiling', 'warning: unused', 'note: done']);
+    const long = prioritizeErrors(Array.from({ length: 500 }, (_, i) => `%Error: line ${i}`), 200);
+    expect(long.length).toBeLessThan(260);
+    expect(long).toMatch(/more characters\]$/);
+  });
+
+  it('builds the same blocks as the engine feedback, with the instruction for the stage', () => {
+    const f = feedbackFromLog('%Error: tb.sv:9:3: Cannot find module\n');
+    expect(f).toBe(
+      'Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: xrun_failed\n- stage: xrun\n- log: %Error: tb.sv:9:3: Cannot find module\n\n' +
+        'Instruction for next round:\nFix the xrun failure by editing the testbench.' + OUTPUT_FORMAT_REQ,
+    );
+    expect(feedbackFromLog('Overall Average 50%', 'coverage')).toContain('- stage: success\n- coverage: Overall Average 50%\n\nInstruction for next round:\nImprove coverage');
+    expect(feedbackFromLog('*E,IMC failed', 'imc')).toContain('- status: imc_report_summary_failed\n- stage: imc\n');
+  });
+
+  it('writes a user testbench back as a reply in the trained format, which parses back to itself', () => {
+    const r = replyFor('module tb;\nendmodule\n', 'tb_x.sv');
+    expect(r).toBe('filename: tb_x.sv\n```systemverilog\nmodule tb;\nendmodule\n```');
+    expect(parseReply(r)).toEqual({ status: 'success', testbench: 'module tb;\nendmodule', filename: 'tb_x.sv', source: 'fence' });
+  });
+});
+
+describe('design context and testbench names', () => {
+  it('names files relative to their common folder, in compile order', () => {
+    const d = { files: ['/p/rtl/pkg.sv', '/p/rtl/sub/alu.sv', '/p/top.sv'], libraryFiles: [], includeDirs: [], defines: {}, params: {} };
+    expect(designContext(d, (p) => `// ${p}`).map((f) => f.name)).toEqual(['rtl/pkg.sv', 'rtl/sub/alu.sv', 'top.sv']);
+    expect(designContext({ ...d, files: ['/p/rtl/a.sv'] }, () => '').map((f) => f.name)).toEqual(['a.sv']);
+  });
+
+  it('keeps a model-given file name only when it is a plain .sv/.v name', () => {
+    expect(testbenchName('tb_alu.sv', 'alu')).toBe('tb_alu.sv');
+    expect(testbenchName('../../etc/passwd', 'alu')).toBe('tb_alu.sv');
+    expect(testbenchName('/tmp/x/tb.v', 'alu')).toBe('tb.v');
+    expect(testbenchName('tb alu.sv', 'alu')).toBe('tb_alu.sv');
+    expect(testbenchName(null, 'alu')).toBe('tb_alu.sv');
   });
 });
