@@ -2,6 +2,7 @@
 import { runSim } from './sim.js';
 import { runGenerate } from './generate.js';
 import { runRefine } from './refine.js';
+import { runServe } from './serve.js';
 
 const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
 
@@ -12,6 +13,9 @@ Usage:
       is configured), and print its coverage per round.
   chorus refine --tb <testbench.sv> [--log sim.log] <design files...> --model dir | --endpoint url
       One refinement step on an existing testbench, from your simulator's log or a run here.
+  chorus serve [--port P] [--workers N] [--queue-limit Q]
+      The reward service: simulation, reward and the protocol's prompts over HTTP JSON, for
+      training and for remote scoring (docs/reward-service.md).
   chorus sim --top <module> --tb <testbench.sv> <design files...> [options]
       Compile and run a testbench against the design, print coverage (or --json the result record).
   chorus help
@@ -28,6 +32,8 @@ export async function main(argv: string[]): Promise<number> {
       return runGenerate(rest);
     case 'refine':
       return runRefine(rest);
+    case 'serve':
+      return runServe(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -1,0 +1,267 @@
+// The reward service over HTTP (node:http, JSON): routing, body limits, JSON errors, backpressure,
+// client disconnects and graceful shutdown. Every request gets exactly one answer.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { getSimulator } from '../sim/registry.js';
+import type { SimulatorInfo } from '../sim/simulator.js';
+import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
+import { firstTurnMessages, refinePrompt, ScoreService, ServiceError, validateScoreRequest, type ScoreOutcome } from './scoreService.js';
+import { PoolClosedError, QueueFullError, TaskAbortedError } from './workerPool.js';
+
+export interface ScoreServerOptions {
+  /** 0 (default) picks a free port. */
+  port?: number;
+  host?: string;
+  /** Simulations at once (default: the number of cores). */
+  workers?: number;
+  /** Score items allowed to wait for a worker (default 64). */
+  queueLimit?: number;
+  /** Seconds in-flight work may finish after shutdown starts (default 30). */
+  graceS?: number;
+  /** Largest timeout_s a request may ask for (default 300). */
+  maxTimeoutS?: number;
+  /** Largest request body, bytes (default 8 MiB). */
+  bodyLimitBytes?: number;
+  /** Simulator backend name (default verilator). */
+  simulator?: string;
+  /** Where lines about the server's life go (default: nowhere). */
+  log?: (line: string) => void;
+}
+
+export interface ScoreServer {
+  url: string;
+  port: number;
+  host: string;
+  service: ScoreService;
+  /** Graceful shutdown: new requests get 503, in-flight work gets up to `graceS` (default: the
+   * server's), the rest is aborted and answered 503. Idempotent. */
+  close(graceS?: number): Promise<void>;
+}
+
+const ROUTES = ['/v1/score', '/v1/refine-prompt', '/v1/first-turn', '/v1/health', '/metrics'] as const;
+const METHODS: Record<string, string> = { '/v1/score': 'POST', '/v1/refine-prompt': 'POST', '/v1/first-turn': 'POST', '/v1/health': 'GET', '/metrics': 'GET' };
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.writableEnded || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function errorBody(code: string, message: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { error: code, message, ...extra };
+}
+
+/** Reads the body up to `limit` bytes; rejects with a 413 ServiceError beyond it. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    return Promise.reject(new ServiceError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (c: Buffer) => {
+      if (over) return;
+      size += c.length;
+      if (size > limit) {
+        over = true;
+        chunks.length = 0;
+        reject(new ServiceError(413, 'body_too_large', `request body exceeds the limit of ${limit} bytes`));
+        return;
+      }
+      chunks.push(c);
+    });
+    let ended = false;
+    req.on('end', () => {
+      ended = true;
+      if (!over) resolve(Buffer.concat(chunks));
+    });
+    // A client that hangs up mid-body: nothing to answer, but the handler must not wait forever.
+    req.on('close', () => {
+      if (!ended && !over) reject(new ServiceError(400, 'bad_request', 'the client closed the connection before the body was complete'));
+    });
+    req.on('error', (e) => {
+      if (!over) reject(e);
+    });
+  });
+}
+
+function parseJson(buf: Buffer): unknown {
+  const text = buf.toString('utf8');
+  if (!text.trim()) throw new ServiceError(400, 'bad_request', 'the request body is empty; send a JSON object', { field: 'body' });
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ServiceError(400, 'bad_request', `malformed JSON: ${(e as Error).message}`, { field: 'body' });
+  }
+}
+
+export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<ScoreServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const graceS = opts.graceS ?? 30;
+  const bodyLimit = opts.bodyLimitBytes ?? 8 * 1024 * 1024;
+  const log = opts.log ?? (() => {});
+  const simulator = getSimulator(opts.simulator ?? 'verilator');
+  const simInfo: SimulatorInfo = await simulator.info();
+  const service = new ScoreService({
+    simulator,
+    workers: opts.workers ?? availableParallelism(),
+    queueLimit: opts.queueLimit ?? 64,
+    maxTimeoutS: opts.maxTimeoutS ?? 300,
+  });
+  const m = service.metrics;
+  let draining = false;
+  let shutdownReason = 'the server is shutting down';
+  const pending = new Set<Promise<void>>();
+  const sockets = new Set<Socket>();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const t0 = performance.now();
+    const path = (req.url ?? '/').split('?')[0];
+    const route = (ROUTES as readonly string[]).includes(path) ? path : 'other';
+    res.on('finish', () => {
+      m.latency.observe((performance.now() - t0) / 1000, { route });
+      m.requests.inc({ route, code: String(res.statusCode) });
+    });
+    // A client that goes away takes its queued or running simulation with it.
+    const client = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) client.abort('the client closed the connection');
+    });
+
+    if (route === 'other') return json(res, 404, errorBody('not_found', `no route ${path}; routes: ${ROUTES.join(', ')}`));
+    if (req.method !== METHODS[route]) return json(res, 405, errorBody('method_not_allowed', `${path} takes ${METHODS[route]}`), { Allow: METHODS[route] });
+    if (route === '/v1/health') return json(res, draining ? 503 : 200, service.health(simInfo, draining));
+    if (route === '/metrics') {
+      const text = m.registry.render();
+      res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
+      res.end(text);
+      return;
+    }
+    if (draining) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
+
+    try {
+      const body = parseJson(await readBody(req, bodyLimit));
+      if (route === '/v1/refine-prompt') return json(res, 200, refinePrompt(body));
+      if (route === '/v1/first-turn') return json(res, 200, firstTurnMessages(body));
+      // /v1/score
+      const { items, batch } = validateScoreRequest(body);
+      if (draining) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
+      if (items.length > service.pool.capacity) {
+        throw new ServiceError(413, 'batch_too_large', `a batch of ${items.length} items can never fit: the server holds at most ${service.pool.capacity} (workers + queue limit); split it`, { field: 'items' });
+      }
+      let promises: Array<Promise<ScoreOutcome>>;
+      try {
+        promises = service.submit(items, client.signal);
+      } catch (e) {
+        if (e instanceof QueueFullError) {
+          m.rejected.inc();
+          return json(res, 429, errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }), { 'Retry-After': String(e.retryAfterS) });
+        }
+        if (e instanceof PoolClosedError) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
+        throw e;
+      }
+      const settled = await Promise.allSettled(promises);
+      let aborted: TaskAbortedError | undefined;
+      const results: unknown[] = [];
+      for (const s of settled) {
+        if (s.status === 'fulfilled') results.push(s.value.ok ? s.value.record : s.value.error);
+        else if (s.reason instanceof TaskAbortedError) {
+          service.countAbort(s.reason);
+          aborted ??= s.reason;
+          results.push({ error: 'aborted', status: 503, message: s.reason.reason });
+        } else {
+          m.failures.inc({ reason: 'internal_error' });
+          log(`internal error: ${s.reason instanceof Error ? (s.reason.stack ?? s.reason.message) : String(s.reason)}`);
+          results.push({ error: 'internal_error', status: 500, message: s.reason instanceof Error ? s.reason.message : String(s.reason) });
+        }
+      }
+      if (client.signal.aborted) return; // nobody to answer
+      if (aborted) {
+        // Shutdown aborted at least one item: say so explicitly (the completed ones ride along).
+        return json(res, 503, errorBody('shutting_down', `${aborted.reason}: the simulation was aborted ${aborted.started ? 'while running' : 'before it started'}; retry on another instance`, batch ? { results } : {}), { Connection: 'close' });
+      }
+      if (batch) return json(res, 200, { results });
+      const only = settled[0];
+      if (only.status === 'fulfilled') {
+        const v = only.value;
+        return v.ok ? json(res, 200, v.record) : json(res, v.error.status, v.error);
+      }
+      return json(res, 500, results[0]);
+    } catch (e) {
+      if (e instanceof ServiceError) {
+        const headers: Record<string, string> = e.status === 413 ? { Connection: 'close' } : {};
+        json(res, e.status, errorBody(e.code, e.message, e.extra), headers);
+        if (e.status === 413) req.resume();
+        return;
+      }
+      m.failures.inc({ reason: 'internal_error' });
+      log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      return json(res, 500, errorBody('internal_error', e instanceof Error ? e.message : String(e)));
+    }
+  };
+
+  const server: Server = createServer((req, res) => {
+    const p = handle(req, res)
+      .catch((e: unknown) => {
+        log(`internal error: ${String(e)}`);
+        json(res, 500, errorBody('internal_error', String(e)));
+      })
+      .finally(() => pending.delete(p));
+    pending.add(p);
+  });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  server.on('clientError', (_e, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  });
+  // Requests that take minutes (a batch of long simulations) must not be cut by Node's defaults.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  let closing: Promise<void> | undefined;
+  const close = (grace = graceS): Promise<void> => {
+    if (closing) {
+      // Already draining: a zero grace (second signal) cuts it short.
+      if (grace <= 0) service.pool.abortAll('the server is shutting down now (aborted without grace)');
+      return closing;
+    }
+    closing = (async () => {
+      draining = true;
+      shutdownReason = 'the server is shutting down';
+      log(`chorus serve: shutting down; ${service.pool.inFlight} running, ${service.pool.queued} queued, grace ${grace}s`);
+      const { aborted } = await service.shutdown(grace * 1000, `the server is shutting down and the ${grace}s grace period ended`);
+      if (aborted) log(`chorus serve: aborted ${aborted} simulation(s) after the grace period`);
+      // Every handler writes its answer (results or 503) before the sockets go.
+      // A client still sending its body gets a few seconds, then its socket goes.
+      await Promise.race([Promise.allSettled([...pending]), new Promise((r) => setTimeout(r, 5000).unref())]);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => {
+          for (const s of sockets) s.destroy();
+        }, 1000).unref();
+      });
+      log('chorus serve: stopped');
+    })();
+    return closing;
+  };
+
+  return { url, port, host, service, close };
+}

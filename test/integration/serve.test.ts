@@ -1,0 +1,282 @@
+// `chorus serve` in-process on real Verilator: scoring, batches, validation, design errors,
+// backpressure, the protocol prompts, metrics, client aborts and graceful shutdown.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { examples, read, simulateFiles } from '../helpers.js';
+import { startScoreServer, type ScoreServer } from '../../src/core/service/http.js';
+import { parseExposition } from '../../src/core/service/metrics.js';
+import { feedbackTurn, firstTurn, defaultInstruction, parseReply } from '../../src/core/agent/protocol.js';
+import type { SimResult } from '../../src/core/sim/result.js';
+
+const counterPath = join(examples, 'counter', 'counter.sv');
+const counterSrc = read(counterPath);
+const goodTb = read(join(examples, 'counter', 'tb_counter.sv'));
+const weakTb = read(join(examples, 'counter', 'tb_counter_weak.sv'));
+const brokenTb = `\`timescale 1ns/1ps
+module tb;
+  logic clk = 0, rst_n = 0, en = 0, load = 0, up = 1;
+  logic [7:0] din = 0;
+  logic [7:0] count;
+  logic wrap;
+  counter uut (.*);
+  initial begin
+    en = 1 +;
+  end
+endmodule
+`;
+// Never finishes: the wall-clock limit (timeout_s) stops it.
+const foreverTb = `\`timescale 1ns/1ps
+module tb_forever;
+  logic clk = 0, rst_n = 0, en = 1, load = 0, up = 1;
+  logic [7:0] din = 0;
+  logic [7:0] count;
+  logic wrap;
+  counter uut (.*);
+  initial begin
+    #3 rst_n = 1;
+    forever #1 clk = ~clk;
+  end
+endmodule
+`;
+
+const design = [{ name: 'counter.sv', content: counterSrc }];
+const item = (tb: string, extra: Record<string, unknown> = {}) => ({ design_files: design, top: 'counter', testbench: { name: 'tb.sv', content: tb }, ...extra });
+
+async function post(url: string, body: unknown, init: RequestInit = {}): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body), ...init });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* plain text */
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}
+
+async function waitFor(cond: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const t0 = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - t0 > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const health = async (s: ScoreServer): Promise<any> => (await fetch(`${s.url}/v1/health`)).json();
+
+let server: ScoreServer;
+const others: ScoreServer[] = [];
+beforeAll(async () => {
+  server = await startScoreServer({ port: 0, workers: 2, queueLimit: 16, bodyLimitBytes: 256 * 1024, graceS: 5 });
+});
+afterAll(async () => {
+  await Promise.all([server?.close(0), ...others.map((s) => s.close(0))]);
+});
+
+describe('POST /v1/score', () => {
+  let weak: any;
+  it('scores a testbench like the engine does: reward in (1,2], same coverage as a direct simulation', async () => {
+    const r = await post(`${server.url}/v1/score`, item(weakTb, { threshold: 0.5 }));
+    expect(r.status).toBe(200);
+    weak = r.body;
+    const direct = await simulateFiles([counterPath], 'tb.sv', weakTb);
+    expect(weak.status).toBe('success');
+    expect(weak.reward).toBeGreaterThan(1);
+    expect(weak.reward).toBeLessThanOrEqual(2);
+    expect(weak.coverage).toBe(direct.coverage!.waived.overall);
+    expect(weak.reward).toBe(direct.reward);
+    expect(weak.passed).toBe(weak.coverage >= 0.5);
+    expect(weak.coverage_breakdown.waived.tallies).toEqual(direct.coverage!.waived.tallies);
+    expect(weak.cov_info.summary).toEqual(direct.cov_info!.summary);
+    // DUT paths as the client named them, never the server's temp directory.
+    expect(JSON.stringify(weak)).not.toMatch(/chorus-serve-/);
+    expect(weak.uncovered.some((u: { file: string }) => u.file === 'counter.sv')).toBe(true);
+
+    const full = await post(`${server.url}/v1/score`, item(goodTb));
+    expect(full.status).toBe(200);
+    expect(full.body).toMatchObject({ status: 'success', reward: 2, coverage: 1, passed: true, threshold: 1, design_cached: true });
+  });
+
+  let broken: any;
+  it('a broken testbench is a normal result: reward 0, xrun_failed, the log in err_msg', async () => {
+    const r = await post(`${server.url}/v1/score`, item(brokenTb));
+    expect(r.status).toBe(200);
+    broken = r.body;
+    expect(broken).toMatchObject({ status: 'xrun_failed', reward: 0, coverage: 0, passed: false });
+    expect(broken.err_msg).toMatch(/tb\.sv:9/);
+    expect(broken.diagnostics.some((d: { severity: string; origin: string }) => d.severity === 'error' && d.origin === 'testbench')).toBe(true);
+  });
+
+  it('a batch is answered in order, design errors per item', async () => {
+    const r = await post(`${server.url}/v1/score`, { items: [item(brokenTb), item(goodTb), item(goodTb, { top: 'nope' })] });
+    expect(r.status).toBe(200);
+    expect(r.body.results).toHaveLength(3);
+    expect(r.body.results[0]).toMatchObject({ status: 'xrun_failed', reward: 0 });
+    expect(r.body.results[1]).toMatchObject({ status: 'success', reward: 2 });
+    expect(r.body.results[2]).toMatchObject({ error: 'design_error', status: 422, kind: 'unknown-top' });
+  });
+
+  it('422 with the DesignError kind for a wrong top or a design that does not compile', async () => {
+    const r = await post(`${server.url}/v1/score`, item(goodTb, { top: 'no_such_top' }));
+    expect(r.status).toBe(422);
+    expect(r.body).toMatchObject({ error: 'design_error', kind: 'unknown-top' });
+    expect(r.body.message).toMatch(/no_such_top/);
+    const syn = await post(`${server.url}/v1/score`, { ...item(goodTb), design_files: [{ name: 'counter.sv', content: 'module counter(input a);\n  assign = ;\nendmodule\n' }] });
+    expect(syn.status).toBe(422);
+    expect(syn.body.kind).toBe('syntax');
+    expect(syn.body.message).toMatch(/counter\.sv:2/);
+    expect(syn.body.message).not.toMatch(/chorus-serve-/);
+  });
+
+  it('400 for malformed bodies and schema errors, naming the field; 413 beyond the body limit', async () => {
+    const cases: Array<[unknown, RegExp]> = [
+      ['{not json', /malformed JSON/],
+      ['', /empty/],
+      [[1, 2], /body: must be a JSON object/],
+      [{ ...item(goodTb), design_files: [] }, /design_files: must hold at least 1 file/],
+      [{ ...item(goodTb), top: 5 }, /^top: must be a string/],
+      [{ ...item(goodTb), testbench: { name: 'tb.sv' } }, /testbench\.content: must be a string/],
+      [{ ...item(goodTb), threshold: 2 }, /threshold: must be between 0 and 1/],
+      [{ ...item(goodTb), timeout: 5 }, /timeout: unknown field/],
+      [{ items: [item(goodTb), { ...item(goodTb), top: '' }] }, /items\[1\]\.top: must not be empty/],
+      [{ ...item(goodTb), design_files: [{ name: '../evil.sv', content: 'x' }] }, /design_files\[0\]\.name: .*'\.\.'/],
+      [{ ...item(goodTb), design_files: [{ name: 'a/../../evil.sv', content: 'x' }] }, /design_files\[0\]\.name: .*'\.\.'/],
+      [{ ...item(goodTb), design_files: [{ name: '/etc/passwd', content: 'x' }] }, /design_files\[0\]\.name: .*absolute/],
+      [{ ...item(goodTb), testbench: { name: 'sub/tb.sv', content: goodTb } }, /testbench\.name: .*without directories/],
+      [{ ...item(goodTb), include_files: [{ name: '..', content: '' }] }, /include_files\[0\]\.name/],
+    ];
+    for (const [body, re] of cases) {
+      const r = await post(`${server.url}/v1/score`, body);
+      expect(r.status, JSON.stringify(body).slice(0, 80)).toBe(400);
+      expect(r.body.error).toBe('bad_request');
+      expect(r.body.message).toMatch(re);
+    }
+    const big = await post(`${server.url}/v1/score`, item('x'.repeat(300 * 1024)));
+    expect(big.status).toBe(413);
+    const nf = await fetch(`${server.url}/v2/nothing`);
+    expect(nf.status).toBe(404);
+    await nf.text();
+    const wrong = await fetch(`${server.url}/v1/score`);
+    expect(wrong.status).toBe(405);
+    await wrong.text();
+  });
+
+  it('/v1/refine-prompt equals feedbackTurn byte for byte', async () => {
+    const reply = `filename: tb_counter.sv\n\`\`\`systemverilog\n${brokenTb}\`\`\`\n`;
+    const r1 = await post(`${server.url}/v1/refine-prompt`, { result: broken, reply });
+    expect(r1.status).toBe(200);
+    expect(r1.body.content).toBe(feedbackTurn(parseReply(reply), broken as SimResult));
+    expect(r1.body.content).toMatch(/Fix the xrun failure/);
+    const r2 = await post(`${server.url}/v1/refine-prompt`, { result: weak, parse_status: 'success' });
+    expect(r2.body.content).toBe(feedbackTurn({ status: 'success', testbench: '', filename: null, source: 'fence' }, weak as SimResult));
+    expect(r2.body.content).toContain(weak.cov_info.detail);
+    const r3 = await post(`${server.url}/v1/refine-prompt`, { reply: 'I cannot do that.' });
+    expect(r3.body.content).toBe(feedbackTurn(parseReply('I cannot do that.'), null));
+    const r4 = await post(`${server.url}/v1/refine-prompt`, { parse_status: 'bogus', result: weak });
+    expect(r4.status).toBe(400);
+    expect(r4.body.message).toMatch(/^parse_status/);
+  });
+
+  it('/v1/first-turn equals firstTurn', async () => {
+    const r = await post(`${server.url}/v1/first-turn`, { design_files: design, top: 'counter', instance: 'dut' });
+    expect(r.status).toBe(200);
+    expect(r.body.messages).toEqual(firstTurn(design, [], defaultInstruction('counter', 'dut')));
+    const specs = [{ name: 'spec.md', content: 'A counter.' }];
+    const r2 = await post(`${server.url}/v1/first-turn`, { design_files: design, specs, instruction: 'Do it.' });
+    expect(r2.body.messages).toEqual(firstTurn(design, specs, 'Do it.'));
+    const r3 = await post(`${server.url}/v1/first-turn`, { design_files: design });
+    expect(r3.status).toBe(400);
+    expect(r3.body.message).toMatch(/^top/);
+  });
+
+  it('/v1/health and /metrics (Prometheus text that parses and counts the runs)', async () => {
+    const h = await health(server);
+    expect(h).toMatchObject({ status: 'ok', workers: 2, queue_depth: 0, queue_limit: 16, in_flight: 0 });
+    expect(h.simulator.name).toBe('verilator');
+    expect(h.simulator.version).toMatch(/5\./);
+    const res = await fetch(`${server.url}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const samples = parseExposition(await res.text());
+    const get = (name: string, labels: Record<string, string> = {}) =>
+      samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+    expect(get('chorus_runs_total', { status: 'success' })).toBeGreaterThanOrEqual(3);
+    expect(get('chorus_runs_total', { status: 'xrun_failed' })).toBeGreaterThanOrEqual(2);
+    expect(get('chorus_failures_total', { reason: 'design_error' })).toBeGreaterThanOrEqual(2);
+    expect(get('chorus_queue_depth')).toBe(0);
+    expect(get('chorus_in_flight')).toBe(0);
+    expect(get('chorus_rejected_total')).toBe(0);
+    expect(get('chorus_design_cache_total', { result: 'hit' })).toBeGreaterThan(0);
+    const count = get('chorus_request_duration_seconds_count', { route: '/v1/score' })!;
+    expect(count).toBeGreaterThanOrEqual(8);
+    expect(get('chorus_request_duration_seconds_bucket', { route: '/v1/score', le: '+Inf' })).toBe(count);
+    expect(get('chorus_http_requests_total', { route: '/v1/score', code: '400' })).toBeGreaterThanOrEqual(14);
+  });
+});
+
+describe('backpressure, client aborts, shutdown', () => {
+  it('429 with Retry-After when the queue is full; a client that leaves frees its queue slot', async () => {
+    const s = await startScoreServer({ port: 0, workers: 1, queueLimit: 1, graceS: 0 });
+    others.push(s);
+    const slow = item(foreverTb, { timeout_s: 3 });
+    const a = post(`${s.url}/v1/score`, slow);
+    await waitFor(async () => (await health(s)).in_flight === 1);
+    const leaver = new AbortController();
+    const b = post(`${s.url}/v1/score`, slow, { signal: leaver.signal }).catch((e: Error) => e);
+    await waitFor(async () => (await health(s)).queue_depth === 1);
+    const c = await post(`${s.url}/v1/score`, slow);
+    expect(c.status).toBe(429);
+    expect(Number(c.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(c.body).toMatchObject({ error: 'queue_full', queue_limit: 1 });
+    // A batch bigger than the whole server can never fit: 413, not an endless 429.
+    const huge = await post(`${s.url}/v1/score`, { items: [slow, slow, slow] });
+    expect(huge.status).toBe(413);
+    leaver.abort();
+    expect(await b).toBeInstanceOf(Error);
+    await waitFor(async () => (await health(s)).queue_depth === 0);
+    const ra = await a;
+    expect(ra.status).toBe(200);
+    expect(ra.body.status).toBe('timeout');
+    expect(ra.body.reward).toBe(0);
+    const m = parseExposition(await (await fetch(`${s.url}/metrics`)).text());
+    expect(m.find((x) => x.name === 'chorus_rejected_total')!.value).toBe(1);
+    expect(m.find((x) => x.name === 'chorus_failures_total' && x.labels.reason === 'aborted_client')!.value).toBe(1);
+    await s.close();
+  });
+
+  it('graceful shutdown: in-flight work within the grace finishes, the rest and newcomers get 503', async () => {
+    const s = await startScoreServer({ port: 0, workers: 1, queueLimit: 4, graceS: 60 });
+    others.push(s);
+    const root = s.service.designs.root;
+    const fast = post(`${s.url}/v1/score`, item(weakTb));
+    await waitFor(async () => (await health(s)).in_flight === 1);
+    const closed = s.close();
+    const late = await post(`${s.url}/v1/score`, item(weakTb));
+    expect(late.status).toBe(503);
+    expect(late.body.error).toBe('shutting_down');
+    const rf = await fast;
+    expect(rf.status).toBe(200);
+    expect(rf.body.status).toBe('success');
+    await closed;
+    expect(existsSync(root)).toBe(false);
+
+    // Grace too short: the running and the queued request are both answered 503 with the reason.
+    const t = await startScoreServer({ port: 0, workers: 1, queueLimit: 4, graceS: 1 });
+    others.push(t);
+    const slow = item(foreverTb, { timeout_s: 60 });
+    const p1 = post(`${t.url}/v1/score`, slow);
+    await waitFor(async () => (await health(t)).in_flight === 1);
+    const p2 = post(`${t.url}/v1/score`, { items: [slow] });
+    await waitFor(async () => (await health(t)).queue_depth === 1);
+    const t0 = Date.now();
+    await t.close();
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    const [r1, r2] = await Promise.all([p1, p2]);
+    expect(r1.status).toBe(503);
+    expect(r1.body.message).toMatch(/grace period ended.*aborted while running/);
+    expect(r2.status).toBe(503);
+    expect(r2.body.message).toMatch(/aborted before it started/);
+    expect(r2.body.results).toHaveLength(1);
+    await expect(fetch(`${t.url}/v1/health`)).rejects.toThrow();
+  });
+});
