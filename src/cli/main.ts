@@ -3,6 +3,7 @@ import { runSim } from './sim.js';
 import { runGenerate } from './generate.js';
 import { runRefine } from './refine.js';
 import { runServe } from './serve.js';
+import { runEval } from './eval.js';
 
 const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
 
@@ -13,6 +14,10 @@ Usage:
       is configured), and print its coverage per round.
   chorus refine --tb <testbench.sv> [--log sim.log] <design files...> --model dir | --endpoint url
       One refinement step on an existing testbench, from your simulator's log or a run here.
+  chorus eval --suite <dir|file.jsonl> [--model dir | --endpoint url --model-name n |
+              --generator builtin | --reference] [--samples 5] [--rounds 3] [--workers N]
+      Pass@1/Pass@5/Cov@1/Cov@5 on a benchmark suite (VerilogEval, CVDP, LLM4Cov records), with
+      report.json/.md/.html (docs/eval.md).
   chorus serve [--port P] [--workers N] [--queue-limit Q]
       The reward service: simulation, reward and the protocol's prompts over HTTP JSON, for
       training and for remote scoring (docs/reward-service.md).
@@ -34,6 +39,8 @@ export async function main(argv: string[]): Promise<number> {
       return runRefine(rest);
     case 'serve':
       return runServe(rest);
+    case 'eval':
+      return runEval(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -1,18 +1,17 @@
 // Progress on stderr for long commands: one redrawn line on a terminal, nothing extra in logs
-// (the commands print their own per-round / per-task lines).
-export function formatEta(seconds: number): string {
-  if (!Number.isFinite(seconds) || seconds < 0) return '--:--';
-  const s = Math.round(seconds);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const ss = String(s % 60).padStart(2, '0');
-  return h ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+// (the commands print their own per-round / per-task lines). evalProgress.ts builds on it.
+/** 42s, 3m05s, 1h02m; `?` when unknown. */
+export function formatDuration(s: number): string {
+  if (!Number.isFinite(s) || s < 0) return '?';
+  const t = Math.round(s);
+  if (t < 60) return `${t}s`;
+  if (t < 3600) return `${Math.floor(t / 60)}m${String(t % 60).padStart(2, '0')}s`;
+  return `${Math.floor(t / 3600)}h${String(Math.floor((t % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-export function progressBar(done: number, total: number, width = 24): string {
-  const f = total > 0 ? Math.min(1, done / total) : 0;
-  const full = Math.round(f * width);
-  return `[${'#'.repeat(full)}${'.'.repeat(width - full)}] ${done}/${total}`;
+export function bar(done: number, total: number, width = 24): string {
+  const f = total ? Math.round(Math.min(1, done / total) * width) : width;
+  return '[' + '#'.repeat(f) + '-'.repeat(width - f) + ']';
 }
 
 export class StatusLine {

@@ -1,0 +1,186 @@
+// `chorus eval`: run a benchmark suite through one row (a model, the built-in generator or the
+// suite's reference testbenches) and write report.json / report.md / report.html.
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { getSimulator } from '../core/sim/registry.js';
+import { ToolchainError } from '../core/sim/verilator/toolchain.js';
+import { EVAL_FORMATS, SuiteError, loadSuite, selectTasks } from '../core/eval/suites/index.js';
+import { runEvaluation, type EvalReport, type EvalRow } from '../core/eval/runner.js';
+import { writeReports } from '../core/eval/report/json.js';
+import { pct } from '../core/eval/report/md.js';
+import { createProgress } from './evalProgress.js';
+import { safeName } from '../core/eval/suites/materialize.js';
+import type { EvalFormat } from '../core/eval/task.js';
+import { createBackend, describeModel, type ModelConfig } from '../core/llm/factory.js';
+import { ModelError, type ModelBackend } from '../core/llm/backend.js';
+import { runAgent } from '../core/agent/loop.js';
+import { numberOption, parseCommand } from './command.js';
+
+const HELP = `Usage: chorus eval --suite <path> [row] [options]
+
+Runs every task of a benchmark suite and reports Pass@1, Pass@5, Cov@1, Cov@5 and the sim-pass
+rate (PROTOCOL.md §5), per-round curves, token and time usage.
+
+Suite:
+  --suite <path>          a VerilogEval v2 folder (*_ref.sv, *_prompt.txt, *_test.sv), a CVDP
+                          JSONL file (cid012 records) or an LLM4Cov dataset JSONL file
+  --suite-format <kind>   verilog-eval | cvdp | llm4cov (default: detected)
+  --tasks <id,id,...>     only these tasks (an id, or its prefix before '_', e.g. Prob001)
+  --limit <k>             only the first k tasks (after --tasks)
+Row (one of):
+  --model <dir>           a local ONNX checkpoint folder [--dtype q4|q4f16|fp32]
+  --endpoint <url>        an OpenAI-compatible server, with --model-name <served name>
+                          (API key from CHORUS_API_KEY or OPENAI_API_KEY)
+  --generator builtin     the built-in model-free generator (samples use different seeds)
+  --reference             simulate the suite's reference testbench (1 sample)
+  (none: the built-in generator, and it says so)
+Run:
+  --samples <n>           samples per task (default 5)
+  --rounds <n>            refinement rounds after the first generation (default 3)
+  --history <mode>        markov (default, PROTOCOL §3) | full
+  --workers <n>           simulations at once (default: the number of cores, ${availableParallelism()} here)
+  --seed <n>              base seed; sample seeds derive from it, the task and the sample (default 1)
+  --timeout <s>           wall-clock limit per simulation (default 60)
+Output:
+  --out <dir>             report folder (default out/eval/<suite>-<row>)
+  --resume                reuse the finished samples of an earlier run into the same --out
+  --json                  print report.json on stdout
+
+Exit code: 0 the run finished (task errors are in the report), 2 usage or suite errors,
+130 interrupted (the report covers the finished samples; --resume continues).
+`;
+
+export async function runEval(argv: string[]): Promise<number> {
+  const args = parseCommand('eval', argv, {
+    suite: { type: 'string' },
+    'suite-format': { type: 'string' },
+    model: { type: 'string' },
+    dtype: { type: 'string' },
+    endpoint: { type: 'string' },
+    'model-name': { type: 'string' },
+    generator: { type: 'string' },
+    reference: { type: 'boolean' },
+    samples: { type: 'string' },
+    rounds: { type: 'string' },
+    history: { type: 'string' },
+    workers: { type: 'string' },
+    limit: { type: 'string' },
+    tasks: { type: 'string' },
+    seed: { type: 'string' },
+    timeout: { type: 'string' },
+    out: { type: 'string' },
+    resume: { type: 'boolean' },
+    json: { type: 'boolean' },
+  } as const, HELP);
+  if (typeof args === 'number') return args;
+  const { values: o, fail } = args;
+  if (!o.suite) return fail(args.positionals.length ? `name the suite with --suite (got '${args.positionals[0]}')` : 'name the suite with --suite <path>');
+  if (args.positionals.length) return fail(`unexpected argument '${args.positionals[0]}'`);
+  const format = o['suite-format'] as EvalFormat | undefined;
+  if (format && !EVAL_FORMATS.includes(format)) return fail(`--suite-format must be one of ${EVAL_FORMATS.join(', ')}`);
+  const rows = [o.model !== undefined, o.endpoint !== undefined, o.generator !== undefined, o.reference === true].filter(Boolean).length;
+  if (rows > 1) return fail('choose one row: --model, --endpoint, --generator builtin or --reference');
+  if (o.generator !== undefined && o.generator !== 'builtin') return fail(`--generator must be 'builtin' (got '${o.generator}')`);
+  if (o.endpoint !== undefined && !o['model-name']) return fail('--endpoint needs --model-name <served model name>');
+  if (o['model-name'] !== undefined && o.endpoint === undefined) return fail('--model-name goes with --endpoint <url>');
+  if (o.dtype !== undefined && o.model === undefined) return fail('--dtype goes with --model <dir>');
+  if (o.dtype !== undefined && !['q4', 'q4f16', 'fp32'].includes(o.dtype)) return fail('--dtype must be q4, q4f16 or fp32');
+  if (o.history !== undefined && o.history !== 'markov' && o.history !== 'full') return fail('--history must be markov or full');
+  let samples: number, rounds: number, workers: number, seed: number, timeoutS: number, limit: number | undefined;
+  try {
+    samples = Math.floor(numberOption('samples', o.samples, 5, 1));
+    rounds = Math.floor(numberOption('rounds', o.rounds, 3, 0));
+    workers = Math.floor(numberOption('workers', o.workers, availableParallelism(), 1));
+    seed = Math.floor(numberOption('seed', o.seed, 1));
+    timeoutS = numberOption('timeout', o.timeout, 60, 1);
+    limit = o.limit === undefined ? undefined : Math.floor(numberOption('limit', o.limit, 0, 1));
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+
+  const modelConfig: ModelConfig | null =
+    o.model !== undefined
+      ? { kind: 'local', modelDir: resolve(o.model), dtype: (o.dtype as 'q4' | 'q4f16' | 'fp32' | undefined) ?? 'q4' }
+      : o.endpoint !== undefined
+        ? { kind: 'openai', baseUrl: o.endpoint, model: o['model-name']! }
+        : null;
+  const rowSlug = modelConfig ? safeName(modelConfig.kind === 'local' ? `model-${resolve(o.model!).split('/').pop()}` : `endpoint-${o['model-name']}`) : o.reference ? 'reference' : 'builtin';
+  if (!modelConfig && !o.reference && o.generator === undefined) {
+    process.stderr.write('No model configured: evaluating the built-in stimulus generator (--model, --endpoint or --reference choose another row).\n');
+  }
+
+  const controller = new AbortController();
+  const onSigint = (): void => controller.abort();
+  process.once('SIGINT', onSigint);
+  let backend: ModelBackend | null = null;
+  try {
+    const suitePath = resolve(o.suite);
+    const suiteName = suitePath.split('/').filter(Boolean).pop()!.replace(/\.jsonl$/i, '');
+    const outDir = resolve(o.out ?? join('out', 'eval', `${safeName(suiteName)}-${rowSlug}`));
+    const suite = loadSuite(suitePath, { format, workDir: join(outDir, 'suite') });
+    const tasks = selectTasks(suite.tasks, o.tasks?.split(','), limit);
+    if (!tasks.length) return fail(o.tasks ? `no task matches --tasks ${o.tasks}` : `the suite holds no tasks${suite.skipped.length ? ` (${suite.skipped.length} records of other categories skipped)` : ''}`);
+
+    let row: EvalRow;
+    if (modelConfig) {
+      backend = await createBackend(modelConfig);
+      const bi = await backend.info(); // fails fast when the server is down or the model is missing
+      row = {
+        kind: 'model',
+        backend,
+        label: describeModel(modelConfig),
+        runAgent,
+        history: (o.history as 'markov' | 'full' | undefined) ?? 'markov',
+        identity: modelConfig.kind === 'local' ? { kind: 'local', model: bi.model, dtype: modelConfig.dtype } : { kind: 'openai', model: bi.model, endpoint: bi.location },
+      };
+    } else row = o.reference ? { kind: 'reference' } : { kind: 'builtin' };
+
+    const simulator = getSimulator('verilator');
+    const progress = createProgress(process.stderr, process.stderr.isTTY === true);
+    let report: EvalReport;
+    try {
+      report = await runEvaluation({
+        suite,
+        tasks,
+        row,
+        samples,
+        rounds,
+        workers,
+        outDir,
+        resume: o.resume === true,
+        simulator,
+        limits: { timeoutS },
+        seed,
+        signal: controller.signal,
+        onProgress: progress.onProgress,
+      });
+    } finally {
+      progress.finish();
+    }
+    const paths = writeReports(report, outDir);
+    const a = report.aggregate;
+    if (o.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    else {
+      process.stdout.write(
+        `${report.suite.name} — ${report.row.label}: ${a.tasks} tasks scored, ${a.errors} errors, ${report.config.samples} samples × ${report.config.rounds} rounds\n` +
+          `Pass@1 ${pct(a.pass_at_1)}  Pass@5 ${pct(a.pass_at_5)}  Cov@1 ${pct(a.cov_at_1)}  Cov@5 ${pct(a.cov_at_5)}  sim pass ${pct(a.sim_pass)}\n` +
+          `per round (Pass@1): ${report.per_round.map((p) => `${p.round}:${pct(p.pass_at_1)}`).join('  ')}\n` +
+          `tokens ${a.tokens.total}, wall ${a.wall_s.toFixed(1)} s, ${a.candidates} candidates (${a.candidates_per_min.toFixed(1)}/min)${a.cached_samples ? `, ${a.cached_samples} samples from the cache` : ''}\n` +
+          `report: ${paths.md}\n        ${paths.html}\n        ${paths.json}\n`,
+      );
+    }
+    if (controller.signal.aborted) {
+      process.stderr.write(`interrupted: the report covers the finished samples; rerun with --resume --out ${outDir} to continue\n`);
+      return 130;
+    }
+    return 0;
+  } catch (e) {
+    if (e instanceof SuiteError) return fail(e.message);
+    if (e instanceof ModelError) return fail(`model: ${e.message}`);
+    if (e instanceof ToolchainError) return fail(e.message);
+    throw e;
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    await backend?.dispose();
+  }
+}

@@ -1,0 +1,81 @@
+// Per-sample result cache for `chorus eval --resume`: one JSON file per (task, sample), keyed by a
+// content hash of everything the result depends on (design and spec file contents, the reference
+// testbench text, threshold/targets/instance/instruction, the row's configuration, the sample's
+// seed, the simulator and its version, limits). A changed design, model or flag is a different
+// key, so a stale result is never reused. Writes are atomic (temp file + rename), so an
+// interrupted run leaves either a whole entry or none.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { EvalTask, SampleRecord } from './task.js';
+import { safeName } from './suites/materialize.js';
+
+export const CACHE_VERSION = 1;
+
+const fileCache = new Map<string, string>();
+function fileDigest(path: string): string {
+  if (!existsSync(path)) return 'missing';
+  const st = statSync(path);
+  const memo = `${path}\0${st.size}\0${st.mtimeMs}`;
+  const hit = fileCache.get(memo);
+  if (hit) return hit;
+  const d = createHash('sha256').update(readFileSync(path)).digest('hex');
+  fileCache.set(memo, d);
+  return d;
+}
+
+export function taskFingerprint(t: EvalTask): unknown {
+  return {
+    design: t.designFiles.map((f) => [basename(f), fileDigest(f)]),
+    specs: t.specFiles.map((f) => [basename(f), fileDigest(f)]),
+    top: t.top,
+    instance: t.instance,
+    threshold: t.threshold,
+    targets: t.targets ?? null,
+    instruction: t.instruction ?? null,
+  };
+}
+
+export function sampleKey(parts: { task: EvalTask; row: unknown; sample: number; seed: number; simulator: { name: string; version: string }; limits: unknown; testbench?: string | null }): string {
+  const h = createHash('sha256');
+  h.update(
+    JSON.stringify({
+      v: CACHE_VERSION,
+      task: taskFingerprint(parts.task),
+      row: parts.row,
+      sample: parts.sample,
+      seed: parts.seed,
+      simulator: parts.simulator,
+      limits: parts.limits,
+      testbench: parts.testbench ?? null,
+    }),
+  );
+  return h.digest('hex');
+}
+
+export class ResultCache {
+  constructor(readonly dir: string) {}
+
+  private path(taskId: string, sample: number, key: string): string {
+    return join(this.dir, safeName(taskId), `s${sample}-${key.slice(0, 24)}.json`);
+  }
+
+  get(taskId: string, sample: number, key: string): { record: SampleRecord; top: string } | null {
+    const p = this.path(taskId, sample, key);
+    if (!existsSync(p)) return null;
+    try {
+      const e = JSON.parse(readFileSync(p, 'utf8')) as { key: string; top: string; record: SampleRecord };
+      return e.key === key ? { record: e.record, top: e.top } : null;
+    } catch {
+      return null; // a torn or foreign file: recompute
+    }
+  }
+
+  put(taskId: string, sample: number, key: string, record: SampleRecord, top: string): void {
+    const p = this.path(taskId, sample, key);
+    mkdirSync(join(this.dir, safeName(taskId)), { recursive: true });
+    const tmp = `${p}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    writeFileSync(tmp, JSON.stringify({ key, top, record }));
+    renameSync(tmp, p);
+  }
+}

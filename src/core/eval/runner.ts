@@ -1,0 +1,419 @@
+// The evaluation runner: every (task, sample) of a suite through one row (a model through the
+// agent loop, the built-in generator, or the suite's reference testbench), on a pool of workers,
+// with a per-sample result cache for --resume. Results do not depend on the worker count: seeds
+// are derived from (base seed, task id, sample), and records are kept in task and sample order.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { loadDesign } from '../design/load.js';
+import type { DesignInfo, DesignSpec } from '../design/types.js';
+import type { Simulator, SimLimits, SimRequest } from '../sim/simulator.js';
+import type { SimResult } from '../sim/result.js';
+import { overallCoverage } from '../sim/ranking.js';
+import { generateTestbench } from '../generate/generator.js';
+import type { ModelBackend, SamplingParams } from '../llm/backend.js';
+import type { AgentOptions, AgentRun, HistoryMode } from '../agent/types.js';
+import type { NamedText } from '../agent/protocol.js';
+import { passes, type EvalSuite, type EvalTask, type RoundRecord, type SampleRecord, type TaskRecord } from './task.js';
+import { computeMetrics, histogram, ranksAbove, roundCurve, type Outcome, type RoundPoint } from './metrics.js';
+import { ResultCache, sampleKey } from './cache.js';
+import { safeName } from './suites/materialize.js';
+
+export type EvalRow =
+  | { kind: 'builtin' }
+  | { kind: 'reference' }
+  | {
+      kind: 'model';
+      backend: ModelBackend;
+      /** What the report calls the model (directory or served name). */
+      label: string;
+      /** The agent loop (src/core/agent/loop.ts runAgent), injected so the runner stays testable. */
+      runAgent: (o: AgentOptions) => Promise<AgentRun>;
+      history?: HistoryMode;
+      sampling?: Partial<SamplingParams>;
+      /** Identifies the model for the cache (e.g. directory + dtype, or endpoint + name). */
+      identity?: Record<string, unknown>;
+    };
+
+export interface EvalOptions {
+  suite: EvalSuite;
+  /** The tasks to run (a selection of suite.tasks); default all. */
+  tasks?: EvalTask[];
+  row: EvalRow;
+  /** Samples per task (default 5; the reference row always runs 1). */
+  samples?: number;
+  /** Refinement rounds after the first generation (default 3). */
+  rounds?: number;
+  /** Simulations at once (default: the number of cores). */
+  workers?: number;
+  outDir: string;
+  /** Reuse cached sample results from an earlier run into the same folder. */
+  resume?: boolean;
+  simulator: Simulator;
+  limits?: Partial<SimLimits>;
+  /** Base seed (default 1): sample seeds derive from it, the task id and the sample index. */
+  seed?: number;
+  signal?: AbortSignal;
+  onProgress?: (e: ProgressEvent) => void;
+}
+
+export type ProgressEvent =
+  | { type: 'start'; units: number; tasks: number; workers: number }
+  | { type: 'sample'; task: string; sample: number; cached: boolean; done: number; units: number; coverage: number; passed: boolean }
+  | { type: 'task'; task: TaskRecord; done: number; tasks: number };
+
+export const REPORT_SCHEMA_VERSION = 1;
+
+export interface AggregateRecord {
+  pass_at_1: number;
+  pass_at_5: number;
+  cov_at_1: number;
+  cov_at_5: number;
+  sim_pass: number;
+  /** Tasks scored (without errors). */
+  tasks: number;
+  /** Tasks that could not be evaluated (listed with reasons in tasks[].error). */
+  errors: number;
+  samples: number;
+  tokens: { prompt: number; completion: number; total: number };
+  wall_s: number;
+  /** Summed over samples (several run at once, so these exceed wall_s). */
+  sim_s: number;
+  model_s: number;
+  /** Candidates simulated in this run (cached samples excluded) and per minute of wall time. */
+  candidates: number;
+  candidates_per_min: number;
+  /** Samples taken from the cache (--resume). */
+  cached_samples: number;
+  /** Histogram of sample coverages, 10 bins over [0,1]. */
+  coverage_histogram: number[];
+}
+
+export interface EvalReport {
+  schema_version: number;
+  suite: { name: string; path: string; format: string; tasks_in_suite: number; tasks_selected: number; skipped: EvalSuite['skipped'] };
+  row: { kind: EvalRow['kind']; label: string; model?: Record<string, unknown> };
+  config: {
+    samples: number;
+    rounds: number;
+    workers: number;
+    seed: number;
+    history: HistoryMode | null;
+    sampling: Partial<SamplingParams> | null;
+    simulator: { name: string; version: string };
+    limits: Partial<SimLimits>;
+    resume: boolean;
+  };
+  aggregate: AggregateRecord;
+  per_round: RoundPoint[];
+  tasks: TaskRecord[];
+  complete: boolean;
+  started_at: string;
+  finished_at: string;
+}
+
+/** Deterministic per-sample seed in [1, 2^31-1]. */
+export function sampleSeed(base: number, taskId: string, sample: number): number {
+  const h = createHash('sha256').update(`${base}:${taskId}:${sample}`).digest();
+  return (h.readUInt32BE(0) & 0x7fffffff) || 1;
+}
+
+/** A simulator that runs at most n simulations at once (others wait their turn, in order). */
+export function limitSimulator(sim: Simulator, n: number): Simulator {
+  let active = 0;
+  const queue: Array<() => void> = [];
+  const acquire = (): Promise<void> =>
+    new Promise((ok) => {
+      if (active < n) {
+        active++;
+        ok();
+      } else queue.push(ok);
+    });
+  const release = (): void => {
+    const next = queue.shift();
+    if (next) next();
+    else active--;
+  };
+  return {
+    name: sim.name,
+    info: () => sim.info(),
+    async simulate(req: SimRequest): Promise<SimResult> {
+      await acquire();
+      try {
+        return await sim.simulate(req);
+      } finally {
+        release();
+      }
+    },
+  };
+}
+
+const toOutcome = (r: { coverage: number | null; passed: boolean }): Outcome => ({ ok: r.coverage !== null, coverage: r.coverage ?? 0, passed: r.passed });
+
+function roundFromResult(task: EvalTask, top: string, round: number, result: SimResult | null, extra: Partial<RoundRecord> = {}): RoundRecord {
+  return {
+    round,
+    status: result?.status ?? 'unparsable',
+    coverage: overallCoverage(result),
+    passed: passes(task, result, top),
+    reward: result?.reward ?? 0,
+    tokens: { prompt: 0, completion: 0 },
+    sim_s: result?.timings.total ?? 0,
+    model_s: 0,
+    ...extra,
+  };
+}
+
+/** A sample's record from its rounds: the best by the §5 ranking. */
+function sampleFromRounds(sample: number, seed: number, rounds: RoundRecord[], wallS: number): SampleRecord {
+  let best: number | null = null;
+  rounds.forEach((r, i) => {
+    if (best === null || ranksAbove(toOutcome(r), toOutcome(rounds[best]))) best = i;
+  });
+  const b = best === null ? null : rounds[best];
+  return {
+    sample,
+    seed,
+    coverage: b?.coverage ?? 0,
+    passed: b?.passed ?? false,
+    sim_ok: b?.coverage !== null && b !== null,
+    status: b?.status ?? 'none',
+    reward: b?.reward ?? 0,
+    best_round: b ? b.round : null,
+    rounds,
+    tokens: rounds.reduce((a, r) => ({ prompt: a.prompt + r.tokens.prompt, completion: a.completion + r.tokens.completion }), { prompt: 0, completion: 0 }),
+    wall_s: wallS,
+  };
+}
+
+function rowLabel(row: EvalRow): string {
+  return row.kind === 'model' ? row.label : row.kind === 'builtin' ? 'built-in generator' : 'reference testbench';
+}
+
+function rowIdentity(row: EvalRow, rounds: number): unknown {
+  if (row.kind === 'model') return { kind: 'model', label: row.label, identity: row.identity ?? null, history: row.history ?? 'markov', sampling: row.sampling ?? null, rounds };
+  if (row.kind === 'builtin') return { kind: 'builtin', rounds };
+  return { kind: 'reference' };
+}
+
+interface Loaded {
+  design: DesignSpec;
+  info: DesignInfo;
+  specs: NamedText[];
+}
+
+export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
+  const started = new Date();
+  const t0 = performance.now();
+  const row = o.row;
+  const samples = row.kind === 'reference' ? 1 : Math.max(1, Math.floor(o.samples ?? 5));
+  const rounds = row.kind === 'reference' ? 0 : Math.max(0, Math.floor(o.rounds ?? 3));
+  const workers = Math.max(1, Math.floor(o.workers ?? 1));
+  const baseSeed = o.seed ?? 1;
+  const limits = o.limits ?? {};
+  const tasks = o.tasks ?? o.suite.tasks;
+  const simInfo = await o.simulator.info();
+  const sim = limitSimulator(o.simulator, workers);
+  const cache = new ResultCache(join(o.outDir, 'cache'));
+  const tbDir = join(o.outDir, 'testbenches');
+  const rowId = rowIdentity(row, rounds);
+
+  const records: TaskRecord[] = tasks.map((t) => ({ id: t.id, top: t.top, instance: t.instance, threshold: t.threshold, samples: [], ...(t.error ? { error: t.error } : {}) }));
+  const loads = new Map<number, Promise<Loaded>>();
+  const load = (i: number): Promise<Loaded> => {
+    let p = loads.get(i);
+    if (!p) {
+      const t = tasks[i];
+      p = (async () => {
+        const { design, info } = await loadDesign({ files: t.designFiles, top: t.top || undefined }, o.signal);
+        const specs = t.specFiles.map((f) => ({ name: basename(f), content: readFileSync(f, 'utf8') }));
+        return { design, info, specs };
+      })();
+      loads.set(i, p);
+    }
+    return p;
+  };
+
+  const units: Array<{ i: number; j: number }> = [];
+  tasks.forEach((t, i) => {
+    if (t.error) return;
+    if (row.kind === 'reference' && !t.reference) {
+      records[i].error = 'the suite has no reference testbench for this task';
+      return;
+    }
+    for (let j = 0; j < samples; j++) units.push({ i, j });
+  });
+  const remaining = tasks.map((_, i) => units.filter((u) => u.i === i).length);
+  const perTask: Array<Array<SampleRecord | undefined>> = tasks.map(() => []);
+  let tasksDone = tasks.filter((_, i) => remaining[i] === 0).length;
+  let unitsDone = 0;
+  let candidates = 0;
+  let cached = 0;
+  o.onProgress?.({ type: 'start', units: units.length, tasks: tasks.length, workers });
+  // Tasks with nothing to run (errors) are reported first, in order.
+  tasks.forEach((_, i) => {
+    if (remaining[i] === 0) o.onProgress?.({ type: 'task', task: records[i], done: tasks.filter((__, k) => remaining[k] === 0 && k <= i).length, tasks: tasks.length });
+  });
+
+  const writeBest = (id: string, j: number, tb: { name: string; text: string }, record: SampleRecord): void => {
+    const name = `${safeName(id)}.s${j}.${safeName(tb.name)}`;
+    mkdirSync(tbDir, { recursive: true });
+    writeFileSync(join(tbDir, name), tb.text);
+    record.testbench = name;
+  };
+  type UnitResult = { record: SampleRecord; top: string; key: string; cached: boolean; cacheable: boolean };
+  const runUnit = async (i: number, j: number): Promise<UnitResult | null> => {
+    const t = tasks[i];
+    const seed = sampleSeed(baseSeed, t.id, j);
+    let refText: string | null = null;
+    if (row.kind === 'reference') refText = readFileSync(t.reference!, 'utf8') + (t.referenceSuffix ?? '');
+    const key = sampleKey({ task: t, row: rowId, sample: j, seed, simulator: simInfo, limits, testbench: refText });
+    if (o.resume) {
+      const hit = cache.get(t.id, j, key);
+      if (hit) {
+        cached++;
+        return { record: hit.record, top: hit.top, key, cached: true, cacheable: false };
+      }
+    }
+    let loaded: Loaded;
+    try {
+      loaded = await load(i);
+    } catch (e) {
+      if (!records[i].error) records[i].error = `design error: ${(e as Error).message}`;
+      return null;
+    }
+    const top = loaded.info.top;
+    const started = performance.now();
+    const wall = (): number => (performance.now() - started) / 1000;
+    let record: SampleRecord;
+    let bestTb: { name: string; text: string } | null = null;
+    try {
+      if (row.kind === 'reference') {
+        const result = await sim.simulate({ design: loaded.design, top, testbench: { name: basename(t.reference!), content: refText! }, limits, signal: o.signal });
+        candidates++;
+        record = sampleFromRounds(j, seed, [roundFromResult(t, top, 0, result)], wall());
+      } else if (row.kind === 'builtin') {
+        const g = await generateTestbench(sim, loaded.design, loaded.info, { rounds: rounds + 1, target: t.threshold, instance: t.instance, seed, limits, signal: o.signal });
+        candidates += g.rounds.length;
+        record = sampleFromRounds(j, seed, g.rounds.map((r) => roundFromResult(t, top, r.round, r.result)), wall());
+        const b = record.best_round === null ? undefined : g.rounds.find((r) => r.round === record.best_round);
+        if (b) bestTb = { name: g.tbName, text: b.testbench };
+      } else {
+        const run = await row.runAgent({
+          backend: row.backend,
+          simulator: sim,
+          design: loaded.design,
+          info: loaded.info,
+          specs: loaded.specs,
+          instruction: t.instruction,
+          instance: t.instance,
+          rounds,
+          samples: 1,
+          target: t.threshold,
+          history: row.history ?? 'markov',
+          sampling: { ...row.sampling, seed },
+          limits,
+          simConcurrency: 1,
+          signal: o.signal,
+        });
+        const s = run.samples[0];
+        const rs = (s?.rounds ?? []).map((r) =>
+          roundFromResult(t, top, r.round, r.result, { status: r.result?.status ?? (r.parsed.status === 'unparsable' ? 'unparsable' : 'none'), tokens: { ...r.tokens }, model_s: r.modelMs / 1000, sim_s: r.simMs / 1000 }),
+        );
+        candidates += rs.filter((r) => r.status !== 'unparsable').length;
+        record = sampleFromRounds(j, seed, rs, wall());
+        const b = record.best_round === null ? undefined : s.rounds.find((r) => r.round === record.best_round);
+        if (b?.testbench) bestTb = { name: b.filename ?? `tb_${top}.sv`, text: b.testbench };
+        if (run.cancelled) return null;
+        // A model failure (server down after retries, timeout) is not a result: not cached, so
+        // --resume retries the sample.
+        const failed = s?.rounds.find((r) => r.error);
+        if (failed?.error) {
+          record.error = `model call failed (${failed.error.kind}): ${failed.error.message.split('\n')[0]}`;
+          if (bestTb) writeBest(t.id, j, bestTb, record);
+          return { record, top, key, cached: false, cacheable: false };
+        }
+      }
+    } catch (e) {
+      if (o.signal?.aborted) return null;
+      record = { ...sampleFromRounds(j, seed, [], wall()), status: 'error', error: (e as Error).message.split('\n')[0] };
+      return { record, top, key, cached: false, cacheable: false };
+    }
+    if (o.signal?.aborted) return null;
+    if (bestTb) writeBest(t.id, j, bestTb, record);
+    return { record, top, key, cached: false, cacheable: true };
+  };
+
+  // Model calls batch on servers: more agent runs than simulation slots may be in flight.
+  const concurrency = row.kind === 'model' ? Math.max(workers, row.backend.parallelism) : workers;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, units.length) }, async () => {
+      while (next < units.length && !o.signal?.aborted) {
+        const { i, j } = units[next++];
+        // A design that failed to load for an earlier sample fails them all.
+        const r = records[i].error ? null : await runUnit(i, j);
+        if (r) {
+          perTask[i][j] = r.record;
+          records[i].top = r.top;
+          if (r.cacheable) cache.put(tasks[i].id, j, r.key, r.record, r.top);
+        }
+        unitsDone++;
+        if (r) o.onProgress?.({ type: 'sample', task: tasks[i].id, sample: j, cached: r.cached, done: unitsDone, units: units.length, coverage: r.record.coverage, passed: r.record.passed });
+        if (--remaining[i] === 0) {
+          records[i].samples = records[i].error ? [] : perTask[i].filter((x): x is SampleRecord => x !== undefined);
+          tasksDone++;
+          o.onProgress?.({ type: 'task', task: records[i], done: tasksDone, tasks: tasks.length });
+        }
+      }
+    }),
+  );
+  for (let i = 0; i < tasks.length; i++) records[i].samples = records[i].error ? [] : perTask[i].filter((x): x is SampleRecord => x !== undefined);
+
+  const scored = records.filter((r) => !r.error);
+  const m = computeMetrics(scored.map((r) => r.samples.map((s) => ({ ok: s.sim_ok, coverage: s.coverage, passed: s.passed }))));
+  const curve = roundCurve(scored.map((r) => r.samples.map((s) => s.rounds.map(toOutcome))), rounds);
+  const all = scored.flatMap((r) => r.samples);
+  const tokens = all.reduce((a, s) => ({ prompt: a.prompt + s.tokens.prompt, completion: a.completion + s.tokens.completion }), { prompt: 0, completion: 0 });
+  const wallS = (performance.now() - t0) / 1000;
+  const sum = (f: (r: RoundRecord) => number): number => all.reduce((a, s) => a + s.rounds.reduce((b, r) => b + f(r), 0), 0);
+  return {
+    schema_version: REPORT_SCHEMA_VERSION,
+    suite: { name: o.suite.name, path: o.suite.path, format: o.suite.format, tasks_in_suite: o.suite.tasks.length, tasks_selected: tasks.length, skipped: o.suite.skipped },
+    row: { kind: row.kind, label: rowLabel(row), ...(row.kind === 'model' && row.identity ? { model: row.identity } : {}) },
+    config: {
+      samples,
+      rounds,
+      workers,
+      seed: baseSeed,
+      history: row.kind === 'model' ? (row.history ?? 'markov') : null,
+      sampling: row.kind === 'model' ? (row.sampling ?? {}) : null,
+      simulator: simInfo,
+      limits,
+      resume: o.resume ?? false,
+    },
+    aggregate: {
+      pass_at_1: m.pass_at_1,
+      pass_at_5: m.pass_at_5,
+      cov_at_1: m.cov_at_1,
+      cov_at_5: m.cov_at_5,
+      sim_pass: m.sim_pass,
+      tasks: scored.length,
+      errors: records.length - scored.length,
+      samples: m.samples,
+      tokens: { ...tokens, total: tokens.prompt + tokens.completion },
+      wall_s: wallS,
+      sim_s: sum((r) => r.sim_s),
+      model_s: sum((r) => r.model_s),
+      candidates,
+      candidates_per_min: wallS > 0 ? (candidates / wallS) * 60 : 0,
+      cached_samples: cached,
+      coverage_histogram: histogram(all.map((s) => s.coverage)),
+    },
+    per_round: curve,
+    tasks: records,
+    complete: !o.signal?.aborted && records.every((r) => r.error !== undefined || r.samples.length === samples),
+    started_at: started.toISOString(),
+    finished_at: new Date().toISOString(),
+  };
+}
