@@ -1,0 +1,73 @@
+// Settings (contributes.configuration `chorus.*`) read into the worker's typed options. The API key
+// lives in SecretStorage, never in settings.
+import * as vscode from 'vscode';
+import type { GenerateSettings, ModelConfig } from './workerProtocol.js';
+
+export const SECRET_API_KEY = 'chorus.apiKey';
+
+export type ModelSource = 'none' | 'local' | 'openai';
+
+function cfg(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration('chorus');
+}
+
+export function modelSource(): ModelSource {
+  const s = cfg().get<string>('model.source', 'none');
+  return s === 'local' || s === 'openai' ? s : 'none';
+}
+
+export async function modelConfig(secrets: vscode.SecretStorage): Promise<ModelConfig> {
+  const c = cfg();
+  const source = modelSource();
+  if (source === 'openai') {
+    const baseUrl = c.get<string>('model.endpoint', '').trim();
+    const model = c.get<string>('model.name', '').trim();
+    if (!baseUrl || !model) throw new Error('chorus.model.source is "openai" but chorus.model.endpoint or chorus.model.name is empty: run "CHORUS: Select Model"');
+    const apiKey = (await secrets.get(SECRET_API_KEY)) || undefined;
+    return { source, baseUrl, model, apiKey, timeoutMs: c.get<number>('model.requestTimeoutSeconds', 600) * 1000 };
+  }
+  if (source === 'local') {
+    const modelDir = c.get<string>('model.localPath', '').trim();
+    if (!modelDir) throw new Error('chorus.model.source is "local" but chorus.model.localPath is empty: run "CHORUS: Select Model"');
+    return { source, modelDir, dtype: c.get<string>('model.dtype', 'q4'), allowDownload: c.get<boolean>('model.allowDownload', false) };
+  }
+  return { source: 'none' };
+}
+
+export function generateSettings(): GenerateSettings {
+  const c = cfg();
+  const history = c.get<string>('generation.historyMode', 'markov') === 'full' ? 'full' : 'markov';
+  return {
+    rounds: Math.max(1, Math.floor(c.get<number>('generation.rounds', 4))),
+    samples: Math.max(1, Math.floor(c.get<number>('generation.samples', 1))),
+    target: Math.min(100, Math.max(0, c.get<number>('generation.coverageTarget', 100))) / 100,
+    instance: c.get<string>('generation.dutInstance', 'uut') || 'uut',
+    history,
+    seed: Math.floor(c.get<number>('generation.seed', 1)),
+    temperature: c.get<number>('generation.temperature', 0.7),
+    topP: c.get<number>('generation.topP', 0.8),
+    maxNewTokens: Math.max(1, Math.floor(c.get<number>('generation.maxNewTokens', 16384))),
+    simulator: c.get<string>('simulator.backend', 'verilator') || 'verilator',
+    limits: {
+      timeoutS: Math.max(1, c.get<number>('simulator.timeoutSeconds', 60)),
+      buildTimeoutS: Math.max(1, c.get<number>('simulator.buildTimeoutSeconds', 300)),
+    },
+  };
+}
+
+/** Environment for the worker: simulator executables from settings. */
+export function workerEnv(): NodeJS.ProcessEnv {
+  const c = cfg();
+  const env: NodeJS.ProcessEnv = {};
+  const v = c.get<string>('simulator.verilatorPath', '').trim();
+  const x = c.get<string>('simulator.xrunPath', '').trim();
+  const i = c.get<string>('simulator.imcPath', '').trim();
+  if (v) env.CHORUS_VERILATOR = v;
+  if (x) env.CHORUS_XRUN = x;
+  if (i) env.CHORUS_IMC = i;
+  return env;
+}
+
+export function outputDirectory(): string {
+  return cfg().get<string>('output.directory', '').trim();
+}

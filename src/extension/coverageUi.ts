@@ -1,0 +1,147 @@
+// Coverage in the editor: line decorations (covered / partly / not covered, hover with counts)
+// and VS Code's native test-coverage API (FileCoverage with statement and branch details).
+import * as vscode from 'vscode';
+import { lineHover, type FileLineCoverage } from './coverageData.js';
+
+export class CoverageDecorations implements vscode.Disposable {
+  private readonly covered: vscode.TextEditorDecorationType;
+  private readonly partial: vscode.TextEditorDecorationType;
+  private readonly uncovered: vscode.TextEditorDecorationType;
+  private byFile = new Map<string, FileLineCoverage>();
+  private readonly subs: vscode.Disposable[] = [];
+
+  constructor(media: vscode.Uri) {
+    const make = (color: string, gutter: string): vscode.TextEditorDecorationType =>
+      vscode.window.createTextEditorDecorationType({
+        isWholeLine: true,
+        backgroundColor: new vscode.ThemeColor(color),
+        overviewRulerColor: new vscode.ThemeColor(color),
+        overviewRulerLane: vscode.OverviewRulerLane.Left,
+        gutterIconPath: vscode.Uri.joinPath(media, gutter),
+        gutterIconSize: 'contain',
+      });
+    this.covered = make('chorus.coveredLineBackground', 'covered.svg');
+    this.partial = make('chorus.partialLineBackground', 'partial.svg');
+    this.uncovered = make('chorus.uncoveredLineBackground', 'uncovered.svg');
+    this.subs.push(vscode.window.onDidChangeVisibleTextEditors((eds) => eds.forEach((e) => this.apply(e))));
+  }
+
+  set(files: FileLineCoverage[]): void {
+    this.byFile = new Map(files.map((f) => [f.file, f]));
+    for (const e of vscode.window.visibleTextEditors) this.apply(e);
+  }
+
+  clear(): void {
+    this.byFile.clear();
+    for (const e of vscode.window.visibleTextEditors) this.apply(e);
+  }
+
+  get files(): FileLineCoverage[] {
+    return [...this.byFile.values()];
+  }
+
+  private apply(editor: vscode.TextEditor): void {
+    const f = this.byFile.get(editor.document.uri.fsPath);
+    const cov: vscode.DecorationOptions[] = [];
+    const part: vscode.DecorationOptions[] = [];
+    const unc: vscode.DecorationOptions[] = [];
+    for (const l of f?.lines ?? []) {
+      if (l.line < 1 || l.line > editor.document.lineCount) continue;
+      const o: vscode.DecorationOptions = { range: new vscode.Range(l.line - 1, 0, l.line - 1, 0), hoverMessage: lineHover(l) };
+      (l.covered ? cov : l.pointsCovered > 0 ? part : unc).push(o);
+    }
+    editor.setDecorations(this.covered, cov);
+    editor.setDecorations(this.partial, part);
+    editor.setDecorations(this.uncovered, unc);
+  }
+
+  dispose(): void {
+    this.covered.dispose();
+    this.partial.dispose();
+    this.uncovered.dispose();
+    this.subs.forEach((s) => s.dispose());
+  }
+}
+
+/** FileCoverage with its statement/branch details, for one design file. */
+export class ChorusFileCoverage extends vscode.FileCoverage {
+  constructor(readonly data: FileLineCoverage) {
+    const lines = data.lines;
+    const branchTotal = data.branches.length;
+    super(
+      vscode.Uri.file(data.file),
+      new vscode.TestCoverageCount(lines.filter((l) => l.covered).length, lines.length),
+      branchTotal ? new vscode.TestCoverageCount(data.branches.filter((b) => b.count > 0).length, branchTotal) : undefined,
+    );
+  }
+
+  details(): vscode.FileCoverageDetail[] {
+    return this.data.lines.map((l) => {
+      const arms = this.data.branches
+        .filter((b) => b.line === l.line)
+        .map((b) => new vscode.BranchCoverage(b.count, new vscode.Position(b.line - 1, Math.max(0, b.column - 1)), b.label || 'branch'));
+      return new vscode.StatementCoverage(l.count, new vscode.Range(l.line - 1, 0, l.line - 1, 200), arms);
+    });
+  }
+}
+
+/** The Test Explorer side: one test item per testbench, a Coverage run profile that simulates it. */
+export class CoverageTests implements vscode.Disposable {
+  readonly controller: vscode.TestController;
+
+  constructor(run: (tb: vscode.Uri, token: vscode.CancellationToken) => Promise<{ passed: boolean; message: string; files: FileLineCoverage[] } | null>) {
+    this.controller = vscode.tests.createTestController('chorus', 'CHORUS testbenches');
+    const handler = async (request: vscode.TestRunRequest, token: vscode.CancellationToken): Promise<void> => {
+      const items: vscode.TestItem[] = [];
+      if (request.include) items.push(...request.include);
+      else this.controller.items.forEach((i) => items.push(i));
+      const testRun = this.controller.createTestRun(request, 'CHORUS coverage');
+      for (const item of items) {
+        if (token.isCancellationRequested) break;
+        if (!item.uri) continue;
+        testRun.started(item);
+        const t0 = Date.now();
+        try {
+          const r = await run(item.uri, token);
+          if (!r) testRun.skipped(item);
+          else {
+            for (const f of r.files) testRun.addCoverage(new ChorusFileCoverage(f));
+            if (r.passed) testRun.passed(item, Date.now() - t0);
+            else testRun.failed(item, new vscode.TestMessage(r.message), Date.now() - t0);
+          }
+        } catch (e) {
+          testRun.errored(item, new vscode.TestMessage((e as Error).message), Date.now() - t0);
+        }
+      }
+      testRun.end();
+    };
+    const profile = this.controller.createRunProfile('Coverage', vscode.TestRunProfileKind.Coverage, handler, true);
+    profile.loadDetailedCoverage = async (_run, fc) => (fc instanceof ChorusFileCoverage ? fc.details() : []);
+    this.controller.createRunProfile('Run', vscode.TestRunProfileKind.Run, handler, true);
+  }
+
+  item(tb: vscode.Uri): vscode.TestItem {
+    const id = tb.toString();
+    let it = this.controller.items.get(id);
+    if (!it) {
+      it = this.controller.createTestItem(id, tb.path.split('/').pop() ?? id, tb);
+      this.controller.items.add(it);
+    }
+    return it;
+  }
+
+  /** Publishes a run made by the Run Coverage command in the Test Coverage view. */
+  publish(tb: vscode.Uri, passed: boolean, message: string, files: FileLineCoverage[], durationMs: number): void {
+    const item = this.item(tb);
+    const run = this.controller.createTestRun(new vscode.TestRunRequest([item]), 'CHORUS coverage', false);
+    run.started(item);
+    for (const f of files) run.addCoverage(new ChorusFileCoverage(f));
+    if (passed) run.passed(item, durationMs);
+    else run.failed(item, new vscode.TestMessage(message), durationMs);
+    run.end();
+  }
+
+  dispose(): void {
+    this.controller.dispose();
+  }
+}

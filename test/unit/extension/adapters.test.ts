@@ -1,0 +1,82 @@
+// Unit tests of the editor adapters with `vscode` replaced by a small fake.
+import { describe, expect, it, vi, beforeEach } from 'vitest';
+
+vi.mock('vscode', () => import('./fakeVscode.js'));
+
+import * as fake from './fakeVscode.js';
+import { groupDiagnostics, toVscodeDiagnostic } from '../../../src/extension/diagnostics.js';
+import { generateSettings, modelConfig, workerEnv, SECRET_API_KEY } from '../../../src/extension/config.js';
+import { dashboardHtml } from '../../../src/extension/dashboard.js';
+import type { Diagnostic } from '../../../src/core/sim/result.js';
+
+const diag = (o: Partial<Diagnostic>): Diagnostic => ({ file: 'tb.sv', origin: 'testbench', line: 4, column: 42, severity: 'error', message: 'Pin not found', stage: 'lint', ...o });
+
+beforeEach(() => fake.settings.clear());
+
+describe('diagnostics', () => {
+  it('maps 1-based line/column (and the underline) to a 0-based range', () => {
+    const d = toVscodeDiagnostic(diag({ endColumn: 48, code: 'PINNOTFOUND', suggestion: "'en'" })) as unknown as fake.Diagnostic;
+    expect(d.range.start).toEqual({ line: 3, character: 41 });
+    expect(d.range.end).toEqual({ line: 3, character: 47 });
+    expect(d.severity).toBe(fake.DiagnosticSeverity.Error);
+    expect(d.code).toBe('PINNOTFOUND');
+    expect(d.source).toBe('CHORUS');
+    expect(d.message).toContain("suggestion: 'en'");
+  });
+  it('groups testbench messages on the testbench file and DUT messages on the design path', () => {
+    const g = groupDiagnostics(
+      [diag({}), diag({ file: '/w/counter.sv', origin: 'dut', severity: 'warning' }), diag({ file: 'sub/x.sv', origin: 'dut', severity: 'info' })],
+      'tb.sv',
+      '/w/tb_counter_1.sv',
+      '/w',
+    );
+    expect([...g.keys()].sort()).toEqual(['/w/counter.sv', '/w/sub/x.sv', '/w/tb_counter_1.sv']);
+    expect((g.get('/w/counter.sv')![0] as unknown as fake.Diagnostic).severity).toBe(fake.DiagnosticSeverity.Warning);
+  });
+});
+
+describe('settings', () => {
+  it('defaults to the model-free generator and the documented generation settings', async () => {
+    expect(await modelConfig(new fake.SecretStore() as never)).toEqual({ source: 'none' });
+    const s = generateSettings();
+    expect(s).toMatchObject({ rounds: 4, samples: 1, target: 1, instance: 'uut', history: 'markov', simulator: 'verilator', temperature: 0.7, topP: 0.8, maxNewTokens: 16384 });
+    expect(s.limits).toEqual({ timeoutS: 60, buildTimeoutS: 300 });
+  });
+  it('reads the OpenAI endpoint from settings and the API key from the secret store only', async () => {
+    fake.settings.set('chorus.model.source', 'openai');
+    fake.settings.set('chorus.model.endpoint', 'http://127.0.0.1:9/v1');
+    fake.settings.set('chorus.model.name', 'm');
+    fake.settings.set('chorus.apiKey', 'from-settings-must-be-ignored');
+    const secrets = new fake.SecretStore();
+    await secrets.store(SECRET_API_KEY, 'sk-secret');
+    expect(await modelConfig(secrets as never)).toEqual({ source: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'm', apiKey: 'sk-secret', timeoutMs: 600_000 });
+  });
+  it('says what to do when a model source is chosen but not configured', async () => {
+    fake.settings.set('chorus.model.source', 'local');
+    await expect(modelConfig(new fake.SecretStore() as never)).rejects.toThrow(/Select Model/);
+  });
+  it('clamps numbers and maps percent targets and simulator paths', () => {
+    fake.settings.set('chorus.generation.rounds', 0);
+    fake.settings.set('chorus.generation.coverageTarget', 90);
+    fake.settings.set('chorus.generation.historyMode', 'full');
+    fake.settings.set('chorus.simulator.verilatorPath', '/opt/v/bin/verilator');
+    expect(generateSettings()).toMatchObject({ rounds: 1, target: 0.9, history: 'full' });
+    expect(workerEnv()).toEqual({ CHORUS_VERILATOR: '/opt/v/bin/verilator' });
+  });
+});
+
+describe('dashboard html', () => {
+  it('has a strict CSP: no inline script without the nonce, only the bundled script and stylesheet', () => {
+    const webview = { cspSource: 'vscode-resource:', asWebviewUri: (u: fake.Uri) => u };
+    const html = dashboardHtml(webview as never, fake.Uri.file('/ext') as never, 'NONCE123');
+    const csp = /content="([^"]+)"/.exec(html)![1];
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'nonce-NONCE123'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(csp).not.toContain('unsafe-eval');
+    const scripts = [...html.matchAll(/<script[^>]*>/g)].map((m) => m[0]);
+    expect(scripts).toHaveLength(1);
+    expect(scripts[0]).toContain('nonce="NONCE123"');
+    expect(scripts[0]).toContain('/ext/dist/webview.js');
+  });
+});
