@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The end-to-end suite drives a real VS Code: npm run test:e2e (vitest.e2e.config.ts).
+    exclude: ['test/e2e/**', '**/node_modules/**'],
     globalSetup: ['test/globalSetup.ts'],
     testTimeout: 120_000,
     hookTimeout: 300_000,
