@@ -1,0 +1,123 @@
+"""Task environments: where prompts, scores and feedback turns come from.
+
+`ServiceEnv` asks the reward service for everything (first turn, parse, score, feedback turn);
+tests plug in synthetic environments with the same three methods.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .policy import Sample
+
+
+@dataclass
+class Score:
+    reward: float | None
+    coverage: float | None
+    passed: bool
+    status: str
+    record: dict | None = None  # the service's score record (None: unparsable / not simulated)
+    parsed: dict | None = None
+    error: str | None = None  # why the score is missing (integrity)
+
+    @property
+    def rank(self) -> tuple:
+        """PROTOCOL §5 ranking: (simulated ok, has coverage, passed, coverage)."""
+        ok = self.status == 'success'
+        return (ok, self.coverage is not None and ok, self.passed, self.coverage or 0.0)
+
+
+class Env(Protocol):
+    def first_turn(self, task: dict) -> list[dict]: ...
+    def score(self, task: dict, samples: list[Sample]) -> list[Score]: ...
+    def feedback(self, task: dict, sample: Sample, score: Score) -> str: ...
+
+
+def integrity_problem(scores: list[Score | None], n_expected: int) -> str | None:
+    """Why a score list cannot be trusted (OPD: these use the RL fallback), or None.
+
+    missing: a None / error entry; non-finite: NaN or inf reward/coverage; truncated: fewer scores
+    than rollouts; mismatched: more scores than rollouts, or a reward that disagrees with its
+    status and coverage (R = 1 + c on success, else 0)."""
+    if len(scores) < n_expected:
+        return 'truncated'
+    if len(scores) > n_expected:
+        return 'mismatched'
+    for s in scores:
+        if s is None or s.error is not None or s.reward is None:
+            return 'missing'
+        if not math.isfinite(s.reward) or (s.coverage is not None and not math.isfinite(s.coverage)):
+            return 'non-finite'
+        want = 1.0 + (s.coverage or 0.0) if s.status == 'success' else 0.0
+        if abs(s.reward - want) > 1e-6:
+            return 'mismatched'
+    return None
+
+
+class ServiceEnv:
+    """Tasks are records {design_files, top, threshold?, instance?, specs?, id?}."""
+
+    def __init__(self, client, timeout_s: float = 60.0):
+        self.client = client
+        self.timeout_s = timeout_s
+        self._first: dict[Any, list[dict]] = {}
+
+    def first_turn(self, task: dict) -> list[dict]:
+        key = task.get('id') or id(task)
+        if key not in self._first:
+            self._first[key] = self.client.first_turn(task['design_files'], task.get('top'), task.get('instance'),
+                                                      task.get('instruction'), task.get('specs'))
+        return self._first[key]
+
+    def score(self, task: dict, samples: list[Sample]) -> list[Score]:
+        out: list[Score | None] = [None] * len(samples)
+        items, where = [], []
+        for i, s in enumerate(samples):
+            parsed = self.client.parse_reply(s.text)
+            if parsed.get('status') != 'success' or not parsed.get('testbench'):
+                out[i] = Score(0.0, 0.0, False, 'unparsable', None, parsed)
+                continue
+            name = parsed.get('filename') or f"tb_{task.get('top') or 'dut'}.sv"
+            item = {'design_files': task['design_files'], 'top': task['top'], 'testbench': {'name': name, 'content': parsed['testbench']},
+                    'timeout_s': task.get('timeout_s', self.timeout_s)}
+            if task.get('threshold') is not None:
+                item['threshold'] = task['threshold']
+            items.append(item)
+            where.append((i, parsed))
+        for (i, parsed), r in zip(where, self.client.score(items)):
+            if 'error' in r and 'reward' not in r:
+                out[i] = Score(None, None, False, str(r.get('error')), r, parsed, error=r.get('message') or r.get('error'))
+            else:
+                out[i] = Score(float(r['reward']), float(r['coverage']), bool(r.get('passed')), r['status'], r, parsed)
+        return out  # type: ignore[return-value]
+
+    def feedback(self, task: dict, sample: Sample, score: Score) -> str:
+        if score.record is None or score.error is not None:
+            return self.client.refine_prompt(None, reply=sample.text)['content'] if score.status == 'unparsable' else \
+                self.client.refine_prompt({'status': 'exception', 'err_msg': score.error or 'no result'}, reply=sample.text)['content']
+        return self.client.refine_prompt(score.record, reply=sample.text)['content']
+
+
+@dataclass
+class TokenRewardEnv:
+    """Synthetic verifiable reward for tests: the fraction of response tokens inside `good` (a set of
+    token ids), as coverage c; reward = 1 + c (always 'simulated'). Feedback is a fixed text."""
+
+    good: set[int]
+    prompt: list[dict] = field(default_factory=lambda: [{'role': 'user', 'content': 'Write a testbench.'}])
+
+    def first_turn(self, task: dict) -> list[dict]:
+        return task.get('messages') or self.prompt
+
+    def score(self, task: dict, samples: list[Sample]) -> list[Score]:
+        res = []
+        for s in samples:
+            ids = s.response_ids or [0]
+            c = sum(1 for t in ids if t in self.good) / len(ids)
+            res.append(Score(1.0 + c, c, c >= task.get('threshold', 1.0), 'success'))
+        return res
+
+    def feedback(self, task: dict, sample: Sample, score: Score) -> str:
+        return f'Coverage {score.coverage:.2f}. Improve coverage toward 100% by editing the testbench.'

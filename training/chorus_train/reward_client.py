@@ -1,0 +1,234 @@
+"""Client of the TypeScript reward service (`chorus serve`, docs/reward-service.md).
+
+The Python side never simulates, builds prompts or feedback turns itself: it asks the service for
+the first turn (`/v1/first-turn`), the parse of a reply and the feedback turn
+(`/v1/refine-prompt`), and the score (`/v1/score`, batched as `{items: [...]}`).
+
+    with RewardClient.start() as rc:          # starts `node dist/cli.js serve --port 0`
+        msgs = rc.first_turn(design_files, top)
+    rc = RewardClient(['http://10.0.0.5:8080', 'http://10.0.0.6:8080'])   # round-robin
+
+429 answers are retried after their Retry-After (or `retry_after_s`); connection errors and 503
+move on to the next URL, with bounded backoff.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+LISTEN_RE = re.compile(r'listening on (http://\S+)')
+
+
+class ServiceError(RuntimeError):
+    def __init__(self, status: int, body: Any, url: str):
+        msg = body.get('message') if isinstance(body, dict) else str(body)
+        super().__init__(f'{url}: HTTP {status}: {msg}')
+        self.status = status
+        self.body = body
+
+
+class RewardClient:
+    def __init__(self, urls: str | list[str], timeout_s: float = 600.0, retries: int = 8, max_backoff_s: float = 30.0):
+        self.urls = [u.rstrip('/') for u in ([urls] if isinstance(urls, str) else urls)]
+        if not self.urls:
+            raise ValueError('no reward service URL')
+        self._rr = itertools.cycle(range(len(self.urls)))
+        self._lock = threading.Lock()
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.max_backoff_s = max_backoff_s
+        self.proc: subprocess.Popen | None = None
+        self.stats = {'requests': 0, 'retries_429': 0, 'retries_conn': 0}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @classmethod
+    def start(cls, cli: str | Path | None = None, workers: int | None = None, extra_args: list[str] | None = None,
+              startup_timeout_s: float = 60.0, node: str = 'node', **kw) -> 'RewardClient':
+        """Start `node dist/cli.js serve --port 0 --host 127.0.0.1` in its own process group and
+        connect to the URL it prints. `close()` (or the context manager) kills the group."""
+        cli = Path(cli) if cli else REPO / 'dist' / 'cli.js'
+        if not cli.exists():
+            raise FileNotFoundError(f'{cli} is missing: build the CLI first (node scripts/build.mjs --cli-only)')
+        args = [node, str(cli), 'serve', '--port', '0', '--host', '127.0.0.1']
+        if workers:
+            args += ['--workers', str(workers)]
+        args += extra_args or []
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=str(REPO))
+        url = None
+        lines: list[str] = []
+        deadline = time.time() + startup_timeout_s
+
+        def read() -> None:
+            nonlocal url
+            assert proc.stdout
+            for line in proc.stdout:
+                lines.append(line)
+                m = LISTEN_RE.search(line)
+                if m:
+                    url = m.group(1)
+                    return
+
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(max(0.0, deadline - time.time()))
+        if url is None:
+            _kill_group(proc)
+            err = proc.stderr.read() if proc.stderr else ''
+            raise RuntimeError(f'chorus serve did not start: {"".join(lines)}{err}'.strip())
+        # drain the pipes so the server never blocks on a full pipe
+        for stream in (proc.stdout, proc.stderr):
+            threading.Thread(target=lambda s=stream: [None for _ in s], daemon=True).start()
+        c = cls(url, **kw)
+        c.proc = proc
+        return c
+
+    def close(self) -> None:
+        if self.proc is not None:
+            _kill_group(self.proc)
+            self.proc = None
+
+    def __enter__(self) -> 'RewardClient':
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # best effort
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- HTTP ----------------------------------------------------------------------------------
+    def _next_url(self) -> str:
+        with self._lock:
+            return self.urls[next(self._rr)]
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        backoff = 0.5
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            url = self._next_url() + path
+            req = urllib.request.Request(url, data=data, method=method, headers={'Content-Type': 'application/json'} if data else {})
+            self.stats['requests'] += 1
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                    return json.loads(r.read().decode())
+            except urllib.error.HTTPError as e:
+                raw = e.read().decode(errors='replace')
+                try:
+                    payload = json.loads(raw)
+                except ValueError:
+                    payload = raw
+                if e.code == 429 and attempt < self.retries:
+                    self.stats['retries_429'] += 1
+                    wait = _retry_after(e.headers.get('Retry-After'), payload, backoff)
+                    time.sleep(min(wait, self.max_backoff_s))
+                    backoff = min(backoff * 2, self.max_backoff_s)
+                    last = ServiceError(e.code, payload, url)
+                    continue
+                if e.code == 503 and attempt < self.retries and len(self.urls) > 1:
+                    self.stats['retries_conn'] += 1
+                    last = ServiceError(e.code, payload, url)
+                    continue
+                raise ServiceError(e.code, payload, url) from None
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+                if attempt >= self.retries:
+                    raise
+                self.stats['retries_conn'] += 1
+                last = e
+                time.sleep(min(backoff, self.max_backoff_s))
+                backoff = min(backoff * 2, self.max_backoff_s)
+        raise RuntimeError(f'reward service: gave up after {self.retries + 1} attempts: {last}')
+
+    # -- endpoints -----------------------------------------------------------------------------
+    def health(self) -> dict:
+        return self.request('GET', '/v1/health')
+
+    def first_turn(self, design_files: list[dict], top: str | None = None, instance: str | None = None,
+                   instruction: str | None = None, specs: list[dict] | None = None) -> list[dict]:
+        body: dict[str, Any] = {'design_files': design_files}
+        for k, v in (('top', top), ('instance', instance), ('instruction', instruction), ('specs', specs)):
+            if v is not None:
+                body[k] = v
+        return self.request('POST', '/v1/first-turn', body)['messages']
+
+    def refine_prompt(self, result: dict | None, reply: str | None = None, parse_status: str | None = None, parse_reason: str | None = None) -> dict:
+        """{content, parsed}: the feedback user turn for a reply and its score record."""
+        body: dict[str, Any] = {}
+        if reply is not None:
+            body['reply'] = reply
+        if parse_status is not None:
+            body['parse_status'] = parse_status
+        if parse_reason is not None:
+            body['parse_reason'] = parse_reason
+        if result is not None:
+            body['result'] = result
+        return self.request('POST', '/v1/refine-prompt', body)
+
+    def parse_reply(self, reply: str) -> dict:
+        """The service's parse of a raw model reply ({status, testbench, filename, ...}).
+
+        Uses /v1/refine-prompt with a placeholder `exception` result (the service demands a result
+        for a reply that parses); only `parsed` is kept."""
+        return self.refine_prompt({'status': 'exception', 'err_msg': ''}, reply=reply)['parsed']
+
+    def score(self, items: list[dict]) -> list[dict]:
+        """Score requests (each {design_files, top, testbench, threshold?, timeout_s?, ...}); one
+        result per item, in order: a score record, or an {error, status, message} object."""
+        if not items:
+            return []
+        if len(items) == 1:
+            try:
+                return [self.request('POST', '/v1/score', items[0])]
+            except ServiceError as e:
+                if isinstance(e.body, dict) and e.status in (422, 400):
+                    return [{**e.body, 'status': e.status}]
+                raise
+        return self.request('POST', '/v1/score', {'items': items})['results']
+
+
+def _retry_after(header: str | None, payload: Any, default: float) -> float:
+    for v in (header, payload.get('retry_after_s') if isinstance(payload, dict) else None):
+        try:
+            if v is not None:
+                return max(0.0, float(v))
+        except (TypeError, ValueError):
+            pass
+    return default
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+def connect(urls: list[str] | str | None, **kw) -> RewardClient:
+    """A client for the given URL(s), or a freshly started local service when none is given."""
+    if urls:
+        return RewardClient(urls, **kw)
+    return RewardClient.start(**kw)

@@ -1,0 +1,94 @@
+"""The whole chain once: 2 RL steps against the REAL reward service (scripted completions),
+merge three tiny checkpoints, 2 OPD steps, export to ONNX; PyTorch's greedy tokens are written
+to out/training-export/expected.json for test/integration/trainingExport.test.ts (the TypeScript
+local backend must decode the same)."""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from chorus_train import merge as M
+from chorus_train import opd, rl
+from chorus_train.envs import ServiceEnv, TokenRewardEnv
+from chorus_train.export_onnx import export
+from chorus_train.policy import HFSampler, ScriptedSampler, load_policy, render
+from chorus_train.reward_client import REPO, RewardClient
+
+FSM = REPO / 'examples' / 'fsm'
+GOOD_TB = (FSM / 'tb_seq_detector.sv').read_text()
+WEAK_TB = """`timescale 1ns/1ps
+module tb_seq_detector;
+  reg clk = 0, reset = 1, bit_in = 0, valid = 0;
+  wire detected; wire [3:0] hits;
+  seq_detector uut (.clk(clk), .reset(reset), .bit_in(bit_in), .valid(valid), .detected(detected), .hits(hits));
+  always #5 clk = ~clk;
+  initial begin repeat (3) @(negedge clk); reset = 0; repeat (3) @(negedge clk); $finish; end
+endmodule
+"""
+REPLIES = [
+    f'filename: tb_seq_detector.sv\n```systemverilog\n{GOOD_TB}```\n',
+    'filename: tb_seq_detector.sv\n```systemverilog\nmodule tb_seq_detector; initial begin $finish end endmodule\n```\n',  # syntax error
+    f'<think>\nshort one\n</think>\nfilename: tb_seq_detector.sv\n```systemverilog\n{WEAK_TB}```\n',
+    'I cannot write this testbench.',  # unparsable
+]
+EXPORT_DIR = REPO / 'out' / 'training-export'
+
+pytestmark = pytest.mark.skipif(not (REPO / 'dist' / 'cli.js').exists(), reason='dist/cli.js not built (node scripts/build.mjs --cli-only)')
+
+
+def test_whole_chain(tiny_ckpts, tmp_path):
+    task = {'id': 'fsm', 'design_files': [{'name': 'seq_detector.sv', 'content': (FSM / 'seq_detector.sv').read_text()}], 'top': 'seq_detector', 'threshold': 0.9}
+    # 1. RL: two steps, direct + refinement groups, real simulations
+    with RewardClient.start(workers=2) as client:
+        assert client.health()['status'] == 'ok'
+        env = ServiceEnv(client, timeout_s=60)
+        model, tok = load_policy(str(tiny_ckpts[0]))
+        cfg = rl.RLConfig(out=str(tmp_path / 'rl'), lr=1e-4, group_size=2, prompts_per_step=1, agentic_rounds=2,
+                          save_every=2, micro_batch=2, seed=0)
+        res = rl.train(cfg, [task], env, model=model, tok=tok, sampler=ScriptedSampler(tok, REPLIES), steps=2, resume=False, log=print)
+        rows = list(csv.DictReader(open(tmp_path / 'rl' / 'metrics.csv')))
+        assert len(rows) == 2
+        # step 1 direct group: the good testbench (reward 1 + c > 1) and the syntax error (0)
+        assert float(rows[0]['reward_direct']) > 0.5 and float(rows[0]['coverage_direct']) > 0.3
+        rewards = [float(r['reward']) for r in rows]
+        print('RL rewards per step', rewards)
+        # the refinement prompt was built by the service from the worst member (the syntax error)
+        fb = client.refine_prompt({'status': 'xrun_failed', 'err_msg': 'x'}, reply=REPLIES[1])['content']
+        assert 'Fix the xrun failure' in fb
+    rl_ck = tmp_path / 'rl' / 'checkpoint-2'
+    assert (rl_ck / 'model.safetensors').exists()
+    # 2. merge three tiny checkpoints (the RL output + two experts)
+    merged = tmp_path / 'merged'
+    M.merge(M.MergeSpec('dare_ties', [('rl', rl_ck), ('e1', tiny_ckpts[1]), ('e2', tiny_ckpts[2])], base='rl'), merged)
+    # 3. two OPD steps: student = the merge, teacher = expert 1 (synthetic reward: fast)
+    student, tok = load_policy(str(merged))
+    teacher, _ = load_policy(str(tiny_ckpts[1]))
+    teacher.requires_grad_(False)
+    good = set(range(0, 151936, 2))
+    ocfg = opd.OPDConfig(out=str(tmp_path / 'opd'), prompts_per_step=1, student_samples=4, teacher_samples=2, lr=1e-4,
+                         max_new_tokens=6, routing='always_best', save_every=2, seed=0)
+    ores = opd.train(ocfg, [{'id': 't'}], TokenRewardEnv(good), student=student, tok=tok, teachers=[teacher], steps=2, log=print)
+    assert ores['totals']['distilled'] == 2
+    final = tmp_path / 'opd' / 'checkpoint-2'
+    assert (final / 'model.safetensors').exists()
+    # 4. export to the transformers.js layout; PyTorch greedy tokens for the TypeScript check
+    shutil.rmtree(EXPORT_DIR, ignore_errors=True)
+    model_dir = EXPORT_DIR / 'model'
+    export(final, model_dir, ['fp32'], block=16)
+    for f in ('tokenizer.json', 'tokenizer_config.json', 'config.json', 'onnx/model.onnx'):
+        assert (model_dir / f).exists(), f
+    m, tok = load_policy(str(final))
+    messages = [{'role': 'system', 'content': 'You are a testbench expert.'}, {'role': 'user', 'content': 'Write a testbench for module counter.'}]
+    ids = render(tok, messages)
+    with torch.no_grad():
+        out = m.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), do_sample=False,
+                         max_new_tokens=8, pad_token_id=tok.pad_token_id)
+    gen = out[0, len(ids):].tolist()
+    (EXPORT_DIR / 'expected.json').write_text(json.dumps({'model_dir': str(model_dir), 'messages': messages, 'max_new_tokens': 8,
+                                                          'prompt_tokens': len(ids), 'ids': gen,
+                                                          'text': tok.decode(gen, skip_special_tokens=True)}, indent=2) + '\n')

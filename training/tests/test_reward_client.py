@@ -1,0 +1,90 @@
+"""The reward-service client against a small fake HTTP server: batching, 429 + Retry-After,
+round-robin over URLs, error bodies."""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from chorus_train.envs import ServiceEnv
+from chorus_train.policy import Sample
+from chorus_train.reward_client import RewardClient, ServiceError
+
+
+def fake_server(state):
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def _send(self, code, body, headers=None):
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            state['hits'].append((self.server.server_port, self.path))
+            self._send(200, {'status': 'ok'})
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+            state['hits'].append((self.server.server_port, self.path))
+            if self.path == '/v1/score':
+                if state['busy'] > 0:
+                    state['busy'] -= 1
+                    return self._send(429, {'error': 'queue_full', 'message': 'full', 'retry_after_s': 0.05}, {'Retry-After': '0'})
+                items = body.get('items', [body])
+                res = [{'status': 'success', 'reward': 1.5, 'coverage': 0.5, 'passed': False, 'tb': it['testbench']['content']} for it in items]
+                return self._send(200, {'results': res} if 'items' in body else res[0])
+            if self.path == '/v1/refine-prompt':
+                reply = body.get('reply', '')
+                ok = '```' in reply
+                return self._send(200, {'content': 'Improve coverage' if ok else 'unparsable', 'parsed': {'status': 'success', 'testbench': reply.strip('`'), 'filename': 'tb.sv'} if ok else {'status': 'unparsable'}})
+            if self.path == '/v1/first-turn':
+                return self._send(200, {'messages': [{'role': 'system', 'content': 's'}, {'role': 'user', 'content': body['top']}]})
+            self._send(404, {'error': 'not_found', 'message': 'no route'})
+
+    srv = ThreadingHTTPServer(('127.0.0.1', 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+@pytest.fixture
+def servers():
+    state = {'hits': [], 'busy': 0}
+    a, b = fake_server(state), fake_server(state)
+    yield state, [f'http://127.0.0.1:{a.server_port}', f'http://127.0.0.1:{b.server_port}']
+    a.shutdown()
+    b.shutdown()
+
+
+def test_round_robin_batch_and_retry(servers):
+    state, urls = servers
+    c = RewardClient(urls, retries=3)
+    c.health()
+    c.health()
+    assert {p for p, _ in state['hits']} == {int(u.rsplit(':', 1)[1]) for u in urls}
+    state['busy'] = 2
+    items = [{'design_files': [], 'top': 't', 'testbench': {'name': 'tb.sv', 'content': f'tb{i}'}} for i in range(3)]
+    res = c.score(items)
+    assert [r['tb'] for r in res] == ['tb0', 'tb1', 'tb2']
+    assert c.stats['retries_429'] == 2
+    assert c.first_turn([{'name': 'a.sv', 'content': 'module t; endmodule'}], 't')[1]['content'] == 't'
+    with pytest.raises(ServiceError) as e:
+        c.request('POST', '/nope', {})
+    assert e.value.status == 404
+
+
+def test_service_env_parses_through_the_service(servers):
+    _, urls = servers
+    env = ServiceEnv(RewardClient(urls))
+    task = {'design_files': [{'name': 'a.sv', 'content': 'x'}], 'top': 't'}
+    sc = env.score(task, [Sample([1], [2], '```module tb; endmodule```'), Sample([1], [2], 'no code here')])
+    assert sc[0].reward == 1.5 and sc[0].status == 'success'
+    assert sc[1].reward == 0.0 and sc[1].status == 'unparsable'
