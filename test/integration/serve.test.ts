@@ -190,6 +190,43 @@ describe('POST /v1/score', () => {
     expect(r3.body.message).toMatch(/^top/);
   });
 
+  it('/v1/parse-reply equals parseReply (thinking stripped, unparsable reported, not an error)', async () => {
+    for (const reply of [`<think>plan</think>\nfilename: tb_counter.sv\n\`\`\`systemverilog\n${goodTb}\`\`\`\n`, 'I cannot do that.', '']) {
+      const r = await post(`${server.url}/v1/parse-reply`, { reply });
+      expect(r.status).toBe(200);
+      expect(r.body.parsed).toEqual(parseReply(reply));
+    }
+    expect((await post(`${server.url}/v1/parse-reply`, { reply: 'x' })).body.parsed.status).toBe('unparsable');
+    const bad = await post(`${server.url}/v1/parse-reply`, { text: 'x' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toMatch(/^text: unknown field/);
+  });
+
+  it('/v1/introspect: top candidates from the engine, ports of each module, design errors as 422', async () => {
+    const one = await post(`${server.url}/v1/introspect`, { design_files: design });
+    expect(one.status).toBe(200);
+    expect(one.body.top_candidates).toEqual(['counter']);
+    expect(one.body.top).toBe('counter');
+    const counter = one.body.modules.find((m: { name: string }) => m.name === 'counter');
+    expect(counter.ports.map((p: { name: string }) => p.name)).toContain('clk');
+    const two = `module a(input x, output y); assign y = x; endmodule\nmodule b(input x, output y); assign y = ~x; endmodule\n`;
+    const many = await post(`${server.url}/v1/introspect`, { design_files: [{ name: 'two.sv', content: two }] });
+    expect(many.status).toBe(200);
+    expect([...many.body.top_candidates].sort()).toEqual(['a', 'b']);
+    expect(many.body.top).toBeNull();
+    // A wrapper that instantiates both has exactly one candidate.
+    const wrapped = `${two}module w(input x, output y1, output y2); a ua(.x(x), .y(y1)); b ub(.x(x), .y(y2)); endmodule\n`;
+    expect((await post(`${server.url}/v1/introspect`, { design_files: [{ name: 'w.sv', content: wrapped }] })).body.top_candidates).toEqual(['w']);
+    const broken = await post(`${server.url}/v1/introspect`, { design_files: [{ name: 'bad.sv', content: 'module bad(input x; endmodule\n' }] });
+    expect(broken.status).toBe(422);
+    expect(broken.body.kind).toBe('syntax');
+    expect(broken.body.message).not.toContain('/tmp/');
+    expect(broken.body.message).toContain('bad.sv');
+    const nofiles = await post(`${server.url}/v1/introspect`, { design_files: [] });
+    expect(nofiles.status).toBe(400);
+    expect(nofiles.body.message).toMatch(/^design_files/);
+  });
+
   it('/v1/health and /metrics (Prometheus text that parses and counts the runs)', async () => {
     const h = await health(server);
     expect(h).toMatchObject({ status: 'ok', workers: 2, queue_depth: 0, queue_limit: 16, in_flight: 0 });

@@ -1,7 +1,8 @@
 // The training pipeline's export, end to end: training/tests/test_chain.py runs RL (real reward
 // service), a merge, OPD and the ONNX export, and writes PyTorch's greedy continuation to
 // out/training-export/expected.json. The TypeScript local backend must load that export and
-// greedy-decode the same tokens. Skipped when the Python chain has not run here.
+// greedy-decode the same tokens. Skipped when the Python chain has not run here, unless
+// CHORUS_REQUIRE_TRAINING_EXPORT=1 (scripts/test-all.sh sets it: there a missing export is a failure).
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +27,14 @@ interface Expected {
 const backends: ModelBackend[] = [];
 afterAll(async () => {
   for (const b of backends) await b.dispose();
+});
+
+const required = process.env.CHORUS_REQUIRE_TRAINING_EXPORT === '1';
+
+describe.runIf(required && !have)('training export required', () => {
+  it('exists', () => {
+    expect.fail(`${expectedPath} is missing: the training chain (training/tests/test_chain.py) did not export a model`);
+  });
 });
 
 describe.skipIf(!have)('training export (training/tests/test_chain.py output)', () => {

@@ -70,7 +70,7 @@ def qwen3_token_counter(tokenizer_json: Path | None = None) -> Callable[[str], i
 def service_top_detector(client) -> Callable[[list[dict]], list[str]]:
     """Top candidates from the TypeScript engine through the reward service (`POST /v1/introspect
     {design_files}` -> `{top_candidates}`)."""
-    return lambda files: list(client.request('POST', '/v1/introspect', {'design_files': files})['top_candidates'])
+    return lambda files: list(client.introspect(files)['top_candidates'])
 
 
 @dataclass

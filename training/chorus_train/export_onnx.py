@@ -381,6 +381,23 @@ def export(ckpt_dir: Path, out_dir: Path, dtypes: list[str], block: int = 32, ac
             src = (tokenizer_dir or ckpt_dir) / name
             if src.exists():
                 shutil.copyfile(src, out_dir / name)
+        inline_chat_template(tokenizer_dir or ckpt_dir, out_dir)
+
+
+def inline_chat_template(src_dir: Path, out_dir: Path) -> None:
+    """transformers >= 4.5x saves the chat template only as chat_template.jinja; transformers.js
+    (and the extension's local backend) read it from tokenizer_config.json. Put it there, and keep
+    the .jinja file too, so both loaders see the template the checkpoint was trained with."""
+    jinja = src_dir / 'chat_template.jinja'
+    cfg_path = out_dir / 'tokenizer_config.json'
+    if not jinja.exists():
+        return
+    shutil.copyfile(jinja, out_dir / 'chat_template.jinja')
+    if cfg_path.exists():
+        cfg = json.loads(cfg_path.read_text())
+        if not cfg.get('chat_template'):
+            cfg['chat_template'] = jinja.read_text()
+            cfg_path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + '\n')
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -179,11 +179,17 @@ class RewardClient:
         return self.request('POST', '/v1/refine-prompt', body)
 
     def parse_reply(self, reply: str) -> dict:
-        """The service's parse of a raw model reply ({status, testbench, filename, ...}).
+        """The service's parse of a raw model reply (`POST /v1/parse-reply`): {status, testbench,
+        filename, source} or {status: 'unparsable', reason}."""
+        return self.request('POST', '/v1/parse-reply', {'reply': reply})['parsed']
 
-        Uses /v1/refine-prompt with a placeholder `exception` result (the service demands a result
-        for a reply that parses); only `parsed` is kept."""
-        return self.refine_prompt({'status': 'exception', 'err_msg': ''}, reply=reply)['parsed']
+    def introspect(self, design_files: list[dict], top: str | None = None) -> dict:
+        """The engine's reading of a design (`POST /v1/introspect`): {top_candidates, top, modules?}.
+        A design that does not elaborate raises ServiceError (HTTP 422, with the engine's reason)."""
+        body: dict[str, Any] = {'design_files': design_files}
+        if top is not None:
+            body['top'] = top
+        return self.request('POST', '/v1/introspect', body)
 
     def score(self, items: list[dict]) -> list[dict]:
         """Score requests (each {design_files, top, testbench, threshold?, timeout_s?, ...}); one

@@ -60,6 +60,14 @@ def test_whole_chain(tiny_ckpts, tmp_path):
         # the refinement prompt was built by the service from the worst member (the syntax error)
         fb = client.refine_prompt({'status': 'xrun_failed', 'err_msg': 'x'}, reply=REPLIES[1])['content']
         assert 'Fix the xrun failure' in fb
+        # the data filter's top detection and the reply parse come from the same engine
+        from chorus_train.data import service_top_detector
+        detect = service_top_detector(client)
+        assert detect(task['design_files']) == ['seq_detector']
+        two = 'module a(input x, output y); assign y = x; endmodule\nmodule b(input x, output y); assign y = x; endmodule\n'
+        assert sorted(detect([{'name': 'two.sv', 'content': two}])) == ['a', 'b']
+        assert client.parse_reply(REPLIES[3])['status'] == 'unparsable'
+        assert client.parse_reply(REPLIES[2])['testbench'].strip() == WEAK_TB.strip()
     rl_ck = tmp_path / 'rl' / 'checkpoint-2'
     assert (rl_ck / 'model.safetensors').exists()
     # 2. merge three tiny checkpoints (the RL output + two experts)

@@ -46,6 +46,10 @@ def fake_server(state):
                 reply = body.get('reply', '')
                 ok = '```' in reply
                 return self._send(200, {'content': 'Improve coverage' if ok else 'unparsable', 'parsed': {'status': 'success', 'testbench': reply.strip('`'), 'filename': 'tb.sv'} if ok else {'status': 'unparsable'}})
+            if self.path == '/v1/parse-reply':
+                reply = body['reply']
+                ok = '```' in reply
+                return self._send(200, {'parsed': {'status': 'success', 'testbench': reply.strip('`'), 'filename': 'tb.sv'} if ok else {'status': 'unparsable', 'reason': 'no code'}})
             if self.path == '/v1/first-turn':
                 return self._send(200, {'messages': [{'role': 'system', 'content': 's'}, {'role': 'user', 'content': body['top']}]})
             self._send(404, {'error': 'not_found', 'message': 'no route'})

@@ -6,7 +6,7 @@ import { availableParallelism } from 'node:os';
 import { getSimulator } from '../sim/registry.js';
 import type { SimulatorInfo } from '../sim/simulator.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
-import { firstTurnMessages, refinePrompt, ScoreService, ServiceError, validateScoreRequest, type ScoreOutcome } from './scoreService.js';
+import { firstTurnMessages, parseReplyRequest, refinePrompt, ScoreService, ServiceError, validateIntrospectRequest, validateScoreRequest, type ScoreOutcome } from './scoreService.js';
 import { PoolClosedError, QueueFullError, TaskAbortedError } from './workerPool.js';
 
 export interface ScoreServerOptions {
@@ -39,8 +39,16 @@ export interface ScoreServer {
   close(graceS?: number): Promise<void>;
 }
 
-const ROUTES = ['/v1/score', '/v1/refine-prompt', '/v1/first-turn', '/v1/health', '/metrics'] as const;
-const METHODS: Record<string, string> = { '/v1/score': 'POST', '/v1/refine-prompt': 'POST', '/v1/first-turn': 'POST', '/v1/health': 'GET', '/metrics': 'GET' };
+const ROUTES = ['/v1/score', '/v1/introspect', '/v1/refine-prompt', '/v1/first-turn', '/v1/parse-reply', '/v1/health', '/metrics'] as const;
+const METHODS: Record<string, string> = {
+  '/v1/score': 'POST',
+  '/v1/introspect': 'POST',
+  '/v1/refine-prompt': 'POST',
+  '/v1/first-turn': 'POST',
+  '/v1/parse-reply': 'POST',
+  '/v1/health': 'GET',
+  '/metrics': 'GET',
+};
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.writableEnded || res.destroyed) return;
@@ -147,6 +155,25 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
       const body = parseJson(await readBody(req, bodyLimit));
       if (route === '/v1/refine-prompt') return json(res, 200, refinePrompt(body));
       if (route === '/v1/first-turn') return json(res, 200, firstTurnMessages(body));
+      if (route === '/v1/parse-reply') return json(res, 200, parseReplyRequest(body));
+      if (route === '/v1/introspect') {
+        const item = validateIntrospectRequest(body);
+        let outcome;
+        try {
+          outcome = await service.introspect(item, client.signal);
+        } catch (e) {
+          if (e instanceof QueueFullError) {
+            m.rejected.inc();
+            return json(res, 429, errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }), { 'Retry-After': String(e.retryAfterS) });
+          }
+          if (e instanceof PoolClosedError || e instanceof TaskAbortedError) {
+            if (client.signal.aborted) return;
+            return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
+          }
+          throw e;
+        }
+        return outcome.ok ? json(res, 200, outcome.answer) : json(res, outcome.error.status, outcome.error);
+      }
       // /v1/score
       const { items, batch } = validateScoreRequest(body);
       if (draining) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });

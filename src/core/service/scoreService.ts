@@ -198,6 +198,48 @@ export function refinePrompt(raw: unknown): { content: string; parsed: ParsedRep
   return { content: feedbackTurn(parsed, result), parsed };
 }
 
+/** `POST /v1/parse-reply {reply}`: the protocol's parse of a raw model reply (§2), nothing else. */
+export function parseReplyRequest(raw: unknown): { parsed: ParsedReply } {
+  const o = expectObject(raw, 'body');
+  noUnknown(o, new Set(['reply']), '');
+  return { parsed: parseReply(expectString(o.reply, 'reply', false)) };
+}
+
+export interface IntrospectItem {
+  design_files: NamedText[];
+  include_files: NamedText[];
+  defines: Record<string, string | null>;
+  params: Record<string, string>;
+  top: string | null;
+}
+
+export function validateIntrospectRequest(raw: unknown): IntrospectItem {
+  const o = expectObject(raw, 'body');
+  noUnknown(o, new Set(['design_files', 'include_files', 'defines', 'params', 'top']), '');
+  // The score validator owns the rules for files, defines and params: reuse it with a placeholder
+  // top and testbench rather than restating them.
+  const probe = validateScoreItem({
+    design_files: o.design_files,
+    include_files: o.include_files,
+    defines: o.defines,
+    params: o.params,
+    top: o.top ?? 'placeholder_top',
+    testbench: { name: 'chorus_introspect_probe.sv', content: '-' },
+  });
+  return { design_files: probe.design_files, include_files: probe.include_files, defines: probe.defines, params: probe.params, top: o.top === undefined || o.top === null ? null : probe.top };
+}
+
+/** What `/v1/introspect` answers: the engine's view of a design (the data filter's top detection). */
+export interface IntrospectAnswer {
+  /** Modules nobody instantiates; exactly one means the top is unambiguous. */
+  top_candidates: string[];
+  /** The top the engine would simulate (the given one, or the only candidate); null when ambiguous. */
+  top: string | null;
+  /** Declared modules with their ports, when the design elaborates. */
+  modules?: Array<{ name: string; ports: Array<{ name: string; direction: string; width: number }>; instantiates: string[] }>;
+  warnings?: string[];
+}
+
 export function firstTurnMessages(raw: unknown): { messages: ChatMessage[] } {
   const o = expectObject(raw, 'body');
   noUnknown(o, new Set(['design_files', 'specs', 'top', 'instance', 'instruction']), '');
@@ -490,6 +532,50 @@ export class ScoreService {
       return { ok: true, record: { ...rest, coverage: c, passed: c >= item.threshold, threshold: item.threshold, coverage_breakdown: coverage, design_cached: got.cached } };
     } finally {
       got.release();
+    }
+  }
+
+  /** Reads a design with the engine's front end, on the worker pool (same backpressure as scores). */
+  introspect(item: IntrospectItem, signal: AbortSignal): Promise<{ ok: true; answer: IntrospectAnswer } | { ok: false; error: ItemError }> {
+    return this.pool.submitAll([(s: AbortSignal) => this.introspectOne(item, s)], signal)[0];
+  }
+
+  private async introspectOne(item: IntrospectItem, signal: AbortSignal): Promise<{ ok: true; answer: IntrospectAnswer } | { ok: false; error: ItemError }> {
+    const dir = mkdtempSync(join(this.designs.root, '.introspect-'));
+    try {
+      for (const f of [...item.design_files, ...item.include_files]) {
+        const p = join(dir, f.name);
+        mkdirSync(dirname(p), { recursive: true });
+        writeFileSync(p, f.content);
+      }
+      const spec: DesignSpec = {
+        files: item.design_files.map((f) => join(dir, f.name)),
+        libraryFiles: [],
+        includeDirs: [dir],
+        defines: item.defines,
+        params: item.params,
+        top: item.top ?? undefined,
+      };
+      try {
+        const info = await introspect(spec, { signal, timeoutS: 120 });
+        const answer: IntrospectAnswer = {
+          top_candidates: info.topCandidates,
+          top: info.top,
+          modules: info.modules.map((m) => ({ name: m.name, ports: m.ports.map((p) => ({ name: p.name, direction: p.direction, width: p.width })), instantiates: m.instantiates })),
+          warnings: info.warnings,
+        };
+        return { ok: true, answer: relativize(answer, dir) };
+      } catch (e) {
+        if (signal.aborted) throw e;
+        if (e instanceof DesignError && e.kind === 'multiple-tops') return { ok: true, answer: { top_candidates: e.candidates, top: null } };
+        if (e instanceof DesignError && e.kind !== 'tool') {
+          this.metrics.failures.inc({ reason: 'design_error' });
+          return { ok: false, error: relativize({ error: 'design_error', status: 422, kind: e.kind, message: e.message, candidates: e.candidates, diagnostics: e.diagnostics }, dir) };
+        }
+        throw e;
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   }
 

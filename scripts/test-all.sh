@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs every test suite of the project, installing what each needs first (idempotent: what is
+# already installed is reused), and prints one summary line per suite plus a total:
+#   1. the main vitest run (typecheck, build, unit + integration with real Verilator and the
+#      in-process ONNX fixture model)                          -> test-results/vitest.json
+#   2. the end-to-end suite in a real VS Code (code-server + Chromium, the packaged VSIX)
+#                                                               -> test-results/vitest-e2e.json
+#   3. the training pipeline (pytest: DAPO/OPD math, learning, merges vs mergekit, the whole
+#      chain against the real reward service, ONNX export)    -> test-results/pytest.xml
+#   4. the export check: the TypeScript local backend greedy-decodes the model that step 3
+#      exported to the same tokens as PyTorch                  -> test-results/vitest-export.json
+# Every suite runs even when an earlier one fails; the exit status is non-zero if any failed.
+# Options: --skip-e2e, --skip-training (for a quick local run; CI runs everything).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
+skip_e2e=0
+skip_training=0
+for a in "$@"; do
+  case "$a" in
+    --skip-e2e) skip_e2e=1 ;;
+    --skip-training) skip_training=1 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "test-all.sh: unknown option $a (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+mkdir -p test-results
+declare -a names=() results=()
+overall=0
+record() { names+=("$1"); results+=("$2"); }
+
+vitest_summary() { # file -> "N passed, M failed, K skipped"
+  node -e '
+    try {
+      const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + (r.numTodoTests || 0)} skipped`);
+    } catch { console.log("no report (the run did not start or crashed)"); }' "$1"
+}
+
+echo "==> [1/4] main suite: npm test"
+rm -f test-results/vitest.json
+npm test -- --reporter=default --reporter=json --outputFile.json=test-results/vitest.json
+s=$?; [[ $s -ne 0 ]] && overall=1
+record "main (vitest)" "$(vitest_summary test-results/vitest.json) [exit $s]"
+
+if [[ $skip_e2e -eq 0 ]]; then
+  echo "==> [2/4] end-to-end suite in code-server"
+  rm -f test-results/vitest-e2e.json
+  if bash test/e2e/setup-code-server.sh; then
+    npm run --silent test:e2e -- --reporter=default --reporter=json --outputFile.json=test-results/vitest-e2e.json
+    s=$?
+  else
+    echo "code-server install failed" >&2; s=1
+  fi
+  [[ $s -ne 0 ]] && overall=1
+  record "e2e (code-server)" "$(vitest_summary test-results/vitest-e2e.json) [exit $s]"
+fi
+
+if [[ $skip_training -eq 0 ]]; then
+  echo "==> [3/4] training pipeline: pytest"
+  VENV="$ROOT/training/.venv"
+  s=0
+  stamp="$VENV/.installed-$(cat training/requirements.txt training/requirements-train.txt training/pyproject.toml | sha256sum | cut -c1-16)"
+  if [[ ! -f "$stamp" ]]; then
+    echo "    installing the training stack into training/.venv (torch pulls several GB the first time)"
+    python3 -m venv "$VENV" &&
+      "$VENV/bin/pip" install -q --disable-pip-version-check -r training/requirements.txt -r training/requirements-train.txt &&
+      "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e training &&
+      touch "$stamp" || s=1
+  fi
+  rm -f test-results/pytest.xml
+  rm -rf out/training-export   # step 4 must check this run's export, never a stale one
+  if [[ $s -eq 0 ]]; then
+    # the chain test starts the reward service from dist/cli.js (built by step 1; rebuilt here
+    # so this step also works alone)
+    node scripts/build.mjs --cli-only >/dev/null && "$VENV/bin/python" -m pytest -q training/tests --junitxml=test-results/pytest.xml
+    s=$?
+  fi
+  [[ $s -ne 0 ]] && overall=1
+  py_summary=$(python3 - <<'EOF'
+import xml.etree.ElementTree as ET
+try:
+    r = ET.parse('test-results/pytest.xml').getroot()
+    s = r if r.tag == 'testsuite' else r.find('testsuite')
+    t, f, e, k = (int(s.get(x, 0)) for x in ('tests', 'failures', 'errors', 'skipped'))
+    print(f'{t - f - e - k} passed, {f + e} failed, {k} skipped')
+except Exception:
+    print('no report (the run did not start or crashed)')
+EOF
+)
+  record "training (pytest)" "$py_summary [exit $s]"
+
+  echo "==> [4/4] exported model decodes the same tokens in the local backend"
+  rm -f test-results/vitest-export.json
+  CHORUS_REQUIRE_TRAINING_EXPORT=1 npx vitest run test/integration/trainingExport.test.ts --reporter=default --reporter=json --outputFile.json=test-results/vitest-export.json
+  s=$?; [[ $s -ne 0 ]] && overall=1
+  record "export check (vitest)" "$(vitest_summary test-results/vitest-export.json) [exit $s]"
+fi
+
+echo
+echo "==> summary"
+for i in "${!names[@]}"; do printf '  %-22s %s\n' "${names[$i]}" "${results[$i]}"; done
+if [[ $overall -eq 0 ]]; then echo "all suites passed"; else echo "SOME SUITES FAILED"; fi
+exit $overall
