@@ -88,7 +88,8 @@ if (process.argv.includes('--package')) {
   for (const k of ['files', 'devDependencies', 'scripts', 'bin', 'dependencies']) delete pkg[k];
   pkg.repository = { type: 'git', url: 'https://example.invalid/chorus-testbench.git' };
   writeFileSync(`${stage}/package.json`, JSON.stringify(pkg, null, 2));
-  for (const f of ['README.md', '.vscodeignore']) copyFileSync(f, `${stage}/${f}`);
+  copyFileSync('src/extension/README.md', `${stage}/README.md`); // the extension's own page: the repository README links into the repository
+  copyFileSync('.vscodeignore', `${stage}/.vscodeignore`);
   cpSync('media', `${stage}/media`, { recursive: true });
   for (const f of ['extension.cjs', 'extension-worker.mjs', 'webview.js', 'chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`dist/${f}`, `${stage}/dist/${f}`);
   for (const m of ['onnxruntime-node', 'onnxruntime-common']) cpSync(`node_modules/${m}`, `${stage}/dist/node_modules/${m}`, { recursive: true, dereference: true });
