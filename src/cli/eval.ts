@@ -12,7 +12,8 @@ import { createProgress } from './evalProgress.js';
 import { safeName } from '../core/eval/suites/materialize.js';
 import type { EvalFormat } from '../core/eval/task.js';
 import { createBackend, describeModel, type ModelConfig } from '../core/llm/factory.js';
-import { ModelError, type ModelBackend } from '../core/llm/backend.js';
+import { ModelError, type ModelBackend, type SamplingParams } from '../core/llm/backend.js';
+import { MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
 import { runAgent } from '../core/agent/loop.js';
 import { numberOption, parseCommand } from './command.js';
 
@@ -34,6 +35,12 @@ Row (one of):
   --generator builtin     the built-in model-free generator (samples use different seeds)
   --reference             simulate the suite's reference testbench (1 sample)
   (none: the built-in generator, and it says so)
+Sampling (model rows; PROTOCOL §4 defaults):
+  --temperature <t>       default 0.7
+  --top-p <p>             default 0.8
+  --max-tokens <n>        new tokens per reply, default 16384
+  --context-length <n>    the model's context when the server does not report it
+  --allow-download        let --model name a model to download
 Run:
   --samples <n>           samples per task (default 5)
   --rounds <n>            refinement rounds after the first generation (default 3)
@@ -54,10 +61,7 @@ export async function runEval(argv: string[]): Promise<number> {
   const args = parseCommand('eval', argv, {
     suite: { type: 'string' },
     'suite-format': { type: 'string' },
-    model: { type: 'string' },
-    dtype: { type: 'string' },
-    endpoint: { type: 'string' },
-    'model-name': { type: 'string' },
+    ...MODEL_OPTIONS,
     generator: { type: 'string' },
     reference: { type: 'boolean' },
     samples: { type: 'string' },
@@ -98,12 +102,24 @@ export async function runEval(argv: string[]): Promise<number> {
     return fail((e as Error).message);
   }
 
-  const modelConfig: ModelConfig | null =
-    o.model !== undefined
-      ? { kind: 'local', modelDir: resolve(o.model), dtype: (o.dtype as 'q4' | 'q4f16' | 'fp32' | undefined) ?? 'q4' }
-      : o.endpoint !== undefined
-        ? { kind: 'openai', baseUrl: o.endpoint, model: o['model-name']! }
-        : null;
+  let modelConfig: ModelConfig | null;
+  let sampling: Partial<SamplingParams> | undefined;
+  try {
+    modelConfig = modelConfigFrom(o);
+    if (modelConfig?.kind === 'local') modelConfig = { ...modelConfig, modelDir: resolve(modelConfig.modelDir) };
+    // Only what the user set: the report and the cache key then say "defaults" for the rest.
+    if (o.temperature !== undefined || o['top-p'] !== undefined || o['max-tokens'] !== undefined) {
+      const all = samplingFrom(o);
+      sampling = {
+        ...(o.temperature !== undefined ? { temperature: all.temperature } : {}),
+        ...(o['top-p'] !== undefined ? { topP: all.topP } : {}),
+        ...(o['max-tokens'] !== undefined ? { maxNewTokens: all.maxNewTokens } : {}),
+      };
+    }
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  if (!modelConfig && (sampling || o['allow-download'] || o['context-length'] !== undefined)) return fail('--temperature, --top-p, --max-tokens, --allow-download and --context-length go with --model or --endpoint');
   const rowSlug = modelConfig ? safeName(modelConfig.kind === 'local' ? `model-${resolve(o.model!).split('/').pop()}` : `endpoint-${o['model-name']}`) : o.reference ? 'reference' : 'builtin';
   if (!modelConfig && !o.reference && o.generator === undefined) {
     process.stderr.write('No model configured: evaluating the built-in stimulus generator (--model, --endpoint or --reference choose another row).\n');
@@ -131,6 +147,7 @@ export async function runEval(argv: string[]): Promise<number> {
         label: describeModel(modelConfig),
         runAgent,
         history: (o.history as 'markov' | 'full' | undefined) ?? 'markov',
+        ...(sampling ? { sampling } : {}),
         identity: modelConfig.kind === 'local' ? { kind: 'local', model: bi.model, dtype: modelConfig.dtype } : { kind: 'openai', model: bi.model, endpoint: bi.location },
       };
     } else row = o.reference ? { kind: 'reference' } : { kind: 'builtin' };

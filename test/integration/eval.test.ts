@@ -146,7 +146,7 @@ endmodule`;
     const server = await startScriptedServer([reply, reply, reply, reply]);
     try {
       const out = scratchDir();
-      const code = await runEval(['--suite', join(fixtures, 'eval', 'llm4cov_small.jsonl'), '--tasks', 'and2_ok', '--endpoint', server.url, '--model-name', 'scripted', '--samples', '2', '--rounds', '2', '--out', out, '--workers', '1']);
+      const code = await runEval(['--suite', join(fixtures, 'eval', 'llm4cov_small.jsonl'), '--tasks', 'and2_ok', '--endpoint', server.url, '--model-name', 'scripted', '--samples', '2', '--rounds', '2', '--out', out, '--workers', '1', '--max-tokens', '2048', '--temperature', '0.6']);
       expect(code).toBe(0);
       const r = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as EvalReport;
       checkSchema(r);
@@ -160,6 +160,9 @@ endmodule`;
       expect(r.aggregate.tokens.total).toBe(r.aggregate.tokens.prompt + r.aggregate.tokens.completion);
       // The instruction and instance come from the record.
       expect(server.requests[0].messages[1].content).toMatch(/instance it as 'dut'/);
+      // Sampling flags reach the server; unset ones keep the protocol's defaults.
+      expect(server.requests.map((q) => [q.max_tokens, q.temperature, q.top_p])).toEqual(Array(4).fill([2048, 0.6, 0.8]));
+      expect(r.config.sampling).toMatchObject({ maxNewTokens: 2048, temperature: 0.6 });
     } finally {
       await server.close();
     }

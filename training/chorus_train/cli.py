@@ -132,25 +132,9 @@ def cmd_export(argv: list[str]) -> None:
 
 
 def cmd_eval(argv: list[str]) -> None:
-    ap = argparse.ArgumentParser(prog='chorus-train eval', description='run `chorus eval` on an exported checkpoint (local backend) or an OpenAI-compatible endpoint; metrics are written next to the checkpoint')
-    ap.add_argument('checkpoint', type=Path, help='a transformers.js export directory (see `export`)')
-    ap.add_argument('--endpoint', default=None, help='an OpenAI-compatible server serving the checkpoint (vLLM), with --model-name')
-    ap.add_argument('--model-name', default=None)
-    ap.add_argument('--dry-run', action='store_true')
-    a, rest = ap.parse_known_args(argv)
-    import subprocess
+    from .evaluate import main as eval_main
 
-    from .reward_client import REPO
-
-    cmd = ['node', str(REPO / 'dist' / 'cli.js'), 'eval']
-    cmd += ['--endpoint', a.endpoint, '--model-name', a.model_name or 'model'] if a.endpoint else ['--model', str(a.checkpoint)]
-    cmd += ['--out', str(a.checkpoint / 'chorus_eval')] + rest  # e.g. --suite path/to/suite
-    print(' '.join(cmd))
-    if a.dry_run:
-        return
-    r = subprocess.run(cmd)
-    print(f'metrics -> {a.checkpoint / "chorus_eval"} (exit {r.returncode})')
-    sys.exit(r.returncode)
+    sys.exit(eval_main(argv))
 
 
 COMMANDS = {'data': cmd_data, 'rl': cmd_rl, 'merge': cmd_merge, 'opd': cmd_opd, 'export': cmd_export, 'eval': cmd_eval}
