@@ -33,6 +33,10 @@ async function main(): Promise<void> {
   await sim.info();
   const configs = [...new Set([1, Number(o.workers)])];
   const runs: Array<{ workers: number; r: EvalReport }> = [];
+  // An untimed pass first: the per-machine runtime and per-design caches (Verilator runtime, DUT
+  // libraries) are then warm for every timed run, not only for the ones after the first.
+  process.stderr.write(`warm-up pass (untimed)...\n`);
+  await runEvaluation({ suite, tasks, row: { kind: 'builtin' }, samples: 1, rounds: 0, workers: Number(o.workers), outDir: join(out, 'warmup'), simulator: sim });
   for (const workers of configs) {
     process.stderr.write(`running ${tasks.length} designs x ${o.samples} sample(s), ${o.rounds} refinement rounds, ${workers} worker(s)...\n`);
     const r = await runEvaluation({ suite, tasks, row: { kind: 'builtin' }, samples: Number(o.samples), rounds: Number(o.rounds), workers, outDir: join(out, `w${workers}`), simulator: sim });
