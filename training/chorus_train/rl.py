@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from . import dapo
+from .dist import Dist
 from .envs import Env, Score
 from .policy import HFSampler, Sample, Sampler, make_batch, render, response_logits, save_tokenizer
 
@@ -108,8 +109,13 @@ def rollout(task: dict, env: Env, sampler: Sampler, tok, cfg: RLConfig) -> list[
     return groups
 
 
-def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Tensor, cfg: RLConfig, pad_id: int) -> dict:
-    """One rollout batch -> `mini_batches` optimizer steps of the DAPO loss. Returns averaged stats."""
+def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Tensor, cfg: RLConfig, pad_id: int, dist: Dist | None = None) -> dict:
+    """One rollout batch -> `mini_batches` optimizer steps of the DAPO loss. Returns averaged stats.
+
+    Under data parallelism `samples` are this rank's share; the token-level mean is over the
+    response tokens of every rank's share of the mini-batch, and the stats are global."""
+    dist = dist or Dist()
+    dev = dist.device(model)
     n = len(samples)
     # rollout-time log-probs (the ratio's denominator), same forward as training
     old = []
@@ -117,7 +123,7 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
     with torch.no_grad():
         for i in range(0, n, cfg.micro_batch):
             b = make_batch(samples[i:i + cfg.micro_batch], pad_id)
-            old.append(dapo.token_logprobs(response_logits(model, b), b.tokens.to(model.device)).cpu())
+            old.append(dapo.token_logprobs(response_logits(model, b), b.tokens.to(dev)).cpu())
     model.train()
     order = list(range(n))
     per = math.ceil(n / cfg.mini_batches)
@@ -127,13 +133,13 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
         idx = order[mb * per:(mb + 1) * per]
         if not idx:
             continue
-        n_tok = sum(max(len(samples[i].response_ids), 0) for i in idx)
+        n_tok = dist.all_sum([sum(max(len(samples[i].response_ids), 0) for i in idx)])[0]
         optimizer.zero_grad(set_to_none=True)
         for j in range(0, len(idx), cfg.micro_batch):
             sub = idx[j:j + cfg.micro_batch]
             b = make_batch([samples[i] for i in sub], pad_id)
             logits = response_logits(model, b)
-            lp = dapo.token_logprobs(logits, b.tokens.to(model.device))
+            lp = dapo.token_logprobs(logits, b.tokens.to(dev))
             # old log-probs of these rows (micro-batches of the rollout pass may differ in width)
             o = torch.zeros_like(lp)
             for r, i in enumerate(sub):
@@ -141,7 +147,7 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
                 L = len(samples[i].response_ids)
                 o[r, :L] = src[:L].to(o.device)
             loss, st = dapo.dapo_loss(lp, o, advantages[sub].to(lp.device), b.mask.to(lp.device), cfg.eps_lo, cfg.eps_hi, n_tokens=n_tok)
-            loss.backward()
+            dist.backward(loss)
             with torch.no_grad():
                 ent = dapo.token_entropy(logits.detach())
                 m = b.mask.to(ent.device)
@@ -151,8 +157,12 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
                 acc[k] += getattr(st, k) * st.tokens
             tok_total += st.tokens
         if cfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            dist.clip_grad_norm(model, cfg.grad_clip)
         optimizer.step()
+    keys = ['loss', 'clip_frac', 'clip_lo_frac', 'clip_hi_frac', 'entropy']
+    summed = dist.all_sum([acc[k] for k in keys] + [tok_total])
+    acc = dict(zip(keys, summed[:-1]))
+    tok_total = summed[-1]
     t = max(tok_total, 1)
     return {'loss': acc['loss'] / max(cfg.mini_batches, 1), 'clip_frac': acc['clip_frac'] / t, 'clip_lo_frac': acc['clip_lo_frac'] / t,
             'clip_hi_frac': acc['clip_hi_frac'] / t, 'entropy': acc['entropy'] / t}
@@ -196,11 +206,11 @@ def latest_checkpoint(out: Path) -> Path | None:
     return max(cks, key=lambda p: int(p.name.split('-')[1])) if cks else None
 
 
-def save_checkpoint(out: Path, model, tok, optimizer, state: dict, keep: int) -> Path:
+def save_checkpoint(out: Path, model, tok, optimizer, state: dict, keep: int, state_dict: dict | None = None) -> Path:
     d = out / f"checkpoint-{state['updates']}"
     tmp = out / f".tmp-{d.name}"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
+    model.save_pretrained(tmp, safe_serialization=True, **({'state_dict': state_dict} if state_dict is not None else {}))
     save_tokenizer(tok, tmp)
     torch.save({**state, 'optimizer': optimizer.state_dict(), 'torch_rng': torch.get_rng_state(), 'py_rng': random.getstate()}, tmp / 'trainer_state.pt')
     shutil.rmtree(d, ignore_errors=True)
@@ -216,6 +226,11 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
     """Run DAPO until `cfg.updates` optimizer updates (or `steps` rollout steps). Returns the final state."""
     from .policy import load_policy
 
+    if cfg.rollout_engine != 'hf' and sampler is None:
+        # vLLM would keep sampling from the weights it loaded: on-policy RL needs the policy pushed to
+        # it after every update, which is not built yet.
+        raise SystemExit(f"rollout_engine '{cfg.rollout_engine}' is not supported yet (vLLM would need the weights after every update); use 'hf'")
+    dist = Dist()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ck = latest_checkpoint(out) if resume else None
@@ -235,11 +250,16 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
         random.setstate(st.pop('py_rng'))
         state.update(st)
     if sampler is None:
-        sampler = HFSampler(model, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, cfg.top_k, seed=cfg.seed + state['step'])
+        # each rank samples with its own stream (same prompts on two ranks must not draw the same)
+        sampler = HFSampler(model, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, cfg.top_k, seed=cfg.seed + state['step'] + 7919 * dist.rank)
     elif hasattr(sampler, 'model'):
         sampler.model = model
-    (out / 'rl_config.json').write_text(json.dumps(asdict(cfg), indent=2) + '\n')
-    logger = Logger(out, state['step'])
+    model, optimizer = dist.prepare(model, optimizer)
+    if hasattr(sampler, 'model'):
+        sampler.model = dist.unwrap(model)
+    if dist.main:
+        (out / 'rl_config.json').write_text(json.dumps(asdict(cfg), indent=2) + '\n')
+    logger = Logger(out, state['step']) if dist.main else None
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     order = list(range(len(tasks)))
     random.Random(cfg.seed + state['epoch']).shuffle(order)
@@ -256,29 +276,35 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
             batch_tasks.append(tasks[order[state['cursor']]])
             state['cursor'] += 1
         groups: list[Group] = []
-        for task in batch_tasks:
+        for task in dist.shard(batch_tasks, 'prompts_per_step'):
             groups += rollout(task, env, sampler, tok, cfg)
         samples = [s for g in groups for s in g.samples]
         adv = torch.cat([g.advantages for g in groups])
-        stats = policy_update(model, optimizer, samples, adv, cfg, pad)
+        stats = policy_update(model, optimizer, samples, adv, cfg, pad, dist)
         state['step'] += 1
         state['updates'] += cfg.mini_batches
-        sc = [s for g in groups for s in g.scores]
-        direct = [s for g in groups if g.round == 0 for s in g.scores]
-        refine = [s for g in groups if g.round > 0 for s in g.scores]
-        row = {'step': state['step'], 'updates': state['updates'], 'reward': _mean(s.reward for s in sc),
-               'coverage': _mean(s.coverage for s in sc), 'pass_rate': _mean(float(s.passed) for s in sc),
-               'reward_direct': _mean(s.reward for s in direct), 'reward_refine': _mean(s.reward for s in refine),
-               'coverage_direct': _mean(s.coverage for s in direct), 'coverage_refine': _mean(s.coverage for s in refine),
-               'response_len': _mean(len(s.response_ids) for s in samples), 'truncated_frac': _mean(float(s.truncated) for s in samples),
-               'zero_adv_groups': sum(1 for g in groups if float(g.advantages.abs().sum()) == 0.0),
-               'seconds': round(time.time() - t0, 3), **stats}
-        logger.log(row)
-        log(f"step {row['step']} updates {row['updates']}: reward {row['reward']:.3f} coverage {row['coverage']:.3f} "
-            f"pass {row['pass_rate']:.2f} clip {row['clip_frac']:.3f} entropy {row['entropy']:.2f} len {row['response_len']:.0f}")
+        # per-sample facts from every rank, for the step's metrics
+        facts = dist.gather([(g.round, s.reward, s.coverage, float(s.passed), len(x.response_ids), float(x.truncated))
+                             for g in groups for s, x in zip(g.scores, g.samples)])
+        zero_adv = int(dist.all_sum([sum(1 for g in groups if float(g.advantages.abs().sum()) == 0.0)])[0])
+        direct = [f for f in facts if f[0] == 0]
+        refine = [f for f in facts if f[0] > 0]
+        row = {'step': state['step'], 'updates': state['updates'], 'reward': _mean(f[1] for f in facts),
+               'coverage': _mean(f[2] for f in facts), 'pass_rate': _mean(f[3] for f in facts),
+               'reward_direct': _mean(f[1] for f in direct), 'reward_refine': _mean(f[1] for f in refine),
+               'coverage_direct': _mean(f[2] for f in direct), 'coverage_refine': _mean(f[2] for f in refine),
+               'response_len': _mean(f[4] for f in facts), 'truncated_frac': _mean(f[5] for f in facts),
+               'zero_adv_groups': zero_adv, 'seconds': round(time.time() - t0, 3), **stats}
+        if dist.main:
+            logger.log(row)
+            log(f"step {row['step']} updates {row['updates']}: reward {row['reward']:.3f} coverage {row['coverage']:.3f} "
+                f"pass {row['pass_rate']:.2f} clip {row['clip_frac']:.3f} entropy {row['entropy']:.2f} len {row['response_len']:.0f}")
         if cfg.save_every and state['updates'] % cfg.save_every < cfg.mini_batches or state['updates'] >= cfg.updates:
-            save_checkpoint(out, model, tok, optimizer, dict(state), cfg.keep_checkpoints)
-    return {'state': state, 'model': model, 'tokenizer': tok}
+            sd = dist.state_dict(model)  # collective under FSDP: every rank takes part
+            if dist.main:
+                save_checkpoint(out, dist.unwrap(model), tok, optimizer, dict(state), cfg.keep_checkpoints, state_dict=sd)
+            dist.barrier()
+    return {'state': state, 'model': dist.unwrap(model), 'tokenizer': tok, 'rank': dist.rank, 'world': dist.world}
 
 
 def load_tasks(path: str) -> list[dict]:

@@ -1,0 +1,63 @@
+"""One DAPO step, run by test_rl_ddp.py either in one process or under torchrun with 2 ranks.
+
+usage: ddp_worker.py CHECKPOINT OUT   (the final weights go to OUT/final.pt from rank 0)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from chorus_train import rl  # noqa: E402
+from chorus_train.envs import TokenRewardEnv  # noqa: E402
+from chorus_train.policy import Sample, load_policy  # noqa: E402
+
+TEXTS = ['module tb; endmodule', 'initial begin $finish; end', 'always @(posedge clk) q <= d;', 'assign y = a & b;',
+         'logic [7:0] x;', 'wire w;', 'reg r = 0;', '// nothing']
+
+
+class PerPromptSampler:
+    """Deterministic replies that depend only on the prompt and how often it was asked: the same in
+    one process and on any rank (a shared counter would differ across ranks)."""
+
+    def __init__(self, tok):
+        self.tok = tok
+        self.seen: dict[tuple, int] = {}
+
+    def sample(self, prompts, n):
+        out = []
+        for p in prompts:
+            key = tuple(p)
+            k0 = self.seen.get(key, 0)
+            self.seen[key] = k0 + n
+            group = []
+            for k in range(k0, k0 + n):
+                t = TEXTS[(sum(p) + 3 * k) % len(TEXTS)]
+                group.append(Sample(list(p), self.tok(t, add_special_tokens=False)['input_ids'] + [self.tok.eos_token_id], t))
+            out.append(group)
+        return out
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    ck, out = sys.argv[1], Path(sys.argv[2])
+    model, tok = load_policy(ck)
+    emb = model.get_input_embeddings().weight.detach().float()
+    good = set(torch.nonzero(emb @ torch.randn(emb.shape[1], generator=torch.Generator().manual_seed(0)) > 0).flatten().tolist())
+    tasks = [{'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a testbench for m{i}.'}]} for i in range(4)]
+    cfg = rl.RLConfig(out=str(out / 'run'), lr=1e-3, updates=100, group_size=4, prompts_per_step=4, agentic_rounds=2,
+                      max_new_tokens=8, mini_batches=1, micro_batch=4, save_every=0, seed=0, grad_clip=0.0)
+    res = rl.train(cfg, tasks, TokenRewardEnv(good), model=model, tok=tok, sampler=PerPromptSampler(tok), steps=1, resume=False, log=print)
+    if res['rank'] == 0:
+        torch.save({k: v.detach().cpu() for k, v in res['model'].state_dict().items()}, out / 'final.pt')
+        # the step's gradient (left on the parameters; under DDP the all-reduced one): Adam's first
+        # update is nearly scale-free, so the gradient is the sharper check of the normalization
+        torch.save({k: p.grad.detach().cpu() for k, p in res['model'].named_parameters() if p.grad is not None}, out / 'grads.pt')
+        (out / 'world.txt').write_text(str(res['world']))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,54 @@
+"""Data parallelism through accelerate: a DAPO step on 2 CPU processes (torchrun, gloo) is the same
+update as the step in one process: each rank rolls out its share of the prompts and the loss is
+normalized by the whole step's token count."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+WORKER = Path(__file__).with_name('ddp_worker.py')
+
+
+def run(args: list[str], tmp: Path, nproc: int) -> None:
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'TOKENIZERS_PARALLELISM': 'false', 'HF_HUB_OFFLINE': '1'}
+    env.pop('WORLD_SIZE', None)
+    if nproc == 1:
+        cmd = [sys.executable, str(WORKER), *args]
+    else:
+        with socket.socket() as sk:  # torchrun's --master_port 0 hangs the static rendezvous: pick one
+            sk.bind(('127.0.0.1', 0))
+            port = sk.getsockname()[1]
+        cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', str(nproc), '--master_addr', '127.0.0.1',
+               '--master_port', str(port), str(WORKER), *args]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+@pytest.mark.skipif(shutil.which('true') is None, reason='needs a POSIX system')
+def test_two_ranks_take_the_same_step_as_one(tiny_ckpts, tmp_path):
+    one, two = tmp_path / 'one', tmp_path / 'two'
+    one.mkdir()
+    two.mkdir()
+    run([str(tiny_ckpts[0]), str(one)], one, 1)
+    run([str(tiny_ckpts[0]), str(two)], two, 2)
+    assert (one / 'world.txt').read_text() == '1' and (two / 'world.txt').read_text() == '2'
+    a, b = torch.load(one / 'final.pt'), torch.load(two / 'final.pt')
+    start = {k: v for k, v in __import__('safetensors.torch', fromlist=['load_file']).load_file(str(tiny_ckpts[0] / 'model.safetensors')).items()}
+    moved = 0
+    for k in a:
+        assert torch.allclose(a[k].float(), b[k].float(), atol=1e-6, rtol=1e-4), k
+        key = k if k in start else k.removeprefix('model.')
+        if key in start and not torch.equal(a[k].float(), start[key].float()):
+            moved += 1
+    assert moved > 0, 'the step did not change the weights: the comparison would prove nothing'
+    ga, gb = torch.load(one / 'grads.pt'), torch.load(two / 'grads.pt')
+    assert ga.keys() == gb.keys() and len(ga) > 0
+    for k in ga:
+        assert torch.allclose(ga[k], gb[k], atol=1e-7, rtol=1e-4), (k, float((ga[k] - gb[k]).abs().max()), float(ga[k].abs().max()))
