@@ -152,6 +152,8 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     await wb.command('CHORUS: Cancel');
     await page.locator('.notification-toast', { hasText: 'generation cancelled' }).first().waitFor({ timeout: 30_000 });
     expect(existsSync(join(counterDir(), 'tb_counter_3.sv'))).toBe(false);
+    // The progress ends with the run: nothing keeps saying "generating" after a cancel.
+    await page.locator('.statusbar', { hasText: 'generating testbench' }).waitFor({ state: 'detached', timeout: 15_000 });
     await wb.shot('cancelled');
   });
 });
