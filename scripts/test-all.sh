@@ -64,6 +64,11 @@ if [[ $skip_training -eq 0 ]]; then
   stamp="$VENV/.installed-$(cat training/requirements.txt training/requirements-train.txt training/pyproject.toml | sha256sum | cut -c1-16)"
   if [[ ! -f "$stamp" ]]; then
     echo "    installing the training stack into training/.venv (torch pulls several GB the first time)"
+    if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+      # Debian's python3 ships venv/ensurepip separately
+      SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+      $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+    fi
     python3 -m venv "$VENV" &&
       "$VENV/bin/pip" install -q --disable-pip-version-check -r training/requirements.txt -r training/requirements-train.txt &&
       "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps -e training &&
