@@ -82,6 +82,9 @@ describe('local backend on the tiny Qwen3 fixture', () => {
       // the same seed samples the same tokens; greedy decoding is deterministic too
       const again = await b.complete({ messages, sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 12, seed: 7 } });
       expect(again.text).toBe(r.text);
+      // ...and another seed other tokens (the random-weight model is near uniform: sampling shows)
+      const other = await b.complete({ messages, sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 12, seed: 8 } });
+      expect(other.text).not.toBe(r.text);
       const g1 = await b.complete({ messages, sampling: { temperature: 0, topP: 1, maxNewTokens: 6 } });
       const g2 = await b.complete({ messages, sampling: { temperature: 0, topP: 1, maxNewTokens: 6 } });
       expect(g1.completionTokens).toBe(6);

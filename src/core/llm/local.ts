@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { ChatMessage } from '../agent/protocol.js';
+import { sampleToken, seededRandom } from './sampling.js';
 import { ModelError, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 
 export type LocalDtype = 'fp32' | 'q4' | 'q4f16';
@@ -54,6 +55,25 @@ interface Loaded {
   users: number;
   /** Serializes generation: one completion at a time per model (parallelism 1). */
   queue: Promise<unknown>;
+}
+
+/** A transformers.js logits processor that samples one token per row and masks the others. */
+function nucleusProcessor(tf: Transformers, temperature: number, topP: number, seed: number | undefined): unknown {
+  const random = seededRandom(seed ?? (Math.random() * 2 ** 31) >>> 0);
+  class Nucleus extends (tf.LogitsProcessor as unknown as new () => object) {
+    _call(_ids: unknown, logits: Tensor): Tensor {
+      const v = logits.dims.at(-1)!;
+      const data = logits.data as Float32Array;
+      for (let row = 0; row < data.length / v; row++) {
+        const slice = data.subarray(row * v, (row + 1) * v);
+        const pick = sampleToken(slice, temperature, topP, random);
+        slice.fill(-Infinity);
+        slice[pick] = 0;
+      }
+      return logits;
+    }
+  }
+  return new Nucleus();
 }
 
 const cache = new Map<string, Promise<Loaded>>();
@@ -264,15 +284,16 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
           },
         });
         const sample = req.sampling.temperature > 0;
-        if (req.sampling.seed !== undefined) tf.random.seed(req.sampling.seed);
         let out: Tensor;
         try {
           out = await l.model.generate({
             input_ids,
             attention_mask,
             max_new_tokens: maxNew,
-            do_sample: sample,
-            ...(sample ? { temperature: req.sampling.temperature, top_p: req.sampling.topP, top_k: 0 } : {}),
+            // Sampling is ours (sampling.ts, top-k off as the protocol says): the processor draws
+            // the token and leaves only it finite, so transformers.js's greedy step picks it.
+            do_sample: false,
+            ...(sample ? { logits_processor: [nucleusProcessor(tf, req.sampling.temperature, req.sampling.topP, req.sampling.seed)] } : {}),
             streamer,
             stopping_criteria: [stopper],
           });
