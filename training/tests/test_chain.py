@@ -38,7 +38,10 @@ REPLIES = [
 ]
 EXPORT_DIR = REPO / 'out' / 'training-export'
 
-pytestmark = pytest.mark.skipif(not (REPO / 'dist' / 'cli.js').exists(), reason='dist/cli.js not built (node scripts/build.mjs --cli-only)')
+@pytest.fixture(autouse=True)
+def _cli_built():
+    # the reward service / chorus eval run from the built CLI; not built is a setup error, not a skip
+    assert (REPO / 'dist' / 'cli.js').exists(), 'dist/cli.js is not built: run `node scripts/build.mjs --cli-only` in the repository root'
 
 
 def test_whole_chain(tiny_ckpts, tmp_path):

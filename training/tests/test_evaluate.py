@@ -13,7 +13,10 @@ from chorus_train.reward_client import REPO
 FIXTURE = REPO / 'test' / 'fixtures' / 'models' / 'tiny-qwen3'
 SUITE = REPO / 'test' / 'fixtures' / 'eval' / 'llm4cov_small.jsonl'
 
-pytestmark = pytest.mark.skipif(not evaluate.CLI.exists(), reason='dist/cli.js not built (node scripts/build.mjs --cli-only)')
+@pytest.fixture(autouse=True)
+def _cli_built():
+    # the reward service / chorus eval run from the built CLI; not built is a setup error, not a skip
+    assert (evaluate.CLI).exists(), 'dist/cli.js is not built: run `node scripts/build.mjs --cli-only` in the repository root'
 
 
 def test_eval_records_metrics_next_to_the_checkpoint(tmp_path, capsys):

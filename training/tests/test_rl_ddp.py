@@ -4,14 +4,13 @@ normalized by the whole step's token count."""
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
+
+from chorus_train.evaluate import free_port
 
 WORKER = Path(__file__).with_name('ddp_worker.py')
 
@@ -22,16 +21,13 @@ def run(args: list[str], tmp: Path, nproc: int) -> None:
     if nproc == 1:
         cmd = [sys.executable, str(WORKER), *args]
     else:
-        with socket.socket() as sk:  # torchrun's --master_port 0 hangs the static rendezvous: pick one
-            sk.bind(('127.0.0.1', 0))
-            port = sk.getsockname()[1]
+        port = free_port()  # torchrun's --master_port 0 hangs the static rendezvous: pick one
         cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', str(nproc), '--master_addr', '127.0.0.1',
                '--master_port', str(port), str(WORKER), *args]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
-@pytest.mark.skipif(shutil.which('true') is None, reason='needs a POSIX system')
 def test_two_ranks_take_the_same_step_as_one(tiny_ckpts, tmp_path):
     one, two = tmp_path / 'one', tmp_path / 'two'
     one.mkdir()
