@@ -85,10 +85,8 @@ export async function runEval(argv: string[]): Promise<number> {
   const rows = [o.model !== undefined, o.endpoint !== undefined, o.generator !== undefined, o.reference === true].filter(Boolean).length;
   if (rows > 1) return fail('choose one row: --model, --endpoint, --generator builtin or --reference');
   if (o.generator !== undefined && o.generator !== 'builtin') return fail(`--generator must be 'builtin' (got '${o.generator}')`);
-  if (o.endpoint !== undefined && !o['model-name']) return fail('--endpoint needs --model-name <served model name>');
-  if (o['model-name'] !== undefined && o.endpoint === undefined) return fail('--model-name goes with --endpoint <url>');
+  // the rest of the model flags are checked by modelConfigFrom (shared with generate and refine)
   if (o.dtype !== undefined && o.model === undefined) return fail('--dtype goes with --model <dir>');
-  if (o.dtype !== undefined && !['q4', 'q4f16', 'fp32'].includes(o.dtype)) return fail('--dtype must be q4, q4f16 or fp32');
   if (o.history !== undefined && o.history !== 'markov' && o.history !== 'full') return fail('--history must be markov or full');
   let samples: number, rounds: number, workers: number, seed: number, timeoutS: number, limit: number | undefined;
   try {

@@ -27,7 +27,7 @@ import json
 import random
 import statistics
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -35,6 +35,7 @@ import torch
 from . import dapo
 from .envs import Env, Score, integrity_problem
 from .policy import HFSampler, Sample, make_batch, render, response_logits, save_tokenizer
+from .settings import TrainerSettings
 
 ROUTES = ('best_skip', 'median', 'always_best', 'random_teacher', 'random_source', 'rl_fallback')
 TOP_K = 16
@@ -112,7 +113,7 @@ def route(variant: str, student: list[Score], teachers: list[list[Score]], rng: 
 # the loop
 
 @dataclass
-class OPDConfig:
+class OPDConfig(TrainerSettings):
     student: str = ''
     teachers: list[str] = field(default_factory=list)
     out: str = 'runs/opd'
@@ -122,29 +123,9 @@ class OPDConfig:
     student_samples: int = 4
     teacher_samples: int = 2
     top_k: int = TOP_K
-    lr: float = 1e-6
-    eps_lo: float = dapo.EPS_LO
-    eps_hi: float = dapo.EPS_HI
-    temperature: float = 0.7
-    top_p: float = 0.8
-    max_new_tokens: int = 16384
-    micro_batch: int = 4
-    grad_clip: float = 1.0
     save_every: int = 25
-    seed: int = 0
-    dtype: str = 'float32'
-    device: str = 'cpu'
-    data: str = ''
-    service: list[str] = field(default_factory=list)
-    timeout_s: float = 60.0
 
-    @classmethod
-    def from_dict(cls, d: dict) -> 'OPDConfig':
-        names = {f.name for f in fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise SystemExit(f'unknown opd settings: {", ".join(sorted(unknown))}')
-        return cls(**d)
+    SECTION = 'opd'
 
 
 OPD_METRICS = ['step', 'distilled', 'skipped', 'rl_fallback', 'integrity_failures', 'reward_student', 'reward_teachers',

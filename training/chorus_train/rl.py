@@ -19,7 +19,7 @@ import math
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -28,6 +28,7 @@ from . import dapo
 from .dist import Dist
 from .envs import Env, Score
 from .policy import HFSampler, Sample, Sampler, make_batch, render, response_logits, save_tokenizer
+from .settings import TrainerSettings
 
 METRICS = ['step', 'updates', 'reward', 'coverage', 'pass_rate', 'reward_direct', 'reward_refine', 'coverage_direct',
            'coverage_refine', 'clip_frac', 'clip_lo_frac', 'clip_hi_frac', 'entropy', 'response_len', 'truncated_frac',
@@ -35,43 +36,23 @@ METRICS = ['step', 'updates', 'reward', 'coverage', 'pass_rate', 'reward_direct'
 
 
 @dataclass
-class RLConfig:
+class RLConfig(TrainerSettings):
     model: str = ''
     out: str = 'runs/rl'
-    lr: float = 1e-6
     updates: int = 1000
     group_size: int = 4
     prompts_per_step: int = 16
     agentic_rounds: int = 2
     carry: str = 'worst'  # worst | best
-    eps_lo: float = dapo.EPS_LO
-    eps_hi: float = dapo.EPS_HI
-    temperature: float = 0.7
-    top_p: float = 0.8
     top_k: int | None = None
-    max_new_tokens: int = 16384
     mini_batches: int = 1
-    micro_batch: int = 4
-    grad_clip: float = 1.0
     weight_decay: float = 0.0
     save_every: int = 100
     keep_checkpoints: int = 3
-    seed: int = 0
-    dtype: str = 'float32'
-    device: str = 'cpu'
-    data: str = ''
-    service: list[str] = field(default_factory=list)
     threshold: float | None = None
-    timeout_s: float = 60.0
     rollout_engine: str = 'hf'  # hf | vllm
 
-    @classmethod
-    def from_dict(cls, d: dict) -> 'RLConfig':
-        names = {f.name for f in fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise SystemExit(f'unknown rl settings: {", ".join(sorted(unknown))}')
-        return cls(**d)
+    SECTION = 'rl'
 
 
 def pick_carry(scores: list[Score], carry: str) -> int:

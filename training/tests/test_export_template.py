@@ -6,12 +6,18 @@ import json
 from chorus_train.export_onnx import inline_chat_template
 
 
-def test_jinja_template_is_inlined_into_tokenizer_config(tmp_path):
+def export_dirs(tmp_path, jinja: str, config: dict):
+    """A checkpoint holding chat_template.jinja and an export holding tokenizer_config.json."""
     src, out = tmp_path / 'ckpt', tmp_path / 'out'
     src.mkdir()
     out.mkdir()
-    (src / 'chat_template.jinja').write_text('{% for m in messages %}<|im_start|>{{ m.role }}{% endfor %}')
-    (out / 'tokenizer_config.json').write_text(json.dumps({'eos_token': '<|im_end|>'}))
+    (src / 'chat_template.jinja').write_text(jinja)
+    (out / 'tokenizer_config.json').write_text(json.dumps(config))
+    return src, out
+
+
+def test_jinja_template_is_inlined_into_tokenizer_config(tmp_path):
+    src, out = export_dirs(tmp_path, '{% for m in messages %}<|im_start|>{{ m.role }}{% endfor %}', {'eos_token': '<|im_end|>'})
     inline_chat_template(src, out)
     cfg = json.loads((out / 'tokenizer_config.json').read_text())
     assert cfg['chat_template'].startswith('{% for m in messages %}')
@@ -20,11 +26,7 @@ def test_jinja_template_is_inlined_into_tokenizer_config(tmp_path):
 
 
 def test_existing_template_in_config_wins(tmp_path):
-    src, out = tmp_path / 'ckpt', tmp_path / 'out'
-    src.mkdir()
-    out.mkdir()
-    (src / 'chat_template.jinja').write_text('new')
-    (out / 'tokenizer_config.json').write_text(json.dumps({'chat_template': 'kept'}))
+    src, out = export_dirs(tmp_path, 'new', {'chat_template': 'kept'})
     inline_chat_template(src, out)
     assert json.loads((out / 'tokenizer_config.json').read_text())['chat_template'] == 'kept'
 

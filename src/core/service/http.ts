@@ -126,6 +126,12 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
   const pending = new Set<Promise<void>>();
   const sockets = new Set<Socket>();
 
+  /** Backpressure: the queue is full, come back after Retry-After. */
+  const queueFull = (res: ServerResponse, e: QueueFullError): void => {
+    m.rejected.inc();
+    json(res, 429, errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }), { 'Retry-After': String(e.retryAfterS) });
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const t0 = performance.now();
     const path = (req.url ?? '/').split('?')[0];
@@ -162,10 +168,7 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
         try {
           outcome = await service.introspect(item, client.signal);
         } catch (e) {
-          if (e instanceof QueueFullError) {
-            m.rejected.inc();
-            return json(res, 429, errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }), { 'Retry-After': String(e.retryAfterS) });
-          }
+          if (e instanceof QueueFullError) return queueFull(res, e);
           if (e instanceof PoolClosedError || e instanceof TaskAbortedError) {
             if (client.signal.aborted) return;
             return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
@@ -184,10 +187,7 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
       try {
         promises = service.submit(items, client.signal);
       } catch (e) {
-        if (e instanceof QueueFullError) {
-          m.rejected.inc();
-          return json(res, 429, errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }), { 'Retry-After': String(e.retryAfterS) });
-        }
+        if (e instanceof QueueFullError) return queueFull(res, e);
         if (e instanceof PoolClosedError) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
         throw e;
       }

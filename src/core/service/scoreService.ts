@@ -328,26 +328,14 @@ export class DesignStore {
   private async prepare(item: ScoreItem, dir: string): Promise<{ design: DesignSpec; top: string }> {
     const tmp = mkdtempSync(join(this.root, '.tmp-'));
     try {
-      for (const f of [...item.design_files, ...item.include_files]) {
-        const p = join(tmp, f.name);
-        mkdirSync(dirname(p), { recursive: true });
-        writeFileSync(p, f.content);
-      }
+      writeFiles(tmp, [...item.design_files, ...item.include_files]);
       rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
     } catch (err) {
       rmSync(tmp, { recursive: true, force: true });
       throw err;
     }
-    const spec: DesignSpec = {
-      files: item.design_files.map((f) => join(dir, f.name)),
-      libraryFiles: [],
-      includeDirs: [dir],
-      defines: item.defines,
-      params: item.params,
-      top: item.top,
-    };
-    const info = await introspect(spec, { signal: this.controller.signal, timeoutS: 120 });
+    const info = await introspect(designIn(dir, item, item.top), { signal: this.controller.signal, timeoutS: 120 });
     return { design: info.design, top: info.top };
   }
 
@@ -373,6 +361,20 @@ export class DesignStore {
     this.entries.clear();
     rmSync(this.root, { recursive: true, force: true });
   }
+}
+
+/** The client's files under `dir` (names already checked by checkFileName). */
+function writeFiles(dir: string, files: NamedText[]): void {
+  for (const f of files) {
+    const p = join(dir, f.name);
+    mkdirSync(dirname(p), { recursive: true });
+    writeFileSync(p, f.content);
+  }
+}
+
+/** The design a request describes, once its files are under `dir` (includes resolve there too). */
+function designIn(dir: string, item: Pick<ScoreItem, 'design_files' | 'defines' | 'params'>, top: string | undefined): DesignSpec {
+  return { files: item.design_files.map((f) => join(dir, f.name)), libraryFiles: [], includeDirs: [dir], defines: item.defines, params: item.params, top };
 }
 
 /** Every mention of `dir/` in a JSON-able value removed: paths become the client's file names. */
@@ -543,21 +545,9 @@ export class ScoreService {
   private async introspectOne(item: IntrospectItem, signal: AbortSignal): Promise<{ ok: true; answer: IntrospectAnswer } | { ok: false; error: ItemError }> {
     const dir = mkdtempSync(join(this.designs.root, '.introspect-'));
     try {
-      for (const f of [...item.design_files, ...item.include_files]) {
-        const p = join(dir, f.name);
-        mkdirSync(dirname(p), { recursive: true });
-        writeFileSync(p, f.content);
-      }
-      const spec: DesignSpec = {
-        files: item.design_files.map((f) => join(dir, f.name)),
-        libraryFiles: [],
-        includeDirs: [dir],
-        defines: item.defines,
-        params: item.params,
-        top: item.top ?? undefined,
-      };
+      writeFiles(dir, [...item.design_files, ...item.include_files]);
       try {
-        const info = await introspect(spec, { signal, timeoutS: 120 });
+        const info = await introspect(designIn(dir, item, item.top ?? undefined), { signal, timeoutS: 120 });
         const answer: IntrospectAnswer = {
           top_candidates: info.topCandidates,
           top: info.top,
