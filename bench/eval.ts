@@ -12,7 +12,7 @@ import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
 
 const { values: o } = parseArgs({
   options: {
-    suite: { type: 'string', default: resolve('..', 'shared', 'benchmarks', 'verilog-eval-v2') },
+    suite: { type: 'string', default: resolve('bench', 'data', 'verilog-eval-v2') },
     limit: { type: 'string', default: '20' },
     samples: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '3' },

@@ -52,7 +52,7 @@ interface BenchDesign {
 }
 
 // Benchmark data lives beside the checkout (npm runs scripts from the repository root).
-const VEREVAL_DIR = resolve(process.cwd(), '..', 'shared', 'benchmarks', 'verilog-eval-v2');
+const VEREVAL_DIR = resolve(process.cwd(), 'bench', 'data', 'verilog-eval-v2');
 const VEREVAL_PROB = 'Prob109_fsm1';
 
 function designTable(root: string, scratch: string): Record<string, () => BenchDesign> {

@@ -12,7 +12,7 @@ import type { SimResult } from '../src/core/sim/result.js';
 
 const { values: o } = parseArgs({
   options: {
-    suite: { type: 'string', default: resolve('..', 'shared', 'benchmarks', 'verilog-eval-v2') },
+    suite: { type: 'string', default: resolve('bench', 'data', 'verilog-eval-v2') },
     limit: { type: 'string' },
     workers: { type: 'string' },
     rounds: { type: 'string', default: '4' },
@@ -20,7 +20,7 @@ const { values: o } = parseArgs({
   },
 });
 
-// Documented, not special-cased: ../shared/benchmarks/README.md lists where 100% cannot be reached
+// Documented, not special-cased: bench/data/verilog-eval-v2/README.md lists where 100% cannot be reached
 // under a 2-state simulator (constant outputs, dead bits, default arms). The generator never sees
 // this list; it only splits the summary.
 const UNREACHABLE = new Set(['001', '002', '003', '043', '064', '068', '092', '093', '094', '140', '141', '112', '115', '121', '129', '133', '136', '138', '139', '148', '149', '151', '156', '055']);

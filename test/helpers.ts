@@ -11,8 +11,8 @@ import type { SimRequest } from '../src/core/sim/simulator.js';
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const examples = join(repoRoot, 'examples');
 export const fixtures = join(repoRoot, 'test', 'fixtures');
-/** Read-only benchmark data beside the checkout (CI lays it out the same way). */
-export const sharedBenchmarks = resolve(repoRoot, '..', 'shared', 'benchmarks');
+/** Benchmark data committed with the repository (provenance and licences: bench/data/README.md). */
+export const benchData = join(repoRoot, 'bench', 'data');
 
 export const sim = new VerilatorSimulator();
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { examples, read, sharedBenchmarks, simulateFiles } from '../helpers.js';
+import { examples, read, benchData, simulateFiles } from '../helpers.js';
 import type { SimResult } from '../../src/core/sim/result.js';
 
 const counter = join(examples, 'counter', 'counter.sv');
@@ -65,7 +65,7 @@ endmodule
   });
 
   it('matches the flat build on VerilogEval reference designs with their human testbenches', async () => {
-    const dir = join(sharedBenchmarks, 'verilog-eval-v2');
+    const dir = join(benchData, 'verilog-eval-v2');
     const picks = readdirSync(dir)
       .filter((f) => f.endsWith('_ref.sv'))
       .sort()

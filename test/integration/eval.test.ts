@@ -10,10 +10,10 @@ import { writeReports } from '../../src/core/eval/report/json.js';
 import { computeMetrics } from '../../src/core/eval/metrics.js';
 import { runEval } from '../../src/cli/eval.js';
 import type { Simulator } from '../../src/core/sim/simulator.js';
-import { fixtures, scratchDir, sharedBenchmarks, sim } from '../helpers.js';
+import { fixtures, scratchDir, benchData, sim } from '../helpers.js';
 import { fencedReply, startScriptedServer } from '../support/scriptedServer.js';
 
-const ve = join(sharedBenchmarks, 'verilog-eval-v2');
+const ve = join(benchData, 'verilog-eval-v2');
 const TASKS = ['Prob001_zero', 'Prob010_mt2015_q4a', 'Prob030_popcount255'];
 
 function counting(inner: Simulator): Simulator & { calls: number } {

@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDesign } from '../../src/core/design/load.js';
 import { generateTestbench, refinePlan, initialPlan } from '../../src/core/generate/generator.js';
-import { examples, fixtures, repoRoot, scratchDir, sharedBenchmarks, sim } from '../helpers.js';
+import { examples, fixtures, repoRoot, scratchDir, benchData, sim } from '../helpers.js';
 
 const gen = async (files: string[], opts: { params?: string[]; rounds?: number } = {}) => {
   const { design, info } = await loadDesign({ files, params: opts.params });
@@ -73,7 +73,7 @@ describe('built-in generator', () => {
   });
 
   it('small combinational designs get exhaustive stimulus', async () => {
-    const g = await gen([join(sharedBenchmarks, 'verilog-eval-v2', 'Prob050_kmap1_ref.sv')]);
+    const g = await gen([join(benchData, 'verilog-eval-v2', 'Prob050_kmap1_ref.sv')]);
     expect(g.best.testbench).toMatch(/Phase 2: exhaustive: every one of the 2\^3 input combinations/);
     expect(g.best.result.coverage!.waived.overall).toBe(1);
   });

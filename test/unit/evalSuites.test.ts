@@ -4,10 +4,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadSuite, selectTasks, SuiteError, detectJsonlFormat } from '../../src/core/eval/suites/index.js';
 import { chooseTop, cvdpThreshold, instanceFromPrompt } from '../../src/core/eval/suites/cvdp.js';
-import { fixtures, scratchDir, sharedBenchmarks } from '../helpers.js';
+import { fixtures, scratchDir, benchData } from '../helpers.js';
 
-const ve = join(sharedBenchmarks, 'verilog-eval-v2');
-const cvdpDir = join(sharedBenchmarks, 'cvdp-example');
+const ve = join(benchData, 'verilog-eval-v2');
+const cvdpDir = join(benchData, 'cvdp-example');
 const cvdpPlain = join(cvdpDir, 'cvdp_v1.1.0_example_nonagentic_code_generation_commercial.jsonl');
 const cvdpSol = join(cvdpDir, 'cvdp_v1.1.0_example_nonagentic_code_generation_commercial_with_solutions.jsonl');
 const cvdpAgentic = join(cvdpDir, 'cvdp_v1.1.0_example_agentic_code_generation_commercial.jsonl');
