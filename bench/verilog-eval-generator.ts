@@ -1,7 +1,9 @@
 // The model-free generator against VerilogEval's own human testbenches, on every VerilogEval v2
 // reference design: per-design coverage side by side, how many reach 100%, and the means.
-//   npm run bench:generator [-- --limit N --workers N --rounds N --out dir]
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+// On a CVDP-style folder (one sub-folder per task with `task.json`: dut_module, target_coverage,
+// files) it runs the generator to each task's target instead and reports hit or miss.
+//   npm run bench:generator [-- --suite dir --limit N --only a,b --workers N --rounds N --seed N --out dir]
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpus } from 'node:os';
@@ -16,6 +18,8 @@ const { values: o } = parseArgs({
     limit: { type: 'string' },
     workers: { type: 'string' },
     rounds: { type: 'string', default: '4' },
+    seed: { type: 'string', default: '1' },
+    only: { type: 'string' },
     out: { type: 'string', default: 'out/bench-generator' },
   },
 });
@@ -69,6 +73,7 @@ async function one(dir: string, ref: string, rounds: number): Promise<Row> {
 
 async function main(): Promise<void> {
   const dir = resolve(o.suite!);
+  if (readdirSync(dir).some((d) => existsSync(join(dir, d, 'task.json')))) return cvdpSuite(dir);
   let refs = readdirSync(dir).filter((f) => f.endsWith('_ref.sv')).sort();
   if (o.limit) refs = refs.slice(0, Number(o.limit));
   const workers = Number(o.workers ?? Math.max(1, cpus().length));
@@ -106,6 +111,87 @@ async function main(): Promise<void> {
     `100% where reachable (all but the ${rows.length - reachable.length} documented-unreachable designs marked *): generator ${full(reachable, 'gen')}/${reachable.length} (${((100 * full(reachable, 'gen')) / Math.max(1, reachable.length)).toFixed(1)}%), human ${full(reachable, 'human')}/${reachable.length}`,
     `100% where either testbench reached it (${empirical.length}): generator ${full(empirical, 'gen')}, human ${full(empirical, 'human')}`,
     `generator wall time: total ${rows.reduce((a, r) => a + r.genSeconds, 0).toFixed(0)}s, mean ${mean(rows.map((r) => r.genSeconds)).toFixed(2)}s per design; bench wall ${((performance.now() - t0) / 1000).toFixed(0)}s with ${workers} workers`,
+  ];
+  const out = resolve(o.out!);
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'rows.json'), JSON.stringify(rows, null, 2));
+  writeFileSync(join(out, 'table.md'), [...summary.map((s) => `- ${s}`), '', ...lines].join('\n') + '\n');
+  console.log(lines.join('\n'));
+  console.log('');
+  for (const s of summary) console.log(s);
+  console.log(`\n(written to ${out}/table.md and rows.json)`);
+}
+
+interface CvdpTask {
+  id: string;
+  dut_module: string;
+  target_coverage: number;
+  files: string[];
+}
+
+interface CvdpRow {
+  id: string;
+  dut: string;
+  target: number;
+  coverage: number | null;
+  hit: boolean;
+  status: string;
+  rounds: number;
+  seconds: number;
+  scaledParams: string[];
+  uncovered: string[];
+}
+
+async function cvdpOne(dir: string, t: CvdpTask, rounds: number, seed: number): Promise<CvdpRow> {
+  const row: CvdpRow = { id: t.id, dut: t.dut_module, target: t.target_coverage, coverage: null, hit: false, status: '', rounds: 0, seconds: 0, scaledParams: [], uncovered: [] };
+  const t0 = performance.now();
+  try {
+    const { design, info } = await loadDesign({ files: t.files.map((f) => join(dir, f)), top: t.dut_module });
+    const g = await generateTestbench(sim, design, info, { rounds, seed, target: t.target_coverage / 100 });
+    row.coverage = cov(g.best.result);
+    row.status = g.best.result.status;
+    row.rounds = g.rounds.length;
+    row.scaledParams = (g.scaledParams ?? []).map((p) => `${p.name}=${p.value} (was ${p.was})`);
+    row.hit = row.coverage !== null && row.coverage * 100 >= t.target_coverage - 1e-9;
+    row.uncovered = g.best.result.uncovered.filter((u) => u.type !== 'toggle').slice(0, 4).map((u) => `${u.line}:${u.label}`);
+  } catch (e) {
+    row.status = `error: ${(e as Error).message.split('\n')[0]}`;
+  }
+  row.seconds = (performance.now() - t0) / 1000;
+  return row;
+}
+
+async function cvdpSuite(root: string): Promise<void> {
+  let dirs = readdirSync(root).filter((d) => existsSync(join(root, d, 'task.json'))).sort();
+  if (o.only) dirs = dirs.filter((d) => o.only!.split(',').some((x) => d.includes(x)));
+  if (o.limit) dirs = dirs.slice(0, Number(o.limit));
+  const workers = Number(o.workers ?? Math.max(1, cpus().length));
+  const rounds = Number(o.rounds);
+  const seed = Number(o.seed);
+  const rows: CvdpRow[] = new Array(dirs.length);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < dirs.length) {
+        const i = next++;
+        const d = join(root, dirs[i]);
+        const t = JSON.parse(readFileSync(join(d, 'task.json'), 'utf8')) as CvdpTask;
+        rows[i] = await cvdpOne(d, { ...t, id: t.id ?? dirs[i] }, rounds, seed);
+        const r = rows[i];
+        process.stderr.write(`${r.id}: target ${r.target}%, ${r.coverage === null ? r.status : `${(100 * r.coverage).toFixed(2)}%`} ${r.hit ? 'HIT' : 'miss'}, ${r.rounds} rounds, ${r.seconds.toFixed(1)}s\n`);
+      }
+    }),
+  );
+  const pct = (x: number | null): string => (x === null ? 'no result' : (100 * x).toFixed(2));
+  const lines = ['| task | target % | reached % | hit | rounds | wall s | scaled parameters | uncovered code (first 4) |', '|---|---:|---:|---|---:|---:|---|---|'];
+  for (const r of rows) lines.push(`| ${r.id} | ${r.target} | ${pct(r.coverage)}${r.coverage === null ? ` (${r.status})` : ''} | ${r.hit ? 'hit' : 'miss'} | ${r.rounds} | ${r.seconds.toFixed(1)} | ${r.scaledParams.join(', ')} | ${r.uncovered.join(', ')} |`);
+  const secs = rows.map((r) => r.seconds).sort((a, b) => a - b);
+  const median = secs.length ? (secs[(secs.length - 1) >> 1] + secs[secs.length >> 1]) / 2 : 0;
+  const summary = [
+    `tasks: ${rows.length}; hit: ${rows.filter((r) => r.hit).length}/${rows.length}; no result: ${rows.filter((r) => r.coverage === null).length}`,
+    `mean coverage: ${((100 * rows.reduce((a, r) => a + (r.coverage ?? 0), 0)) / Math.max(1, rows.length)).toFixed(2)}%`,
+    `wall time per task: median ${median.toFixed(1)}s, max ${(secs.at(-1) ?? 0).toFixed(1)}s; bench wall ${((performance.now() - t0) / 1000).toFixed(0)}s with ${workers} workers, ${rounds} rounds, seed ${seed}`,
   ];
   const out = resolve(o.out!);
   mkdirSync(out, { recursive: true });

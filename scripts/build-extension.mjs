@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 
 const production = process.argv.includes('--production');
 // Native and heavy packages stay outside the bundles (onnxruntime-node breaks when bundled; see
-// ENVIRONMENT.md) and ship in the VSIX's node_modules.
+// docs/environment.md) and ship in the VSIX's node_modules.
 const external = ['vscode', 'onnxruntime-node', 'onnxruntime-web', 'sharp', 'node-llama-cpp'];
 
 mkdirSync('dist', { recursive: true });

@@ -4,7 +4,7 @@ import { build } from 'esbuild';
 import { copyFileSync, mkdirSync, chmodSync, readdirSync } from 'node:fs';
 
 // Native and heavy packages stay outside the bundle (onnxruntime-node breaks when bundled; see
-// ENVIRONMENT.md) and are loaded from node_modules at run time.
+// docs/environment.md) and are loaded from node_modules at run time.
 const external = ['@huggingface/transformers', 'onnxruntime-node', 'onnxruntime-web', 'sharp', 'node-llama-cpp'];
 
 const watch = process.argv.includes('--watch');

@@ -20,7 +20,7 @@ import { numberOption, parseCommand } from './command.js';
 const HELP = `Usage: chorus eval --suite <path> [row] [options]
 
 Runs every task of a benchmark suite and reports Pass@1, Pass@5, Cov@1, Cov@5 and the sim-pass
-rate (PROTOCOL.md §5), per-round curves, token and time usage.
+rate (docs/protocol.md §5), per-round curves, token and time usage.
 
 Suite:
   --suite <path>          a VerilogEval v2 folder (*_ref.sv, *_prompt.txt, *_test.sv), a CVDP

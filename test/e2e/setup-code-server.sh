@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs code-server (VS Code 1.100.3 in a browser) for the end-to-end tests, outside package.json,
 # into .chorus-cache/e2e/code-server (gitignored). Idempotent: a stamp file marks a finished install.
-# Recipe from ENVIRONMENT.md: the registry install works offline only with --ignore-scripts plus the
+# Recipe from docs/environment.md: the registry install works offline only with --ignore-scripts plus the
 # manual rebuild steps below (ripgrep comes from Debian instead of a GitHub download).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"

@@ -67,7 +67,7 @@ describe('agent loop', () => {
     expect(r1[2].content).not.toContain('<think>');
     expect(r1[3].content).toBe(s.rounds[0].feedback);
     expect(r1[3].content).toMatch(/^Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: xrun_failed\n- stage: xrun\n- log: /);
-    expect(r1[3].content.endsWith('Instruction for next round:\nFix the xrun failure by editing the testbench.' + OUTPUT_FORMAT_REQ)).toBe(true);
+    expect(r1[3].content.endsWith('Instruction for next round:\nFix the xrun failure by editing the testbench.' + OUTPUT_FORMAT_REQ.trimEnd())).toBe(true);
     // Round 2: the unparsable reply is not the best, so the memoryless snapshot did not move.
     expect(server.requests[2].messages).toEqual(r1);
     expect(s.rounds[1].feedback).toMatch(/^Response parse result:\n- status: failed/);

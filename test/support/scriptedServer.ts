@@ -142,7 +142,7 @@ export async function startScriptedServer(script: ScriptItem[], opts: ScriptedSe
   };
 }
 
-/** A reply in the checkpoints' format (PROTOCOL.md §1): filename line + fenced block. */
+/** A reply in the checkpoints' format (docs/protocol.md §1): filename line + fenced block. */
 export function fencedReply(code: string, filename = 'tb.sv', preface = ''): string {
   return `${preface}filename: ${filename}\n\`\`\`systemverilog\n${code.trim()}\n\`\`\`\n`;
 }

@@ -45,7 +45,7 @@ describe('model: tally', () => {
 });
 
 describe('model: figures', () => {
-  it('PROTOCOL.md example: block 11/12 and toggle 9/10 -> overall (11/12 + 0.9) / 2', () => {
+  it('docs/protocol.md example: block 11/12 and toggle 9/10 -> overall (11/12 + 0.9) / 2', () => {
     const points = [
       ...many(8, (i) => pt('line', 10 + i, 1 + i)),
       ...many(3, (i) => pt('branch', 30 + i, 2)),

@@ -1,4 +1,4 @@
-// PROTOCOL.md §5 metrics on hand-computed cases.
+// docs/protocol.md §5 metrics on hand-computed cases.
 import { describe, expect, it } from 'vitest';
 import { bestAfter, computeMetrics, histogram, ranksAbove, roundCurve, type Outcome } from '../../src/core/eval/metrics.js';
 import { passes } from '../../src/core/eval/task.js';

@@ -1,54 +1,66 @@
-// The checkpoints' conversation format, checked against the contract in ../shared/docs/PROTOCOL.md.
+// The checkpoints' conversation format, byte for byte against fixtures recorded from the reference
+// implementation (test/fixtures/protocol/README.md says where each came from).
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  OUTPUT_FORMAT_REQ, SYSTEM_PROMPT, classifyLog, contextText, defaultInstruction, extractFilename, feedbackFromLog, feedbackTurn, firstTurn, parseReply,
-  prioritizeErrors, replyFor, stripThink, userPrompt,
+  OUTPUT_FORMAT_REQ, SYSTEM_PROMPT, classifyLog, contextText, defaultInstruction, extractFilename, extractTestbench, feedbackFromLog, feedbackTurn, firstTurn,
+  parseReply, prioritizeErrors, replyFor, stripThink, userPrompt, type ChatMessage,
 } from '../../src/core/agent/protocol.js';
 import { designContext, testbenchName } from '../../src/core/agent/loop.js';
 import type { SimResult } from '../../src/core/sim/result.js';
-import { repoRoot } from '../helpers.js';
+import { fixtures } from '../helpers.js';
 
-const protocol = readFileSync(join(repoRoot, '..', 'shared', 'docs', 'PROTOCOL.md'), 'utf8');
+const recorded = <T>(name: string): T => JSON.parse(readFileSync(join(fixtures, 'protocol', name), 'utf8')) as T;
 
-/** The indented block that follows `marker` in PROTOCOL.md, de-indented by `indent` spaces. */
-function indentedBlock(marker: string, indent: number): string {
-  const lines = protocol.split('\n');
-  let i = lines.findIndex((l) => l.includes(marker)) + 1;
-  while (lines[i].trim() === '') i++;
-  const out: string[] = [];
-  for (; i < lines.length; i++) {
-    const l = lines[i];
-    if (l.trim() !== '' && !l.startsWith(' '.repeat(indent))) break;
-    out.push(l.slice(indent));
-  }
-  while (out.length && out[out.length - 1].trim() === '') out.pop();
-  return out.join('\n');
-}
+describe('first turn (recorded from the reference)', () => {
+  const counter = readFileSync(join(fixtures, 'protocol', 'counter.sv'), 'utf8');
 
-describe('first turn', () => {
-  it('system prompt is PROTOCOL.md §1 verbatim, with the leading and trailing newline', () => {
-    expect(SYSTEM_PROMPT).toBe('\n' + indentedBlock('System message (verbatim', 4) + '\n');
+  it('one RTL file, no spec: system prompt and user message byte for byte', () => {
+    const ref = recorded<ChatMessage[]>('first-turn-one-file.json');
+    const ours = firstTurn([{ name: 'counter.sv', content: counter }], [], defaultInstruction('counter', 'dut'));
+    expect(ours).toEqual(ref);
+    expect(SYSTEM_PROMPT).toBe(ref[0].content);
   });
 
-  it('user message follows the template, files joined by a blank line, specs appended directly', () => {
-    const tpl = indentedBlock('User message template:', 4);
-    const ctx = contextText([{ name: 'a.sv', content: 'module a; endmodule' }, { name: 'b.sv', content: 'module b; endmodule' }]);
-    expect(ctx).toBe('// File: a.sv\nmodule a; endmodule\n\n// File: b.sv\nmodule b; endmodule// No specification files provided.');
-    expect(userPrompt(ctx, 'do it')).toBe('\n' + tpl.replace('{context}', ctx).replace('{instructions}', 'do it') + '\n');
-    const withSpec = contextText([{ name: 'a.sv', content: 'x' }], [{ name: 'spec.md', content: 'y' }]);
-    expect(withSpec).toBe('// File: a.sv\nx// File: spec.md\ny');
+  it('two RTL files and a spec file: files joined by a blank line, specs appended directly', () => {
+    const alu = 'module alu(input [3:0] a, b, input op, output [3:0] y);\n  assign y = op ? a - b : a + b;\nendmodule\n';
+    const ours = firstTurn(
+      [{ name: 'rtl/alu.sv', content: alu }, { name: 'counter.sv', content: counter }],
+      [{ name: 'docs/spec.md', content: 'The ALU adds when op=0.\n' }],
+      defaultInstruction('alu', 'uut'),
+    );
+    expect(ours).toEqual(recorded('first-turn-two-files-spec.json'));
+    expect(userPrompt(contextText([{ name: 'a.sv', content: 'x' }]), 'i')).toContain('// File: a.sv\nx// No specification files provided.');
   });
 
   it('default instruction names the top and the instance', () => {
-    expect(defaultInstruction('counter', 'dut')).toBe(
-      "Generate a SystemVerilog testbench for the given RTL design. The top module is 'counter', and its instance name in the testbench should be 'dut'. Target coverage only in your testbench: Try to achieve as high coverage as possible, including line, toggle, FSM, branch, etc. Also, don't include assertion statements in the testbench; they'll be handled separately.",
-    );
-    const m = firstTurn([{ name: 'c.sv', content: 'module c; endmodule' }], [], defaultInstruction('c'));
-    expect(m.map((x) => x.role)).toEqual(['system', 'user']);
-    expect(m[1].content).toContain("instance name in the testbench should be 'uut'");
+    const ref = recorded<{ top: string; instance: string; text: string }>('default-instruction.json');
+    expect(defaultInstruction(ref.top, ref.instance)).toBe(ref.text);
+    expect(firstTurn([{ name: 'c.sv', content: 'module c; endmodule' }], [], defaultInstruction('c'))[1].content).toContain("instance name in the testbench should be 'uut'");
   });
+});
+
+describe('parsing a reply (recorded from the reference)', () => {
+  const cases = recorded<Record<string, { reply: string; testbench: string | null; filename: string | null }>>('parse-replies.json');
+  for (const [name, c] of Object.entries(cases)) {
+    it(name, () => {
+      const r = parseReply(c.reply);
+      if (name === 'python-fence-first') {
+        // The one deliberate difference (README beside the fixtures): we skip non-SystemVerilog fences.
+        expect(c.testbench).toBe('python\nprint(1)');
+        expect(r).toEqual({ status: 'success', testbench: 'module tb; endmodule', filename: c.filename, source: 'fence' });
+        return;
+      }
+      if (c.testbench === null) {
+        expect(r.status).toBe('unparsable');
+        expect(extractFilename(c.reply)).toBe(c.filename);
+        return;
+      }
+      expect(r).toMatchObject({ status: 'success', testbench: c.testbench, filename: c.filename });
+      expect(extractTestbench(stripThink(c.reply))?.code).toBe(c.testbench);
+    });
+  }
 });
 
 describe('parsing a reply', () => {
@@ -80,13 +92,15 @@ const base = (over: Partial<SimResult>): SimResult => ({
 });
 
 describe('feedback turn', () => {
-  it('success: coverage report, improve instruction, OUTPUT_FORMAT_REQ appended directly', () => {
-    const text = feedbackTurn({ status: 'success', testbench: 'm', filename: 'tb.sv', source: 'fence' }, base({ cov_info: { summary: [], detail: 'TABLE', runtime_sec: 1 } }));
-    expect(text).toBe(
-      'Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: success\n- stage: success\n- coverage: TABLE\n\nInstruction for next round:\nImprove coverage toward 100% by editing the testbench.' + OUTPUT_FORMAT_REQ,
-    );
-    expect(OUTPUT_FORMAT_REQ).toBe('\n' + indentedBlock('OUTPUT_FORMAT_REQ is appended directly', 6).replace(/^\(blank line\)\n/, '') + '\n');
-  });
+  for (const status of ['success', 'xrun_failed', 'imc_report_summary_failed'] as const) {
+    it(`${status}: the one user message, byte for byte as the reference builds it`, () => {
+      const ref = recorded<{ eda_result: { status: typeof status; err_msg: string; cov_info?: { detail: string } }; message: ChatMessage }>(`feedback-${status}.json`);
+      const r = ref.eda_result;
+      const result = base({ status: r.status, err_msg: r.err_msg, cov_info: r.cov_info ? { summary: [], detail: r.cov_info.detail, runtime_sec: 1 } : null });
+      expect(feedbackTurn({ status: 'success', testbench: 'm', filename: 'tb.sv', source: 'fence' }, result)).toBe(ref.message.content);
+      expect(ref.message.content.endsWith('endmodule\n```')).toBe(true);
+    });
+  }
 
   it('compile failure: xrun stage with the error lines; coverage failure: imc stage', () => {
     const failed = base({
@@ -104,7 +118,7 @@ describe('feedback turn', () => {
   it('an unparsable reply is told so, with the format reminder', () => {
     const t = feedbackTurn({ status: 'unparsable', reason: 'no code' }, null);
     expect(t.startsWith('Response parse result:\n- status: failed\n- reason: no code\n\nInstruction for next round:\n')).toBe(true);
-    expect(t.endsWith(OUTPUT_FORMAT_REQ)).toBe(true);
+    expect(t.endsWith(OUTPUT_FORMAT_REQ.trim())).toBe(true);
   });
 });
 
@@ -129,7 +143,7 @@ describe('feedback from a user-supplied log', () => {
     const f = feedbackFromLog('%Error: tb.sv:9:3: Cannot find module\n');
     expect(f).toBe(
       'Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: xrun_failed\n- stage: xrun\n- log: %Error: tb.sv:9:3: Cannot find module\n\n' +
-        'Instruction for next round:\nFix the xrun failure by editing the testbench.' + OUTPUT_FORMAT_REQ,
+        'Instruction for next round:\nFix the xrun failure by editing the testbench.' + OUTPUT_FORMAT_REQ.trimEnd(),
     );
     expect(feedbackFromLog('Overall Average 50%', 'coverage')).toContain('- stage: success\n- coverage: Overall Average 50%\n\nInstruction for next round:\nImprove coverage');
     expect(feedbackFromLog('*E,IMC failed', 'imc')).toContain('- status: imc_report_summary_failed\n- stage: imc\n');

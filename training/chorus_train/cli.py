@@ -47,7 +47,7 @@ def cmd_merge(argv: list[str]) -> None:
 def cmd_rl(argv: list[str]) -> None:
     from .recipes import plan_rl
 
-    ap = argparse.ArgumentParser(prog='chorus-train rl', description='DAPO RL with agentic refinement (PROTOCOL.md §8)')
+    ap = argparse.ArgumentParser(prog='chorus-train rl', description='DAPO RL with agentic refinement (docs/protocol.md §8)')
     ap.add_argument('--config', type=Path, help='recipe YAML (rl section)')
     ap.add_argument('--stage', default=None, help='recipe stage to run (stage0, stage1, stage2)')
     ap.add_argument('--model', default=None)
@@ -82,7 +82,7 @@ def cmd_rl(argv: list[str]) -> None:
 def cmd_opd(argv: list[str]) -> None:
     from .recipes import opd_config, plan_opd
 
-    ap = argparse.ArgumentParser(prog='chorus-train opd', description='adaptive multi-teacher on-policy distillation (PROTOCOL.md §8)')
+    ap = argparse.ArgumentParser(prog='chorus-train opd', description='adaptive multi-teacher on-policy distillation (docs/protocol.md §8)')
     ap.add_argument('--config', type=Path)
     ap.add_argument('--student', default=None)
     ap.add_argument('--teacher', action='append', default=None)

@@ -1,4 +1,4 @@
-"""DAPO math (PROTOCOL.md §8): group-relative advantages, the clip-higher surrogate with a
+"""DAPO math (docs/protocol.md §8): group-relative advantages, the clip-higher surrogate with a
 token-level mean, no KL term. Pure functions on tensors; the RL loop (rl.py) and the OPD RL
 fallback (opd.py) use them.
 """

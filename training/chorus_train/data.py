@@ -1,4 +1,4 @@
-"""CodeV-R1 record filtering (PROTOCOL.md §8 "Data"), on a local copy of the dataset.
+"""CodeV-R1 record filtering (docs/protocol.md §8 "Data"), on a local copy of the dataset.
 
     chorus-train data codev_r1.jsonl --out data/codev_r1_filtered.jsonl --eval-dir suites/verilog-eval [--service URL]
 

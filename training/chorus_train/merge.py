@@ -1,4 +1,4 @@
-"""Merge checkpoints (PROTOCOL.md §8): uniform soup, linear, TIES, DARE-TIES, DELLA.
+"""Merge checkpoints (docs/protocol.md §8): uniform soup, linear, TIES, DARE-TIES, DELLA.
 
     python -m chorus_train merge --method dare_ties --base stage0 \\
         stage0=ckpts/stage0 stage1=ckpts/stage1 stage2=ckpts/stage2 --out merged/dare_ties_base0

@@ -1,4 +1,4 @@
-"""The merge methods of PROTOCOL.md §8 as small pure functions on fp32 tensors (one tensor, or one
+"""The merge methods of docs/protocol.md §8 as small pure functions on fp32 tensors (one tensor, or one
 row block of a tensor, at a time).
 
 - linear / uniform soup: sum_i w_i * theta_i / sum_i w_i.

@@ -1,4 +1,4 @@
-"""Adaptive multi-teacher on-policy distillation (PROTOCOL.md §8).
+"""Adaptive multi-teacher on-policy distillation (docs/protocol.md §8).
 
 Per prompt round the student draws `student_samples` (4) candidates and each teacher
 `teacher_samples` (2); the reward service scores all of them. Routing decides per prompt:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import torch
 
-SAMPLING = {'temperature': 0.7, 'top_p': 0.8}  # PROTOCOL.md §4
+SAMPLING = {'temperature': 0.7, 'top_p': 0.8}  # docs/protocol.md §4
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""DAPO reinforcement learning with agentic refinement (PROTOCOL.md §8).
+"""DAPO reinforcement learning with agentic refinement (docs/protocol.md §8).
 
 Each step takes `prompts_per_step` tasks (the global batch, 16) and, per task:
   1. direct group: `group_size` (4) samples from the first turn;

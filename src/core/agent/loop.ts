@@ -1,4 +1,4 @@
-// The agent (PROTOCOL.md §3): one direct generation, then up to N refinement rounds fed with the
+// The agent (docs/protocol.md §3): one direct generation, then up to N refinement rounds fed with the
 // simulator's verdict, early stop at the target, memoryless ("markov") or full history, the best
 // candidate by the §5 ranking. Every round is kept: the editor shows it, training reuses it.
 import { basename, dirname, relative, sep } from 'node:path';

@@ -1,6 +1,7 @@
-// The conversation format the LLM4Cov / CHORUS checkpoints were trained on (PROTOCOL.md §1-§3),
+// The conversation format the LLM4Cov / CHORUS checkpoints were trained on (docs/protocol.md §1-§3),
 // byte for byte: first-turn messages, reply parsing, and the feedback turn after a simulation.
-// Sources: llm4cov_oss prompt_build.py / parse.py, CHORUS slime examples/agentic_cov/rollout.py.
+// test/unit/protocol.test.ts compares these strings with fixtures recorded from the reference
+// implementation (test/fixtures/protocol/README.md).
 import type { SimResult } from '../sim/result.js';
 
 export interface ChatMessage {
@@ -46,6 +47,12 @@ OVERALL OUTPUT ORDER:
 
 /** Appended directly after the feedback instruction (it starts with its own newline). */
 export const OUTPUT_FORMAT_REQ = `\n${FORMAT_RULES}`;
+
+/** The last block of a feedback turn. The reference strips the instruction + OUTPUT_FORMAT_REQ
+ * text, so the turn ends at the closing fence, without the newline after it. */
+export function instructionBlock(instruction: string): string {
+  return 'Instruction for next round:\n' + (instruction + OUTPUT_FORMAT_REQ).trim();
+}
 
 export function userPrompt(context: string, instructions: string): string {
   return `
@@ -184,7 +191,7 @@ export function feedbackFromLog(log: string, kind: LogKind = classifyLog(log), m
     eda = block('EDA result:', [['status', kind === 'imc' ? 'imc_report_summary_failed' : 'xrun_failed'], ['stage', kind], ['log', prioritizeErrors(log.split('\n'), maxChars)]]);
     instruction = kind === 'imc' ? INSTRUCTIONS.imc : INSTRUCTIONS.xrun;
   }
-  return [parse, eda, 'Instruction for next round:\n' + instruction + OUTPUT_FORMAT_REQ].join('\n\n');
+  return [parse, eda, instructionBlock(instruction)].join('\n\n');
 }
 
 /** A testbench written back as a reply in the checkpoints' format (for a user's own testbench). */
@@ -201,7 +208,7 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
   if (parsed.status !== 'success' || !result) {
     return [
       block('Response parse result:', [['status', 'failed'], ['reason', parsed.status === 'unparsable' ? parsed.reason : 'no testbench']]),
-      'Instruction for next round:\n' + 'Write the complete testbench in the required format.' + OUTPUT_FORMAT_REQ,
+      instructionBlock('Write the complete testbench in the required format.'),
     ].join('\n\n');
   }
   const parse = block('Response parse result:', [['status', 'success'], ['type', 'file']]);
@@ -218,5 +225,5 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
     eda = block('EDA result:', [['status', 'xrun_failed'], ['stage', 'xrun'], ['log', errorLog(result)]]);
     instruction = INSTRUCTIONS.xrun;
   }
-  return [parse, eda, 'Instruction for next round:\n' + instruction + OUTPUT_FORMAT_REQ].join('\n\n');
+  return [parse, eda, instructionBlock(instruction)].join('\n\n');
 }

@@ -1,4 +1,4 @@
-// Types of one agentic run (PROTOCOL.md §3): direct generation + refinement rounds, every round's
+// Types of one agentic run (docs/protocol.md §3): direct generation + refinement rounds, every round's
 // candidate and result kept (the editor shows them, training reuses them).
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits } from '../sim/simulator.js';
@@ -14,7 +14,7 @@ export interface AgentOptions {
   simulator: Simulator;
   design: DesignSpec;
   info: DesignInfo;
-  /** Specification files shown to the model after the RTL (PROTOCOL.md §1). */
+  /** Specification files shown to the model after the RTL (docs/protocol.md §1). */
   specs?: NamedText[];
   /** The task's instruction; default: the reference wording naming top and instance. */
   instruction?: string;
@@ -57,7 +57,7 @@ export interface AgentRound {
   filename: string | null;
   /** Engine result; null when the reply was unparsable (nothing to simulate). */
   result: SimResult | null;
-  /** The user message this round produced for the next one (PROTOCOL.md §3). */
+  /** The user message this round produced for the next one (docs/protocol.md §3). */
   feedback: string;
   finishReason: 'stop' | 'length';
   /** Set when the model call failed (timeout, server error after retries): nothing was simulated. */

@@ -1,5 +1,5 @@
 // Renders per-instance coverage as the text table Cadence IMC prints for `report -metrics overall`
-// (the legacy text `report` command), so a model trained on IMC feedback (PROTOCOL.md §3) sees the
+// (the legacy text `report` command), so a model trained on IMC feedback (docs/protocol.md §3) sees the
 // layout it knows even when the numbers come from Verilator.
 //
 // Layout, as IMC's text report prints it (no Cadence code or output copied; shape only):

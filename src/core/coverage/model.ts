@@ -1,4 +1,4 @@
-// The coverage model: points restricted to the DUT, the single figure c of PROTOCOL.md §5, and
+// The coverage model: points restricted to the DUT, the single figure c of docs/protocol.md §5, and
 // the breakdown. Simulator backends produce CoveragePoint[]; everything else reads this module.
 
 export type PointType = 'line' | 'branch' | 'toggle' | 'user';
@@ -81,7 +81,7 @@ function ratio(t: Tally): number | null {
 }
 
 /**
- * PROTOCOL.md §5: IMC's Overall Average for the DUT = mean(Block, Toggle). Verilator's line and
+ * docs/protocol.md §5: IMC's Overall Average for the DUT = mean(Block, Toggle). Verilator's line and
  * branch points stand in for IMC's blocks; a toggle counts only when the bit moved both ways.
  */
 export function figures(points: CoveragePoint[]): CoverageFigures {

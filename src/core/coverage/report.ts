@@ -1,4 +1,4 @@
-// What the coverage looks like to the outside: LLM4Cov summary rows (PROTOCOL.md §6), and the
+// What the coverage looks like to the outside: LLM4Cov summary rows (docs/protocol.md §6), and the
 // feedback text a model sees (an IMC-style per-instance table plus the uncovered source lines).
 import type { CovSummaryRow } from '../sim/result.js';
 import type { DutCoverage } from './analyze.js';

@@ -1,4 +1,4 @@
-// Evaluation metrics, exactly PROTOCOL.md §5, as pure functions over per-sample outcomes.
+// Evaluation metrics, exactly docs/protocol.md §5, as pure functions over per-sample outcomes.
 // With M tasks and N samples per task (c_ij coverage of task i sample j, tau_i its threshold):
 //   Pass@1 = (1/MN) sum_i sum_j 1[c_ij >= tau_i]    Pass@5 = (1/M) sum_i max_{j<5} 1[c_ij >= tau_i]
 //   Cov@1  = (1/MN) sum_i sum_j c_ij                 Cov@5  = (1/M) sum_i max_{j<5} c_ij

@@ -36,6 +36,15 @@ export interface GenerateResult {
   best: GeneratedRound;
   rounds: GeneratedRound[];
   tbName: string;
+  /** Parameters the testbench instantiates with a smaller value than the design's default, and why. */
+  scaledParams: ScaledParam[];
+}
+
+export interface ScaledParam {
+  name: string;
+  value: string;
+  was: string;
+  why: string;
 }
 
 function designConstants(info: DesignInfo, roles: Roles): Record<string, bigint[]> {
@@ -154,5 +163,5 @@ export async function generateTestbench(
     plan = refinePlan(plan, result, info);
   }
   if (!best) throw new Error('generation was cancelled before the first round');
-  return { best, rounds: history, tbName };
+  return { best, rounds: history, tbName, scaledParams: [] };
 }

@@ -2,7 +2,7 @@
 // this: a local in-process ONNX model and any OpenAI-compatible server look the same to them.
 import type { ChatMessage } from '../agent/protocol.js';
 
-/** Sampling settings (PROTOCOL.md §4 defaults). */
+/** Sampling settings (docs/protocol.md §4 defaults). */
 export interface SamplingParams {
   temperature: number;
   topP: number;

@@ -19,7 +19,7 @@ export interface OpenAIBackendOptions {
   backoffMs?: number;
   /** Completions to run at once (default 8: servers batch). */
   parallelism?: number;
-  /** Send `chat_template_kwargs: {enable_thinking: false}` (Qwen3, PROTOCOL.md §4; default true).
+  /** Send `chat_template_kwargs: {enable_thinking: false}` (Qwen3, docs/protocol.md §4; default true).
    * Dropped automatically if the server rejects the field. */
   disableThinking?: boolean;
   /** Context length when the server does not report it. */

@@ -406,7 +406,7 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 
 /** The result record with DUT paths as the client named them, plus the reward fields. */
 export type ScoreRecord = Omit<SimResult, 'coverage'> & {
-  /** c in [0, 1]: the DUT's overall coverage when the testbench ran, else 0 (PROTOCOL.md §5). */
+  /** c in [0, 1]: the DUT's overall coverage when the testbench ran, else 0 (docs/protocol.md §5). */
   coverage: number;
   /** c >= threshold. */
   passed: boolean;

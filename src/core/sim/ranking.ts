@@ -1,4 +1,4 @@
-// Ranking of candidates inside one run (PROTOCOL.md §5): simulated ok, has coverage, target
+// Ranking of candidates inside one run (docs/protocol.md §5): simulated ok, has coverage, target
 // passed, overall coverage — lexicographic. One definition for the agent, the built-in generator
 // and the evaluator.
 import type { SimResult } from './result.js';

@@ -1,4 +1,4 @@
-// The engine's result record: the LLM4Cov EDA schema (PROTOCOL.md §6), so results can be compared
+// The engine's result record: the LLM4Cov EDA schema (docs/protocol.md §6), so results can be compared
 // with the published harness and an Xcelium/IMC site can plug in, plus CHORUS's own fields.
 import type { CoverageBreakdown, UncoveredPoint } from '../coverage/model.js';
 

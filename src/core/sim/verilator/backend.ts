@@ -21,7 +21,7 @@ import { coverageDetail, summaryRows } from '../../coverage/report.js';
 import { parseVerilatorMessages, isNoise, type FileClassifier } from './diagnostics.js';
 import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, ensureRuntime, findToolchain, includeFlags, linkerFlags, readClassLists, ToolchainError } from './toolchain.js';
 
-/** Verilator flags for every candidate. Why each: ENVIRONMENT.md "Verilator 5.006". */
+/** Verilator flags for every candidate. Why each: docs/environment.md "Verilator 5.006". */
 export const VERILATOR_FLAGS = [
   '--cc',
   '--timing', // testbenches use delays and event controls

@@ -1,5 +1,5 @@
 // Parses the text table of Cadence IMC `report -metrics ...` (and our renderImcTable output) into
-// LLM4Cov summary rows (PROTOCOL.md §6). Written from the documented shape of the report, not from
+// LLM4Cov summary rows (docs/protocol.md §6). Written from the documented shape of the report, not from
 // Cadence code:
 //   name                Overall Average  Overall Covered  ...  Toggle          Block
 //   -----------------------------------------------------------------------------------
