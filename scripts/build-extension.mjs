@@ -5,75 +5,27 @@
 // and copies the C++ simulation main the engine compiles into every candidate.
 // Usage: node scripts/build-extension.mjs [--production]
 import { build } from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { NATIVE_EXTERNALS, browserBundle, nodeBundle } from './esbuild.config.mjs';
 
 const production = process.argv.includes('--production');
-// Native and heavy packages stay outside the bundles (onnxruntime-node breaks when bundled; see
-// docs/environment.md) and ship in the VSIX's node_modules.
-const external = ['vscode', 'onnxruntime-node', 'onnxruntime-web', 'sharp', 'node-llama-cpp'];
 
 mkdirSync('dist', { recursive: true });
 for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`src/core/sim/verilator/${f}`, `dist/${f}`);
 
-// Modules another change adds (the agent loop, the local backend): until they exist, the worker
-// bundles a stub that says so instead of failing the build.
-const optional = {
-  'src/core/agent/loop.ts': 'export async function runAgent(){throw new Error("the agent loop is not in this build")}\nexport async function refineOnce(){throw new Error("the agent loop is not in this build")}',
-  'src/core/llm/local.ts': 'export function createLocalBackend(){throw new Error("the local model backend is not in this build")}',
-};
-const stubMissing = {
-  name: 'stub-missing',
-  setup(b) {
-    b.onResolve({ filter: /(agent\/loop|llm\/local)\.js$/ }, (args) => {
-      const rel = args.path.endsWith('loop.js') ? 'src/core/agent/loop.ts' : 'src/core/llm/local.ts';
-      if (existsSync(resolve(rel))) return undefined;
-      console.warn(`build-extension: ${rel} is missing; bundling a stub`);
-      return { path: rel, namespace: 'stub' };
-    });
-    b.onLoad({ filter: /.*/, namespace: 'stub' }, (args) => ({ contents: optional[args.path], loader: 'js' }));
-  },
-};
-// sharp (image support) is never used for text models: an empty stub keeps its native binaries out.
-const sharpStub = {
-  name: 'sharp-stub',
-  setup(b) {
-    b.onResolve({ filter: /^sharp$/ }, () => ({ path: 'sharp', namespace: 'sharp-stub' }));
-    b.onLoad({ filter: /.*/, namespace: 'sharp-stub' }, () => ({ contents: 'module.exports = {};', loader: 'js' }));
-  },
-};
-
-const common = { bundle: true, sourcemap: !production, minify: production, logLevel: 'warning', legalComments: 'none' };
-
 await Promise.all([
-  build({
-    ...common,
-    entryPoints: ['src/extension.ts'],
-    outfile: 'dist/extension.cjs',
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    external: ['vscode'],
-  }),
-  build({
-    ...common,
+  // The extension host loads CommonJS (package.json is "type": "module"); only `vscode` is external.
+  build(nodeBundle({ entryPoints: ['src/extension.ts'], outfile: 'dist/extension.cjs', format: 'cjs', production, external: ['vscode'] })),
+  // The worker bundles transformers.js (pure JS) and loads only the native packages from the VSIX's
+  // dist/node_modules.
+  build(nodeBundle({
     entryPoints: ['src/extension/worker.ts'],
     outfile: 'dist/extension-worker.mjs',
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-    external: external.filter((e) => e !== 'sharp'),
-    plugins: [stubMissing, sharpStub],
-  }),
-  build({
-    ...common,
-    entryPoints: ['webview/main.ts'],
-    outfile: 'dist/webview.js',
-    platform: 'browser',
-    target: 'es2022',
-    format: 'esm',
-  }),
+    production,
+    external: NATIVE_EXTERNALS.filter((e) => e !== '@huggingface/transformers'),
+  })),
+  build(browserBundle({ entryPoints: ['webview/main.ts'], outfile: 'dist/webview.js', production })),
 ]);
 console.log('build-extension: dist/extension.cjs, dist/extension-worker.mjs, dist/webview.js');
 

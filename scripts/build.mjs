@@ -1,53 +1,23 @@
-// Bundles the CLI (ESM, node) with esbuild. The C++ simulation main ships next to the bundle:
+// Bundles the CLI and every bench/*.ts script (ESM, node) with the project's one esbuild
+// configuration (scripts/esbuild.config.mjs). The C++ simulation main ships next to the bundle:
 // the engine compiles it into every candidate.
+// Usage: node scripts/build.mjs [--cli-only]   (--cli-only skips the benches; the test setup needs only the CLI)
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync, chmodSync, readdirSync } from 'node:fs';
+import { nodeBundle } from './esbuild.config.mjs';
 
-// Native and heavy packages stay outside the bundle (onnxruntime-node breaks when bundled; see
-// docs/environment.md) and are loaded from node_modules at run time.
-const external = ['@huggingface/transformers', 'onnxruntime-node', 'onnxruntime-web', 'sharp', 'node-llama-cpp'];
-
-const watch = process.argv.includes('--watch');
 mkdirSync('dist', { recursive: true });
 for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`src/core/sim/verilator/${f}`, `dist/${f}`);
 
-await build({
-  entryPoints: { cli: 'src/cli/main.ts' },
-  outdir: 'dist',
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'esm',
-  sourcemap: true,
-  outExtension: { '.js': '.js' },
-  banner: {
-    js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-  },
-  external,
-  logLevel: 'warning',
-});
+await build(nodeBundle({ entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', executable: true }));
 chmodSync('dist/cli.js', 0o755);
 
-// Every bench/*.ts script (npm run bench:*): same options as the CLI bundle, output dist/bench/<name>.js.
-// `--cli-only` skips them (the test setup needs only the CLI).
-const benches = Object.fromEntries(
-  readdirSync('bench')
-    .filter((f) => f.endsWith('.ts'))
-    .map((f) => [`bench/${f.slice(0, -3)}`, `bench/${f}`]),
-);
-if (!process.argv.includes('--cli-only')) await build({
-  entryPoints: benches,
-  outdir: 'dist',
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'esm',
-  sourcemap: true,
-  outExtension: { '.js': '.js' },
-  banner: {
-    js: "#!/usr/bin/env node\nimport { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-  },
-  external,
-  logLevel: 'warning',
-});
-if (watch) console.log('watch mode is not implemented; rerun npm run build');
+// npm run bench:<name> runs dist/bench/<name>.js.
+if (!process.argv.includes('--cli-only')) {
+  const benches = Object.fromEntries(
+    readdirSync('bench')
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => [`bench/${f.slice(0, -3)}`, `bench/${f}`]),
+  );
+  await build(nodeBundle({ entryPoints: benches, outdir: 'dist', executable: true }));
+}

@@ -1,7 +1,9 @@
-// What every `chorus` command does the same way: parse options (design options shared), answer
-// --help, report usage errors with exit code 2, read numeric options.
+// What every `chorus` command does the same way: parse options (the design options for the
+// commands that take a design), answer --help, report usage errors with exit code 2 (EXIT.usage),
+// read numeric options. Options a command does not use are rejected, never silently accepted.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DESIGN_OPTIONS } from './designOptions.js';
+import { EXIT } from './terminal.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -11,22 +13,31 @@ export interface Parsed<O extends Options> {
   fail: (msg: string) => number;
 }
 
-/** Parses argv for `chorus <name>`; returns an exit code instead when done (help, usage error). */
-export function parseCommand<O extends Options>(name: string, argv: string[], options: O, help: string): Parsed<O> | number {
+/**
+ * Parses argv for `chorus <name>`; returns an exit code instead when done (help, usage error).
+ * `takesDesign`: the command reads a design (sim, generate, refine), so -f/-I/-D/-G/--top apply;
+ * elsewhere they are unknown options.
+ */
+export function parseCommand<O extends Options>(name: string, argv: string[], options: O, help: string, takesDesign = true): Parsed<O> | number {
   const fail = (msg: string): number => {
     process.stderr.write(`chorus ${name}: ${msg}\n`);
-    return 2;
+    return EXIT.usage;
   };
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { ...DESIGN_OPTIONS, ...options, help: { type: 'boolean', short: 'h' } } as O & typeof DESIGN_OPTIONS & { help: { type: 'boolean'; short: 'h' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: { ...(takesDesign ? DESIGN_OPTIONS : {}), ...options, help: { type: 'boolean', short: 'h' } } as O & typeof DESIGN_OPTIONS & { help: { type: 'boolean'; short: 'h' } },
+    });
   } catch (e) {
     process.stderr.write(`chorus ${name}: ${(e as Error).message}\n\n${help}`);
-    return 2;
+    return EXIT.usage;
   }
   if ((parsed.values as { help?: boolean }).help) {
     process.stdout.write(help);
-    return 0;
+    return EXIT.ok;
   }
   return { values: parsed.values, positionals: parsed.positionals, fail };
 }

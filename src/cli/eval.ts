@@ -16,6 +16,7 @@ import { ModelError, type ModelBackend, type SamplingParams } from '../core/llm/
 import { MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
 import { runAgent } from '../core/agent/loop.js';
 import { numberOption, parseCommand } from './command.js';
+import { canRedraw } from './terminal.js';
 
 const HELP = `Usage: chorus eval --suite <path> [row] [options]
 
@@ -75,7 +76,7 @@ export async function runEval(argv: string[]): Promise<number> {
     out: { type: 'string' },
     resume: { type: 'boolean' },
     json: { type: 'boolean' },
-  } as const, HELP);
+  } as const, HELP, false);
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
   if (!o.suite) return fail(args.positionals.length ? `name the suite with --suite (got '${args.positionals[0]}')` : 'name the suite with --suite <path>');
@@ -151,7 +152,7 @@ export async function runEval(argv: string[]): Promise<number> {
     } else row = o.reference ? { kind: 'reference' } : { kind: 'builtin' };
 
     const simulator = getSimulator('verilator');
-    const progress = createProgress(process.stderr, process.stderr.isTTY === true);
+    const progress = createProgress(process.stderr, canRedraw(process.stderr));
     let report: EvalReport;
     try {
       report = await runEvaluation({

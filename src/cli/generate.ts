@@ -19,6 +19,7 @@ import type { HistoryMode } from '../core/agent/types.js';
 import type { NamedText } from '../core/agent/protocol.js';
 import { DESIGN_HELP } from './designOptions.js';
 import { numberOption, parseCommand } from './command.js';
+import { useColor } from './terminal.js';
 import { formatSimResult } from './format.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
 import { StatusLine } from './progress.js';
@@ -150,7 +151,7 @@ export async function runGenerate(argv: string[]): Promise<number> {
       process.stdout.write(JSON.stringify({ ...outcome.record, out: outPath }, null, 2) + '\n');
     } else {
       log(`best: ${outcome.best.label}, written to ${outPath}\n\n`);
-      log(formatSimResult(outcome.best.result, { color: process.stdout.isTTY === true }));
+      log(formatSimResult(outcome.best.result, { color: useColor(process.stdout) }));
     }
     if (controller.signal.aborted) return 130;
     return outcome.best.result.status === 'success' ? 0 : 1;

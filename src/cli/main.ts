@@ -4,6 +4,7 @@ import { runGenerate } from './generate.js';
 import { runRefine } from './refine.js';
 import { runServe } from './serve.js';
 import { runEval } from './eval.js';
+import { EXIT, chorusVersion } from './terminal.js';
 
 const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
 
@@ -23,9 +24,13 @@ Usage:
       training and for remote scoring (docs/reward-service.md).
   chorus sim --top <module> --tb <testbench.sv> <design files...> [options]
       Compile and run a testbench against the design, print coverage (or --json the result record).
-  chorus help
+  chorus help | --version
 
 Run 'chorus <command> --help' for a command's options.
+
+Exit codes: 0 success; 1 the testbench (or a task) failed; 2 usage, design or toolchain error
+(the message says what to fix); 70 internal error (a bug: please report it); 130 interrupted.
+Colour: on a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR=1 forces it.
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -45,14 +50,20 @@ export async function main(argv: string[]): Promise<number> {
     case 'help':
     case '--help':
     case '-h':
+      if (cmd === undefined) {
+        process.stderr.write(HELP);
+        return EXIT.usage;
+      }
       process.stdout.write(HELP);
-      return cmd === undefined ? 2 : 0;
+      return EXIT.ok;
     case '--version':
-      process.stdout.write('chorus 0.1.0\n');
-      return 0;
+    case '-V':
+    case 'version':
+      process.stdout.write(`chorus ${await chorusVersion()}\n`);
+      return EXIT.ok;
     default:
       process.stderr.write(`chorus: unknown command '${cmd}'\n\n${HELP}`);
-      return 2;
+      return EXIT.usage;
   }
 }
 
@@ -67,7 +78,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`chorus: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 2;
+    // Exit 2 means "the user must fix something"; an unexpected exception is ours.
+    process.stderr.write(`chorus: internal error (a bug in chorus; please report it with this message):\n${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = EXIT.internal;
   },
 );

@@ -1,5 +1,7 @@
 // Progress on stderr for long commands: one redrawn line on a terminal, nothing extra in logs
 // (the commands print their own per-round / per-task lines). evalProgress.ts builds on it.
+import { canRedraw } from './terminal.js';
+
 /** 42s, 3m05s, 1h02m; `?` when unknown. */
 export function formatDuration(s: number): string {
   if (!Number.isFinite(s) || s < 0) return '?';
@@ -19,7 +21,7 @@ export class StatusLine {
   private readonly tty: boolean;
 
   constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {
-    this.tty = stream.isTTY === true;
+    this.tty = canRedraw(stream);
   }
 
   /** Redraw the status line (terminal only). */

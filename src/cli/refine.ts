@@ -15,6 +15,7 @@ import type { SimResult } from '../core/sim/result.js';
 import { overallCoverage } from '../core/sim/ranking.js';
 import { DESIGN_HELP } from './designOptions.js';
 import { numberOption, parseCommand } from './command.js';
+import { useColor } from './terminal.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
 import { formatSimResult } from './format.js';
 import { freeName } from './generate.js';
@@ -142,7 +143,7 @@ export async function runRefine(argv: string[]): Promise<number> {
         const b = overallCoverage(before);
         const a = overallCoverage(after);
         if (before) say(`coverage: ${b === null ? 'n/a' : `${(100 * b).toFixed(2)}%`} -> ${a === null ? 'n/a' : `${(100 * a).toFixed(2)}%`}\n\n`);
-        say(formatSimResult(after, { color: process.stdout.isTTY === true }));
+        say(formatSimResult(after, { color: useColor(process.stdout) }));
       }
     }
     if (o.json) {

@@ -36,12 +36,10 @@ export async function runServe(argv: string[]): Promise<number> {
     'max-timeout': { type: 'string' },
     'body-limit': { type: 'string' },
     simulator: { type: 'string' },
-  } as const, HELP);
+  } as const, HELP, false);
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
-  if (args.positionals.length || o.top || o.filelist || o.include || o.define || o.param) {
-    return fail('serve takes no design files or design options: designs come with each request');
-  }
+  if (args.positionals.length) return fail(`serve takes no design files ('${args.positionals[0]}'): designs come with each request`);
   let port: number, workers: number, queueLimit: number, grace: number, maxTimeout: number, bodyMiB: number;
   try {
     port = numberOption('port', o.port, 8080);

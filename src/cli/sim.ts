@@ -13,6 +13,7 @@ import { toLcov } from '../core/coverage/lcov.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { formatSimResult } from './format.js';
 import { numberOption, parseCommand } from './command.js';
+import { useColor } from './terminal.js';
 import { DESIGN_HELP } from './designOptions.js';
 
 const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files...> [options]
@@ -100,7 +101,7 @@ export async function runSim(argv: string[]): Promise<number> {
     if (o.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
     else {
       for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
-      process.stdout.write(formatSimResult(result, { color: process.stdout.isTTY === true }));
+      process.stdout.write(formatSimResult(result, { color: useColor(process.stdout) }));
       if (o.keep && result.protection.scratchDir) process.stdout.write(`run directory kept: ${result.protection.scratchDir}\n`);
       if (o.lcov) process.stdout.write(`lcov written: ${resolve(o.lcov)}\n`);
     }

@@ -92,3 +92,33 @@ describe('chorus sim', () => {
     expect(j.coverage.waived.toggle).toBe(1);
   });
 });
+
+describe('CLI conventions', () => {
+  it('--version prints the version in package.json', async () => {
+    const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    const r = await run(['--version']);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.trim()).toBe(`chorus ${version}`);
+  });
+
+  it('a command rejects the options it does not use (usage error, exit 2)', async () => {
+    const e = await run(['eval', '--suite', 'x', '--top', 'm']);
+    expect(e.exitCode).toBe(2);
+    expect(e.stderr).toMatch(/chorus eval: Unknown option '--top'/);
+    const s = await run(['serve', '-I', 'inc']);
+    expect(s.exitCode).toBe(2);
+    expect(s.stderr).toMatch(/chorus serve: Unknown option '-I'/);
+    const g = await run(['sim', '--bogus']);
+    expect(g.exitCode).toBe(2);
+  });
+
+  it('colour follows NO_COLOR / FORCE_COLOR / TERM=dumb, not only the terminal', async () => {
+    const args = ['sim', '--top', 'counter', '--tb', join(examples, 'counter', 'tb_counter_weak.sv'), counter];
+    const esc = '\x1b[';
+    const forced = await execa(process.execPath, [cli, ...args], { cwd: repoRoot, reject: false, env: { FORCE_COLOR: '1', NO_COLOR: '' } });
+    expect(forced.stdout).toContain(esc);
+    const off = await execa(process.execPath, [cli, ...args], { cwd: repoRoot, reject: false, env: { FORCE_COLOR: '1', NO_COLOR: '1' } });
+    expect(off.stdout).not.toContain(esc);
+    expect(off.exitCode).toBe(0);
+  });
+});
