@@ -36,6 +36,9 @@ if [ "$node_major" -lt 20 ]; then
 fi
 
 echo "==> installing npm packages"
+# onnxruntime-node's postinstall would fetch CUDA libraries from outside the npm registry (and
+# fail offline); the CPU binaries are inside the package. This is the package's documented switch.
+export ONNXRUNTIME_NODE_INSTALL=skip
 if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
 echo "==> building"
 npm run --silent build
