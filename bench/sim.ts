@@ -133,6 +133,7 @@ function parseArgs(argv: string[]): Options {
       case '--help':
         console.log(USAGE);
         process.exit(0);
+        break; // unreachable: process.exit does not return
       default:
         fail(`unknown argument '${a}'`);
     }

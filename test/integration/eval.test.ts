@@ -6,7 +6,6 @@ import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSuite, selectTasks } from '../../src/core/eval/suites/index.js';
 import { runEvaluation, type EvalReport } from '../../src/core/eval/runner.js';
-import { writeReports } from '../../src/core/eval/report/json.js';
 import { computeMetrics } from '../../src/core/eval/metrics.js';
 import { runEval } from '../../src/cli/eval.js';
 import type { Simulator } from '../../src/core/sim/simulator.js';
