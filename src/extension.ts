@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { join } from 'node:path';
 import { Controller } from './extension/controller.js';
 import { workerEnv } from './extension/config.js';
+import { trackEditorContext } from './extension/editorContext.js';
 
 let controller: Controller | null = null;
 
@@ -20,7 +21,7 @@ export function activate(ctx: vscode.ExtensionContext): { controller: Controller
   reg('chorus.selectModel', () => c.selectModel());
   reg('chorus.cancel', () => c.cancel());
   reg('chorus.editProject', (uri?: vscode.Uri) => c.editProject(uri));
-  ctx.subscriptions.push(c);
+  ctx.subscriptions.push(c, trackEditorContext());
   return { controller: c };
 }
 

@@ -20,6 +20,8 @@ export const UNTRUSTED_MESSAGE =
   'CHORUS does not run a simulator or generated testbenches in an untrusted workspace: a testbench becomes a native executable. Trust the workspace (Manage Workspace Trust) to generate, refine or simulate.';
 
 export const REVISION_SCHEME = 'chorus-rev';
+/** Proposed testbench revisions kept for diff editors; older ones are dropped. */
+const MAX_REVISIONS = 16;
 
 interface LastResult {
   design: DesignOptions;
@@ -75,6 +77,9 @@ export class Controller implements vscode.Disposable {
       vscode.workspace.registerTextDocumentContentProvider(REVISION_SCHEME, {
         onDidChange: this.revisionEvents.event,
         provideTextDocumentContent: (uri) => this.revisions.get(uri.toString()) ?? '',
+      }),
+      vscode.workspace.onDidCloseTextDocument((d) => {
+        if (d.uri.scheme === REVISION_SCHEME) this.revisions.delete(d.uri.toString());
       }),
     );
   }
@@ -432,6 +437,12 @@ export class Controller implements vscode.Disposable {
   private revisionUri(name: string, text: string): vscode.Uri {
     const uri = vscode.Uri.from({ scheme: REVISION_SCHEME, path: `/${Date.now().toString(36)}/${name}` });
     this.revisions.set(uri.toString(), text);
+    // A long session refines many times: keep the newest revisions only (a Map iterates oldest
+    // first), besides dropping each one when its diff editor closes.
+    for (const k of this.revisions.keys()) {
+      if (this.revisions.size <= MAX_REVISIONS) break;
+      this.revisions.delete(k);
+    }
     this.revisionEvents.fire(uri);
     return uri;
   }

@@ -4,7 +4,11 @@ import * as vscode from 'vscode';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { DesignOptions } from '../core/design/load.js';
-import { findProjectFile, inferProject, projectToDesign, readProjectFile, writeProjectFile, PROJECT_FILE, type ProjectFile } from './project.js';
+import { findProjectFile, inferProject, projectToDesign, readProjectFile, withDiscovered, writeProjectFile, PROJECT_FILE, type ProjectFile } from './project.js';
+import { collectFolder } from '../core/design/folder.js';
+import { discover } from '../core/design/discover.js';
+import { findManifest } from '../core/design/manifest/index.js';
+import { worthAProjectFile } from './projectOffer.js';
 
 export interface ResolvedDesign {
   design: DesignOptions;
@@ -30,17 +34,29 @@ export function resolveDesign(target: vscode.Uri, selected: vscode.Uri[] = []): 
   }
   let project: ProjectFile;
   if (selected.length > 1) project = { files: selected.map((u) => relative(dir, u.fsPath)) };
-  else project = inferProject(dir, undefined, isDir ? undefined : target.fsPath);
-  if (project.files.length === 0 && !project.fileLists?.length) throw new Error(`no design sources (.sv/.v) found in ${dir}`);
+  else if (isDir && !findManifest(dir)) {
+    // A folder: its sources, testbenches and verification folders left out (folder.ts).
+    const f = collectFolder(dir);
+    project = { files: f.files.map((x) => relative(dir, x)), ...(f.includeDirs.length ? { includeDirs: f.includeDirs.map((x) => relative(dir, x) || '.') } : {}) };
+  } else project = inferProject(dir, undefined, isDir ? undefined : target.fsPath);
+  if (project.files.length === 0 && !project.fileLists?.length && !project.manifest) throw new Error(`no design sources (.sv/.v) found in ${dir}: pick the design files, their folder, or a manifest (.core, Bender.yml)`);
+  if (!project.manifest && !project.fileLists?.length) {
+    // Includes, packages and modules the files need from elsewhere in the repository: prefilled,
+    // so that the offered chorus.json records them and the search happens once.
+    const d = projectToDesign(project, dir);
+    project = withDiscovered(project, discover(d.files, d.includeDirs ?? [], { cwd: dir }), dir);
+  }
   return { design: projectToDesign(project, dir), project, projectPath: join(dir, PROJECT_FILE), existing: false, dir };
 }
 
-/** On first use, offers to save the inferred project (non-blocking). */
-export function offerProjectFile(r: ResolvedDesign, top?: string): void {
+/** On first use, offers to save the inferred project (non-blocking), when it holds more than the
+ * design's own file (projectOffer.ts). */
+export function offerProjectFile(r: ResolvedDesign, top?: string, topChosenAmongSeveral = false): void {
   if (r.existing) return;
   const project = top ? { ...r.project, top } : r.project;
+  if (!worthAProjectFile(project, topChosenAmongSeveral)) return;
   void vscode.window
-    .showInformationMessage(`CHORUS: save the design settings as ${relative(vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.dir))?.uri.fsPath ?? r.dir, r.projectPath) || PROJECT_FILE}? (files: ${project.files.join(', ') || project.fileLists?.join(', ')})`, 'Create chorus.json', 'Not now')
+    .showInformationMessage(`CHORUS: save the design settings as ${relative(vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.dir))?.uri.fsPath ?? r.dir, r.projectPath) || PROJECT_FILE}? (${project.manifest ? `manifest: ${project.manifest}` : `files: ${project.files.join(', ') || project.fileLists?.join(', ')}`}${project.includeDirs?.length ? `; include folders: ${project.includeDirs.join(', ')}` : ''})`, 'Create chorus.json', 'Not now')
     .then(async (pick) => {
       if (pick !== 'Create chorus.json' || existsSync(r.projectPath)) return;
       writeProjectFile(r.projectPath, project);
