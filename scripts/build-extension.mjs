@@ -44,6 +44,7 @@ if (process.argv.includes('--package')) {
   copyFileSync('.vscodeignore', `${stage}/.vscodeignore`);
   cpSync('media', `${stage}/media`, { recursive: true });
   cpSync('syntaxes', `${stage}/syntaxes`, { recursive: true }); // grammars + language configuration
+  cpSync('examples', `${stage}/examples`, { recursive: true }); // "Open an Example Design" copies these into the workspace
   for (const f of ['extension.cjs', 'extension-worker.mjs', 'webview.js', 'chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`dist/${f}`, `${stage}/dist/${f}`);
   for (const m of ['onnxruntime-node', 'onnxruntime-common']) cpSync(`node_modules/${m}`, `${stage}/dist/node_modules/${m}`, { recursive: true, dereference: true });
   const out = resolve(process.env.CHORUS_VSIX ?? 'out/chorus-testbench-linux-x64.vsix');

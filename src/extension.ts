@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import { Controller } from './extension/controller.js';
 import { workerEnv } from './extension/config.js';
 import { trackEditorContext } from './extension/editorContext.js';
+import { RunTreeProvider } from './extension/runTree.js';
+import { maybeShowWalkthrough, openExample, WALKTHROUGH_ID } from './extension/onboarding.js';
+import type { RunNode } from './extension/runTreeModel.js';
 
 let controller: Controller | null = null;
 
@@ -21,7 +24,19 @@ export function activate(ctx: vscode.ExtensionContext): { controller: Controller
   reg('chorus.selectModel', () => c.selectModel());
   reg('chorus.cancel', () => c.cancel());
   reg('chorus.editProject', (uri?: vscode.Uri) => c.editProject(uri));
+  // The CHORUS view: run history as a tree; clicking a round opens its testbench, a point its line.
+  const tree = new RunTreeProvider(c.history);
+  ctx.subscriptions.push(tree, vscode.window.createTreeView('chorus.runs', { treeDataProvider: tree, showCollapseAll: true }));
+  reg('chorus.openRound', (runId: string, index: number) => c.openRound(runId, index));
+  reg('chorus.diffRound', (node: RunNode) => node && node.kind !== 'run' && c.diffRound(node.runId, node.index));
+  reg('chorus.openLocation', async (file: string, line: number) => {
+    const pos = new vscode.Position(Math.max(0, line - 1), 0);
+    await vscode.window.showTextDocument(vscode.Uri.file(file), { selection: new vscode.Range(pos, pos) });
+  });
+  reg('chorus.openExample', () => openExample(ctx));
+  reg('chorus.openWalkthrough', () => vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false));
   ctx.subscriptions.push(c, trackEditorContext());
+  void maybeShowWalkthrough(ctx);
   return { controller: c };
 }
 

@@ -463,7 +463,7 @@ export class Controller implements vscode.Disposable {
 
   // ---- Dashboard helpers ----
 
-  private async openRound(id: string, index: number): Promise<void> {
+  async openRound(id: string, index: number): Promise<void> {
     const run = this.history.get(id);
     const tb = run?.rounds[index]?.testbench;
     if (!run || !tb) return;
@@ -471,7 +471,7 @@ export class Controller implements vscode.Disposable {
     await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true });
   }
 
-  private async diffRound(id: string, index: number): Promise<void> {
+  async diffRound(id: string, index: number): Promise<void> {
     const run = this.history.get(id);
     const cur = run?.rounds[index];
     if (!run || !cur?.testbench) return;

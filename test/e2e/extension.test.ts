@@ -41,7 +41,7 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     const userData = join(tmp, 'user-data');
     const exts = join(tmp, 'extensions');
     mkdirSync(join(userData, 'User'), { recursive: true });
-    writeFileSync(join(userData, 'User/settings.json'), JSON.stringify({ 'workbench.colorTheme': 'Default Dark Modern', 'window.commandCenter': false, 'workbench.tips.enabled': false }));
+    writeFileSync(join(userData, 'User/settings.json'), JSON.stringify({ 'workbench.colorTheme': 'Default Dark Modern', 'window.commandCenter': false, 'workbench.tips.enabled': false, 'chorus.showWalkthroughOnFirstRun': false }));
     installVsix(vsix, userData, exts);
     cs = await startCodeServer(userData, exts, ws);
     browser = await launchBrowser(join(tmp, 'chromium'));
