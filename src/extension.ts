@@ -6,6 +6,7 @@ import { Controller } from './extension/controller.js';
 import { workerEnv } from './extension/config.js';
 import { trackEditorContext } from './extension/editorContext.js';
 import { RunTreeProvider } from './extension/runTree.js';
+import { selectSimulator } from './extension/simulatorPick.js';
 import { maybeShowWalkthrough, openExample, WALKTHROUGH_ID } from './extension/onboarding.js';
 import type { RunNode } from './extension/runTreeModel.js';
 
@@ -22,6 +23,7 @@ export function activate(ctx: vscode.ExtensionContext): { controller: Controller
   reg('chorus.runCoverage', (uri?: vscode.Uri) => c.runCoverage(uri));
   reg('chorus.showDashboard', () => c.dashboard.show());
   reg('chorus.selectModel', () => c.selectModel());
+  reg('chorus.selectSimulator', () => selectSimulator());
   reg('chorus.cancel', () => c.cancel());
   reg('chorus.editProject', (uri?: vscode.Uri) => c.editProject(uri));
   // The CHORUS view: run history as a tree; clicking a round opens its testbench, a point its line.

@@ -3,6 +3,8 @@
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { getSimulator } from '../core/sim/registry.js';
+import { RemoteSimulator, scorerUrls } from '../core/sim/remote.js';
+import type { Simulator } from '../core/sim/simulator.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { EVAL_FORMATS, SuiteError, loadSuite, selectTasks } from '../core/eval/suites/index.js';
 import { runEvaluation, type EvalReport, type EvalRow } from '../core/eval/runner.js';
@@ -46,7 +48,10 @@ Run:
   --samples <n>           samples per task (default 5)
   --rounds <n>            refinement rounds after the first generation (default 3)
   --history <mode>        markov (default, PROTOCOL §3) | full
-  --workers <n>           simulations at once (default: the number of cores, ${availableParallelism()} here)
+  --workers <n>           simulations at once (default: the number of cores, ${availableParallelism()} here;
+                          with --scorer, the services' workers together)
+  --scorer <url,...>      simulate on these reward services (\`chorus serve\` on other machines) instead
+                          of here: each candidate goes to the least-loaded service
   --seed <n>              base seed; sample seeds derive from it, the task and the sample (default 1)
   --timeout <s>           wall-clock limit per simulation (default 60)
 Output:
@@ -69,6 +74,7 @@ export async function runEval(argv: string[]): Promise<number> {
     rounds: { type: 'string' },
     history: { type: 'string' },
     workers: { type: 'string' },
+    scorer: { type: 'string' },
     limit: { type: 'string' },
     tasks: { type: 'string' },
     seed: { type: 'string' },
@@ -126,7 +132,9 @@ export async function runEval(argv: string[]): Promise<number> {
 
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();
-  process.once('SIGINT', onSigint);
+  // `on`, not `once`: node-llama-cpp loads signal-exit, which re-sends SIGINT (killing the process
+  // before the cancel is handled) when it finds itself the only listener left.
+  process.on('SIGINT', onSigint);
   let backend: ModelBackend | null = null;
   try {
     const suitePath = resolve(o.suite);
@@ -151,7 +159,18 @@ export async function runEval(argv: string[]): Promise<number> {
       };
     } else row = o.reference ? { kind: 'reference' } : { kind: 'builtin' };
 
-    const simulator = getSimulator('verilator');
+    let simulator: Simulator = getSimulator('verilator');
+    if (o.scorer !== undefined) {
+      let remote: RemoteSimulator;
+      try {
+        remote = new RemoteSimulator({ urls: scorerUrls(o.scorer) });
+        await remote.info(); // every service up, one simulator version
+      } catch (e) {
+        return fail((e as Error).message);
+      }
+      simulator = remote;
+      if (o.workers === undefined) workers = remote.capacity;
+    }
     const progress = createProgress(process.stderr, canRedraw(process.stderr));
     let report: EvalReport;
     try {

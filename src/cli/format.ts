@@ -4,7 +4,7 @@ import type { CoverageFigures } from '../core/coverage/model.js';
 
 const pct = (x: number | null): string => (x === null ? 'n/a' : `${(100 * x).toFixed(2)}%`);
 
-function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user'): string {
+function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user' | 'expr' | 'cond'): string {
   const t = f.tallies[k];
   return `${pct(f[k])} (${t.covered}/${t.total})`;
 }
@@ -26,6 +26,8 @@ export function formatSimResult(r: SimResult, opts: { color?: boolean; maxErrors
     lines.push(`  block  ${tallyText(w, 'block')}   [line ${tallyText(w, 'line')}, branch ${tallyText(w, 'branch')}]`);
     lines.push(`  toggle ${tallyText(w, 'toggle')}`);
     if (w.tallies.user.total) lines.push(`  user cover points ${tallyText(w, 'user')}`);
+    if (w.tallies.expr?.total) lines.push(`  expression ${tallyText(w, 'expr')}   (where the simulator has it; not part of overall)`);
+    if (w.tallies.cond?.total) lines.push(`  ?: arms   ${tallyText(w, 'cond')}   (where the simulator has it; not part of overall)`);
     if (r.coverage.waivedPoints) lines.push(`  ${r.coverage.waivedPoints} points waived; raw overall ${pct(r.coverage.raw.overall)}`);
     const blocks = r.uncovered.filter((u) => u.type !== 'toggle');
     if (blocks.length) {

@@ -17,14 +17,14 @@ import { ModelError } from '../core/llm/backend.js';
 import { ContextBudgetError, runAgent } from '../core/agent/loop.js';
 import type { HistoryMode } from '../core/agent/types.js';
 import type { NamedText } from '../core/agent/protocol.js';
-import { DESIGN_HELP } from './designOptions.js';
+import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
 import { formatSimResult } from './format.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
 import { StatusLine } from './progress.js';
 
-const HELP = `Usage: chorus generate <design files...> [options]
+const HELP = `Usage: chorus generate <design files | folder | .core | Bender.yml> [options]
 
 Writes a stimulus testbench that maximizes the design's coverage: one generation, then refinement
 rounds fed with the simulator's log and coverage report, and prints the coverage of each round.
@@ -41,6 +41,8 @@ ${DESIGN_HELP}${MODEL_HELP}Generation:
   --seed <n>            stimulus / sampling seed (default 1)
   --timeout <s>         wall-clock limit per simulation (default 60)
   --stream              echo the model's text to stderr as it is generated
+  --keep-params         built-in generator: never scale down parameters that put terminal counts
+                        out of reach (it says which it scaled; -G values are never scaled)
 Output:
   --out <file>          where to write the testbench (default: the model's file name, or
                         tb_<top>.sv, beside the first design file; an existing file is never
@@ -69,6 +71,7 @@ interface Ctx {
   rounds: number;
   target: number;
   seed: number;
+  keepParams: boolean;
   instance: string;
   limits: Partial<SimLimits>;
   signal: AbortSignal;
@@ -89,13 +92,20 @@ export async function runGenerate(argv: string[]): Promise<number> {
     seed: { type: 'string' },
     timeout: { type: 'string' },
     stream: { type: 'boolean' },
+    'warm-start': { type: 'boolean' },
+    'keep-params': { type: 'boolean' },
     out: { type: 'string' },
     force: { type: 'boolean' },
     json: { type: 'boolean' },
   } as const, HELP);
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
-  if (args.positionals.length === 0 && !o.filelist?.length) return fail('name the design files (or -f files.f)');
+  let cliDesign: CliDesign;
+  try {
+    cliDesign = designFromArgs(o, args.positionals);
+  } catch (e) {
+    return fail((e as Error).message);
+  }
   let rounds: number, samples: number, target: number, seed: number, timeoutS: number, model: ModelConfig | null;
   const history = (o.history ?? 'markov') as HistoryMode;
   try {
@@ -106,7 +116,8 @@ export async function runGenerate(argv: string[]): Promise<number> {
     timeoutS = numberOption('timeout', o.timeout, 60, 1);
     model = modelConfig(o);
     if (history !== 'markov' && history !== 'full') throw new Error(`--history must be markov or full, got '${o.history}'`);
-    if (!model && (o.spec?.length || o.instruction || o.samples || o.stream)) throw new Error('--spec, --instruction, --samples and --stream need a model (--model <dir> or --endpoint <url>)');
+    if (!model && (o.spec?.length || o.instruction || o.samples || o.stream || o['warm-start']))
+      throw new Error('--spec, --instruction, --samples, --stream and --warm-start need a model (--model <dir> or --endpoint <url>)');
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -121,7 +132,9 @@ export async function runGenerate(argv: string[]): Promise<number> {
 
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();
-  process.once('SIGINT', onSigint);
+  // `on`, not `once`: node-llama-cpp loads signal-exit, which re-sends SIGINT (killing the process
+  // before the cancel is handled) when it finds itself the only listener left.
+  process.on('SIGINT', onSigint);
   const status = new StatusLine();
   const log = (s: string): void => {
     status.clear();
@@ -129,14 +142,13 @@ export async function runGenerate(argv: string[]): Promise<number> {
     else process.stderr.write(s);
   };
   try {
-    const { design, info, warnings } = await loadDesign(
-      { files: args.positionals, fileLists: o.filelist, includeDirs: o.include, defines: o.define, params: o.param, top: o.top },
-      controller.signal,
-    );
+    const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, controller.signal);
+    for (const n of notes) process.stderr.write(`note: ${n}\n`);
     for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
-    const ctx: Ctx = { design, info, rounds, target, seed, instance: o.instance ?? 'uut', limits: { timeoutS }, signal: controller.signal, log, status };
+    if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
+    const ctx: Ctx = { design, info, rounds, target, seed, keepParams: o['keep-params'] === true, instance: o.instance ?? 'uut', limits: { timeoutS }, signal: controller.signal, log, status };
     const outcome = model
-      ? await withModel(ctx, model, { samples, history, specs, instruction: o.instruction, sampling: samplingFrom(o, seed), stream: o.stream ?? false })
+      ? await withModel(ctx, model, { samples, history, specs, instruction: o.instruction, sampling: samplingFrom(o, seed), stream: o.stream ?? false, warmStart: o['warm-start'] ?? false })
       : await builtin(ctx);
     status.clear();
     if (!outcome.best) {
@@ -144,7 +156,9 @@ export async function runGenerate(argv: string[]): Promise<number> {
       if (o.json) process.stdout.write(JSON.stringify(outcome.record, null, 2) + '\n');
       return controller.signal.aborted ? 130 : 1;
     }
-    const outPath = o.out ? resolve(o.out) : freeName(join(dirname(design.files[0]), outcome.best.name));
+    // Beside the top module's file (the first file may be a package from a dependency).
+    const topFile = info.modules.find((m) => m.name === info.top)?.file;
+    const outPath = o.out ? resolve(o.out) : freeName(join(dirname(topFile && existsSync(topFile) ? topFile : design.files[design.files.length - 1]), outcome.best.name));
     mkdirSync(dirname(outPath), { recursive: true });
     writeFileSync(outPath, outcome.best.testbench.endsWith('\n') ? outcome.best.testbench : outcome.best.testbench + '\n');
     if (o.json) {
@@ -188,16 +202,19 @@ async function builtin(c: Ctx): Promise<Outcome> {
     rounds: total,
     target: c.target,
     seed: c.seed,
+    keepParams: c.keepParams,
     instance: c.instance,
     limits: c.limits,
     signal: c.signal,
     onRound,
   });
+  for (const p of gen.scaledParams) c.log(`parameter ${p.name} instantiated as ${p.value} instead of ${p.was}: ${p.why} (--keep-params keeps it)\n`);
   return {
     best: { testbench: gen.best.testbench, name: gen.tbName, result: gen.best.result, label: `round ${gen.best.round + 1}` },
     record: {
       generator: 'builtin',
       top: c.info.top,
+      scaled_params: gen.scaledParams,
       rounds: gen.rounds.map((r) => ({ sample: 0, round: r.round, parse_status: 'builtin', notes: r.notes, testbench: r.testbench, result: r.result })),
       best: { sample: 0, round: gen.best.round, reward: gen.best.result.reward, coverage: overallCoverage(gen.best.result) },
     },
@@ -207,12 +224,19 @@ async function builtin(c: Ctx): Promise<Outcome> {
 async function withModel(
   c: Ctx,
   model: ModelConfig,
-  a: { samples: number; history: HistoryMode; specs: NamedText[]; instruction?: string; sampling: ReturnType<typeof samplingFrom>; stream: boolean },
+  a: { samples: number; history: HistoryMode; specs: NamedText[]; instruction?: string; sampling: ReturnType<typeof samplingFrom>; stream: boolean; warmStart: boolean },
 ): Promise<Outcome> {
   const total = c.rounds + 1;
   c.log(`model: ${describeModel(model)}\n`);
   if (model.kind === 'local') {
     model.onProgress = (p) => c.status.set(`loading model: ${p.file} ${p.total ? `${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : p.status}`);
+    model.onMessage = (m) => c.log(`note: ${m}\n`);
+  }
+  let warmStart: { testbench: string; filename: string; result: NonNullable<GeneratedRound['result']> } | undefined;
+  if (a.warmStart) {
+    c.log(`warm start: the built-in generator's best testbench is round 1; the model refines it\n`);
+    const gen = await generateTestbench(getSimulator('verilator'), c.design, c.info, { rounds: total, target: c.target, seed: c.seed, keepParams: c.keepParams, instance: c.instance, limits: c.limits, signal: c.signal });
+    warmStart = { testbench: gen.best.testbench, filename: gen.tbName, result: gen.best.result };
   }
   const backend = await createBackend(model);
   try {
@@ -234,6 +258,7 @@ async function withModel(
       sampling: a.sampling,
       limits: c.limits,
       signal: c.signal,
+      warmStart,
       onEvent: (e) => {
         const tag = a.samples > 1 ? `sample ${e.sample + 1} ` : '';
         if (e.type === 'text') {
@@ -253,7 +278,13 @@ async function withModel(
             r.error ? `model error (${r.error.kind}): ${r.error.message}` :
             r.parsed.status !== 'success' ? `unparsable reply (${r.parsed.reason})` :
             `${r.result!.status}${cov ? `  coverage ${pct(cov.overall)} (block ${pct(cov.block)}, toggle ${pct(cov.toggle)})` : ''}`;
-          c.log(`${tag}round ${e.round + 1}/${total}: ${what}  [${r.tokens.completion} tokens, model ${(r.modelMs / 1000).toFixed(1)}s, sim ${(r.simMs / 1000).toFixed(2)}s]\n`);
+          const cost = r.warmStart
+            ? 'built-in generator (warm start)'
+            : `${r.tokens.completion} tokens, model ${(r.modelMs / 1000).toFixed(1)}s` +
+              (r.cache ? `, prompt ${r.cache.evaluatedTokens} evaluated + ${r.cache.reusedTokens} reused` : '') +
+              (r.drafts?.proposed ? `, drafts ${r.drafts.accepted}/${r.drafts.proposed} kept` : '') +
+              `, sim ${(r.simMs / 1000).toFixed(2)}s`;
+          c.log(`${tag}round ${e.round + 1}/${total}: ${what}  [${cost}]\n`);
         }
       },
     });
@@ -261,7 +292,8 @@ async function withModel(
     const info = await backend.info();
     const record = {
       generator: 'model',
-      model: { kind: info.kind, model: info.model, location: info.location },
+      model: { kind: info.kind, engine: info.engine, device: info.device, model: info.model, location: info.location },
+      warm_start: warmStart ? { coverage: overallCoverage(warmStart.result) } : null,
       top: run.top,
       instance: run.instance,
       target: run.target,
@@ -280,6 +312,9 @@ async function withModel(
         reply: r.reply,
         finish_reason: r.finishReason,
         tokens: r.tokens,
+        ...(r.warmStart ? { warm_start: true } : {}),
+        ...(r.cache ? { prompt_tokens_evaluated: r.cache.evaluatedTokens, prompt_tokens_reused: r.cache.reusedTokens } : {}),
+        ...(r.drafts ? { draft_tokens_proposed: r.drafts.proposed, draft_tokens_accepted: r.drafts.accepted } : {}),
         model_ms: Math.round(r.modelMs),
         result: r.result,
       })),

@@ -6,7 +6,11 @@ import { numberOption } from './command.js';
 
 export const MODEL_OPTIONS = {
   model: { type: 'string' },
+  engine: { type: 'string' },
   dtype: { type: 'string' },
+  threads: { type: 'string' },
+  gpu: { type: 'string' },
+  'no-lookup': { type: 'boolean' },
   'allow-download': { type: 'boolean' },
   endpoint: { type: 'string' },
   'model-name': { type: 'string' },
@@ -17,9 +21,15 @@ export const MODEL_OPTIONS = {
 } as const;
 
 export const MODEL_HELP = `Model (none: the built-in model-free generator):
-  --model <dir>         local model directory in the transformers.js layout (config.json, tokenizer,
-                        onnx/model_q4.onnx ...), run in-process on the CPU
-  --dtype <t>           fp32 | q4 | q4f16 for --model (default q4)
+  --model <dir>         local model directory, run in-process: a GGUF (model-q4_k_m.gguf, from
+                        chorus-train export --gguf) and/or the transformers.js layout (config.json,
+                        tokenizer, onnx/model_q4.onnx ...); or a .gguf file
+  --engine <e>          auto (default: llama.cpp when the folder has a GGUF, else ONNX) | llama | onnx
+  --dtype <t>           fp32 | q4 | q4f16 for the ONNX engine (default q4)
+  --threads <n>         CPU threads for a local model (default: the physical cores)
+  --gpu <g>             auto (default: llama.cpp offloads to a GPU when a build for it loads, else
+                        the CPU, with a message) | cpu
+  --no-lookup           local model: no prompt-lookup drafting (the output is the same either way)
   --allow-download      let --model name a model to download (off: nothing leaves this machine)
   --endpoint <url>      OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, LM Studio),
                         e.g. http://127.0.0.1:8000/v1; API key from CHORUS_API_KEY or OPENAI_API_KEY
@@ -32,7 +42,11 @@ export const MODEL_HELP = `Model (none: the built-in model-free generator):
 
 interface ModelValues {
   model?: string;
+  engine?: string;
   dtype?: string;
+  threads?: string;
+  gpu?: string;
+  'no-lookup'?: boolean;
   'allow-download'?: boolean;
   endpoint?: string;
   'model-name'?: string;
@@ -51,10 +65,18 @@ export function modelConfig(v: ModelValues): ModelConfig | null {
     return { kind: 'openai', baseUrl: v.endpoint, model: v['model-name'], contextLength: ctx };
   }
   if (v['model-name']) throw new Error('--model-name goes with --endpoint; for a local model directory use --model <dir>');
-  if (!v.model) return null;
+  if (!v.model) {
+    if (v.engine || v.threads || v.gpu || v['no-lookup']) throw new Error('--engine, --threads, --gpu and --no-lookup go with --model <dir>');
+    return null;
+  }
   const dtype = v.dtype ?? 'q4';
   if (dtype !== 'fp32' && dtype !== 'q4' && dtype !== 'q4f16') throw new Error(`--dtype must be fp32, q4 or q4f16, got '${dtype}'`);
-  return { kind: 'local', modelDir: v.model, dtype, allowDownload: v['allow-download'] ?? false, contextLength: ctx };
+  const engine = v.engine ?? 'auto';
+  if (engine !== 'auto' && engine !== 'llama' && engine !== 'onnx') throw new Error(`--engine must be auto, llama or onnx, got '${engine}'`);
+  const gpu = v.gpu ?? 'auto';
+  if (gpu !== 'auto' && gpu !== 'cpu') throw new Error(`--gpu must be auto or cpu, got '${gpu}'`);
+  const threads = v.threads ? Math.floor(numberOption('threads', v.threads, 0, 1)) : undefined;
+  return { kind: 'local', modelDir: v.model, engine, dtype, allowDownload: v['allow-download'] ?? false, contextLength: ctx, threads, gpu, lookup: !v['no-lookup'] };
 }
 
 export function samplingFrom(v: ModelValues, seed?: number): SamplingParams {

@@ -13,7 +13,7 @@ import { ContextBudgetError, refineOnce } from '../core/agent/loop.js';
 import type { LogKind, NamedText } from '../core/agent/protocol.js';
 import type { SimResult } from '../core/sim/result.js';
 import { overallCoverage } from '../core/sim/ranking.js';
-import { DESIGN_HELP } from './designOptions.js';
+import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
@@ -21,7 +21,7 @@ import { formatSimResult } from './format.js';
 import { freeName } from './generate.js';
 import { StatusLine } from './progress.js';
 
-const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files...> --model <dir> | --endpoint <url> --model-name <n>
+const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> --model <dir> | --endpoint <url> --model-name <n>
 
 One refinement step: the model revises the testbench from the simulator's feedback. With --log the
 feedback is your own simulator's log (Verilator, Xcelium/IMC, or plain text: errors are put first;
@@ -62,8 +62,13 @@ export async function runRefine(argv: string[]): Promise<number> {
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
   if (!o.tb) return fail('name the testbench to refine with --tb <file>');
-  if (args.positionals.length === 0 && !o.filelist?.length) return fail('name the design files (or -f files.f)');
   const tbPath = resolve(o.tb);
+  let cliDesign: CliDesign;
+  try {
+    cliDesign = designFromArgs(o, args.positionals.filter((p) => resolve(p) !== tbPath));
+  } catch (e) {
+    return fail((e as Error).message);
+  }
   if (!existsSync(tbPath)) return fail(`testbench ${tbPath} does not exist`);
   if (o.log && !existsSync(resolve(o.log))) return fail(`log ${resolve(o.log)} does not exist`);
   const kind = (o['log-kind'] ?? 'auto') as LogKind | 'auto';
@@ -82,14 +87,18 @@ export async function runRefine(argv: string[]): Promise<number> {
 
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();
-  process.once('SIGINT', onSigint);
+  // `on`, not `once`: node-llama-cpp loads signal-exit, which re-sends SIGINT (killing the process
+  // before the cancel is handled) when it finds itself the only listener left.
+  process.on('SIGINT', onSigint);
   const status = new StatusLine();
   const say = (s: string): void => {
     status.clear();
     (o.json ? process.stderr : process.stdout).write(s);
   };
   try {
-    const { design, info, warnings } = await loadDesign({ files: args.positionals, fileLists: o.filelist, includeDirs: o.include, defines: o.define, params: o.param, top: o.top }, controller.signal);
+    const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, controller.signal);
+    for (const n of notes) process.stderr.write(`note: ${n}\n`);
+    if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
     for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
     const testbench: NamedText = { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') };
     const simulator = getSimulator('verilator');

@@ -14,9 +14,9 @@ import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { formatSimResult } from './format.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
-import { DESIGN_HELP } from './designOptions.js';
+import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
 
-const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files...> [options]
+const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files | folder | .core | Bender.yml> [options]
 
 ${DESIGN_HELP}Run:
   --tb <file>           the testbench (its top module is found in the file)
@@ -48,7 +48,12 @@ export async function runSim(argv: string[]): Promise<number> {
   if (!o.tb) return fail('--tb <testbench.sv> is required');
   const tbPath = resolve(o.tb);
   if (!existsSync(tbPath)) return fail(`testbench not found: ${tbPath}`);
-  if (args.positionals.length === 0 && !o.filelist?.length) return fail('name the design files (or -f files.f)');
+  let cliDesign: CliDesign;
+  try {
+    cliDesign = designFromArgs(o, args.positionals.filter((p) => resolve(p) !== tbPath));
+  } catch (e) {
+    return fail((e as Error).message);
+  }
   let timeoutS: number, simTimeNs: number | null, seed: number;
   try {
     timeoutS = numberOption('timeout', o.timeout, 60);
@@ -69,14 +74,9 @@ export async function runSim(argv: string[]): Promise<number> {
   const onSigint = (): void => controller.abort();
   process.once('SIGINT', onSigint);
   try {
-    const { design, info, warnings } = await loadDesign({
-      files: args.positionals.filter((p) => resolve(p) !== tbPath),
-      fileLists: o.filelist,
-      includeDirs: o.include,
-      defines: o.define,
-      params: o.param,
-      top: o.top,
-    }, controller.signal);
+    const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, controller.signal);
+    for (const n of notes) process.stderr.write(`note: ${n}\n`);
+    if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
     const simulator = getSimulator(o.simulator ?? 'verilator');
     const keep = Boolean(o.keep || o.lcov);
     const result = await simulator.simulate({

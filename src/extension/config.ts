@@ -29,7 +29,7 @@ export async function modelConfig(secrets: vscode.SecretStorage): Promise<ModelC
   if (source === 'local') {
     const modelDir = c.get<string>('model.localPath', '').trim();
     if (!modelDir) throw new Error('chorus.model.source is "local" but chorus.model.localPath is empty: run "CHORUS: Select Model"');
-    return { source, modelDir, dtype: c.get<string>('model.dtype', 'q4'), allowDownload: c.get<boolean>('model.allowDownload', false) };
+    return { source, modelDir, dtype: c.get<string>('model.dtype', 'q4'), allowDownload: c.get<boolean>('model.allowDownload', false), engine: c.get<string>('model.engine', 'auto') };
   }
   return { source: 'none' };
 }
@@ -48,6 +48,7 @@ export function generateSettings(): GenerateSettings {
     topP: c.get<number>('generation.topP', 0.8),
     maxNewTokens: Math.max(1, Math.floor(c.get<number>('generation.maxNewTokens', 16384))),
     simulator: c.get<string>('simulator.backend', 'verilator') || 'verilator',
+    warmStart: c.get<boolean>('generation.warmStart', false),
     limits: {
       timeoutS: Math.max(1, c.get<number>('simulator.timeoutSeconds', 60)),
       buildTimeoutS: Math.max(1, c.get<number>('simulator.buildTimeoutSeconds', 300)),

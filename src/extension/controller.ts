@@ -1,7 +1,7 @@
 // The commands: thin adapters from VS Code to the worker (which runs src/core).
 import * as vscode from 'vscode';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, dirname, isAbsolute, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { SimResult } from '../core/sim/result.js';
 import { generateSettings, modelConfig, modelSource, outputDirectory, SECRET_API_KEY } from './config.js';
 import { CoverageDecorations, CoverageTests } from './coverageUi.js';
@@ -84,10 +84,14 @@ export class Controller implements vscode.Disposable {
     );
   }
 
+  /** The model the worker reported for the last run (engine and device included). */
+  private modelInUse: string | null = null;
+
   setStatus(state: 'idle' | 'busy' | 'done' | 'error', text?: string): void {
     const icon = state === 'busy' ? '$(sync~spin)' : state === 'error' ? '$(error)' : state === 'done' ? '$(check)' : '$(beaker)';
     this.status.text = `${icon} CHORUS${text ? `: ${text}` : ''}`;
-    this.status.tooltip = state === 'busy' ? 'CHORUS is working — click for the dashboard; run "CHORUS: Cancel" to stop' : `CHORUS (${modelSource() === 'none' ? 'model-free generator' : `model: ${modelSource()}`}) — click for the dashboard`;
+    const model = modelSource() === 'none' ? 'model-free generator' : `model: ${this.modelInUse ?? modelSource()}`;
+    this.status.tooltip = state === 'busy' ? `CHORUS is working (${model}) — click for the dashboard; run "CHORUS: Cancel" to stop` : `CHORUS (${model}) — click for the dashboard`;
   }
 
   private trusted(): boolean {
@@ -232,6 +236,12 @@ export class Controller implements vscode.Disposable {
       case 'status':
         report(ev.message);
         this.output.appendLine(`[CHORUS] ${ev.message}`);
+        break;
+      case 'model':
+        this.modelInUse = ev.label;
+        this.history.update(run, { model: ev.label });
+        this.output.appendLine(`[CHORUS] model: ${ev.label}`);
+        this.setStatus('busy', `${/llama\.cpp/.test(ev.label) ? 'llama.cpp' : /ONNX/.test(ev.label) ? 'ONNX' : 'model'} loaded`);
         break;
       case 'round-start':
         report(`round ${ev.round + 1}/${ev.rounds}${ev.sample ? ` (sample ${ev.sample + 1})` : ''}`, ev.round / ev.rounds);
@@ -504,16 +514,27 @@ export class Controller implements vscode.Disposable {
     if (pick.id === 'local') {
       const dir = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: 'Use this model' });
       if (!dir?.[0]) return;
-      const dtype = await vscode.window.showQuickPick(['q4', 'q4f16', 'fp32'], { title: 'CHORUS: model precision (dtype)' });
+      // (the worker's llama.ts decides for real; the extension host does not load node-llama-cpp)
+      const hasGguf = readdirSync(dir[0].fsPath).some((f) => f.endsWith('.gguf'));
+      const hasOnnx = existsSync(join(dir[0].fsPath, 'onnx'));
+      const engines = [
+        { label: 'llama.cpp', description: hasGguf ? 'the folder\'s GGUF, in-process (node-llama-cpp); a GPU when a build for it loads' : 'needs a .gguf in the folder (chorus-train export --gguf q4_k_m)', id: 'llama' },
+        { label: 'ONNX', description: hasOnnx ? 'onnx/model_*.onnx, in-process on the CPU (onnxruntime)' : 'needs onnx/model_q4.onnx in the folder (chorus-train export)', id: 'onnx' },
+      ].sort((a, b) => Number(b.id === 'llama' ? hasGguf : hasOnnx) - Number(a.id === 'llama' ? hasGguf : hasOnnx));
+      const engine = await vscode.window.showQuickPick(engines, { title: 'CHORUS: inference engine (both run in the editor, offline)' });
+      if (!engine) return;
+      const dtype = engine.id === 'onnx' ? await vscode.window.showQuickPick(['q4', 'q4f16', 'fp32'], { title: 'CHORUS: model precision (dtype)' }) : c.get<string>('model.dtype', 'q4');
       if (!dtype) return;
-      const model: ModelConfig = { source: 'local', modelDir: dir[0].fsPath, dtype, allowDownload: false };
+      const model: ModelConfig = { source: 'local', modelDir: dir[0].fsPath, dtype, allowDownload: false, engine: engine.id };
       const check = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'CHORUS: loading the model to check it' }, () => this.worker.request('checkModel', { model }));
       if (!check.ok) {
         void vscode.window.showErrorMessage(`CHORUS: ${dir[0].fsPath} does not load: ${check.message}`);
         return;
       }
       await c.update('model.localPath', dir[0].fsPath, target);
+      await c.update('model.engine', engine.id, target);
       await c.update('model.dtype', dtype, target);
+      this.modelInUse = null;
       await c.update('model.source', 'local', target);
       void vscode.window.showInformationMessage(`CHORUS: ${check.message}`);
       this.setStatus('idle');

@@ -17,6 +17,9 @@ export interface ResolvedDesign {
   projectPath: string;
   existing: boolean;
   dir: string;
+  /** For an existing project: the project with what the repository search found added (include
+   * folders, package/module files), offered to be recorded so that the search happens once. */
+  withFound?: ProjectFile;
 }
 
 function workspaceRoot(uri: vscode.Uri): string | undefined {
@@ -30,7 +33,14 @@ export function resolveDesign(target: vscode.Uri, selected: vscode.Uri[] = []): 
   const found = findProjectFile(dir, workspaceRoot(target));
   if (found) {
     const project = readProjectFile(found);
-    return { design: projectToDesign(project, dirname(found)), project, projectPath: found, existing: true, dir: dirname(found) };
+    const design = projectToDesign(project, dirname(found));
+    let withFound: ProjectFile | undefined;
+    if (!project.manifest && !project.fileLists?.length) {
+      const files = design.files.filter((f) => existsSync(f) && statSync(f).isFile());
+      const d = discover(files, design.includeDirs ?? [], { cwd: dirname(found) });
+      if (d.includeDirs.length || d.files.length) withFound = withDiscovered(project, d, dirname(found));
+    }
+    return { design, project, projectPath: found, existing: true, dir: dirname(found), withFound };
   }
   let project: ProjectFile;
   if (selected.length > 1) project = { files: selected.map((u) => relative(dir, u.fsPath)) };
@@ -52,7 +62,15 @@ export function resolveDesign(target: vscode.Uri, selected: vscode.Uri[] = []): 
 /** On first use, offers to save the inferred project (non-blocking), when it holds more than the
  * design's own file (projectOffer.ts). */
 export function offerProjectFile(r: ResolvedDesign, top?: string, topChosenAmongSeveral = false): void {
-  if (r.existing) return;
+  if (r.existing) {
+    const add = r.withFound;
+    if (!add) return;
+    const found = [...(add.includeDirs ?? []).filter((d) => !r.project.includeDirs?.includes(d)), ...add.files.filter((f) => !r.project.files.includes(f))];
+    void vscode.window.showInformationMessage(`CHORUS: the design needed ${found.join(', ')} (found in the repository). Add to ${relative(r.dir, r.projectPath)}?`, 'Add to chorus.json', 'Not now').then((pick) => {
+      if (pick === 'Add to chorus.json') writeProjectFile(r.projectPath, { ...readProjectFile(r.projectPath), includeDirs: add.includeDirs, files: add.files });
+    });
+    return;
+  }
   const project = top ? { ...r.project, top } : r.project;
   if (!worthAProjectFile(project, topChosenAmongSeveral)) return;
   void vscode.window

@@ -2,7 +2,7 @@
 // Refine and Run Coverage need an open testbench, Generate needs an open design file.
 import * as vscode from 'vscode';
 import { basename } from 'node:path';
-import { looksLikeTestbench } from './testbenchGuess.js';
+import { looksLikeTestbench } from '../core/design/folder.js';
 
 const HDL_LANGS = new Set(['verilog', 'systemverilog']);
 const HDL_EXT = /\.(sv|svh|v|vh)$/i;

@@ -2,21 +2,10 @@
 // (src/extension/dashboard.ts). Both sides compile against this file; it holds types and pure
 // helpers only (no vscode, no DOM).
 import type { CoverageFigures, UncoveredPoint } from '../core/coverage/model.js';
+import type { ProjectFile } from '../core/design/types.js';
 
-/** The project file (`chorus.json`): paths relative to its folder. */
-export interface ProjectFile {
-  /** Design source files (not testbenches). */
-  files: string[];
-  /** EDA file lists (`files.f`). */
-  fileLists?: string[];
-  includeDirs?: string[];
-  /** `NAME` or `NAME=VALUE`. */
-  defines?: string[];
-  /** `NAME=VALUE` top parameter overrides. */
-  params?: string[];
-  /** DUT top module; needed when the files hold several candidates. */
-  top?: string;
-}
+/** The project file (`chorus.json`): defined with the design types, shared with the webview. */
+export type { ProjectFile };
 
 export interface RoundView {
   sample: number;

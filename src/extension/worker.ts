@@ -11,6 +11,9 @@ import { overallCoverage } from '../core/sim/ranking.js';
 import { ModelError, type ModelBackend } from '../core/llm/backend.js';
 import { createOpenAIBackend } from '../core/llm/openai.js';
 import { createLocalBackend, type LocalDtype } from '../core/llm/local.js';
+import { createLlamaBackend } from '../core/llm/llama.js';
+import { resolveEngine, type LocalEngine } from '../core/llm/factory.js';
+import type { BackendInfo } from '../core/llm/backend.js';
 import { runAgent, refineOnce } from '../core/agent/loop.js';
 import type { SimResult } from '../core/sim/result.js';
 import { coverageByFile } from './coverageData.js';
@@ -43,22 +46,70 @@ function errorInfo(e: unknown, signal?: AbortSignal): WorkerErrorInfo {
   return { message: e instanceof Error ? e.message : String(e) };
 }
 
-export function modelLabel(m: ModelConfig): string {
+export function modelLabel(m: ModelConfig, info?: BackendInfo): string {
   if (m.source === 'openai') return `${m.model} @ ${m.baseUrl}`;
-  if (m.source === 'local') return `local ${m.modelDir} (${m.dtype})`;
+  if (m.source === 'local') {
+    const engine = info?.engine ?? resolveEngine({ modelDir: m.modelDir, engine: localEngine(m) });
+    return engine === 'llama' ? `local ${m.modelDir} (llama.cpp, ${info?.device ?? 'cpu'})` : `local ${m.modelDir} (ONNX ${m.dtype})`;
+  }
   return 'model-free generator';
 }
 
-export function makeBackend(m: ModelConfig, onProgress?: (s: string) => void): ModelBackend | null {
+function localEngine(m: Extract<ModelConfig, { source: 'local' }>): LocalEngine {
+  return m.engine === 'llama' || m.engine === 'onnx' ? m.engine : 'auto';
+}
+
+/** The loaded local model stays loaded between requests (loading a 4B model takes long, and the
+ * engine keeps the KV state of the last prompt for the next); choosing another model releases it
+ * first, so two never sit in memory together. */
+let held: { key: string; backend: ModelBackend } | null = null;
+let onHeldProgress: ((s: string) => void) | undefined;
+
+export async function releaseModel(): Promise<void> {
+  const h = held;
+  held = null;
+  await h?.backend.dispose().catch(() => undefined);
+}
+
+export async function makeBackend(m: ModelConfig, onProgress?: (s: string) => void): Promise<ModelBackend | null> {
   if (m.source === 'openai') return createOpenAIBackend({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, timeoutMs: m.timeoutMs, maxRetries: m.maxRetries });
-  if (m.source === 'local')
-    return createLocalBackend({
-      modelDir: m.modelDir,
-      dtype: (['fp32', 'q4', 'q4f16'].includes(m.dtype) ? m.dtype : 'q4') as LocalDtype,
-      allowDownload: m.allowDownload,
-      onProgress: (p) => onProgress?.(`loading model: ${p.file} ${p.status}${p.total ? ` ${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : ''}`),
-    });
-  return null;
+  if (m.source !== 'local') return null;
+  onHeldProgress = onProgress;
+  const key = JSON.stringify(m);
+  if (held?.key === key) return shared(held.backend);
+  await releaseModel();
+  const progress = (s: string): void => onHeldProgress?.(s);
+  const engine = resolveEngine({ modelDir: m.modelDir, engine: localEngine(m) });
+  const backend =
+    engine === 'llama'
+      ? createLlamaBackend({ modelPath: m.modelDir, onMessage: progress })
+      : createLocalBackend({
+          modelDir: m.modelDir,
+          dtype: (['fp32', 'q4', 'q4f16'].includes(m.dtype) ? m.dtype : 'q4') as LocalDtype,
+          allowDownload: m.allowDownload,
+          onProgress: (p) => progress(`loading model: ${p.file} ${p.status}${p.total ? ` ${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : ''}`),
+        });
+  held = { key, backend };
+  return shared(backend);
+}
+
+/** The held backend for one request: its dispose() leaves the model loaded (releaseModel frees it);
+ * a load that failed is dropped so the next request tries again. */
+function shared(b: ModelBackend): ModelBackend {
+  return {
+    parallelism: b.parallelism,
+    info: () =>
+      b.info().catch(async (e: unknown) => {
+        if (held?.backend === b) await releaseModel();
+        throw e;
+      }),
+    countTokens: (m) => b.countTokens(m),
+    promptIds: b.promptIds ? (m) => b.promptIds!(m) : undefined,
+    complete: (r) => b.complete(r),
+    dispose: async () => {
+      if (held?.backend !== b) await b.dispose().catch(() => undefined);
+    },
+  };
 }
 
 async function introspectReq(design: DesignOptions, signal: AbortSignal): Promise<IntrospectOutcome> {
@@ -78,7 +129,7 @@ async function generate(
   const simulator = getSimulator(s.simulator);
   const simInfo = await simulator.info();
   const simLabel = `${simInfo.name} ${simInfo.version}`;
-  const backend = makeBackend(model, (message) => progress({ kind: 'status', message }));
+  const backend = await makeBackend(model, (message) => progress({ kind: 'status', message }));
   if (!backend) {
     const total = s.rounds;
     let bestCov: number | null = null;
@@ -113,6 +164,15 @@ async function generate(
   }
   try {
     const rounds: RoundRecord[] = [];
+    const info = await backend.info();
+    const label = modelLabel(model, info);
+    progress({ kind: 'model', label });
+    let warmStart: Parameters<typeof runAgent>[0]['warmStart'];
+    if (s.warmStart) {
+      progress({ kind: 'status', message: "warm start: running the built-in generator; the model refines its best testbench" });
+      const g = await generateTestbench(simulator, loaded.design, loaded.info, { rounds: s.rounds, target: s.target, instance: s.instance, seed: s.seed, limits: s.limits, signal });
+      warmStart = { testbench: g.best.testbench, filename: g.tbName, result: g.best.result };
+    }
     const run = await runAgent({
       backend,
       simulator,
@@ -126,6 +186,7 @@ async function generate(
       sampling: { temperature: s.temperature, topP: s.topP, maxNewTokens: s.maxNewTokens, seed: s.seed },
       limits: s.limits,
       signal,
+      warmStart,
       onEvent: (e) => {
         if (e.type === 'round-start') progress({ kind: 'round-start', sample: e.sample, round: e.round, rounds: e.rounds });
         else if (e.type === 'text') progress({ kind: 'text', piece: e.piece });
@@ -149,7 +210,7 @@ async function generate(
       design: loaded.design,
       rounds: final,
       best: best >= 0 ? best : null,
-      model: modelLabel(model),
+      model: label,
       simulator: simLabel,
       cancelled: run.cancelled || signal.aborted,
     };
@@ -187,7 +248,7 @@ async function refine(
 ): Promise<RefineOutcome> {
   const loaded = await loadDesign(req.design, signal);
   const simulator = getSimulator(req.settings.simulator);
-  const backend = makeBackend(req.model, (message) => progress({ kind: 'status', message }));
+  const backend = await makeBackend(req.model, (message) => progress({ kind: 'status', message }));
   if (!backend) {
     // Model-free: the generator's coverage-directed rounds, starting from the design again.
     progress({ kind: 'status', message: 'model-free refinement: coverage-directed generator rounds' });
@@ -228,7 +289,7 @@ async function refine(
       limits: req.settings.limits,
       signal,
     });
-    return { testbench: out.testbench, result, record: roundRecord(0, 1, out.testbench, result), model: modelLabel(req.model) };
+    return { testbench: out.testbench, result, record: roundRecord(0, 1, out.testbench, result), model: modelLabel(req.model, await backend.info()) };
   } finally {
     await backend.dispose().catch(() => undefined);
   }
@@ -251,10 +312,12 @@ async function checkModel(m: ModelConfig, signal: AbortSignal): Promise<ModelChe
     if (m.model && models.length && !models.includes(m.model)) return { ok: false, models, message: `the server does not serve '${m.model}'; it serves: ${models.join(', ')}` };
     return { ok: true, models, message: `the server answers; models: ${models.join(', ') || '(none listed)'}` };
   }
-  const backend = makeBackend(m);
+  // Checking a model is choosing it: the one held so far is released first (makeBackend).
+  const backend = await makeBackend(m);
   try {
     const info = await backend!.info();
-    return { ok: true, message: `loaded ${info.model}${info.contextLength ? ` (context ${info.contextLength} tokens)` : ''}` };
+    const engine = info.engine === 'llama' ? `llama.cpp on ${info.device ?? 'cpu'}` : 'ONNX on cpu';
+    return { ok: true, message: `loaded ${info.model} with ${engine}${info.contextLength ? ` (context ${info.contextLength} tokens)` : ''}` };
   } catch (e) {
     return { ok: false, message: (e as Error).message };
   } finally {
@@ -301,6 +364,7 @@ if (process.send) {
   process.on('message', (m: WorkerRequest) => void handle(m));
   process.on('disconnect', () => {
     for (const c of controllers.values()) c.abort();
+    void releaseModel();
     setTimeout(() => process.exit(0), 2000).unref();
   });
 }

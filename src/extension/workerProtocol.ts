@@ -11,7 +11,7 @@ import type { FileLineCoverage } from './coverageData.js';
 export type ModelConfig =
   | { source: 'none' }
   | { source: 'openai'; baseUrl: string; model: string; apiKey?: string; timeoutMs?: number; maxRetries?: number }
-  | { source: 'local'; modelDir: string; dtype: string; allowDownload: boolean };
+  | { source: 'local'; modelDir: string; dtype: string; allowDownload: boolean; engine?: string };
 
 export interface GenerateSettings {
   rounds: number;
@@ -25,6 +25,8 @@ export interface GenerateSettings {
   maxNewTokens: number;
   simulator: string;
   limits: Partial<SimLimits>;
+  /** The built-in generator's best testbench is round 1 and the model refines it (default off). */
+  warmStart?: boolean;
 }
 
 /** One round as the editor keeps it (history, dashboard, diffs). */
@@ -89,6 +91,8 @@ export type WorkerRequest =
 
 export type ProgressEvent =
   | { kind: 'status'; message: string }
+  /** The model in use, once it is loaded (engine and device included): status bar and dashboard. */
+  | { kind: 'model'; label: string }
   | { kind: 'round-start'; sample: number; round: number; rounds: number }
   | { kind: 'text'; piece: string }
   | { kind: 'round-end'; record: RoundRecord; bestCoverage: number | null; rounds: number };

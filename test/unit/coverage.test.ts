@@ -98,12 +98,16 @@ describe('model: figures', () => {
       line: null,
       branch: null,
       user: null,
+      expr: null,
+      cond: null,
       tallies: {
         line: { covered: 0, total: 0 },
         branch: { covered: 0, total: 0 },
         block: { covered: 0, total: 0 },
         toggle: { covered: 0, total: 0 },
         user: { covered: 0, total: 0 },
+        expr: { covered: 0, total: 0 },
+        cond: { covered: 0, total: 0 },
       },
     });
   });

@@ -87,7 +87,7 @@ describe('parsing a reply', () => {
 const base = (over: Partial<SimResult>): SimResult => ({
   returncode: 0, status: 'success', err_msg: '', cov_info: null, reward: 0, stage: 'success', coverage: null, uncovered: [], diagnostics: [],
   timings: { total: 1 }, simulator: { name: 'verilator', version: '5.006' },
-  protection: { scratchDir: null, staticCheck: true, jail: 'none', wallClockLimitS: 60, simTimeLimitNs: null, outputLimitBytes: 1, memoryLimitMb: null },
+  protection: { scratchDir: null, staticCheck: true, jail: 'none', reads: 'static', wallClockLimitS: 60, simTimeLimitNs: null, outputLimitBytes: 1, memoryLimitMb: null },
   tbTop: 'tb', dutTop: 'dut', log: '', ...over,
 });
 
@@ -115,9 +115,9 @@ describe('feedback turn', () => {
     expect(imc).toContain('Fix the coverage run failure (imc stage) by editing the testbench.');
   });
 
-  it('an unparsable reply is told so, with the format reminder', () => {
+  it('an unparsable reply gets the reference training wording, with the format reminder', () => {
     const t = feedbackTurn({ status: 'unparsable', reason: 'no code' }, null);
-    expect(t.startsWith('Response parse result:\n- status: failed\n- reason: no code\n\nInstruction for next round:\n')).toBe(true);
+    expect(t.startsWith('Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: failed (could not extract a valid testbench from the response)\n\nInstruction for next round:\nFix the coverage run failure (imc stage) by editing the testbench.\n')).toBe(true);
     expect(t.endsWith(OUTPUT_FORMAT_REQ.trim())).toBe(true);
   });
 });

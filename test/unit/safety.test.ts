@@ -163,9 +163,17 @@ describe('checkTestbench: file writes', () => {
     expect(checkTestbench(src, JAILED)).toEqual([]);
   });
 
-  it('allows reading any path with mode "r"', () => {
-    expect(checkTestbench(tb('fd = $fopen("/etc/passwd","r");'), OPEN)).toEqual([]);
-    expect(checkTestbench(tb('fd = $fopen("../golden.txt", "r");'), OPEN)).toEqual([]);
+  // Changed (issue 12): reads used to be free; whatever a testbench reads it can print, and the
+  // print travels back to the model endpoint. Reads outside the run directory are refused.
+  it('refuses reading an absolute or climbing path with mode "r", jailed or not; allows relative reads', () => {
+    for (const opts of [OPEN, JAILED]) {
+      const ds = checkTestbench(tb('fd = $fopen("/etc/passwd","r");', 'fd = $fopen("../golden.txt", "r");', 'fd = $fopen("golden.txt", "r");'), opts);
+      expect(ds.map((d) => [d.code, d.line, d.column, d.endColumn, d.message])).toEqual([
+        ['CHORUS-FILE', 4, 10, 35, "$fopen reads '/etc/passwd', outside the run and design directories"],
+        ['CHORUS-FILE', 5, 10, 38, "$fopen reads '../golden.txt', outside the run and design directories"],
+      ]);
+      expect(ds[0].suggestion).toMatch(/plain relative name/);
+    }
   });
 
   it('treats $fopen without a mode, or with "r+", as a write', () => {
@@ -238,7 +246,7 @@ describe('checkTestbench: several findings', () => {
       '    fd = $fopen("trace.txt", "w");',
       '    $fdisplay(fd, "t=%0t", $time);',
       '    $fclose(fd);',
-      '    $readmemh("/data/init.hex", mem);',
+      '    $readmemh("init.hex", mem);',
       '    if (uut.q !== 0) $error("bad");',
       '    $finish;',
       '  end',
@@ -295,7 +303,10 @@ describe('checkTestbench: string escapes and read modes', () => {
 
   // Fixed (was a false positive): only mode "r" is taken as a read; "rb" (binary read, IEEE
   // 1800-2017 21.3.1) is rejected. Expected no diagnostic; actual: CHORUS-FILE.
-  it('allows reading any path with mode "rb"', () => {
-    expect(checkTestbench(tb('fd = $fopen("/data/golden.bin","rb");'), OPEN)).toEqual([]);
+  // Changed again (issue 12): "rb" is a read like "r"; a relative binary read is fine, an
+  // absolute one is refused as a read (not as a write).
+  it('treats mode "rb" as a read', () => {
+    expect(checkTestbench(tb('fd = $fopen("golden.bin","rb");'), OPEN)).toEqual([]);
+    expect(checkTestbench(tb('fd = $fopen("/data/golden.bin","rb");'), OPEN).map((d) => d.message)).toEqual(["$fopen reads '/data/golden.bin', outside the run and design directories"]);
   });
 });

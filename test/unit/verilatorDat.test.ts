@@ -47,7 +47,7 @@ describe('parseVerilatorCoverage', () => {
       'garbage that is not a point',
       "C 'not terminated 12",
       "C '\x01f\x02x.sv' notanumber",
-      point([['f', 'x.sv'], ['l', '1'], ['page', 'v_expr/x'], ['h', '.tb.x']], 3), // unknown page
+      point([['f', 'x.sv'], ['l', '1'], ['page', 'v_fsm_state/x'], ['h', '.tb.x']], 3), // unknown page
       point([['f', 'x.sv'], ['l', '1']], 3), // no page at all
       LINE_POINT,
       '# trailing comment',
@@ -145,5 +145,39 @@ describe('parseVerilatorCoverage', () => {
     expect(f.tallies.block).toEqual({ covered: 4, total: 5 });
     expect(f.tallies.toggle).toEqual({ covered: 3, total: 9 });
     expect(f.overall).toBeCloseTo((4 / 5 + 3 / 9) / 2, 12);
+  });
+});
+
+describe('parseVerilatorCoverage across Verilator versions', () => {
+  const at = (o: string, count: number, page = 'v_toggle/counter', extra: Array<[string, string]> = []) =>
+    point([['f', 'counter.sv'], ['l', '11'], ['n', '28'], ['t', page.split('_')[1].split('/')[0]], ['page', page], ['o', o], ...extra, ['h', 'tb_counter.uut']], count);
+
+  it('folds the per-direction toggle points of current releases into 5.006 single points (counts add)', () => {
+    const current = [at('din[0]:0->1', 1), at('din[0]:1->0', 1), at('din[1]:0->1', 2), at('din[1]:1->0', 0), at('up:0->1', 0), at('up:1->0', 0)].join('\n');
+    const old = [at('din[0]', 2), at('din[1]', 2), at('up', 0)].join('\n');
+    const a = parseVerilatorCoverage(current);
+    expect(a.map((p) => [p.label, p.count])).toEqual([['din[0]', 2], ['din[1]', 2], ['up', 0]]);
+    expect(a).toEqual(parseVerilatorCoverage(old));
+    // Same covered/total, so the same c.
+    expect(figures(a).tallies.toggle).toEqual({ covered: 2, total: 3 });
+  });
+
+  it('reads expression points and `?:` arms as the unscored kinds expr and cond', () => {
+    const text = [
+      at('(rst_n==0) => 1', 3, 'v_expr/counter'),
+      at('(rst_n==1) => 0', 0, 'v_expr/counter'),
+      at('cond_then', 6, 'v_branch/counter'),
+      at('cond_else', 0, 'v_branch/counter'),
+      at('if', 4, 'v_branch/counter'),
+      at('else', 0, 'v_branch/counter'),
+    ].join('\n');
+    const pts = parseVerilatorCoverage(text);
+    expect(pts.map((p) => p.type)).toEqual(['expr', 'expr', 'cond', 'cond', 'branch', 'branch']);
+    const f = figures(pts);
+    expect(f.expr).toBe(0.5);
+    expect(f.cond).toBe(0.5);
+    expect(f.tallies.branch).toEqual({ covered: 1, total: 2 });
+    expect(f.overall).toBe(0.5); // block only: expression and ?: points are not part of c
+    expect(figures(pts.filter((p) => p.type === 'branch')).overall).toBe(f.overall);
   });
 });

@@ -14,9 +14,9 @@ from pathlib import Path
 def _load_recipe(path: Path | None) -> dict:
     if not path:
         return {}
-    import yaml
+    from .recipes import load_recipe
 
-    return yaml.safe_load(Path(path).read_text()) or {}
+    return load_recipe(path)
 
 
 def cmd_merge(argv: list[str]) -> None:
@@ -137,7 +137,28 @@ def cmd_eval(argv: list[str]) -> None:
     sys.exit(eval_main(argv))
 
 
-COMMANDS = {'data': cmd_data, 'rl': cmd_rl, 'merge': cmd_merge, 'opd': cmd_opd, 'export': cmd_export, 'eval': cmd_eval}
+def cmd_chain(argv: list[str]) -> None:
+    """The whole reproduction as one plan: RL on the three stages, the merges, OPD, export."""
+    from .recipes import chain_plan
+
+    ap = argparse.ArgumentParser(prog='chorus-train chain', description='the CHORUS chain: RL x3 -> merge -> OPD -> export')
+    ap.add_argument('--config', type=Path, required=True, help='recipes/chain_1x8.yaml or chain_2x8.yaml')
+    ap.add_argument('--dry-run', action='store_true', help='print the plan, memory and GPU-hour estimates, and the launch commands')
+    a = ap.parse_args(argv)
+    plan, commands = chain_plan(_load_recipe(a.config), a.config)
+    print(plan)
+    for c in commands:
+        print('$ ' + c)
+    if a.dry_run:
+        return
+    import subprocess
+
+    for c in commands:
+        print(f'==> {c}', flush=True)
+        subprocess.run(c, shell=True, check=True)
+
+
+COMMANDS = {'chain': cmd_chain, 'data': cmd_data, 'rl': cmd_rl, 'merge': cmd_merge, 'opd': cmd_opd, 'export': cmd_export, 'eval': cmd_eval}
 
 
 def main(argv: list[str] | None = None) -> None:

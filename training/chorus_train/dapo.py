@@ -71,15 +71,16 @@ def dapo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     return loss, stats
 
 
-def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """log softmax(logits)[token] per position, in fp32. logits [B, T, V], tokens [B, T]."""
-    lp = torch.log_softmax(logits.float(), dim=-1)
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log softmax(logits / T)[token] per position, in fp32. logits [B, T, V], tokens [B, T]. T is
+    the rollout temperature: the ratio compares the policy the samples were drawn from."""
+    lp = torch.log_softmax(logits.float() / temperature, dim=-1)
     return lp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
 
 
-def token_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of the policy at each position [B, T] (nats)."""
-    lp = torch.log_softmax(logits.float(), dim=-1)
+def token_entropy(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Entropy of the sampling policy (logits / T) at each position [B, T] (nats)."""
+    lp = torch.log_softmax(logits.float() / temperature, dim=-1)
     return -(lp.exp() * lp).sum(-1)
 
 

@@ -59,6 +59,13 @@ class Dist:
         torch.distributed.all_reduce(t)
         return t.tolist()
 
+    def all_max(self, values: list[float]) -> list[float]:
+        if self.acc is None:
+            return list(values)
+        t = torch.tensor(values, dtype=torch.float64, device=self.acc.device)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        return t.tolist()
+
     def gather(self, items: list) -> list:
         """Every rank's list, concatenated in rank order (on every rank)."""
         if self.acc is None:

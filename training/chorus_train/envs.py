@@ -6,10 +6,21 @@ tests plug in synthetic environments with the same three methods.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .policy import Sample
+
+# PROTOCOL §2 (docs/protocol.md): a Qwen3 reply may open with a <think>...</think> block; it is
+# stripped before the reply is carried into the next round (the sampled tokens keep it: the
+# reasoning is still trained).
+THINK_RE = re.compile(r'<think>.*?</think>\s*', re.DOTALL | re.IGNORECASE)
+
+
+def strip_think(text: str) -> str:
+    """The reply as the next round sees it: every <think>...</think> block removed, then trimmed."""
+    return THINK_RE.sub('', text).strip()
 
 
 @dataclass
@@ -21,6 +32,12 @@ class Score:
     record: dict | None = None  # the service's score record (None: unparsable / not simulated)
     parsed: dict | None = None
     error: str | None = None  # why the score is missing (integrity)
+
+    @property
+    def failed(self) -> bool:
+        """The reward service gave no score (transport or internal error): not a reward of 0. Such a
+        member is re-scored, then left out of its group's statistics and never carried."""
+        return self.error is not None or self.reward is None or not math.isfinite(self.reward)
 
     @property
     def rank(self) -> tuple:
@@ -56,6 +73,21 @@ def integrity_problem(scores: list[Score | None], n_expected: int) -> str | None
     return None
 
 
+def rescore_failed(env: 'Env', task: dict, samples: list[Sample], scores: list[Score | None], tries: int = 1) -> list[Score | None]:
+    """Scores again the members whose score is missing or failed (up to `tries` more requests each);
+    a member that still has none stays failed. Returns a new list, one entry per sample."""
+    out = list(scores) + [None] * (len(samples) - len(scores))
+    out = out[:len(samples)]
+    for _ in range(tries):
+        todo = [i for i, s in enumerate(out) if s is None or s.failed]
+        if not todo:
+            break
+        again = env.score(task, [samples[i] for i in todo])
+        for i, s in zip(todo, again):
+            out[i] = s
+    return out
+
+
 class ServiceEnv:
     """Tasks are records {design_files, top, threshold?, instance?, specs?, id?}."""
 
@@ -86,7 +118,11 @@ class ServiceEnv:
                 item['threshold'] = task['threshold']
             items.append(item)
             where.append((i, parsed))
-        for (i, parsed), r in zip(where, self.client.score(items)):
+        try:
+            results = self.client.score(items) if items else []
+        except Exception as e:  # noqa: BLE001 - the service gave up after its retries: no score, not reward 0
+            results = [{'error': 'service_error', 'message': str(e)} for _ in items]
+        for (i, parsed), r in zip(where, results):
             if 'error' in r and 'reward' not in r:
                 out[i] = Score(None, None, False, str(r.get('error')), r, parsed, error=r.get('message') or r.get('error'))
             else:
@@ -95,9 +131,9 @@ class ServiceEnv:
 
     def feedback(self, task: dict, sample: Sample, score: Score) -> str:
         if score.record is None or score.error is not None:
-            return self.client.refine_prompt(None, reply=sample.text)['content'] if score.status == 'unparsable' else \
-                self.client.refine_prompt({'status': 'exception', 'err_msg': score.error or 'no result'}, reply=sample.text)['content']
-        return self.client.refine_prompt(score.record, reply=sample.text)['content']
+            return self.client.refine_prompt(None, reply=strip_think(sample.text))['content'] if score.status == 'unparsable' else \
+                self.client.refine_prompt({'status': 'exception', 'err_msg': score.error or 'no result'}, reply=strip_think(sample.text))['content']
+        return self.client.refine_prompt(score.record, reply=strip_think(sample.text))['content']
 
 
 @dataclass

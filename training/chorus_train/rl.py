@@ -19,20 +19,20 @@ import math
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 from . import dapo
 from .dist import Dist
-from .envs import Env, Score
+from .envs import Env, Score, rescore_failed, strip_think
 from .policy import HFSampler, Sample, Sampler, make_batch, render, response_logits, save_tokenizer
 from .settings import TrainerSettings
 
 METRICS = ['step', 'updates', 'reward', 'coverage', 'pass_rate', 'reward_direct', 'reward_refine', 'coverage_direct',
            'coverage_refine', 'clip_frac', 'clip_lo_frac', 'clip_hi_frac', 'entropy', 'response_len', 'truncated_frac',
-           'loss', 'zero_adv_groups', 'seconds']
+           'loss', 'zero_adv_groups', 'score_failures', 'seconds']
 
 
 @dataclass
@@ -41,7 +41,9 @@ class RLConfig(TrainerSettings):
     out: str = 'runs/rl'
     updates: int = 1000
     group_size: int = 4
-    prompts_per_step: int = 16
+    # prompts per step: 4 prompts x group 4 = the global batch of 16 sequences per round (the
+    # reference: rollout batch 16 / group 4); with 2 rounds a step trains on 32 sequences
+    prompts_per_step: int = 4
     agentic_rounds: int = 2
     carry: str = 'worst'  # worst | best
     top_k: int | None = None
@@ -51,43 +53,104 @@ class RLConfig(TrainerSettings):
     keep_checkpoints: int = 3
     threshold: float | None = None
     rollout_engine: str = 'hf'  # hf | vllm
+    rescore_tries: int = 1  # a member the reward service failed to score is asked for again this often
 
     SECTION = 'rl'
 
 
-def pick_carry(scores: list[Score], carry: str) -> int:
-    """Index of the member carried into refinement: worst coverage (ties: lowest reward, first), or best."""
-    key = [((s.coverage if s.coverage is not None else -1.0), (s.reward if s.reward is not None else -1.0)) for s in scores]
+def pick_carry(scores: list[Score], carry: str) -> int | None:
+    """Index of the member carried into refinement: worst coverage (ties: lowest reward, first), or
+    best. Members the reward service failed to score are never carried (None when all failed)."""
+    ok = [i for i, s in enumerate(scores) if s is not None and not s.failed]
+    if not ok:
+        return None
+    key = {i: ((scores[i].coverage if scores[i].coverage is not None else -1.0), scores[i].reward) for i in ok}
     if carry == 'worst':
-        return min(range(len(scores)), key=lambda i: (key[i], i))
+        return min(ok, key=lambda i: (key[i], i))
     if carry == 'best':
-        return max(range(len(scores)), key=lambda i: (key[i], -i))
+        return max(ok, key=lambda i: (key[i], -i))
     raise ValueError(f'carry must be worst or best, got {carry}')
+
+
+def scored_advantages(scores: list[Score]) -> tuple[torch.Tensor, list[int]]:
+    """Group-relative advantages over the members that HAVE a score, and their indices. A member the
+    reward service failed to score is no evidence of a bad reply: it is left out of the mean and std
+    and out of the training batch (a reward of 0 would become a negative advantage)."""
+    keep = [i for i, s in enumerate(scores) if s is not None and not s.failed]
+    adv = dapo.group_advantages(torch.tensor([float(scores[i].reward) for i in keep], dtype=torch.float32))
+    return adv, keep
+
+
+def carry_messages(msgs: list[dict], env: Env, task: dict, sample: Sample, score: Score) -> list[dict]:
+    """The next round's conversation: the carried reply (its <think> block stripped, PROTOCOL §2)
+    and the service's feedback turn for it."""
+    fb = env.feedback(task, sample, score)
+    return msgs + [{'role': 'assistant', 'content': strip_think(sample.text)}, {'role': 'user', 'content': fb}]
 
 
 @dataclass
 class Group:
     task: dict
     round: int
-    samples: list[Sample]
+    samples: list[Sample]  # the members that train (failed scores left out)
     scores: list[Score]
     advantages: torch.Tensor
+    messages: list[dict] = field(default_factory=list)  # the conversation the group was sampled from
+    failed: int = 0  # members the reward service could not score (after one re-score)
+
+
+def rollout_batch(tasks: list[dict], env: Env, sampler: Sampler, tok, cfg: RLConfig, dist: Dist | None = None) -> tuple[list[Group], list[tuple]]:
+    """The agentic rounds of a step's prompts, the sampling spread over the data-parallel ranks.
+
+    A round has prompts x group_size units (16 at the reference's 4 x 4); rank r samples and scores
+    a contiguous share of them (whole prompts when the ranks are fewer than the prompts, parts of a
+    group when they are more: 8 or 16 GPUs and 4 prompts). The scores are gathered, so every rank
+    computes the same group advantages and carries the same member into the next round. Returns
+    this rank's groups (only its own members, with their advantages) and, identical on every rank,
+    one fact per scored member of the step: (round, reward, coverage, passed, tokens, truncated),
+    plus per group (round, zero-advantage, failed) as ('group', ...) entries."""
+    dist = dist or Dist()
+    n_units = len(tasks) * cfg.group_size
+    share = math.ceil(n_units / dist.world)
+    my_units = set(range(dist.rank * share, min((dist.rank + 1) * share, n_units)))
+    msgs = [list(env.first_turn(t)) for t in tasks]
+    live = list(range(len(tasks)))
+    groups: list[Group] = []
+    facts: list[tuple] = []
+    for rnd in range(cfg.agentic_rounds):
+        local = []  # (prompt, member, sample, score)
+        for i in live:
+            js = [j for j in range(cfg.group_size) if i * cfg.group_size + j in my_units]
+            if not js:
+                continue
+            samples = sampler.sample([render(tok, msgs[i])], len(js))[0]
+            scores = rescore_failed(env, tasks[i], samples, env.score(tasks[i], samples), tries=cfg.rescore_tries)
+            local += [(i, j, x, sc) for j, x, sc in zip(js, samples, scores)]
+        everyone = dist.gather(local) if dist.world > 1 else local
+        carried = []
+        for i in live:
+            members = sorted((x for x in everyone if x[0] == i), key=lambda x: x[1])
+            scores = [x[3] for x in members]
+            adv, keep = scored_advantages(scores)
+            a_of = {members[k][1]: adv[n] for n, k in enumerate(keep)}
+            mine = [x for x in local if x[0] == i and x[1] in a_of]
+            groups.append(Group(tasks[i], rnd, [x[2] for x in mine], [x[3] for x in mine],
+                                torch.stack([a_of[x[1]] for x in mine]) if mine else torch.zeros(0), msgs[i], len(members) - len(keep)))
+            facts += [(rnd, members[k][3].reward, members[k][3].coverage, float(members[k][3].passed), len(members[k][2].response_ids),
+                       float(members[k][2].truncated)) for k in keep]
+            facts.append(('group', rnd, float(adv.abs().sum()) == 0.0, len(members) - len(keep)))
+            if rnd + 1 < cfg.agentic_rounds:
+                k = pick_carry(scores, cfg.carry)
+                if k is not None:  # nothing scored: no evidence to refine from
+                    msgs[i] = carry_messages(msgs[i], env, tasks[i], members[k][2], scores[k])
+                    carried.append(i)
+        live = carried
+    return groups, facts
 
 
 def rollout(task: dict, env: Env, sampler: Sampler, tok, cfg: RLConfig) -> list[Group]:
-    msgs0 = env.first_turn(task)
-    msgs = list(msgs0)
-    groups = []
-    for rnd in range(cfg.agentic_rounds):
-        samples = sampler.sample([render(tok, msgs)], cfg.group_size)[0]
-        scores = env.score(task, samples)
-        rewards = torch.tensor([s.reward if s.reward is not None and math.isfinite(s.reward) else 0.0 for s in scores])
-        groups.append(Group(task, rnd, samples, scores, dapo.group_advantages(rewards)))
-        if rnd + 1 < cfg.agentic_rounds:
-            k = pick_carry(scores, cfg.carry)
-            fb = env.feedback(task, samples[k], scores[k])
-            msgs = msgs + [{'role': 'assistant', 'content': samples[k].text}, {'role': 'user', 'content': fb}]
-    return groups
+    """One prompt's groups in one process (rollout_batch of a single task)."""
+    return rollout_batch([task], env, sampler, tok, cfg)[0]
 
 
 def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Tensor, cfg: RLConfig, pad_id: int, dist: Dist | None = None) -> dict:
@@ -104,23 +167,28 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
     with torch.no_grad():
         for i in range(0, n, cfg.micro_batch):
             b = make_batch(samples[i:i + cfg.micro_batch], pad_id)
-            old.append(dapo.token_logprobs(response_logits(model, b), b.tokens.to(dev)).cpu())
+            old.append(dapo.token_logprobs(response_logits(model, b), b.tokens.to(dev), cfg.temperature).cpu())
     model.train()
     order = list(range(n))
-    per = math.ceil(n / cfg.mini_batches)
+    per = math.ceil(n / cfg.mini_batches)  # this rank's samples per mini-batch
     acc = {'loss': 0.0, 'clip_frac': 0.0, 'clip_lo_frac': 0.0, 'clip_hi_frac': 0.0, 'entropy': 0.0}
     tok_total = 0
     for mb in range(cfg.mini_batches):
-        idx = order[mb * per:(mb + 1) * per]
-        if not idx:
-            continue
+        idx = order[mb * per:(mb + 1) * per] if per else []
         n_tok = dist.all_sum([sum(max(len(samples[i].response_ids), 0) for i in idx)])[0]
         optimizer.zero_grad(set_to_none=True)
-        for j in range(0, len(idx), cfg.micro_batch):
-            sub = idx[j:j + cfg.micro_batch]
+        # every rank takes part in every gradient all-reduce: ranks with fewer micro-batches (members
+        # left out for a failed score, a prompt with fewer units) run zero-loss passes
+        mine = math.ceil(len(idx) / cfg.micro_batch)
+        for j in range(int(dist.all_max([mine])[0])):
+            if j >= mine:
+                dummy = make_batch([Sample([pad_id], [pad_id], '')], pad_id)
+                dist.backward(response_logits(model, dummy).float().sum() * 0.0)
+                continue
+            sub = idx[j * cfg.micro_batch:(j + 1) * cfg.micro_batch]
             b = make_batch([samples[i] for i in sub], pad_id)
             logits = response_logits(model, b)
-            lp = dapo.token_logprobs(logits, b.tokens.to(dev))
+            lp = dapo.token_logprobs(logits, b.tokens.to(dev), cfg.temperature)
             # old log-probs of these rows (micro-batches of the rollout pass may differ in width)
             o = torch.zeros_like(lp)
             for r, i in enumerate(sub):
@@ -130,7 +198,7 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
             loss, st = dapo.dapo_loss(lp, o, advantages[sub].to(lp.device), b.mask.to(lp.device), cfg.eps_lo, cfg.eps_hi, n_tokens=n_tok)
             dist.backward(loss)
             with torch.no_grad():
-                ent = dapo.token_entropy(logits.detach())
+                ent = dapo.token_entropy(logits.detach(), cfg.temperature)
                 m = b.mask.to(ent.device)
                 acc['entropy'] += float((ent * m).sum())
             acc['loss'] += st.loss
@@ -207,11 +275,13 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
     """Run DAPO until `cfg.updates` optimizer updates (or `steps` rollout steps). Returns the final state."""
     from .policy import load_policy
 
-    if cfg.rollout_engine != 'hf' and sampler is None:
-        # vLLM would keep sampling from the weights it loaded: on-policy RL needs the policy pushed to
-        # it after every update, which is not built yet.
-        raise SystemExit(f"rollout_engine '{cfg.rollout_engine}' is not supported yet (vLLM would need the weights after every update); use 'hf'")
+    if cfg.rollout_engine not in ('hf', 'vllm'):
+        raise SystemExit(f"rollout_engine must be 'hf' or 'vllm', got '{cfg.rollout_engine}'")
     dist = Dist()
+    if cfg.rollout_engine == 'vllm' and sampler is None and dist.world > 1:
+        # one colocated engine per process would need the rollouts split by engine, not by rank
+        raise SystemExit("rollout_engine 'vllm' runs in one process (colocated, weights pushed after every update); "
+                         "under accelerate/torchrun use 'hf', or the RL engine (README)")
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ck = latest_checkpoint(out) if resume else None
@@ -223,13 +293,19 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
         model, tok = load_policy(cfg.model, cfg.dtype, cfg.device)
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.999))
+    optimizer = cfg.optimizer(model.parameters(), cfg.weight_decay)
     if ck is not None:
         st = torch.load(ck / 'trainer_state.pt', weights_only=False)
         optimizer.load_state_dict(st.pop('optimizer'))
         torch.set_rng_state(st.pop('torch_rng'))
         random.setstate(st.pop('py_rng'))
         state.update(st)
+    if sampler is None and cfg.rollout_engine == 'vllm':
+        from .policy import vllm_sampler
+
+        sampler = vllm_sampler(str(ck or cfg.model), tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, seed=cfg.seed + state['step'])
+        if ck is not None or model is not None:
+            sampler.sync(model)
     if sampler is None:
         # each rank samples with its own stream (same prompts on two ranks must not draw the same)
         sampler = HFSampler(model, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, cfg.top_k, seed=cfg.seed + state['step'] + 7919 * dist.rank)
@@ -256,18 +332,18 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
                 random.Random(cfg.seed + state['epoch']).shuffle(order)
             batch_tasks.append(tasks[order[state['cursor']]])
             state['cursor'] += 1
-        groups: list[Group] = []
-        for task in dist.shard(batch_tasks, 'prompts_per_step'):
-            groups += rollout(task, env, sampler, tok, cfg)
+        groups, facts = rollout_batch(batch_tasks, env, sampler, tok, cfg, dist)
         samples = [s for g in groups for s in g.samples]
-        adv = torch.cat([g.advantages for g in groups])
+        adv = torch.cat([g.advantages for g in groups]) if groups else torch.zeros(0)
         stats = policy_update(model, optimizer, samples, adv, cfg, pad, dist)
+        if hasattr(sampler, 'sync'):
+            sampler.sync(dist.unwrap(model))  # the next rollouts sample the updated policy
         state['step'] += 1
         state['updates'] += cfg.mini_batches
-        # per-sample facts from every rank, for the step's metrics
-        facts = dist.gather([(g.round, s.reward, s.coverage, float(s.passed), len(x.response_ids), float(x.truncated))
-                             for g in groups for s, x in zip(g.scores, g.samples)])
-        zero_adv = int(dist.all_sum([sum(1 for g in groups if float(g.advantages.abs().sum()) == 0.0)])[0])
+        # the step's metrics from the gathered facts (the same on every rank)
+        zero_adv = sum(1 for f in facts if f[0] == 'group' and f[2])
+        failures = sum(f[3] for f in facts if f[0] == 'group')
+        facts = [f for f in facts if f[0] != 'group']
         direct = [f for f in facts if f[0] == 0]
         refine = [f for f in facts if f[0] > 0]
         row = {'step': state['step'], 'updates': state['updates'], 'reward': _mean(f[1] for f in facts),
@@ -275,7 +351,7 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
                'reward_direct': _mean(f[1] for f in direct), 'reward_refine': _mean(f[1] for f in refine),
                'coverage_direct': _mean(f[2] for f in direct), 'coverage_refine': _mean(f[2] for f in refine),
                'response_len': _mean(f[4] for f in facts), 'truncated_frac': _mean(f[5] for f in facts),
-               'zero_adv_groups': zero_adv, 'seconds': round(time.time() - t0, 3), **stats}
+               'zero_adv_groups': zero_adv, 'score_failures': failures, 'seconds': round(time.time() - t0, 3), **stats}
         if dist.main:
             logger.log(row)
             log(f"step {row['step']} updates {row['updates']}: reward {row['reward']:.3f} coverage {row['coverage']:.3f} "

@@ -52,6 +52,8 @@ _BASE = {
 PRESETS = {
     # the committed fixture: the 151,936 x 16 embedding (4-bit) dominates its size
     'tiny': {**_BASE, 'hidden_size': 16, 'num_hidden_layers': 2, 'num_attention_heads': 4, 'num_key_value_heads': 2, 'head_dim': 16, 'intermediate_size': 64, 'max_window_layers': 2},
+    # Qwen3-0.6B (config.json of Qwen/Qwen3-0.6B): the accelerator smoke run (scripts/gpu_smoke.sh)
+    'qwen3-0.6b': {**_BASE, 'hidden_size': 1024, 'num_hidden_layers': 28, 'num_attention_heads': 16, 'num_key_value_heads': 8, 'head_dim': 128, 'intermediate_size': 3072, 'max_window_layers': 28},
     # Qwen3-4B (config.json of Qwen/Qwen3-4B)
     'qwen3-4b': {**_BASE, 'hidden_size': 2560, 'num_hidden_layers': 36, 'num_attention_heads': 32, 'num_key_value_heads': 8, 'head_dim': 128, 'intermediate_size': 9728, 'max_window_layers': 36},
 }

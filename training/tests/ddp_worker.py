@@ -1,6 +1,8 @@
 """One DAPO step, run by test_rl_ddp.py either in one process or under torchrun with 2 ranks.
 
-usage: ddp_worker.py CHECKPOINT OUT   (the final weights go to OUT/final.pt from rank 0)
+usage: ddp_worker.py CHECKPOINT OUT [prompts|members]   (the final weights go to OUT/final.pt from rank 0)
+`prompts`: 4 prompts per step, each rank takes whole prompts; `members`: 1 prompt per step, the
+ranks split its group of 4 (the reference's 4 prompts on 8 or 16 GPUs).
 """
 from __future__ import annotations
 
@@ -23,16 +25,17 @@ class PerPromptSampler:
     """Deterministic replies that depend only on the prompt and how often it was asked: the same in
     one process and on any rank (a shared counter would differ across ranks)."""
 
-    def __init__(self, tok):
+    def __init__(self, tok, rank: int = 0):
         self.tok = tok
+        self.rank = rank  # a rank given part of a group draws its members: rank * n onward
         self.seen: dict[tuple, int] = {}
 
     def sample(self, prompts, n):
         out = []
         for p in prompts:
             key = tuple(p)
-            k0 = self.seen.get(key, 0)
-            self.seen[key] = k0 + n
+            k0 = self.seen.get(key, 0) + self.rank * n
+            self.seen[key] = self.seen.get(key, 0) + n
             group = []
             for k in range(k0, k0 + n):
                 t = TEXTS[(sum(p) + 3 * k) % len(TEXTS)]
@@ -44,13 +47,17 @@ class PerPromptSampler:
 def main() -> None:
     torch.set_num_threads(1)
     ck, out = sys.argv[1], Path(sys.argv[2])
+    mode = sys.argv[3] if len(sys.argv) > 3 else 'prompts'
+    import os
+
+    rank = int(os.environ.get('RANK', '0'))
     model, tok = load_policy(ck)
     emb = model.get_input_embeddings().weight.detach().float()
     good = set(torch.nonzero(emb @ torch.randn(emb.shape[1], generator=torch.Generator().manual_seed(0)) > 0).flatten().tolist())
     tasks = [{'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a testbench for m{i}.'}]} for i in range(4)]
-    cfg = rl.RLConfig(out=str(out / 'run'), lr=1e-3, updates=100, group_size=4, prompts_per_step=4, agentic_rounds=2,
+    cfg = rl.RLConfig(out=str(out / 'run'), lr=1e-3, updates=100, group_size=4, prompts_per_step=4 if mode == 'prompts' else 1, agentic_rounds=2,
                       max_new_tokens=8, mini_batches=1, micro_batch=4, save_every=0, seed=0, grad_clip=0.0)
-    res = rl.train(cfg, tasks, TokenRewardEnv(good), model=model, tok=tok, sampler=PerPromptSampler(tok), steps=1, resume=False, log=print)
+    res = rl.train(cfg, tasks, TokenRewardEnv(good), model=model, tok=tok, sampler=PerPromptSampler(tok, rank if mode == 'members' else 0), steps=1, resume=False, log=print)
     if res['rank'] == 0:
         torch.save({k: v.detach().cpu() for k, v in res['model'].state_dict().items()}, out / 'final.pt')
         # the step's gradient (left on the parameters; under DDP the all-reduced one): Adam's first

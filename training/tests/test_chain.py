@@ -30,12 +30,27 @@ module tb_seq_detector;
   initial begin repeat (3) @(negedge clk); reset = 0; repeat (3) @(negedge clk); $finish; end
 endmodule
 """
-REPLIES = [
-    f'filename: tb_seq_detector.sv\n```systemverilog\n{GOOD_TB}```\n',
-    'filename: tb_seq_detector.sv\n```systemverilog\nmodule tb_seq_detector; initial begin $finish end endmodule\n```\n',  # syntax error
-    f'<think>\nshort one\n</think>\nfilename: tb_seq_detector.sv\n```systemverilog\n{WEAK_TB}```\n',
-    'I cannot write this testbench.',  # unparsable
-]
+GOOD = f'filename: tb_seq_detector.sv\n```systemverilog\n{GOOD_TB}```\n'
+SYNTAX = 'filename: tb_seq_detector.sv\n```systemverilog\nmodule tb_seq_detector; initial begin $finish end endmodule\n```\n'
+WEAK_THINK = f'<think>\nshort one\n</think>\nfilename: tb_seq_detector.sv\n```systemverilog\n{WEAK_TB}```\n'
+UNPARSABLE = 'I cannot write this testbench.'
+REPLIES = [GOOD, SYNTAX, WEAK_THINK, UNPARSABLE]
+# group 2, 2 rounds, 2 steps: step 1 direct [GOOD, WEAK_THINK] (worst: the weak one, carried with its
+# think block stripped), refine [SYNTAX, GOOD]; step 2 direct [UNPARSABLE, SYNTAX] (both reward 0:
+# the first, the unparsable one, is carried), refine [GOOD, WEAK_THINK]
+SCRIPT = [GOOD, WEAK_THINK, SYNTAX, GOOD, UNPARSABLE, SYNTAX, GOOD, WEAK_THINK]
+
+
+class RecordingSampler(ScriptedSampler):
+    """Scripted replies; remembers every prompt it was asked to continue."""
+
+    def __init__(self, tok, texts):
+        super().__init__(tok, texts)
+        self.prompts = []
+
+    def sample(self, prompts, n):
+        self.prompts += [list(p) for p in prompts]
+        return super().sample(prompts, n)
 EXPORT_DIR = REPO / 'out' / 'training-export'
 
 @pytest.fixture(autouse=True)
@@ -53,15 +68,29 @@ def test_whole_chain(tiny_ckpts, tmp_path):
         model, tok = load_policy(str(tiny_ckpts[0]))
         cfg = rl.RLConfig(out=str(tmp_path / 'rl'), lr=1e-4, group_size=2, prompts_per_step=1, agentic_rounds=2,
                           save_every=2, micro_batch=2, seed=0)
-        res = rl.train(cfg, [task], env, model=model, tok=tok, sampler=ScriptedSampler(tok, REPLIES), steps=2, resume=False, log=print)
+        sampler = RecordingSampler(tok, SCRIPT)
+        res = rl.train(cfg, [task], env, model=model, tok=tok, sampler=sampler, steps=2, resume=False, log=print)
         rows = list(csv.DictReader(open(tmp_path / 'rl' / 'metrics.csv')))
         assert len(rows) == 2
         # step 1 direct group: the good testbench (reward 1 + c > 1) and the syntax error (0)
         assert float(rows[0]['reward_direct']) > 0.5 and float(rows[0]['coverage_direct']) > 0.3
         rewards = [float(r['reward']) for r in rows]
         print('RL rewards per step', rewards)
-        # the refinement prompt was built by the service from the worst member (the syntax error)
-        fb = client.refine_prompt({'status': 'xrun_failed', 'err_msg': 'x'}, reply=REPLIES[1])['content']
+        # the refinement prompts the policy saw: the WORST member of the direct group, its think block
+        # stripped, then the service's feedback turn for it
+        assert len(sampler.prompts) == 4
+        first = tok.decode(sampler.prompts[0])
+        refine1, refine2 = (tok.decode(p) for p in (sampler.prompts[1], sampler.prompts[3]))
+        assert refine1.startswith(first[:-len('<|im_start|>assistant\n<think>\n\n</think>\n\n')])
+        assert WEAK_TB.strip() in refine1 and GOOD_TB.strip() not in refine1 and 'short one' not in refine1
+        assert 'Improve coverage toward 100% by editing the testbench.' in refine1  # the weak one ran
+        assert '- stage: success\n- coverage: ' in refine1
+        # step 2: both direct members scored 0; the first (the unparsable reply) is carried, with the
+        # reference's wording for a reply that holds no testbench
+        assert UNPARSABLE in refine2 and 'initial begin $finish end' not in refine2
+        assert ('Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: failed (could not extract a valid '
+                'testbench from the response)\n\nInstruction for next round:\nFix the coverage run failure (imc stage)') in refine2
+        fb = client.refine_prompt({'status': 'xrun_failed', 'err_msg': 'x'}, reply=SYNTAX)['content']
         assert 'Fix the xrun failure' in fb
         # the data filter's top detection and the reply parse come from the same engine
         from chorus_train.data import service_top_detector
@@ -69,8 +98,8 @@ def test_whole_chain(tiny_ckpts, tmp_path):
         assert detect(task['design_files']) == ['seq_detector']
         two = 'module a(input x, output y); assign y = x; endmodule\nmodule b(input x, output y); assign y = x; endmodule\n'
         assert sorted(detect([{'name': 'two.sv', 'content': two}])) == ['a', 'b']
-        assert client.parse_reply(REPLIES[3])['status'] == 'unparsable'
-        assert client.parse_reply(REPLIES[2])['testbench'].strip() == WEAK_TB.strip()
+        assert client.parse_reply(UNPARSABLE)['status'] == 'unparsable'
+        assert client.parse_reply(WEAK_THINK)['testbench'].strip() == WEAK_TB.strip()
     rl_ck = tmp_path / 'rl' / 'checkpoint-2'
     assert (rl_ck / 'model.safetensors').exists()
     # 2. merge three tiny checkpoints (the RL output + two experts)
@@ -84,7 +113,7 @@ def test_whole_chain(tiny_ckpts, tmp_path):
     ocfg = opd.OPDConfig(out=str(tmp_path / 'opd'), prompts_per_step=1, student_samples=4, teacher_samples=2, lr=1e-4,
                          max_new_tokens=6, routing='always_best', save_every=2, seed=0)
     ores = opd.train(ocfg, [{'id': 't'}], TokenRewardEnv(good), student=student, tok=tok, teachers=[teacher], steps=2, log=print)
-    assert ores['totals']['distilled'] == 2
+    assert ores['totals']['distilled'] == 4  # 2 steps x 2 agentic rounds, each gated (always_best: open)
     final = tmp_path / 'opd' / 'checkpoint-2'
     assert (final / 'model.safetensors').exists()
     # 4. export to the transformers.js layout; PyTorch greedy tokens for the TypeScript check

@@ -62,9 +62,37 @@ def test_token_level_mean_and_padding_mask():
     assert st.tokens == 4
     assert g[1, 1].item() == 0.0 and g[1, 2].item() == 0.0  # padding gets no gradient
     assert st.clip_frac == 0.0  # padded ratios of 5 are not counted as clipped
-    # n_tokens normalizer: micro-batches add up to the whole-batch mean
-    l1, _, _ = _loss([[1.0, 1.0, 1.0]], [1.0])
-    assert l1.item() == pytest.approx(-1.0)
+
+
+def test_micro_batches_normalized_by_the_step_token_count_add_up_to_the_batch():
+    # sequences of 3 and 1 valid tokens, off policy (ratios differ) with different advantages
+    torch.manual_seed(0)
+    logp = (torch.randn(2, 3, dtype=torch.float64) * 0.2).requires_grad_(True)
+    old = torch.randn(2, 3, dtype=torch.float64) * 0.2
+    adv = torch.tensor([1.5, -0.7], dtype=torch.float64)
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]], dtype=torch.float64)
+    whole, _ = dapo.dapo_loss(logp, old, adv, mask)
+    g_whole = torch.autograd.grad(whole, logp)[0]
+    # the same batch as two micro-batches of one sequence each, both divided by the step's 4 tokens
+    parts = [dapo.dapo_loss(logp[i:i + 1], old[i:i + 1], adv[i:i + 1], mask[i:i + 1], n_tokens=4)[0] for i in range(2)]
+    g_parts = torch.autograd.grad(parts[0] + parts[1], logp)[0]
+    assert (parts[0] + parts[1]).item() == pytest.approx(whole.item(), rel=1e-12)
+    assert torch.allclose(g_parts, g_whole, rtol=1e-12, atol=0)
+    # the per-micro-batch mean (no n_tokens) is a different update: the check above can fail
+    naive = [dapo.dapo_loss(logp[i:i + 1], old[i:i + 1], adv[i:i + 1], mask[i:i + 1])[0] for i in range(2)]
+    assert (naive[0] + naive[1]).item() != pytest.approx(whole.item(), rel=1e-3)
+
+
+def test_log_probs_and_entropy_at_the_rollout_temperature():
+    torch.manual_seed(1)
+    z = torch.randn(2, 3, 11)
+    tok = torch.randint(0, 11, (2, 3))
+    lp = dapo.token_logprobs(z, tok, temperature=0.6)
+    want = torch.log_softmax(z / 0.6, -1).gather(-1, tok.unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(lp, want)
+    assert not torch.allclose(lp, dapo.token_logprobs(z, tok))
+    p = torch.softmax(z / 0.6, -1)
+    assert torch.allclose(dapo.token_entropy(z, 0.6), -(p * p.log()).sum(-1), atol=1e-6)
 
 
 def test_no_kl_term_on_policy_gradient():

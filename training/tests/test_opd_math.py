@@ -48,12 +48,15 @@ def test_routing_variants():
     student = sc(1.5, 1.2, 0.0, 1.4)
     teachers = [sc(1.6, 1.0), sc(1.9, 0.0)]
     assert opd.route('best_skip', student, teachers, rng) == opd.Route('distill', 1, '1.9000>1.5000')
-    assert opd.route('best_skip', sc(1.95, 0, 0, 0), teachers, rng).kind == 'skip'
-    # median: teacher medians 1.3 and 0.95; a student median of 1.3 is not beaten: skip
-    assert opd.route('median', sc(1.5, 1.3, 0.0, 1.3), teachers, rng).kind == 'skip'
+    # the gate stays closed: no distillation, the round keeps the RL loss (the reference)
+    closed = opd.route('best_skip', sc(1.95, 0, 0, 0), teachers, rng)
+    assert closed == opd.Route('rl', None, 'gate:1.9000<=1.9500') and closed.gate_closed and not closed.integrity
+    # median: teacher medians 1.3 and 0.95; a student median of 1.3 is not beaten: gate closed
+    assert opd.route('median', sc(1.5, 1.3, 0.0, 1.3), teachers, rng).gate_closed
     assert opd.route('median', sc(1.0, 1.0, 0.0, 1.2), teachers, rng) == opd.Route('distill', 0, '1.3000>1.0000')
     assert opd.route('always_best', sc(2.0, 2.0, 2.0, 2.0), teachers, rng).teacher == 1
     assert opd.route('rl_fallback', student, teachers, rng).kind == 'rl'
+    assert not opd.route('rl_fallback', student, teachers, rng).gate_closed
     picks = {opd.route('random_teacher', student, teachers, rng).teacher for _ in range(50)}
     assert picks == {0, 1}
     kinds = {opd.route('random_source', student, teachers, rng).kind for _ in range(50)}
@@ -75,3 +78,13 @@ def test_integrity_failures_fall_back_to_rl(bad, why):
 def test_truncated_scores_fall_back_to_rl():
     d = opd.route('best_skip', sc(1.0, 1.0), [sc(2.0, 2.0)], random.Random(0), n_student=4, n_teacher=[2])
     assert d == opd.Route('rl', None, 'integrity:truncated')
+
+
+def test_advantages_are_read_at_the_rollout_temperature():
+    torch.manual_seed(0)
+    ls, lt = torch.randn(1, 3, 40), torch.randn(1, 3, 40)
+    tok = torch.randint(0, 40, (1, 3))
+    r, b, a = opd.opd_advantages(ls, lt, tok, k=8, temperature=0.5)
+    r2, b2, a2 = opd.opd_advantages(ls / 0.5, lt / 0.5, tok, k=8)
+    assert torch.allclose(r, r2) and torch.allclose(b, b2) and torch.allclose(a, a2)
+    assert not torch.allclose(r, opd.opd_advantages(ls, lt, tok, k=8)[0])

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from chorus_train.evaluate import free_port
@@ -28,12 +29,15 @@ def run(args: list[str], tmp: Path, nproc: int) -> None:
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
-def test_two_ranks_take_the_same_step_as_one(tiny_ckpts, tmp_path):
+@pytest.mark.parametrize('split', ['prompts', 'members'])
+def test_two_ranks_take_the_same_step_as_one(tiny_ckpts, tmp_path, split):
+    """`prompts`: each rank rolls out whole prompts; `members`: one prompt, each rank samples half
+    of its group (scores gathered, the same advantages and carry on both ranks)."""
     one, two = tmp_path / 'one', tmp_path / 'two'
     one.mkdir()
     two.mkdir()
-    run([str(tiny_ckpts[0]), str(one)], one, 1)
-    run([str(tiny_ckpts[0]), str(two)], two, 2)
+    run([str(tiny_ckpts[0]), str(one), split], one, 1)
+    run([str(tiny_ckpts[0]), str(two), split], two, 2)
     assert (one / 'world.txt').read_text() == '1' and (two / 'world.txt').read_text() == '2'
     a, b = torch.load(one / 'final.pt'), torch.load(two / 'final.pt')
     start = {k: v for k, v in __import__('safetensors.torch', fromlist=['load_file']).load_file(str(tiny_ckpts[0] / 'model.safetensors')).items()}

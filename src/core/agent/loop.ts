@@ -15,6 +15,7 @@ import {
   firstTurn,
   parseReply,
   replyFor,
+  resultForEcho,
   stripThink,
   type ChatMessage,
   type LogKind,
@@ -155,6 +156,20 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
     }
     // Memoryless: [system, first user, best reply so far, its feedback]; the snapshot moves only
     // when a new best appears (before any candidate parses: the latest reply).
+    if (round === 0 && o.warmStart) {
+      const entry = warmStartRound(o.warmStart, sample, sh.first, sh.history);
+      sh.emit({ type: 'round-start', sample, round, rounds: sh.rounds + 1 });
+      rounds.push(entry);
+      best = 0;
+      full.push({ role: 'assistant', content: entry.reply }, { role: 'user', content: entry.feedback });
+      const cov = overallCoverage(entry.result);
+      sh.emit({ type: 'round-end', sample, round, entry, bestCoverage: cov });
+      if (cov !== null && cov >= sh.target - 1e-12) {
+        stop = 'target';
+        break;
+      }
+      continue;
+    }
     let mode: HistoryMode = sh.history;
     const anchor = best ?? (rounds.length ? rounds.length - 1 : null);
     const markov = (): ChatMessage[] =>
@@ -246,6 +261,8 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
         throw e;
       }
       simMs = performance.now() - s0;
+      // What the simulation printed goes on to the editor and into the next prompt: bounded.
+      if (result) result = resultForEcho(result);
     }
     const entry: AgentRound = {
       sample,
@@ -262,6 +279,8 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
       tokens,
       modelMs,
       simMs,
+      ...(completion.cache ? { cache: completion.cache } : {}),
+      ...(completion.drafts ? { drafts: completion.drafts } : {}),
     };
     rounds.push(entry);
     if (parsed.status === 'success' && (best === null || better(result, rounds[best].result, sh.target))) best = rounds.length - 1;
@@ -275,6 +294,29 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
   }
   const bestCov = best === null ? null : overallCoverage(rounds[best].result);
   return { sample, rounds, best, passed: bestCov !== null && bestCov >= sh.target - 1e-12, stop };
+}
+
+/** Round 0 of a warm start: the given testbench as if the model had written it (the protocol's reply
+ * format), with its result and the feedback turn the next round refines from. */
+function warmStartRound(w: NonNullable<AgentOptions['warmStart']>, sample: number, first: ChatMessage[], history: HistoryMode): AgentRound {
+  const parsed: ParsedReply = { status: 'success', testbench: w.testbench, filename: w.filename, source: 'fence' };
+  return {
+    sample,
+    round: 0,
+    messages: first,
+    reply: replyFor(w.testbench, w.filename),
+    parsed,
+    testbench: w.testbench,
+    filename: w.filename,
+    result: w.result,
+    feedback: feedbackTurn(parsed, w.result),
+    finishReason: 'stop',
+    history,
+    tokens: { prompt: 0, completion: 0 },
+    modelMs: 0,
+    simMs: 0,
+    warmStart: true,
+  };
 }
 
 // ---- One refinement step on a user's own testbench ----
@@ -309,7 +351,9 @@ export interface RefineOutcome {
 export function refineMessages(o: Omit<RefineOptions, 'backend' | 'signal' | 'onText' | 'sampling'>): ChatMessage[] {
   const instruction = o.instruction ?? defaultInstruction(o.top, o.instance ?? 'uut');
   const feedback =
-    'result' in o.feedback ? feedbackTurn({ status: 'success', testbench: o.testbench.content, filename: o.testbench.name, source: 'fence' }, o.feedback.result) : feedbackFromLog(o.feedback.log, o.feedback.kind);
+    'result' in o.feedback
+      ? feedbackTurn({ status: 'success', testbench: o.testbench.content, filename: o.testbench.name, source: 'fence' }, resultForEcho(o.feedback.result))
+      : feedbackFromLog(o.feedback.log, o.feedback.kind);
   return [
     ...firstTurn(designContext(o.design), o.specs ?? [], instruction),
     { role: 'assistant', content: replyFor(o.testbench.content, basename(o.testbench.name)) },

@@ -165,6 +165,48 @@ export function errorLog(result: SimResult, maxChars = 4000): string {
   return text.length > maxChars ? text.slice(0, maxChars) + `\n... [${text.length - maxChars} more characters]` : text;
 }
 
+/** How much simulator output the reward service and the agent loop pass on: a run must not pour
+ * a large file into a response or a prompt, whatever it printed. */
+export const ECHO_CAPS = { errorLines: 20, lineChars: 400, tailChars: 4096, diagnostics: 50 };
+
+function clipLine(l: string, max: number): string {
+  return l.length > max ? `${l.slice(0, max)} ... [${l.length - max} characters cut]` : l;
+}
+
+/** Simulator output as echoed: whole when short; else its first error lines and a bounded tail,
+ * every line clipped. */
+export function echoBounded(text: string, caps = ECHO_CAPS): string {
+  const lines = text.split('\n').map((l) => clipLine(l, caps.lineChars));
+  const whole = lines.join('\n');
+  if (whole.length <= caps.tailChars) return whole;
+  const tail: string[] = [];
+  let size = 0;
+  for (let i = lines.length - 1; i >= 0 && size + lines[i].length + 1 <= caps.tailChars; i--) {
+    tail.unshift(lines[i]);
+    size += lines[i].length + 1;
+  }
+  const head = lines.slice(0, lines.length - tail.length);
+  const errors = head.filter((l) => ERROR_LINE.test(l)).slice(0, caps.errorLines);
+  const cut = head.join('\n').length - errors.join('\n').length;
+  return [...errors, `... [${cut} characters of output cut] ...`, ...tail].join('\n');
+}
+
+/** A result record as the reward service answers it and the agent loop keeps it: log and error
+ * message bounded (echoBounded), at most ECHO_CAPS.diagnostics diagnostics (errors first), each clipped. */
+export function resultForEcho(result: SimResult, caps = ECHO_CAPS): SimResult {
+  const clip = (d: SimResult['diagnostics'][number]): SimResult['diagnostics'][number] => ({
+    ...d,
+    message: clipLine(d.message, caps.lineChars),
+    ...(d.suggestion !== undefined ? { suggestion: clipLine(d.suggestion, caps.lineChars) } : {}),
+  });
+  let diagnostics = result.diagnostics;
+  if (diagnostics.length > caps.diagnostics) {
+    const keep = new Set([...new Set([...diagnostics.filter((d) => d.severity === 'error'), ...diagnostics])].slice(0, caps.diagnostics));
+    diagnostics = diagnostics.filter((d) => keep.has(d));
+  }
+  return { ...result, log: echoBounded(result.log ?? '', caps), err_msg: echoBounded(result.err_msg ?? '', caps), diagnostics: diagnostics.map(clip) };
+}
+
 export type LogKind = 'coverage' | 'xrun' | 'imc';
 
 /** What a log a user brings from their own simulator run says: a coverage report (IMC or ours),
@@ -201,14 +243,18 @@ export function replyFor(testbench: string, filename: string): string {
 
 /**
  * The one user message after a simulated candidate: parse result, EDA result, instruction +
- * OUTPUT_FORMAT_REQ, joined by blank lines. An unparsable reply is told so (with the format
- * reminder) instead of being simulated.
+ * OUTPUT_FORMAT_REQ, joined by blank lines. An unparsable reply is not simulated; it gets the
+ * reference's wording for it (with the format reminder).
  */
 export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): string {
   if (parsed.status !== 'success' || !result) {
     return [
-      block('Response parse result:', [['status', 'failed'], ['reason', parsed.status === 'unparsable' ? parsed.reason : 'no testbench']]),
-      instructionBlock('Write the complete testbench in the required format.'),
+      // The turn the checkpoints were trained on for a reply with no testbench (the reference's RL
+      // rollouts, docs/protocol.md §3): parse block as for a file, an EDA block saying nothing could
+      // be extracted, and the reference's instruction for a non-xrun failure.
+      block('Response parse result:', [['status', 'success'], ['type', 'file']]),
+      block('EDA result:', [['status', 'failed (could not extract a valid testbench from the response)']]),
+      instructionBlock(INSTRUCTIONS.imc),
     ].join('\n\n');
   }
   const parse = block('Response parse result:', [['status', 'success'], ['type', 'file']]);

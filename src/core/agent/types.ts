@@ -35,6 +35,10 @@ export interface AgentOptions {
   simConcurrency?: number;
   signal?: AbortSignal;
   onEvent?: (e: AgentEvent) => void;
+  /** Warm start (not in the paper's protocol): this testbench and its result (the built-in
+   * generator's best) are round 0 of every sample, in place of the direct generation; the model's
+   * rounds refine it in the protocol's refinement turn. The run never ends below it. */
+  warmStart?: { testbench: string; filename: string; result: SimResult };
 }
 
 export interface TokenUsage {
@@ -67,6 +71,12 @@ export interface AgentRound {
   tokens: TokenUsage;
   modelMs: number;
   simMs: number;
+  /** In-process engines: prompt tokens evaluated, and reused from an earlier round's KV state. */
+  cache?: { evaluatedTokens: number; reusedTokens: number };
+  /** Prompt-lookup drafting: draft tokens verified and kept. */
+  drafts?: { proposed: number; accepted: number };
+  /** This round is the warm start's testbench, not a model reply. */
+  warmStart?: boolean;
 }
 
 export interface SampleRun {

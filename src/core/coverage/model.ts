@@ -1,7 +1,12 @@
 // The coverage model: points restricted to the DUT, the single figure c of docs/protocol.md §5, and
 // the breakdown. Simulator backends produce CoveragePoint[]; everything else reads this module.
 
-export type PointType = 'line' | 'branch' | 'toggle' | 'user';
+/**
+ * Kinds newer Verilators gained, reported as extra rows and never scored (c must mean the same on
+ * every version): `expr`, expression coverage (--coverage-expr); `cond`, the two arms of each
+ * `?:` (current releases count them as branch points, 5.006 has none).
+ */
+export type PointType = 'line' | 'branch' | 'toggle' | 'user' | 'expr' | 'cond';
 
 export interface CoveragePoint {
   type: PointType;
@@ -40,6 +45,10 @@ export interface CoverageFigures {
   line: number | null;
   branch: number | null;
   user: number | null;
+  /** Expression coverage where the simulator has it (null elsewhere): an extra row, not part of c. */
+  expr: number | null;
+  /** `?:` arms where the simulator counts them (null elsewhere): an extra row, not part of c. */
+  cond: number | null;
   tallies: Record<PointType | 'block', Tally>;
 }
 
@@ -90,6 +99,8 @@ export function figures(points: CoveragePoint[]): CoverageFigures {
   const block = tally(points, ['line', 'branch']);
   const toggle = tally(points, ['toggle']);
   const user = tally(points, ['user']);
+  const expr = tally(points, ['expr']);
+  const cond = tally(points, ['cond']);
   const b = ratio(block);
   const t = ratio(toggle);
   const parts = [b, t].filter((x): x is number => x !== null);
@@ -103,6 +114,8 @@ export function figures(points: CoveragePoint[]): CoverageFigures {
     line: ratio(line),
     branch: ratio(branch),
     user: ratio(user),
-    tallies: { line, branch, block, toggle, user },
+    expr: ratio(expr),
+    cond: ratio(cond),
+    tallies: { line, branch, block, toggle, user, expr, cond },
   };
 }

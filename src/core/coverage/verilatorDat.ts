@@ -2,6 +2,11 @@
 //   C '<\x01key\x02value ...>' <count>
 // with keys f (file), l (line), n (column), page (v_line|v_branch|v_toggle|v_user "/" module),
 // o (comment: block kind, branch arm, signal bit, cover label), S (line span), h (hierarchy).
+// Across Verilator 5.x: 5.006 writes one toggle point per bit (`count[3]`, counting every change);
+// current releases write two (`count[3]:0->1`, `count[3]:1->0`) and add expression points
+// (page v_expr) and branch points for the arms of `?:` (o=cond_then/cond_else), which become
+// the unscored kinds `expr` and `cond`. The toggle pair is folded back into one point whose count is the sum (the number of
+// changes, as 5.006 counts), so the scored figure c means the same on every version.
 import type { CoveragePoint, PointType } from './model.js';
 
 const POINT = /^C '(.*)' (\d+)\s*$/;
@@ -11,6 +16,7 @@ function pointType(page: string): PointType | null {
   if (page.startsWith('v_branch')) return 'branch';
   if (page.startsWith('v_toggle')) return 'toggle';
   if (page.startsWith('v_user')) return 'user';
+  if (page.startsWith('v_expr')) return 'expr';
   return null;
 }
 
@@ -20,8 +26,11 @@ function parseSpan(span: string | undefined): [number, number] | undefined {
   return nums.length ? [Math.min(...nums), Math.max(...nums)] : undefined;
 }
 
+const TOGGLE_DIRECTION = /:(?:0->1|1->0)$/;
+
 export function parseVerilatorCoverage(text: string): CoveragePoint[] {
   const points: CoveragePoint[] = [];
+  const toggles = new Map<string, CoveragePoint>();
   for (const raw of text.split('\n')) {
     const m = POINT.exec(raw);
     if (!m) continue;
@@ -33,9 +42,34 @@ export function parseVerilatorCoverage(text: string): CoveragePoint[] {
       fields.set(kv.slice(0, sep), kv.slice(sep + 1));
     }
     const page = fields.get('page') ?? '';
-    const type = pointType(page);
-    if (!type) continue;
+    const kind = pointType(page);
+    if (!kind) continue;
+    const type: PointType = kind === 'branch' && /^cond_(?:then|else)$/.test(fields.get('o') ?? '') ? 'cond' : kind;
     const hier = (fields.get('h') ?? '').replace(/^\./, '');
+    const label = fields.get('o') ?? '';
+    if (type === 'toggle' && TOGGLE_DIRECTION.test(label)) {
+      const bit = label.replace(TOGGLE_DIRECTION, '');
+      const key = `${hier}\0${fields.get('f') ?? ''}\0${bit}`;
+      const seen = toggles.get(key);
+      if (seen) {
+        seen.count += Number.parseInt(m[2], 10);
+        continue;
+      }
+      const p: CoveragePoint = {
+        type,
+        file: fields.get('f') ?? '',
+        line: Number.parseInt(fields.get('l') ?? '0', 10),
+        column: Number.parseInt(fields.get('n') ?? '0', 10),
+        span: parseSpan(fields.get('S')),
+        module: page.includes('/') ? page.slice(page.indexOf('/') + 1) : '',
+        hier,
+        label: bit,
+        count: Number.parseInt(m[2], 10),
+      };
+      toggles.set(key, p);
+      points.push(p);
+      continue;
+    }
     points.push({
       type,
       file: fields.get('f') ?? '',
@@ -44,7 +78,7 @@ export function parseVerilatorCoverage(text: string): CoveragePoint[] {
       span: parseSpan(fields.get('S')),
       module: page.includes('/') ? page.slice(page.indexOf('/') + 1) : '',
       hier,
-      label: fields.get('o') ?? '',
+      label,
       count: Number.parseInt(m[2], 10),
     });
   }

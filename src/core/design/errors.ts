@@ -10,14 +10,22 @@ export type DesignErrorKind =
   | 'unknown-top'
   | 'missing-package'
   | 'filelist'
-  | 'tool';
+  | 'tool'
+  /** An `include file that is in none of the include folders (and not found once in the repository). */
+  | 'missing-include'
+  /** A name found more than once in the repository: `candidates` lists them. */
+  | 'ambiguous'
+  /** A FuseSoC / Bender manifest the tool could not read (version, core, target). */
+  | 'manifest'
+  /** The manifest's tool (fusesoc, bender) is not installed. */
+  | 'tool-missing';
 
 export class DesignError extends Error {
   constructor(
     readonly kind: DesignErrorKind,
     message: string,
     readonly diagnostics: Diagnostic[] = [],
-    /** For multiple-tops: the candidates to choose from with --top. */
+    /** For multiple-tops: the candidates to choose from with --top; for ambiguous: the paths. */
     readonly candidates: string[] = [],
   ) {
     super(message);

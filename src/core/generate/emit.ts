@@ -5,6 +5,9 @@
 import type { PortInfo } from '../design/types.js';
 import type { Roles } from './roles.js';
 import { cornerValues, literal, randomExpr, withNeighbours } from './values.js';
+import type { ScaledParam } from './params.js';
+import type { ProtocolPlan } from './protocols/detect.js';
+import { emitProtocols } from './protocols/emit.js';
 
 export interface StimulusPlan {
   top: string;
@@ -29,6 +32,23 @@ export interface StimulusPlan {
   round: number;
   /** Why this round differs from the last, for the header comment. */
   notes: string[];
+  /** Parameters instantiated smaller than their defaults (already in `params`), and why. */
+  scaled?: ScaledParam[];
+  /** Recognised bus, handshake and serial interfaces: they get bus-functional tasks. */
+  protocols?: ProtocolPlan;
+  /** What was recognised, in words, for the header comment. */
+  protocolNotes?: string[];
+  /** Grows with the rounds: more transfers, operations and frames. */
+  protocolScale?: number;
+  /** Cycles of the constant walk: inputs jump between the constants the design compares them with. */
+  walkCycles?: number;
+  /** Random segments of earlier rounds that raised coverage, replayed before the new one. */
+  elite?: Array<{ round: number; seed: number; cycles: number }>;
+}
+
+/** The seed a round's random segment starts from (round 1 on), so that it can be replayed. */
+export function segmentSeed(plan: StimulusPlan): number {
+  return (plan.seed * 31 + plan.round) % 2147483647;
 }
 
 const ind = (n: number): string => '  '.repeat(n);
@@ -108,6 +128,8 @@ export function emitTestbench(plan: StimulusPlan): string {
   L.push(`// (model-free, coverage-directed constrained-random). Round ${plan.round}, seed ${plan.seed}.`);
   L.push('// It drives every input and has no checks on outputs: it exists to exercise the design.');
   for (const n of plan.notes) L.push(`// - ${n}`);
+  for (const p of plan.scaled ?? []) L.push(`// Parameter ${p.name} scaled from ${p.was} to ${p.value}: ${p.why}.`);
+  for (const n of plan.protocolNotes ?? []) L.push(`// Recognised: ${n}.`);
   L.push('`timescale 1ns/1ps');
   L.push(`module ${tb};`);
   for (const p of [...roles.clocks.map((c) => c.port), ...roles.resets.map((r) => r.port), ...roles.data]) {
@@ -173,6 +195,16 @@ export function emitTestbench(plan: StimulusPlan): string {
     L.push(`${ind(1)}endtask`);
     L.push('');
   }
+
+  const proto = plan.protocols && clk ? emitProtocols(plan.protocols, plan.constants, plan.protocolScale ?? 1) : { tasks: [], phases: [] };
+  L.push(...proto.tasks);
+  // Constant walk: module-level tables of the constants each input is compared against.
+  const walk = clk ? roles.data.filter((p) => p.kind !== 'enum' && p.unpackedDims.length === 0 && (plan.constants[p.name]?.length ?? 0) > 0) : [];
+  for (const p of walk) {
+    const vals = [...new Set(plan.constants[p.name].flatMap((v) => withNeighbours(p.width, v)))].slice(0, 64);
+    L.push(`${ind(1)}${packedLogic(p)} walk_${p.name} [${vals.length}] = '{${vals.map((v) => literal(p.width, v)).join(', ')}};`);
+  }
+  if (walk.length) L.push('');
 
   // Random drive of all data inputs, with handshake/flag awareness.
   L.push(`${ind(1)}// Uniform random values on every data input${plan.respectFlags ? ', respecting the DUT\'s full/empty flags' : ''}.`);
@@ -261,19 +293,39 @@ export function emitTestbench(plan: StimulusPlan): string {
         }
       }
     }
-    // Random phase.
-    L.push(`${ind(2)}// Phase 4: ${plan.randomCycles} cycles of uniform random stimulus${roles.resets.length ? ', with an occasional reset' : ''}.`);
-    L.push(`${ind(2)}repeat (${plan.randomCycles}) begin`);
-    L.push(`${ind(3)}drive_random();`);
-    if (roles.resets.length) {
-      L.push(`${ind(3)}if ($urandom_range(0, 199) == 0) begin`);
-      for (const r of roles.resets) L.push(`${ind(4)}${assertReset(r)}`);
-      L.push(`${ind(4)}step();`);
-      for (const r of roles.resets) L.push(`${ind(4)}${releaseReset(r)}`);
-      L.push(`${ind(3)}end`);
+    if (walk.length && (plan.walkCycles ?? 0) > 0) {
+      L.push(`${ind(2)}// Phase 3b: constant walk, ${plan.walkCycles} cycles: each of ${walk.map((p) => p.name).join(', ')} takes one of its compared`);
+      L.push(`${ind(2)}// constants (or a neighbour) three times in four, so sequences of them (codes, commands) occur.`);
+      L.push(`${ind(2)}repeat (${plan.walkCycles}) begin`);
+      L.push(`${ind(3)}drive_random();`);
+      for (const p of walk) L.push(`${ind(3)}if ($urandom_range(0, 3) != 0) ${p.name} = walk_${p.name}[$urandom_range(0, $size(walk_${p.name}) - 1)];`);
+      L.push(`${ind(3)}step();`);
+      L.push(`${ind(2)}end`);
     }
-    L.push(`${ind(3)}step();`);
-    L.push(`${ind(2)}end`);
+    if (proto.phases.length) L.push(...proto.phases);
+    // Random phase. From round 1 on the segment is seeded at its start, so a later round can
+    // replay it exactly (the search keeps segments that raised coverage and adds new ones).
+    const randomBody = (cycles: number): void => {
+      L.push(`${ind(2)}repeat (${cycles}) begin`);
+      L.push(`${ind(3)}drive_random();`);
+      if (roles.resets.length) {
+        L.push(`${ind(3)}if ($urandom_range(0, 199) == 0) begin`);
+        for (const r of roles.resets) L.push(`${ind(4)}${assertReset(r)}`);
+        L.push(`${ind(4)}step();`);
+        for (const r of roles.resets) L.push(`${ind(4)}${releaseReset(r)}`);
+        L.push(`${ind(3)}end`);
+      }
+      L.push(`${ind(3)}step();`);
+      L.push(`${ind(2)}end`);
+    };
+    for (const e of plan.elite ?? []) {
+      L.push(`${ind(2)}// Phase 4e: replay of round ${e.round}'s random segment (seed ${e.seed}, ${e.cycles} cycles): it raised coverage.`);
+      L.push(`${ind(2)}void'($urandom(${e.seed}));`);
+      randomBody(e.cycles);
+    }
+    L.push(`${ind(2)}// Phase 4: ${plan.randomCycles} cycles of uniform random stimulus${roles.resets.length ? ', with an occasional reset' : ''}.`);
+    if (plan.round > 0) L.push(`${ind(2)}void'($urandom(${segmentSeed(plan)}));`);
+    randomBody(plan.randomCycles);
     // Held control inputs: long runs with each combination of 1-bit controls held still.
     if (clk && !ctrl.length && plan.holdCycles > 0) {
       L.push(`${ind(2)}// Phase 5: one long run of ${plan.holdCycles} cycles with no reset, so counters and timers reach their terminal values.`);

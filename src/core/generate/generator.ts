@@ -7,8 +7,11 @@ import type { Simulator, SimLimits } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
 import { constValue } from '../design/introspect.js';
 import { better } from '../sim/ranking.js';
+import { introspect } from '../design/introspect.js';
 import { assignRoles, type Roles } from './roles.js';
-import { emitTestbench, type StimulusPlan } from './emit.js';
+import { emitTestbench, segmentSeed, type StimulusPlan } from './emit.js';
+import { scaleParams, type ScaledParam } from './params.js';
+import { describeProtocols, detectProtocols } from './protocols/detect.js';
 
 export interface GenerateOptions {
   /** Rounds of coverage-directed refinement, including the first (default 4). */
@@ -23,6 +26,8 @@ export interface GenerateOptions {
   limits?: Partial<SimLimits>;
   signal?: AbortSignal;
   onRound?: (r: GeneratedRound) => void;
+  /** Never scale parameters down (the user's -G overrides are never scaled either way). */
+  keepParams?: boolean;
 }
 
 export interface GeneratedRound {
@@ -40,12 +45,7 @@ export interface GenerateResult {
   scaledParams: ScaledParam[];
 }
 
-export interface ScaledParam {
-  name: string;
-  value: string;
-  was: string;
-  why: string;
-}
+export type { ScaledParam } from './params.js';
 
 function designConstants(info: DesignInfo, roles: Roles): Record<string, bigint[]> {
   const m = info.modules.find((x) => x.name === info.top);
@@ -70,14 +70,20 @@ function holdLength(info: DesignInfo): number {
   return Math.min(need, 4096);
 }
 
-export function initialPlan(info: DesignInfo, design: DesignSpec, opts: GenerateOptions): StimulusPlan {
+export function initialPlan(info: DesignInfo, design: DesignSpec, opts: GenerateOptions, scaled: ScaledParam[] = []): StimulusPlan {
   const m = info.modules.find((x) => x.name === info.top);
   if (!m) throw new Error(`module '${info.top}' not found in the introspected design`);
-  const roles = assignRoles(m);
+  const roles = assignRoles(m, info.modules);
+  const protocols = detectProtocols(info, roles);
   return {
     top: info.top,
     instance: opts.instance ?? 'uut',
-    params: design.params,
+    params: { ...design.params, ...Object.fromEntries(scaled.map((p) => [p.name, p.value])) },
+    scaled,
+    protocols,
+    protocolNotes: describeProtocols(protocols),
+    protocolScale: 1,
+    walkCycles: 256,
     roles,
     seed: opts.seed ?? 1,
     randomCycles: 400,
@@ -116,12 +122,24 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
     next.holdCycles = Math.min(Math.max(prev.holdCycles * 8, 64), 65_536);
     next.holdCombos = Math.max(1, Math.min(prev.holdCombos * 2, 64, Math.floor(1_000_000 / next.holdCycles)));
     next.midRunResets = Math.min(prev.midRunResets + 1, 4);
+    next.protocolScale = Math.min((prev.protocolScale ?? 1) * 2, 8);
+    next.walkCycles = Math.min((prev.walkCycles ?? 256) * 4, 16_384);
     notes.push(`${blocks.length} code points and ${toggles.length} toggle bits stayed uncovered: longer random and held runs, more held combinations`);
   }
   // Constants in the source of uncovered conditions, for every input of a matching width.
   const found = new Set<string>();
   for (const u of blocks) {
     for (const lit of (u.source ?? '').matchAll(/\b(\d+)'([sS]?[hHdDbBoO])([0-9a-fA-F_]+)\b/g)) found.add(`${lit[1]}'${lit[2].toLowerCase()}${lit[3]}`);
+  }
+  // Named constants too (`case (state) S_WAIT:`, `if (addr == REG_CTRL)`): the design's own
+  // parameters and localparams, by name, give their values.
+  const named = new Map<string, string>();
+  for (const m of info.modules) for (const p of m.params) if (p.value !== null && constValue(p.value) !== null) named.set(p.name, p.value);
+  for (const u of blocks) {
+    for (const id of (u.source ?? '').matchAll(/\b([A-Za-z_]\w*)\b/g)) {
+      const v = named.get(id[1]);
+      if (v && found.size < 64) found.add(v.replace(/^(\d+)'s/, "$1'"));
+    }
   }
   if (found.size) {
     for (const p of prev.roles.data) {
@@ -130,7 +148,6 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
     }
     notes.push(`constants from uncovered conditions tried on the inputs: ${[...found].slice(0, 8).join(', ')}`);
   }
-  void info;
   return next;
 }
 
@@ -143,25 +160,45 @@ export async function generateTestbench(
   const rounds = Math.max(1, opts.rounds ?? 4);
   const target = opts.target ?? 1;
   const tbName = `tb_${info.top}.sv`;
-  let plan = initialPlan(info, design, opts);
+  // Parameters that put terminal counts out of reach are scaled down in the instantiation (and
+  // passed as overrides, so the DUT library is built with the same values).
+  const elaborate = async (params: Record<string, string>): Promise<DesignInfo | null> => {
+    try {
+      return await introspect({ ...design, params }, { signal: opts.signal });
+    } catch {
+      return null;
+    }
+  };
+  const { scaled, info: planInfo } = await scaleParams(design, info, elaborate, { keepParams: opts.keepParams });
+  info = planInfo;
+  const simDesign: DesignSpec = scaled.length ? { ...design, params: { ...design.params, ...Object.fromEntries(scaled.map((p) => [p.name, p.value])) } } : design;
+  let plan = initialPlan(info, design, opts, scaled);
   const history: GeneratedRound[] = [];
   let best: GeneratedRound | undefined;
   let stale = 0;
   for (let i = 0; i < rounds; i++) {
     if (opts.signal?.aborted) break;
     const testbench = emitTestbench(plan);
-    const result = await simulator.simulate({ design, top: info.top, testbench: { name: tbName, content: testbench }, limits: opts.limits, seed: plan.seed, signal: opts.signal });
+    const result = await simulator.simulate({ design: simDesign, top: info.top, testbench: { name: tbName, content: testbench }, limits: opts.limits, seed: plan.seed, signal: opts.signal });
     const round: GeneratedRound = { round: i, testbench, result, notes: plan.notes };
     history.push(round);
     opts.onRound?.(round);
+    let improved = false;
     if (!best || better(result, best.result, target)) {
       best = round;
       stale = 0;
+      improved = true;
     } else if (++stale >= (opts.patience ?? 3)) break;
     if (result.status === 'success' && (result.coverage?.waived.overall ?? 0) >= target) break;
     if (result.status === 'rejected' || result.status === 'exception') break;
+    const prev = plan;
     plan = refinePlan(plan, result, info);
+    // Search: a segment that raised coverage is kept (replayed) in the next rounds; at most two.
+    if (improved && prev.round > 0 && result.status === 'success') {
+      plan.elite = [...(prev.elite ?? []), { round: prev.round, seed: segmentSeed(prev), cycles: prev.randomCycles }].slice(-2);
+      plan.notes.push(`round ${prev.round}'s random segment raised coverage: replayed before the new one`);
+    }
   }
   if (!best) throw new Error('generation was cancelled before the first round');
-  return { best, rounds: history, tbName, scaledParams: [] };
+  return { best, rounds: history, tbName, scaledParams: scaled };
 }

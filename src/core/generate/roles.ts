@@ -26,8 +26,11 @@ export interface Roles {
 }
 
 const CLOCK_NAME = /^(clk|clock|i_clk|clk_i|aclk|hclk|pclk|sclk|mclk)$|(^|_)(clk|clock)(_|$)|clk\d*$|^clk/i;
-const RESET_NAME = /^(n?a?s?rst\w*|a?reset\w*|ar|areset\w*|nreset|resetb|clr|clear|i_rst\w*|rst_i\w*)$|(^|_)(a?rst|a?reset)(_?n|_b|b)?$/i;
+// AMBA prefixes its reset with the bus letter: PRESETn, HRESETn.
+const RESET_NAME = /^(n?a?s?rst\w*|a?reset\w*|ar|areset\w*|nreset|resetb|clr|clear|i_rst\w*|rst_i\w*)$|(^|_)(a?rst|a?reset)(_?n|_b|b)?$|^[ph](reset|rst)(_?n|_b|b)?$/i;
 const ACTIVE_LOW = /(_n|_b|n|b)$|^n(rst|reset)/i;
+/** Direction suffixes (`reset_in`, `rst_i`) say nothing about polarity: strip them first. */
+const DIR_SUFFIX = /_(in|i|inp|input)$/i;
 
 export function isClockName(name: string): boolean {
   return CLOCK_NAME.test(name);
@@ -37,7 +40,28 @@ export function isResetName(name: string): boolean {
   return RESET_NAME.test(name);
 }
 
-export function assignRoles(m: ModuleInfo): Roles {
+/**
+ * Sensitivity edges of a top port, looked up in the top module and, where the top only wires
+ * the port through, in the modules below it that name a signal the same (the usual
+ * pass-through: `encoder u (.clk_in(clk_in), .reset_in(reset_in))`).
+ */
+export function portEdges(m: ModuleInfo, name: string, modules: ModuleInfo[] = []): Array<'pos' | 'neg'> {
+  if (m.edges[name]?.length) return m.edges[name];
+  const seen = new Set<string>([m.name]);
+  const queue = [...m.instantiates];
+  while (queue.length) {
+    const n = queue.shift()!;
+    if (seen.has(n)) continue;
+    seen.add(n);
+    const sub = modules.find((x) => x.name === n);
+    if (!sub) continue;
+    if (sub.edges[name]?.length) return sub.edges[name];
+    queue.push(...sub.instantiates);
+  }
+  return [];
+}
+
+export function assignRoles(m: ModuleInfo, modules: ModuleInfo[] = []): Roles {
   const inputs = m.ports.filter((p) => p.direction === 'input' || p.direction === 'inout');
   const outputs = m.ports.filter((p) => p.direction === 'output');
   const single = (p: PortInfo): boolean => p.width === 1 && p.unpackedDims.length === 0;
@@ -47,14 +71,15 @@ export function assignRoles(m: ModuleInfo): Roles {
   // Resets first: an async reset is an edge too, but its name says what it is.
   for (const p of inputs) {
     if (!single(p) || !isResetName(p.name)) continue;
-    const edges = m.edges[p.name] ?? [];
-    const activeLow = edges.includes('neg') && !edges.includes('pos') ? true : edges.includes('pos') ? false : ACTIVE_LOW.test(p.name) && !/^(areset|reset|ar|clr|clear)$/i.test(p.name);
+    const edges = portEdges(m, p.name, modules);
+    const bare = p.name.replace(DIR_SUFFIX, '');
+    const activeLow = edges.includes('neg') && !edges.includes('pos') ? true : edges.includes('pos') ? false : ACTIVE_LOW.test(bare) && !/^(areset|reset|ar|clr|clear)$/i.test(bare);
     resets.push({ port: p, activeLow, async: edges.length > 0 });
   }
   const isReset = (p: PortInfo): boolean => resets.some((r) => r.port === p);
   for (const p of inputs) {
     if (isReset(p) || !single(p)) continue;
-    const edges = m.edges[p.name] ?? [];
+    const edges = portEdges(m, p.name, modules);
     if (edges.length > 0 || isClockName(p.name)) {
       const half = [5, 7, 11, 13][clocks.length % 4];
       clocks.push({ port: p, halfPeriodNs: half, activeEdge: edges.includes('neg') && !edges.includes('pos') ? 'neg' : 'pos' });

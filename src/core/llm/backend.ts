@@ -31,6 +31,11 @@ export interface Completion {
   /** Milliseconds from the call to the first decoded token, and to the end. */
   firstTokenMs: number | null;
   totalMs: number;
+  /** In-process engines: prompt tokens evaluated for this call, and those whose KV state an
+   * earlier call left behind (prefix reuse). */
+  cache?: { evaluatedTokens: number; reusedTokens: number };
+  /** Prompt-lookup drafting: draft tokens verified, and those kept. */
+  drafts?: { proposed: number; accepted: number };
 }
 
 export type ModelErrorKind =
@@ -59,8 +64,12 @@ export class ModelError extends Error {
 }
 
 export interface BackendInfo {
-  /** `local` (in-process ONNX) or `openai` (HTTP). */
+  /** `local` (in-process) or `openai` (HTTP). */
   kind: 'local' | 'openai';
+  /** The in-process engine: llama.cpp (a GGUF) or ONNX (transformers.js layout). */
+  engine?: 'llama' | 'onnx';
+  /** Where an in-process engine computes: `cpu`, or the GPU kind (`cuda`, `vulkan`, `metal`). */
+  device?: string;
   /** Model identifier as the user gave it (directory or served model name). */
   model: string;
   /** Where it runs: a directory, or the base URL. */
@@ -75,6 +84,8 @@ export interface ModelBackend {
   /** Tokens the prompt of these messages takes under the model's chat template; null when the
    * backend cannot count exactly (then the agent estimates). */
   countTokens(messages: ChatMessage[]): Promise<number | null>;
+  /** In-process engines: the prompt's token ids under the chat template (tests and bench compare engines). */
+  promptIds?(messages: ChatMessage[]): Promise<number[]>;
   /** One sampled reply. Rejects with ModelError. */
   complete(req: CompletionRequest): Promise<Completion>;
   /** How many completions the backend runs well at once (servers batch; the local CPU model: 1). */
@@ -87,4 +98,16 @@ export interface ModelBackend {
  * used only when the backend cannot count. */
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 3.5);
+}
+
+/** The promise, or a rejection as soon as the signal fires: cancel answers at once while the
+ * native work under way (a forward pass, a prompt batch) ends on its own in the background. */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, error: () => Error): Promise<T> {
+  if (!signal) return p;
+  return new Promise<T>((ok, fail) => {
+    const onAbort = (): void => fail(error());
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(ok, fail).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

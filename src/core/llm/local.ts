@@ -8,7 +8,8 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { ChatMessage } from '../agent/protocol.js';
 import { sampleToken, seededRandom } from './sampling.js';
-import { ModelError, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
+import { lookupDraft } from './lookup.js';
+import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 
 export type LocalDtype = 'fp32' | 'q4' | 'q4f16';
 
@@ -22,6 +23,12 @@ export interface LocalBackendOptions {
   onProgress?: (p: { file: string; loaded?: number; total?: number; status: string }) => void;
   /** Overrides config.json `max_position_embeddings`. */
   contextLength?: number;
+  /** onnxruntime intra-op threads (default: its own choice, the physical cores). */
+  threads?: number;
+  /** Prompt-lookup drafting in the decode loop (default on). */
+  lookup?: boolean;
+  /** Reuse the keys/values of the evaluated prefix across calls (default on; off: bench/llm's baseline). */
+  prefixReuse?: boolean;
 }
 
 const ONNX_FILE: Record<LocalDtype, string> = { fp32: 'model.onnx', q4: 'model_q4.onnx', q4f16: 'model_q4f16.onnx' };
@@ -40,7 +47,7 @@ interface Tokenizer {
   encode(text: string, opts?: Record<string, unknown>): number[];
 }
 interface CausalLM {
-  generate(opts: Record<string, unknown>): Promise<Tensor>;
+  forward(inputs: Record<string, unknown>): Promise<Record<string, Tensor>>;
   generation_config?: { eos_token_id?: number | number[] | null };
   dispose(): Promise<unknown>;
 }
@@ -55,25 +62,8 @@ interface Loaded {
   users: number;
   /** Serializes generation: one completion at a time per model (parallelism 1). */
   queue: Promise<unknown>;
-}
-
-/** A transformers.js logits processor that samples one token per row and masks the others. */
-function nucleusProcessor(tf: Transformers, temperature: number, topP: number, seed: number | undefined): unknown {
-  const random = seededRandom(seed ?? (Math.random() * 2 ** 31) >>> 0);
-  class Nucleus extends (tf.LogitsProcessor as unknown as new () => object) {
-    _call(_ids: unknown, logits: Tensor): Tensor {
-      const v = logits.dims.at(-1)!;
-      const data = logits.data as Float32Array;
-      for (let row = 0; row < data.length / v; row++) {
-        const slice = data.subarray(row * v, (row + 1) * v);
-        const pick = sampleToken(slice, temperature, topP, random);
-        slice.fill(-Infinity);
-        slice[pick] = 0;
-      }
-      return logits;
-    }
-  }
-  return new Nucleus();
+  /** The tokens whose keys and values `past` holds: the longest prefix a later call can reuse. */
+  state: { tokens: number[]; past: Record<string, Tensor> } | null;
 }
 
 const cache = new Map<string, Promise<Loaded>>();
@@ -174,7 +164,12 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions): 
     }
     let model: CausalLM;
     try {
-      model = (await tf.AutoModelForCausalLM.from_pretrained(r.id, { dtype, device: 'cpu', progress_callback: progress })) as unknown as CausalLM;
+      model = (await tf.AutoModelForCausalLM.from_pretrained(r.id, {
+        dtype,
+        device: 'cpu',
+        progress_callback: progress,
+        ...(opts.threads ? { session_options: { intraOpNumThreads: opts.threads } } : {}),
+      })) as unknown as CausalLM;
     } catch (e) {
       const msg = (e as Error).message;
       if (r.remote && /fetch|network|ENOTFOUND|ECONN|could not locate/i.test(msg))
@@ -187,11 +182,152 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions): 
     }
     const eosCfg = model.generation_config?.eos_token_id;
     const eos = new Set<number>(eosCfg == null ? [] : Array.isArray(eosCfg) ? eosCfg : [eosCfg]);
-    return { tf, tokenizer, model, contextLength, eos, users: 0, queue: Promise.resolve() };
+    return { tf, tokenizer, model, contextLength, eos, users: 0, queue: Promise.resolve(), state: null };
   };
   const p = loadLock.then(run, run);
   loadLock = p.catch(() => undefined);
   return p;
+}
+
+/** Prompt tokens per forward pass while prefilling: bounds the logits and the time a cancel waits. */
+const PREFILL_CHUNK = 512;
+
+/** The first `len` positions of a [1, heads, seq, dim] cache tensor (a copy: heads are outermost). */
+function truncateKv(tf: Transformers, t: Tensor, len: number): Tensor {
+  const [b, h, seq, d] = t.dims;
+  if (len >= seq) return t;
+  const src = t.data as Float32Array;
+  const Ctor = src.constructor as new (n: number) => Float32Array;
+  const out = new Ctor(b * h * len * d);
+  for (let i = 0; i < b * h; i++) out.set(src.subarray(i * seq * d, i * seq * d + len * d), i * len * d);
+  return new tf.Tensor((t as unknown as { type: string }).type as never, out as never, [b, h, len, d]) as unknown as Tensor;
+}
+
+function truncatePast(tf: Transformers, past: Record<string, Tensor>, len: number): Record<string, Tensor> {
+  return Object.fromEntries(Object.entries(past).map(([k, v]) => [k, truncateKv(tf, v, len)]));
+}
+
+type DecodeResult = Pick<Completion, 'text' | 'completionTokens' | 'finishReason' | 'firstTokenMs' | 'cache' | 'drafts'>;
+
+/**
+ * The decode loop: reuse the cached keys/values of the longest common prefix, prefill the rest in
+ * chunks, then sample token by token. With lookup on, each step also feeds the draft tokens that
+ * followed the reply's last n-gram in the prompt; position i's logits are the ones plain decoding
+ * would see after accepting drafts 0..i-1, so drawing from them with the same random stream and
+ * keeping drafts while they equal the draw gives plain decoding's tokens (greedy and sampled).
+ */
+async function decode(
+  l: Loaded,
+  prompt: number[],
+  maxNew: number,
+  req: CompletionRequest,
+  t0: number,
+  cancelled: () => ModelError,
+  lookup: boolean,
+): Promise<DecodeResult> {
+  const { tf } = l;
+  const ids = (a: number[]): unknown => new tf.Tensor('int64', BigInt64Array.from(a.map(BigInt)), [1, a.length]);
+  const ones = (n: number): unknown => new tf.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
+  const scalar = (k: number): unknown => new tf.Tensor('int64', BigInt64Array.from([BigInt(k)]), []);
+
+  // Prefix reuse: the cached tokens this prompt starts with (at least one prompt token is fed, for
+  // its logits). The cache is taken now and put back at the end: a failed call leaves none.
+  const st = l.state;
+  l.state = null;
+  let same = 0;
+  if (st) while (same < st.tokens.length && same < prompt.length && st.tokens[same] === prompt[same]) same++;
+  const keep = Math.min(same, prompt.length - 1);
+  let past: Record<string, Tensor> | null = st && keep > 0 ? truncatePast(tf, st.past, keep) : null;
+  const kvTokens = prompt.slice(0, keep);
+
+  const forward = async (feed: number[], logitsKept: number): Promise<Tensor> => {
+    const out = await l.model.forward({
+      input_ids: ids(feed),
+      attention_mask: ones(kvTokens.length + feed.length),
+      num_logits_to_keep: scalar(logitsKept),
+      ...(past ? { past_key_values: past } : {}),
+    });
+    const next: Record<string, Tensor> = {};
+    for (const k in out) if (k.startsWith('present')) next[k.replace('present', 'past_key_values')] = out[k];
+    past = next;
+    kvTokens.push(...feed);
+    return out.logits;
+  };
+
+  let logits: Tensor | null = null;
+  for (let i = keep; i < prompt.length; i += PREFILL_CHUNK) {
+    if (req.signal?.aborted) throw cancelled();
+    logits = await forward(prompt.slice(i, i + PREFILL_CHUNK), 1);
+  }
+  const vocab = logits!.dims.at(-1)!;
+  const temperature = req.sampling.temperature;
+  const random = seededRandom(req.sampling.seed ?? (Math.random() * 2 ** 31) >>> 0);
+  const draw = (rows: Tensor, row: number): number => {
+    const data = rows.data as Float32Array;
+    return sampleToken(data.subarray(row * vocab, (row + 1) * vocab), temperature, req.sampling.topP, random);
+  };
+
+  const gen: number[] = [];
+  let pending: number[] = [];
+  const flush = (final: boolean): void => {
+    if (!pending.length || !req.onText) return;
+    const piece = l.tokenizer.decode(pending, { skip_special_tokens: true });
+    if (!final && piece.endsWith('\uFFFD')) return; // half a UTF-8 character: wait for the rest
+    pending = [];
+    if (piece) req.onText(piece);
+  };
+  let firstTokenMs: number | null = null;
+  let stopped = false;
+  let proposed = 0;
+  let accepted = 0;
+  /** Takes one sampled token; false when generation ends with it. */
+  const take = (tok: number): boolean => {
+    firstTokenMs ??= performance.now() - t0;
+    if (l.eos.has(tok)) {
+      stopped = true;
+      return false;
+    }
+    gen.push(tok);
+    pending.push(tok);
+    flush(false);
+    return gen.length < maxNew;
+  };
+
+  let next = draw(logits!, 0);
+  while (take(next)) {
+    if (req.signal?.aborted) throw cancelled();
+    const draft = lookup ? lookupDraft([...prompt, ...gen]).slice(0, Math.max(0, maxNew - gen.length - 1)) : [];
+    const base = kvTokens.length;
+    const rows = await forward([next, ...draft], draft.length + 1);
+    proposed += draft.length;
+    let i = 0;
+    let tok = draw(rows, 0);
+    let going = true;
+    while (i < draft.length && tok === draft[i]) {
+      accepted++;
+      i++;
+      if (!(going = take(tok))) break;
+      tok = draw(rows, i);
+    }
+    if (!going) break;
+    // keep the cache for the fed token and the accepted drafts only
+    if (i < draft.length) {
+      past = truncatePast(tf, past!, base + 1 + i);
+      kvTokens.length = base + 1 + i;
+    }
+    next = tok;
+  }
+  if (req.signal?.aborted) throw cancelled();
+  flush(true);
+  if (past) l.state = { tokens: kvTokens, past };
+  return {
+    text: l.tokenizer.decode(gen, { skip_special_tokens: true }),
+    completionTokens: gen.length,
+    finishReason: !stopped && gen.length >= maxNew ? 'length' : 'stop',
+    firstTokenMs,
+    cache: { evaluatedTokens: prompt.length - keep, reusedTokens: keep },
+    ...(lookup ? { drafts: { proposed, accepted } } : {}),
+  };
 }
 
 export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
@@ -210,7 +346,7 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       return Promise.reject(e);
     }
     where = r;
-    const key = `${r.location}\u0000${dtype}`;
+    const key = `${r.location}\u0000${dtype}\u0000${opts.threads ?? ''}`;
     let p = cache.get(key);
     if (!p) {
       p = load(r, dtype, opts);
@@ -239,12 +375,16 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
 
     async info(): Promise<BackendInfo> {
       const l = await get();
-      return { kind: 'local', model: opts.modelDir, location: where?.location ?? opts.modelDir, contextLength: contextOf(l) };
+      return { kind: 'local', engine: 'onnx', device: 'cpu', model: opts.modelDir, location: where?.location ?? opts.modelDir, contextLength: contextOf(l) };
     },
 
     async countTokens(messages: ChatMessage[]): Promise<number | null> {
       const l = await get();
       return render(l, messages).length;
+    },
+
+    async promptIds(messages: ChatMessage[]): Promise<number[]> {
+      return render(await get(), messages);
     },
 
     async complete(req: CompletionRequest): Promise<Completion> {
@@ -254,7 +394,6 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       const l = await get();
       const job = async (): Promise<Completion> => {
         if (req.signal?.aborted) throw cancelled();
-        const { tf } = l;
         const promptIds = render(l, req.messages);
         const promptTokens = promptIds.length;
         let maxNew = req.sampling.maxNewTokens;
@@ -267,60 +406,14 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
             );
           maxNew = Math.min(maxNew, ctx - promptTokens);
         }
-        const input_ids = new tf.Tensor('int64', BigInt64Array.from(promptIds.map(BigInt)), [1, promptTokens]);
-        const attention_mask = new tf.Tensor('int64', new BigInt64Array(promptTokens).fill(1n), [1, promptTokens]);
-        const stopper = new tf.InterruptableStoppingCriteria();
-        const onAbort = (): void => stopper.interrupt();
-        req.signal?.addEventListener('abort', onAbort, { once: true });
-        let firstTokenMs: number | null = null;
-        const streamer = new tf.TextStreamer(l.tokenizer as never, {
-          skip_prompt: true,
-          skip_special_tokens: true,
-          callback_function: (piece: string) => {
-            if (piece && req.onText) req.onText(piece);
-          },
-          token_callback_function: () => {
-            firstTokenMs ??= performance.now() - t0;
-          },
-        });
-        const sample = req.sampling.temperature > 0;
-        let out: Tensor;
-        try {
-          out = await l.model.generate({
-            input_ids,
-            attention_mask,
-            max_new_tokens: maxNew,
-            // Sampling is ours (sampling.ts, top-k off as the protocol says): the processor draws
-            // the token and leaves only it finite, so transformers.js's greedy step picks it.
-            do_sample: false,
-            ...(sample ? { logits_processor: [nucleusProcessor(tf, req.sampling.temperature, req.sampling.topP, req.sampling.seed)] } : {}),
-            streamer,
-            stopping_criteria: [stopper],
-          });
-        } catch (e) {
-          if (req.signal?.aborted) throw cancelled();
-          throw new ModelError('corrupt', `Generation failed in ${where?.location ?? opts.modelDir}: ${(e as Error).message}`);
-        } finally {
-          req.signal?.removeEventListener('abort', onAbort);
-        }
-        if (req.signal?.aborted) throw cancelled();
-        const all = Array.from(out.data as ArrayLike<bigint>, (v) => Number(v));
-        const gen = all.slice(promptTokens);
-        const last = gen.at(-1);
-        const stopped = last !== undefined && l.eos.has(last);
-        const text = l.tokenizer.decode(gen, { skip_special_tokens: true });
-        return {
-          text,
-          promptTokens,
-          completionTokens: gen.length,
-          finishReason: !stopped && gen.length >= maxNew ? 'length' : 'stop',
-          firstTokenMs,
-          totalMs: performance.now() - t0,
-        };
+        if (opts.prefixReuse === false) l.state = null;
+        const out = await decode(l, promptIds, maxNew, req, t0, cancelled, opts.lookup !== false);
+        return { ...out, promptTokens, totalMs: performance.now() - t0 };
       };
       const p = l.queue.then(job, job);
       l.queue = p.catch(() => undefined);
-      return p;
+      // Cancel answers at once; a forward pass under way finishes in the background.
+      return abortable(p, req.signal, cancelled);
     },
 
     async dispose(): Promise<void> {
@@ -338,6 +431,7 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       if (--l.users > 0) return;
       for (const [k, v] of cache) if (v === p || (await v.catch(() => null)) === l) cache.delete(k);
       await l.queue;
+      l.state = null;
       await l.model.dispose();
     },
   };

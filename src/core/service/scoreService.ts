@@ -12,7 +12,7 @@ import type { Simulator } from '../sim/simulator.js';
 import { DEFAULT_LIMITS } from '../sim/simulator.js';
 import type { SimResult, SimStatus } from '../sim/result.js';
 import type { CoverageBreakdown } from '../coverage/model.js';
-import { defaultInstruction, feedbackTurn, firstTurn, parseReply, type ChatMessage, type NamedText, type ParsedReply } from '../agent/protocol.js';
+import { defaultInstruction, feedbackTurn, firstTurn, parseReply, resultForEcho, type ChatMessage, type NamedText, type ParsedReply } from '../agent/protocol.js';
 import { Registry, type Counter, type Histogram } from './metrics.js';
 import { TaskAbortedError, WorkerPool } from './workerPool.js';
 
@@ -195,7 +195,7 @@ export function refinePrompt(raw: unknown): { content: string; parsed: ParsedRep
     });
     result = { ...r, err_msg: (r.err_msg as string | undefined) ?? '', diagnostics: (r.diagnostics as SimResult['diagnostics'] | undefined) ?? [] } as unknown as SimResult;
   } else if (parsed.status === 'success') throw bad('result', 'is required when the reply parsed (the feedback reports its simulation)');
-  return { content: feedbackTurn(parsed, result), parsed };
+  return { content: feedbackTurn(parsed, result && resultForEcho(result)), parsed };
 }
 
 /** `POST /v1/parse-reply {reply}`: the protocol's parse of a raw model reply (§2), nothing else. */
@@ -528,7 +528,8 @@ export class ScoreService {
       if (signal.aborted) throw signal.reason;
       this.metrics.runs.inc({ status: result.status });
       // DUT paths as the client named them: the model's feedback must not show server temp dirs.
-      const rel = relativize(result, got.dir);
+      // Simulator output bounded: a run must not pour a large file into the response.
+      const rel = relativize(resultForEcho(result), got.dir);
       const c = rel.status === 'success' ? (rel.coverage?.waived.overall ?? 0) : 0;
       const { coverage, ...rest } = rel;
       return { ok: true, record: { ...rest, coverage: c, passed: c >= item.threshold, threshold: item.threshold, coverage_breakdown: coverage, design_cached: got.cached } };

@@ -75,10 +75,35 @@ export interface Protection {
   staticCheck: boolean;
   jail: 'bubblewrap' | 'none';
   jailReason?: string;
+  /**
+   * What stops the testbench reading files outside the run and design directories:
+   * `jail` - the static check refuses literal paths outside them, and the jail shows the
+   *   preprocessor, the front end, the compiler and the simulation nothing else (paths built at
+   *   run time included);
+   * `static` - no jail: the static check alone, which then also refuses every path built at run time;
+   * `none` - nothing (a backend that runs the user's own flow on the host).
+   */
+  reads: 'jail' | 'static' | 'none';
+  /** What the jail held, when there was one. */
+  sandbox?: SandboxInfo;
   wallClockLimitS: number;
   simTimeLimitNs: number | null;
   outputLimitBytes: number;
   memoryLimitMb: number | null;
+}
+
+export interface SandboxInfo {
+  /** Steps run inside bubblewrap. */
+  steps: Array<'preprocess' | 'front-end' | 'c++' | 'run'>;
+  /** What the simulation saw of the file system. */
+  filesystem: string;
+  /** Environment variables the simulation got (everything else was cleared; bubblewrap sets PWD). */
+  environment: string[];
+  /** `own`: a private /proc and PID namespace. */
+  proc: 'own';
+  network: 'none';
+  /** `unprivileged`: uid 65534 in a user namespace; `no-capabilities`: the caller's uid with every capability dropped (no user namespaces). */
+  user: 'unprivileged' | 'no-capabilities';
 }
 
 export interface SimResult {

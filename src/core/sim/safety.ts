@@ -1,8 +1,13 @@
 // Static check of an untrusted testbench before it becomes a native executable. It rejects what
 // can escape the run directory in any simulator: shell escapes ($system), foreign code (DPI,
-// Verilator's $c and `systemc_* blocks) and file writes to paths outside the run directory. Paths
-// built at run time cannot be judged statically; the OS jail (jail.ts) covers them, and without a
-// jail such writes are rejected too.
+// Verilator's $c and `systemc_* blocks), file writes outside the run directory, and file READS
+// outside the run and design directories (`include, $readmem*, $fopen): whatever a testbench
+// reads it can print, and what it prints travels back to the user, the reward service's client
+// and the model endpoint. Paths built at run time cannot be judged statically; the OS jail
+// (jail.ts) shows the simulation nothing else to read or write, and without a jail such paths are
+// refused too.
+import { existsSync, realpathSync } from 'node:fs';
+import { isAbsolute, join, resolve, sep } from 'node:path';
 import type { Diagnostic } from './result.js';
 
 /** Replaces comments (and, optionally, string bodies) with spaces, keeping every offset. */
@@ -73,7 +78,13 @@ const RULES: Rule[] = [
   },
 ];
 
-const WRITERS = /\$(fopen|writememh|writememb|dumpfile|fdumpfile)\s*\(\s*("(?:[^"\\\n]|\\.)*"|[^,)]*)\s*(?:,\s*("(?:[^"\\\n]|\\.)*"|[^)]*))?\)/g;
+/** System tasks that name a file: the path is the first argument, $fopen's mode the second. */
+const FILE_TASKS = /\$(fopen|readmemh|readmemb|writememh|writememb|dumpfile|fdumpfile)\s*\(\s*("(?:[^"\\\n]|\\.)*"|[^,)]*)\s*(?:,\s*("(?:[^"\\\n]|\\.)*"|[^)]*))?\)/y;
+/** Every mention of those tasks: a mention FILE_TASKS cannot read is refused rather than skipped. */
+const FILE_TASK_NAMES = /\$(fopen|readmemh|readmemb|writememh|writememb|dumpfile|fdumpfile)\b/g;
+const READERS = new Set(['readmemh', 'readmemb']);
+/** `include "file", `include <file>, or `include followed by anything else (a macro). */
+const INCLUDE = /`include\b[ \t]*("(?:[^"\n])*"|<[^>\n]*>|[^\s]*)/g;
 
 /** Decodes a SystemVerilog string literal body the way the simulator will (\056 is '.', \/ is '/'). */
 export function decodeSvString(body: string): string {
@@ -88,10 +99,52 @@ function isSafeRelativePath(p: string): boolean {
   return p.length > 0 && !p.startsWith('/') && !p.startsWith('~') && !p.split(/[\\/]/).includes('..') && !p.includes('\0');
 }
 
+/** Where the testbench's relative paths land, and which directories it may read. */
+export interface SafetyPaths {
+  /** The run directory: the working directory of every step, the testbench's own directory
+   * (absent before it exists: it then holds nothing but the testbench). */
+  runDir?: string;
+  /** The design's include directories (`include search path after the testbench's directory). */
+  includeDirs: string[];
+  /** Directories (realpaths) a resolved path may end in: the design directories, the toolchain. */
+  roots: string[];
+}
+
 export interface SafetyOptions {
-  /** True when an OS jail will confine the executable's writes to the run directory. */
+  /** True when an OS jail confines what the executable can read and write. */
   jailed: boolean;
   file: string;
+  /** With these, a relative `include is followed to the file it names (symlinks included), which
+   * must lie inside the run or design directories. */
+  paths?: SafetyPaths;
+}
+
+function realOrNull(p: string): string | null {
+  try {
+    return realpathSync(p);
+  } catch {
+    return null;
+  }
+}
+
+/** True when `p` (absolute) lies in the run directory or one of the roots, after symlinks. */
+export function insideRoots(p: string, paths: SafetyPaths): boolean {
+  const target = realOrNull(p) ?? resolve(p);
+  const roots = [...(paths.runDir ? [paths.runDir] : []), ...paths.roots].map((r) => realOrNull(r) ?? resolve(r));
+  return roots.some((r) => target === r || target.startsWith(r.endsWith(sep) ? r : r + sep));
+}
+
+/** Why an `include of `name` is refused, or null when it is fine. */
+function includeProblem(name: string, paths: SafetyPaths | undefined): string | null {
+  if (name.includes('\\') || name.includes('$')) return `the file name '${name}' holds a backslash or '$'`;
+  if (!isSafeRelativePath(name)) return `'${name}' is outside the testbench and design directories`;
+  if (name.split('/').some((seg) => seg.startsWith('.') && seg !== '.')) return `'${name}' names a hidden file`;
+  if (!paths) return null;
+  for (const base of [...(paths.runDir ? [paths.runDir] : []), ...paths.includeDirs]) {
+    const at = join(base, name);
+    if (existsSync(at) && !insideRoots(at, paths)) return `'${name}' (found in ${base}) leads outside the design directories (a symbolic link?)`;
+  }
+  return null;
 }
 
 export function checkTestbench(src: string, opts: SafetyOptions): Diagnostic[] {
@@ -118,28 +171,77 @@ export function checkTestbench(src: string, opts: SafetyOptions): Diagnostic[] {
     const text = rule.code === 'CHORUS-DPI' ? withStrings : code;
     for (const m of text.matchAll(rule.pattern)) add(m.index ?? 0, m[0].length, rule);
   }
-  for (const m of withStrings.matchAll(WRITERS)) {
-    // Only look at real calls (not inside comments/strings): the blanked copy must agree.
-    if (code.slice(m.index, (m.index ?? 0) + m[1].length + 1) !== `$${m[1]}`) continue;
+  for (const m of withStrings.matchAll(INCLUDE)) {
+    if (code.slice(m.index, (m.index ?? 0) + 8) !== '`include') continue;
+    const arg = m[1];
+    const literal = /^"(.*)"$|^<(.*)>$/s.exec(arg);
+    const problem = literal
+      ? includeProblem(literal[1] ?? literal[2], opts.paths)
+      : `its file name is not a string literal ('${arg.slice(0, 40)}'), so it cannot be checked before the preprocessor opens it`;
+    if (problem) {
+      add(m.index ?? 0, m[0].length, {
+        code: 'CHORUS-FILE',
+        message: `\`include ${literal ? arg : ''}refused: ${problem}`.replace(/ {2,}/g, ' '),
+        suggestion: 'Include only the design\'s headers by a plain relative name (as in the design\'s own `include lines), or paste the declarations into the testbench.',
+      });
+    }
+  }
+  for (const t of code.matchAll(FILE_TASK_NAMES)) {
+    FILE_TASKS.lastIndex = t.index ?? 0;
+    const m = FILE_TASKS.exec(withStrings);
+    if (!m) {
+      // $dumpfile; and friends without arguments write the default name in the run directory.
+      if (!/^\$(fopen|readmem)/.test(t[0])) continue;
+      add(t.index ?? 0, t[0].length, {
+        code: 'CHORUS-FILE',
+        message: `${t[0]} without a readable argument list: its file name cannot be checked`,
+        suggestion: `Write the call as ${t[0]}("name", ...) with a plain relative file name.`,
+      });
+      continue;
+    }
     const task = m[1];
     const pathArg = m[2].trim();
     const mode = (m[3] ?? '').trim();
-    if (task === 'fopen' && /^"rb?"$/.test(mode)) continue; // reading is not an escape
+    const reads = READERS.has(task) || (task === 'fopen' && /^"rb?"$/.test(mode));
+    const length = m[0].length;
     const literal = /^"(.*)"$/s.exec(pathArg);
     if (literal) {
       const path = decodeSvString(literal[1]);
       if (!isSafeRelativePath(path)) {
-        add(m.index ?? 0, m[0].length, {
-          code: 'CHORUS-FILE',
-          message: `$${task} writes to '${path}', outside the run directory`,
-          suggestion: 'Use a plain relative file name (no leading /, no ..) or drop the file output.',
-        });
+        add(m.index ?? 0, length, reads
+          ? {
+              code: 'CHORUS-FILE',
+              message: `$${task} reads '${path}', outside the run and design directories`,
+              suggestion: 'Read only files of the run directory by a plain relative name (no leading /, no ..), or put the data in the testbench.',
+            }
+          : {
+              code: 'CHORUS-FILE',
+              message: `$${task} writes to '${path}', outside the run directory`,
+              suggestion: 'Use a plain relative file name (no leading /, no ..) or drop the file output.',
+            });
       }
     } else if (!opts.jailed) {
-      add(m.index ?? 0, m[0].length, {
+      add(m.index ?? 0, length, {
         code: 'CHORUS-FILE',
         message: `$${task} with a file name computed at run time cannot be confined without an OS jail (bubblewrap is not available)`,
         suggestion: 'Use a literal relative file name, or install bubblewrap so the run is jailed.',
+      });
+    }
+  }
+  if (!opts.jailed) {
+    // Without a jail a path can also reach a file-opening task of the DUT: a parameter
+    // (`.INIT_FILE("/etc/shadow")`) or a task argument. Refuse every string that names a path
+    // outside the run directory, wherever it appears (paths built at run time are refused above).
+    const flagged = new Set(out.filter((d) => d.code === 'CHORUS-FILE').map((d) => d.line));
+    for (const m of withStrings.matchAll(/"((?:[^"\\\n]|\\.)*)"/g)) {
+      const text = decodeSvString(m[1]);
+      if (/\s/.test(text) || !/^(?:\/[\w.]|~\/|\.\.(?:\/|$))|\/\.\.(?:\/|$)/.test(text)) continue;
+      const { line } = position(src, m.index ?? 0);
+      if (flagged.has(line)) continue;
+      add(m.index ?? 0, m[0].length, {
+        code: 'CHORUS-FILE',
+        message: `the string '${text}' names a path outside the run directory; without an OS jail it could reach a file-opening task or parameter of the design`,
+        suggestion: 'Use plain relative file names (no leading /, no ..), or install bubblewrap so the run is jailed.',
       });
     }
   }
@@ -167,13 +269,54 @@ export function preprocessedLineMap(text: string): Array<{ file: string; line: n
 
 /**
  * The same check on the preprocessed text, so macros, token pasting and `include cannot hide a
- * call; positions are mapped back to the line that expanded to it.
+ * call; positions are mapped back to the line that expanded to it. Every file the preprocessor
+ * opened (its `line markers) must be the testbench or lie in the run or design directories: a
+ * macro can build an `include the plain-text check never sees.
  */
 export function checkPreprocessed(preprocessed: string, opts: SafetyOptions): Diagnostic[] {
   const map = preprocessedLineMap(preprocessed);
-  return checkTestbench(preprocessed, opts).map((d) => {
+  const found = checkTestbench(preprocessed, opts).map((d) => {
     const at = map[d.line - 1];
     const file = at?.file ? at.file.split('/').pop() ?? opts.file : opts.file;
     return { ...d, file, line: at?.line ?? d.line, column: 1, endColumn: undefined, message: `${d.message} (after macro expansion)` };
   });
+  return [...includedFileProblems(preprocessed, opts), ...found];
+}
+
+/** Files the preprocessor entered (`line N "file" 1) that are not the testbench's or the design's. */
+export function includedFileProblems(preprocessed: string, opts: SafetyOptions): Diagnostic[] {
+  if (!opts.paths) return [];
+  const out: Diagnostic[] = [];
+  const seen = new Set<string>();
+  let site = { file: opts.file, line: 1 };
+  let last = { file: opts.file, line: 1 };
+  let text = 0;
+  for (const l of preprocessed.split('\n')) {
+    const d = /^`line\s+(\d+)\s+"([^"]*)"\s+(\d)/.exec(l);
+    if (!d) {
+      text++;
+      continue;
+    }
+    const [, lineNo, file, level] = d;
+    // The `include sits on the last text line before the marker, or on the marker's own line.
+    if (level === '1') site = { file: last.file, line: Math.max(1, last.line + text - (text ? 1 : 0)) };
+    last = { file, line: Number(lineNo) };
+    text = 0;
+    if (level !== '1' || seen.has(file)) continue;
+    seen.add(file);
+    const abs = isAbsolute(file) || !opts.paths.runDir ? resolve(file) : resolve(opts.paths.runDir, file);
+    if (insideRoots(abs, opts.paths)) continue;
+    out.push({
+      file: site.file.split('/').pop() ?? opts.file,
+      origin: 'testbench',
+      line: site.line,
+      column: 1,
+      severity: 'error',
+      code: 'CHORUS-FILE',
+      message: `the preprocessor was made to include '${file}', outside the testbench and design directories (after macro expansion)`,
+      suggestion: 'Include only the design\'s headers, by a plain relative name written as a string literal.',
+      stage: 'check',
+    });
+  }
+  return out;
 }

@@ -54,6 +54,8 @@ export const workspace = {
   getWorkspaceFolder: (_u: Uri) => undefined,
 };
 
+export const ConfigurationTarget = { Global: 1, Workspace: 2, WorkspaceFolder: 3 } as const;
+
 export const window = {
   showInformationMessage: async (m: string) => void shown.push(m),
   showWarningMessage: async (m: string) => void shown.push(m),

@@ -49,6 +49,7 @@ describe('project file', () => {
       params: ['W=4'],
       top: 'a',
       cwd: join(d, 'rtl'),
+      discover: true,
     });
     expect(findProjectFile(join(d, 'rtl/sub'), join(d, 'rtl/sub'))).toBeNull();
   });

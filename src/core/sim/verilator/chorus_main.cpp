@@ -2,7 +2,8 @@
 // 5.006 never writes coverage). Responsibilities, each learned the hard way:
 //  - coverage goes to the path given by +chorus+cov+<path>, and it is written exactly once,
 //    BEFORE final() (after final(), counts from hierarchical blocks are garbage);
-//  - $fatal/$stop abort() the process: an exit callback writes coverage first;
+//  - $fatal/$stop end the process through vl_fatal (5.006 abort()s, current releases exit(1)):
+//    an exit callback writes coverage first, then exits 134 on every version;
 //  - a wall-clock timeout arrives as SIGTERM/SIGXCPU: the handler writes coverage, then exits 124;
 //  - +chorus+maxtime_ns+<N> bounds simulated time (nanoseconds, converted to the model's time
 //    precision): exit 125;
@@ -46,7 +47,18 @@ void writeCoverage() {
     g_contextp->coveragep()->write(g_covPath.c_str());
 }
 
-void onExit(void*) { writeCoverage(); }
+std::atomic<bool> g_normalEnd{false};
+
+// Exit callbacks run from vl_fatal ($fatal, $stop, fatal run-time errors such as "did not
+// converge"). 5.006 then abort()s; current releases exit(1), which reads like a clean run that
+// saw $error. End both the same way: coverage, then exit 134 (as SIGABRT would).
+void onExit(void*) {
+    writeCoverage();
+    if (g_normalEnd.load()) return;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(134);
+}
 
 void onSignal(int sig) {
     // Not async-signal-safe in theory; in practice the model is single-threaded and we exit
@@ -140,6 +152,7 @@ int main(int argc, char** argv) {
         contextp->time(next);
     }
     writeCoverage();
+    g_normalEnd = true;
     if (!contextp->gotFinish() || rc != 0) {
         // Skip final(): a stuck model's final blocks add nothing and may hang.
         std::fflush(stdout);

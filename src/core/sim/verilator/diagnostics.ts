@@ -95,3 +95,100 @@ export function parseVerilatorMessages(log: string, classify: FileClassifier, st
 export function isNoise(d: Diagnostic): boolean {
   return /^Exiting due to \d+/.test(d.message);
 }
+
+/**
+ * Verilator output that is the tool's problem, never the design's or the testbench's: an option
+ * this version refuses, its own files missing, its Perl wrapper broken. Returns what went wrong
+ * in one line, or undefined when the output is about the sources.
+ */
+export function toolProblem(log: string): string | undefined {
+  const opt = /%Error: Invalid option: (\S+)/.exec(log);
+  if (opt) return `this Verilator does not accept the option ${opt[1]} (options changed between Verilator versions)`;
+  const together = /%Error: The following cannot be used together: ([^\n]+?)\.?(?: Suggest|\n|$)/.exec(log);
+  if (together) return `this Verilator refuses the option combination ${together[1].trim()}`;
+  const own = /%Error:[^\n]*?(verilated_std(?:_waiver)?\.(?:sv|vlt)|verilated\.v)\b[^\n]*/.exec(log);
+  if (own && /not found|Cannot find|Cannot open|No such file/i.test(own[0])) return `its own file ${own[1]} is missing (${own[0].trim()})`;
+  const internal = /%Error: Internal Error: ([^\n]+)/.exec(log);
+  if (internal) return `Verilator crashed with an internal error, a bug of this Verilator version rather than of the sources (${internal[1].trim().slice(0, 300)}); another version may work`;
+  const perl = /Can't locate \S+ in @INC[^\n]*/.exec(log);
+  if (perl) return `its Perl wrapper cannot start: ${perl[0].slice(0, 200)}`;
+  const bin = /[^\n]*verilator_bin(?:_dbg)?[^\n]*(?:No such file|not found|Permission denied|cannot execute)[^\n]*/i.exec(log);
+  if (bin) return `its executable verilator_bin cannot run: ${bin[0].trim()}`;
+  return undefined;
+}
+
+/**
+ * C++ compiler output that is the toolchain's problem, not the generated model's: a runtime
+ * header missing (an incomplete Verilator installation or a wrong VERILATOR_ROOT), an option the
+ * compiler does not know, a missing linker library or compiler part.
+ */
+export function cxxToolProblem(log: string): string | undefined {
+  const header = /fatal error: ((?:verilated|verilatedos|svdpi|vltstd)[\w./-]*\.h): No such file or directory/.exec(log);
+  if (header) return `the runtime header ${header[1]} is missing from the Verilator installation's include folder`;
+  const opt = /(?:unrecognized|unknown) (?:command[- ]line )?option '([^']+)'/.exec(log);
+  if (opt) return `the C++ compiler does not know the option ${opt[1]} (it is too old, or CXX names another compiler)`;
+  const lib = /cannot find -l(\S+)/.exec(log);
+  if (lib) return `the linker cannot find the library lib${lib[1]} (install it, e.g. sudo apt-get install g++)`;
+  const part = /cannot execute '([^']+)'|error trying to exec '([^']+)'/.exec(log);
+  if (part) return `the C++ compiler is incomplete: it cannot run ${part[1] ?? part[2]}`;
+  return undefined;
+}
+
+/**
+ * Verilator quotes the source of whatever file a message is about (the line, an underline, the
+ * offending token). For a file that is neither the testbench's nor the design's nor the
+ * toolchain's (the static check and the jail keep such files out; this is the last layer), keep
+ * only the position: the message text and the quoted lines are withheld.
+ */
+export function withholdForeignSource(log: string, allowed: (file: string) => boolean): string {
+  const out: string[] = [];
+  let hiding = false;
+  for (const text of log.split('\n')) {
+    const c = COMPILE.exec(text);
+    const r = c ? null : RUNTIME.exec(text);
+    const file = c?.[3] ?? (r && !/^\d+:\d+:/.test(r[6] ?? '') ? r[4] : undefined);
+    if (file !== undefined) {
+      hiding = !allowed(file);
+      if (hiding) {
+        const where = c ? `${c[3]}:${c[4]}:${c[5]}` : `${r![4]}:${r![5]}`;
+        out.push(`%${c ? c[1] : r![2]}${(c ? c[2] : r![3]) ? '-' + (c ? c[2] : r![3]) : ''}: ${where}: [text withheld: the file is not part of the testbench or the design]`);
+        continue;
+      }
+    } else if (hiding && (/^\s/.test(text) || text === '')) continue;
+    else hiding = false;
+    out.push(text);
+  }
+  return out.join('\n');
+}
+
+/**
+ * The model's combinational logic never settled: 5.006 prints `%Error: tb.sv:5: Active region did
+ * not converge.`, current releases `%Error-DIDNOTCONVERGE: tb.sv:5: Active region did not converge
+ * after '--converge-limit' of 10000 tries` (and exit differently). Either way it names the
+ * testbench's top module, but the loop is in the design.
+ */
+export function didNotConverge(log: string): { region: string; limit: number | null } | undefined {
+  const m = /%Error(?:-DIDNOTCONVERGE)?: [^\n]*?(\w+) region did not converge(?: after '--converge-limit' of (\d+) tries)?/.exec(log);
+  return m ? { region: m[1], limit: m[2] ? Number(m[2]) : null } : undefined;
+}
+
+/** The signals Verilator's UNOPTFLAT/UNOPT warnings name as circular, below the DUT instance. */
+export function loopSignals(diags: Diagnostic[]): Array<{ name: string; at: Diagnostic }> {
+  const out: Array<{ name: string; at: Diagnostic }> = [];
+  for (const d of diags) {
+    if (d.code !== 'UNOPTFLAT' && d.code !== 'UNOPT') continue;
+    const m = /'([^']+)'/.exec(d.message);
+    if (!m) continue;
+    const parts = m[1].split('.');
+    // `tb.uut.next_count` -> `next_count`; `restoring_division.next_count` (no testbench) likewise.
+    const name = parts.length > 2 ? parts.slice(2).join('.') : parts[parts.length - 1];
+    if (!out.some((o) => o.name === name)) out.push({ name, at: d });
+  }
+  return out;
+}
+
+/** Verilator control file asking to split each looping variable (cures loops through bits of one vector). */
+export function splitVarConfig(signals: string[]): string {
+  const vars = [...new Set(signals.map((s) => s.split('.').pop()!.replace(/\[.*$/, '')))];
+  return '`verilator_config\n' + vars.map((v) => `split_var -module "*" -var "${v}"\n`).join('');
+}

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import type { DesignSpec } from '../../design/types.js';
 import { runBounded } from '../../util/proc.js';
 import { cacheRoot } from '../../util/cache.js';
-import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, includeFlags, readClassLists, type RuntimeBuild, type Toolchain } from './toolchain.js';
+import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, includeFlags, readClassLists, versionFlags, type RuntimeBuild, type Toolchain } from './toolchain.js';
 
 export interface DutLibrary {
   dir: string;
@@ -135,7 +135,7 @@ async function build(
   try {
     const args = [
       '--cc', '--lib-create', LIB_NAME, '--prefix', 'Vchorus_dut', '--top-module', top,
-      '--coverage', '--assert', '-Wno-fatal', '-Wno-BLKANDNBLK', '-Wno-lint', '-Wno-style', '-Mdir', 'obj',
+      ...versionFlags(tc, ['--coverage']), '--assert', '-Wno-fatal', '-Wno-BLKANDNBLK', '-Wno-lint', '-Wno-style', '-Mdir', 'obj',
     ];
     for (const [k, v] of Object.entries(design.params)) args.push(`-G${k}=${v}`);
     for (const d of design.includeDirs) args.push(`-I${resolve(d)}`);

@@ -227,6 +227,7 @@ export class XceliumSimulator implements Simulator {
           scratchDir: dir,
           staticCheck: false,
           jail: 'none',
+          reads: 'none',
           jailReason: 'xrun and imc run directly on the host: they need the Cadence install tree and license server',
           wallClockLimitS: limits.buildTimeoutS + limits.timeoutS,
           simTimeLimitNs: limits.simTimeLimitNs,

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { looksLikeTestbench } from '../../../src/extension/testbenchGuess.js';
+// The rule behind chorus.editorIsTestbench (editorContext.ts) is the design loader's own.
+import { looksLikeTestbench } from '../../../src/core/design/folder.js';
 import { examples } from '../../helpers.js';
 
 describe('looksLikeTestbench (hides Refine / Run Coverage where they cannot apply)', () => {

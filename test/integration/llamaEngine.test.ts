@@ -1,0 +1,206 @@
+// The two in-process engines on the tiny Qwen3 shapes: the llama.cpp engine (node-llama-cpp 3.21.1)
+// on a GGUF written here from the fixture's tokenizer and config (test/support/gguf.ts, random
+// weights), and the ONNX engine on the committed fixture. Both build the same prompt token ids;
+// both reuse the evaluated prefix of an earlier call and say how much; prompt-lookup drafting
+// leaves the output unchanged; cancel answers at once; `auto` picks llama.cpp when there is a GGUF.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLlamaBackend, findGguf } from '../../src/core/llm/llama.js';
+import { createLocalBackend } from '../../src/core/llm/local.js';
+import { createBackend, resolveEngine } from '../../src/core/llm/factory.js';
+import { ModelError, type Completion, type ModelBackend } from '../../src/core/llm/backend.js';
+import type { ChatMessage } from '../../src/core/agent/protocol.js';
+import { ensureTinyGguf } from '../support/gguf.js';
+
+const fixture = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'models', 'tiny-qwen3');
+/** The fixture's folder plus a GGUF, as `chorus-train export --gguf` leaves a model folder. */
+let both: string;
+const scratch: string[] = [];
+const backends: ModelBackend[] = [];
+const keep = <T extends ModelBackend>(b: T): T => (backends.push(b), b);
+
+beforeAll(() => {
+  const cacheDir = join(tmpdir(), 'chorus-test-models');
+  mkdirSync(cacheDir, { recursive: true });
+  const gguf = ensureTinyGguf(fixture, join(cacheDir, 'tiny-qwen3-f16-v2.gguf'));
+  both = mkdtempSync(join(tmpdir(), 'chorus-both-'));
+  scratch.push(both);
+  cpSync(fixture, both, { recursive: true });
+  cpSync(gguf, join(both, 'model-f16.gguf'));
+}, 120_000);
+afterAll(async () => {
+  for (const b of backends) await b.dispose();
+  for (const d of scratch) rmSync(d, { recursive: true, force: true });
+});
+
+const testbench = [
+  'module tb_counter;',
+  '  logic clk = 0, rst = 1; logic [3:0] q;',
+  '  counter uut(.clk(clk), .rst(rst), .q(q));',
+  '  always #5 clk = ~clk;',
+  '  initial begin repeat (4) @(posedge clk); rst = 0; repeat (40) @(posedge clk); $finish; end',
+  'endmodule',
+].join('\n');
+const first: ChatMessage[] = [
+  { role: 'system', content: 'You are a testbench expert. Reply with one SystemVerilog testbench.' },
+  { role: 'user', content: 'Design:\n```systemverilog\nmodule counter(input clk, input rst, output logic [3:0] q);\n  always_ff @(posedge clk) q <= rst ? 0 : q + 1;\nendmodule\n```\nWrite a testbench.' },
+];
+const refine: ChatMessage[] = [
+  ...first,
+  { role: 'assistant', content: `filename: tb_counter.sv\n\`\`\`systemverilog\n${testbench}\n\`\`\`` },
+  { role: 'user', content: 'Coverage 62%. Uncovered: the wrap from 15 to 0. Improve the testbench.' },
+];
+const greedy = { temperature: 0, topP: 1, maxNewTokens: 16 };
+const sampled = { temperature: 0.7, topP: 0.8, maxNewTokens: 16, seed: 11 };
+
+async function modelError(p: Promise<unknown>): Promise<ModelError> {
+  const e = await p.then(
+    () => null,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(ModelError);
+  return e as ModelError;
+}
+
+describe('engines: llama.cpp and ONNX', () => {
+  it('build the same prompt token ids for the same conversation (chat template, thinking off)', async () => {
+    const llama = keep(createLlamaBackend({ modelPath: both, gpu: 'cpu', threads: 1, contextLength: 2048 }));
+    const onnx = keep(createLocalBackend({ modelDir: fixture, dtype: 'q4' }));
+    for (const conv of [first, refine, [{ role: 'user', content: 'ünïcödé 🙂 \t tabs  and\n\nnewlines <|im_end|> literal' }] as ChatMessage[]]) {
+      const a = await llama.promptIds!(conv);
+      const b = await onnx.promptIds!(conv);
+      expect(a.length).toBeGreaterThan(10);
+      expect(a).toEqual(b);
+      expect(await llama.countTokens(conv)).toBe(b.length);
+    }
+    expect(await llama.info()).toMatchObject({ kind: 'local', engine: 'llama', device: 'cpu', contextLength: 2048 });
+    expect(await onnx.info()).toMatchObject({ kind: 'local', engine: 'onnx' });
+  });
+
+  it('llama.cpp: streams pieces that make up the text, same seed same text, stops at max tokens', async () => {
+    const b = keep(createLlamaBackend({ modelPath: both, gpu: 'cpu', threads: 1, contextLength: 2048 }));
+    const pieces: string[] = [];
+    const r = await b.complete({ messages: first, sampling: sampled, onText: (p) => pieces.push(p) });
+    expect(r.completionTokens).toBe(16);
+    expect(r.finishReason).toBe('length');
+    expect(r.promptTokens).toBe(await b.countTokens(first));
+    expect(pieces.join('')).toBe(r.text);
+    expect(r.firstTokenMs).not.toBeNull();
+    // again: the prompt's KV state is reused now (only its last token is evaluated)
+    const again = await b.complete({ messages: first, sampling: sampled });
+    expect(again.cache!.reusedTokens).toBe(r.promptTokens - 1);
+    expect(again.text).toBe(r.text);
+    const other = await b.complete({ messages: first, sampling: { ...sampled, seed: 12 } });
+    expect(other.text).not.toBe(r.text);
+  });
+
+  for (const engine of ['llama', 'onnx'] as const) {
+    // A model loads once per process and its cached state is shared by the backends naming it;
+    // `fresh` gives another instance (another context length, or another thread count).
+    const make = (lookup: boolean, fresh = false): ModelBackend =>
+      keep(
+        engine === 'llama'
+          ? createLlamaBackend({ modelPath: both, gpu: 'cpu', threads: 1, contextLength: fresh ? 1536 : 2048, lookup })
+          : createLocalBackend({ modelDir: fixture, dtype: 'fp32', lookup, ...(fresh ? { threads: 1 } : {}) }),
+      );
+
+    it(`${engine}: reuses the evaluated prefix across calls and says how much; the reply is the one a fresh engine gives`, async () => {
+      const b = make(false);
+      const r1 = await b.complete({ messages: first, sampling: greedy });
+      const n1 = r1.promptTokens;
+      expect(r1.cache).toEqual({ evaluatedTokens: n1, reusedTokens: 0 });
+      // a refinement round starts with the first turn: only the new suffix is evaluated
+      const r2 = await b.complete({ messages: refine, sampling: greedy });
+      const n2 = r2.promptTokens;
+      expect(r2.cache!.reusedTokens).toBeGreaterThanOrEqual(n1 - 6); // the assistant header differs
+      expect(r2.cache!.reusedTokens).toBeLessThanOrEqual(n1);
+      expect(r2.cache!.evaluatedTokens).toBe(n2 - r2.cache!.reusedTokens);
+      // the same prompt again: everything but the last token is reused
+      const r3 = await b.complete({ messages: refine, sampling: greedy });
+      expect(r3.cache).toEqual({ evaluatedTokens: 1, reusedTokens: n2 - 1 });
+      expect(r3.text).toBe(r2.text);
+      const fresh = make(false, true);
+      const f2 = await fresh.complete({ messages: refine, sampling: greedy });
+      expect(f2.cache!.reusedTokens).toBe(0);
+      expect(f2.text).toBe(r2.text);
+      // back to the first prompt: the cache is cut back to the common prefix, not thrown away
+      const r4 = await b.complete({ messages: first, sampling: greedy });
+      expect(r4.cache!.reusedTokens).toBe(r2.cache!.reusedTokens);
+      expect(r4.text).toBe(r1.text);
+    });
+
+    it(`${engine}: prompt-lookup drafting gives plain decoding's tokens (greedy; sampled at the same seed)`, async () => {
+      const plain = make(false);
+      const drafted = make(true);
+      let proposed = 0;
+      let accepted = 0;
+      // a refinement prompt holds the previous reply, which the next one resembles
+      const previous = await plain.complete({ messages: first, sampling: { ...greedy, maxNewTokens: 32 } });
+      const again: ChatMessage[] = [...first, { role: 'assistant', content: previous.text }, { role: 'user', content: 'Coverage 40%. Improve the testbench.' }];
+      for (const sampling of [{ ...greedy, maxNewTokens: 32 }, { ...sampled, maxNewTokens: 32 }]) {
+        for (const messages of [again, refine]) {
+          const a: Completion = await plain.complete({ messages, sampling });
+          const b: Completion = await drafted.complete({ messages, sampling });
+          expect(b.text).toBe(a.text);
+          expect(b.completionTokens).toBe(a.completionTokens);
+          expect(a.drafts).toBeUndefined();
+          proposed += b.drafts!.proposed;
+          accepted += b.drafts!.accepted;
+        }
+      }
+      // the random model repeats itself, so drafts are proposed and some are right
+      expect(proposed).toBeGreaterThan(0);
+      expect(accepted).toBeGreaterThan(0);
+      expect(accepted).toBeLessThanOrEqual(proposed);
+    });
+
+    it(`${engine}: cancel rejects at once (under 1 s) and the engine keeps working`, async () => {
+      const b = make(true);
+      const ac = new AbortController();
+      let pieces = 0;
+      let abortedAt = 0;
+      const e = await modelError(
+        b.complete({
+          messages: refine,
+          sampling: { ...sampled, maxNewTokens: 2000 },
+          signal: ac.signal,
+          onText: () => {
+            if (++pieces === 3) {
+              abortedAt = performance.now();
+              ac.abort();
+            }
+          },
+        }),
+      );
+      expect(e.kind).toBe('cancelled');
+      expect(performance.now() - abortedAt).toBeLessThan(1000);
+      const after = await b.complete({ messages: first, sampling: { ...greedy, maxNewTokens: 3 } });
+      expect(after.completionTokens).toBe(3);
+    });
+  }
+
+  it('auto takes llama.cpp when the folder has a GGUF, ONNX otherwise; the named engine wins', async () => {
+    expect(findGguf(both)).toBe(join(both, 'model-f16.gguf'));
+    expect(findGguf(fixture)).toBeNull();
+    expect(resolveEngine({ modelDir: both, engine: 'auto' })).toBe('llama');
+    expect(resolveEngine({ modelDir: fixture })).toBe('onnx');
+    expect(resolveEngine({ modelDir: both, engine: 'onnx' })).toBe('onnx');
+    const a = keep(await createBackend({ kind: 'local', modelDir: both, engine: 'auto', gpu: 'cpu', threads: 1, contextLength: 2048 }));
+    expect((await a.info()).engine).toBe('llama');
+    const o = keep(await createBackend({ kind: 'local', modelDir: both, engine: 'onnx' }));
+    expect((await o.info()).engine).toBe('onnx');
+    // llama on a folder without a GGUF: says what to do
+    const e = await modelError(createLlamaBackend({ modelPath: fixture, gpu: 'cpu' }).info());
+    expect(e.kind).toBe('not-found');
+    expect(e.message).toMatch(/no \.gguf file.*--engine onnx/);
+    expect(existsSync(both)).toBe(true);
+  });
+
+  it('llama.cpp: a context too small for the prompt is a context-overflow error', async () => {
+    const b = keep(createLlamaBackend({ modelPath: both, gpu: 'cpu', contextLength: 32 }));
+    expect((await modelError(b.complete({ messages: refine, sampling: greedy }))).kind).toBe('context-overflow');
+  });
+});

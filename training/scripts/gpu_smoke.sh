@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Accelerator smoke run of the training package (one GPU, a few minutes): a random model with
+# Qwen3-0.6B's shapes, 2 DAPO steps with vLLM rollouts (the policy's weights pushed to vLLM after
+# every update), then 1 OPD step, and vLLM's rollout throughput against HF generate on the same
+# prompts. Prints one JSON object (also written to $OUT/gpu_smoke.json, or /tmp/chorus-gpu-smoke).
+#
+#   bash training/scripts/gpu_smoke.sh            # from the repository root
+#   PY=/path/to/python MAX_NEW_TOKENS=1024 bash training/scripts/gpu_smoke.sh
+#
+# Needs: a CUDA GPU; a Python with torch (CUDA), transformers, accelerate, safetensors, numpy,
+# PyYAML, and optionally vLLM (without it the RL steps sample with HF generate and the report
+# says so). A set of versions that install together (checked with `pip download --no-deps`):
+# vllm==0.31.0 (torch==2.13.0, transformers>=5.10.4,<5.18), trl==1.16.0 for the engine path.
+# Not run yet: written in a session without an accelerator (README, "Accelerator smoke run").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PY:-}
+if [[ -z "$PY" ]]; then
+  if [[ -x training/.venv/bin/python ]]; then PY=training/.venv/bin/python; else PY=python3; fi
+fi
+OUT=${OUT:-/tmp/chorus-gpu-smoke}
+MODEL=${MODEL:-/tmp/chorus-qwen3-0.6b-random}
+MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-512}
+export PYTHONPATH="$PWD/training${PYTHONPATH:+:$PYTHONPATH}"
+export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+
+"$PY" - <<'PYEOF'
+import importlib, sys
+missing = [m for m in ('torch', 'transformers', 'accelerate', 'safetensors', 'numpy', 'yaml') if importlib.util.find_spec(m) is None]
+if missing:
+    sys.exit(f'gpu_smoke: missing Python packages: {", ".join(missing)} (pip install -r training/requirements.txt -r training/requirements-train.txt)')
+import torch
+if not torch.cuda.is_available():
+    sys.exit('gpu_smoke: torch sees no CUDA device')
+print('gpu_smoke:', torch.cuda.get_device_name(0), 'torch', torch.__version__, 'vllm', 'present' if importlib.util.find_spec('vllm') else 'absent')
+PYEOF
+
+if [[ ! -f "$MODEL/config.json" ]]; then
+  echo "gpu_smoke: writing the random Qwen3-0.6B-shaped checkpoint to $MODEL"
+  "$PY" - "$MODEL" <<'PYEOF'
+import sys
+from pathlib import Path
+from chorus_train.tiny_model import DEFAULT_TOKENIZER, PRESETS, make_checkpoint
+make_checkpoint(PRESETS['qwen3-0.6b'], Path(sys.argv[1]), seed=1, tokenizer_dir=DEFAULT_TOKENIZER, minify_tokenizer=False, fast_fill=True)
+PYEOF
+fi
+exec "$PY" -m chorus_train.gpu_smoke --model "$MODEL" --out "$OUT" --max-new-tokens "$MAX_NEW_TOKENS"
