@@ -19,7 +19,12 @@ async function runs(url: string): Promise<number> {
   return m.filter((x) => x.name === 'chorus_runs_total').reduce((n, x) => n + x.value, 0);
 }
 
-const essence = (r: EvalReport) => r.tasks.map((t) => ({ id: t.id, error: t.error, samples: t.samples.map((s) => ({ coverage: s.coverage, passed: s.passed, sim_ok: s.sim_ok })) }));
+const essence = (r: EvalReport) =>
+  r.tasks.map((t) => ({
+    id: t.id,
+    error: t.error,
+    samples: t.samples.map((s) => ({ coverage: s.coverage, passed: s.passed, sim_ok: s.sim_ok })),
+  }));
 
 describe('chorus eval --scorer', () => {
   let a: ScoreServer;
@@ -34,7 +39,17 @@ describe('chorus eval --scorer', () => {
   it('fans the simulations out over two services and reports what a local run reports', async () => {
     const remoteOut = scratchDir('chorus-eval-scorer-');
     const localOut = scratchDir('chorus-eval-local-');
-    const code = await runEval(['--suite', ve, '--reference', '--tasks', TASKS.join(','), '--scorer', `${a.url},${b.url}`, '--out', remoteOut]);
+    const code = await runEval([
+      '--suite',
+      ve,
+      '--reference',
+      '--tasks',
+      TASKS.join(','),
+      '--scorer',
+      `${a.url},${b.url}`,
+      '--out',
+      remoteOut,
+    ]);
     expect(code).toBe(0);
     const [na, nb] = [await runs(a.url), await runs(b.url)];
     // both services simulated (least-loaded: with one worker each, the first two candidates split)
@@ -54,7 +69,17 @@ describe('chorus eval --scorer', () => {
     expect(() => scorerUrls(' , ')).toThrow(/at least one URL/);
     const dead = new RemoteSimulator({ urls: [a.url, 'http://127.0.0.1:9'] });
     await expect(dead.info()).rejects.toThrow(/127\.0\.0\.1:9 did not answer/);
-    const code = await runEval(['--suite', ve, '--reference', '--tasks', TASKS[0], '--scorer', 'http://127.0.0.1:9', '--out', scratchDir('chorus-eval-dead-')]);
+    const code = await runEval([
+      '--suite',
+      ve,
+      '--reference',
+      '--tasks',
+      TASKS[0],
+      '--scorer',
+      'http://127.0.0.1:9',
+      '--out',
+      scratchDir('chorus-eval-dead-'),
+    ]);
     expect(code).toBe(2);
   });
 });

@@ -2,7 +2,8 @@
 // slave (bus-functional transfers, decoded and unmapped addresses, an unlock code), a UART
 // receiver (framed traffic with parity, stop-bit and break errors), a start/done GCD (bounded
 // waits, operands at both ends of the latency range), a watchdog whose timeout parameter puts
-// the terminal count ten million cycles away (scaled down, said so; -G and keepParams win).
+// the terminal count ten million cycles away (scaled down, said so; -G and keepParams win), and
+// AXI4-Lite and AHB-Lite register slaves.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { loadDesign } from '../../src/core/design/load.js';
@@ -32,6 +33,17 @@ describe('built-in generator: protocols', () => {
     expect(tb).toMatch(/bus0_write\(pa\[x\], pd\[x\]\); bus0_write\(pa\[y\], pd\[y\]\);/);
     // PRESETn is a reset (not a second clock).
     expect(tb).toMatch(/PRESETn \(active-low, asynchronous\)/);
+  });
+
+  it('AXI4-Lite and AHB-Lite slaves: every branch, error responses included, through legal transfers', async () => {
+    for (const [file, kind] of [['bus_slaves/axil_regs.sv', 'axi4-lite'], ['bus_slaves/ahb_regs.sv', 'ahb-lite']] as const) {
+      const g = await gen(file);
+      expect(g.best.result.status).toBe('success');
+      // Only constant bits stay untoggled (bresp[0], the address bits no legal register has).
+      expect(g.best.result.coverage!.waived.block).toBe(1);
+      expect(g.best.testbench).toContain(`// Recognised: ${kind} slave on `);
+      stimulusOnly(g.best.testbench);
+    }
   });
 
   it('UART receiver: framed traffic covers data, parity, framing errors and breaks', async () => {

@@ -35,7 +35,13 @@ describe('echoBounded', () => {
   });
 
   it('keeps the first error lines and a bounded tail of long output, every line clipped', () => {
-    const lines = [...Array.from({ length: 5000 }, (_, i) => `noise ${i}`), '%Error: tb.sv:3: first', ...Array.from({ length: 5000 }, (_, i) => `more ${i}`), '%Error: tb.sv:9: last', 'end'];
+    const lines = [
+      ...Array.from({ length: 5000 }, (_, i) => `noise ${i}`),
+      '%Error: tb.sv:3: first',
+      ...Array.from({ length: 5000 }, (_, i) => `more ${i}`),
+      '%Error: tb.sv:9: last',
+      'end',
+    ];
     const out = echoBounded(lines.join('\n'));
     expect(out.length).toBeLessThan(ECHO_CAPS.tailChars + ECHO_CAPS.errorLines * (ECHO_CAPS.lineChars + 40) + 100);
     expect(out.split('\n')[0]).toBe('%Error: tb.sv:3: first');
@@ -49,7 +55,9 @@ describe('echoBounded', () => {
 
   it('keeps at most 20 of many error lines', () => {
     const out = echoBounded(Array.from({ length: 1000 }, (_, i) => `%Error: e${i} ${'z'.repeat(100)}`).join('\n'));
-    expect(out.split('\n').filter((l) => l.startsWith('%Error')).length).toBeLessThanOrEqual(ECHO_CAPS.errorLines + Math.ceil(ECHO_CAPS.tailChars / 100));
+    expect(out.split('\n').filter((l) => l.startsWith('%Error')).length).toBeLessThanOrEqual(
+      ECHO_CAPS.errorLines + Math.ceil(ECHO_CAPS.tailChars / 100),
+    );
     expect(out).toContain('%Error: e0 ');
     expect(out).toContain('%Error: e999 ');
   });
@@ -79,7 +87,11 @@ describe('a run that pours output', () => {
       const res = await fetch(`${server.url}/v1/score`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ design_files: [{ name: 'counter.sv', content: read(counter) }], top: 'counter', testbench: { name: 'tb.sv', content: noisy(20_000, 500) } }),
+        body: JSON.stringify({
+          design_files: [{ name: 'counter.sv', content: read(counter) }],
+          top: 'counter',
+          testbench: { name: 'tb.sv', content: noisy(20_000, 500) },
+        }),
       });
       const text = await res.text();
       expect(res.status).toBe(200);
@@ -94,7 +106,7 @@ describe('a run that pours output', () => {
   });
 });
 
-describe('compile diagnostics quote only the user\'s files', () => {
+describe("compile diagnostics quote only the user's files", () => {
   it('withholds the text Verilator quotes from a file outside the testbench and design', () => {
     // Unjailed and unchecked on purpose: this is the last layer, tried on Verilator's real output.
     const dir = scratchDir('chorus-quote-');

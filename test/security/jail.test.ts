@@ -5,7 +5,15 @@ import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { scratchDir } from '../helpers.js';
-import { designView, detectJail, jailCommand, parseLdList, sharedLibraries, toolchainCommand, type JailInfo } from '../../src/core/sim/jail.js';
+import {
+  designView,
+  detectJail,
+  jailCommand,
+  parseLdList,
+  sharedLibraries,
+  toolchainCommand,
+  type JailInfo,
+} from '../../src/core/sim/jail.js';
 import { runBounded } from '../../src/core/util/proc.js';
 
 const LIMITS = { memoryLimitMb: 512, fileSizeLimitBytes: 1 << 20, timeoutS: 20 };
@@ -26,8 +34,9 @@ async function inJail(jail: JailInfo, args: string[], design = designView([], []
 }
 
 describe('jail', () => {
-  it('parses the dynamic loader\'s list', () => {
-    const text = '\tlinux-vdso.so.1 (0x00007f)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n';
+  it("parses the dynamic loader's list", () => {
+    const text =
+      '\tlinux-vdso.so.1 (0x00007f)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n';
     expect(parseLdList(text)).toEqual(['/lib/x86_64-linux-gnu/libc.so.6', '/lib64/ld-linux-x86-64.so.2']);
   });
 
@@ -52,7 +61,12 @@ describe('jail', () => {
     expect(status.stdout).toMatch(/^Uid:\s+65534\s+65534/m);
     expect(status.stdout).toMatch(/^CapEff:\s+0+$/m);
     const env = await inJail(jail, ['/proc/self/environ']);
-    expect(env.stdout.split('\0').filter(Boolean).map((v) => v.split('=')[0])).toEqual(['PWD']);
+    expect(
+      env.stdout
+        .split('\0')
+        .filter(Boolean)
+        .map((v) => v.split('=')[0]),
+    ).toEqual(['PWD']);
     // PID 1 is bubblewrap's own init: started with the reduced environment.
     const init = await inJail(jail, ['/proc/1/environ']);
     expect(init.stdout).not.toContain('must-not-pass');
@@ -90,12 +104,20 @@ describe('jail', () => {
     const jail = await detectJail();
     const run = scratchDir('chorus-jail-run-');
     writeFileSync(join(run, 'mine.txt'), 'mine');
-    const cmd = toolchainCommand(jail, 'sh', ['-c', 'cat mine.txt; cat /etc/hostname 2>/dev/null || echo no-etc; ls ~ 2>/dev/null | head -1 || true; env | cut -d= -f1 | sort | tr "\\n" " "'], {
-      writable: [run],
-      readOnly: [],
-      cwd: run,
-      toolDirs: [],
-    });
+    const cmd = toolchainCommand(
+      jail,
+      'sh',
+      [
+        '-c',
+        'cat mine.txt; cat /etc/hostname 2>/dev/null || echo no-etc; ls ~ 2>/dev/null | head -1 || true; env | cut -d= -f1 | sort | tr "\\n" " "',
+      ],
+      {
+        writable: [run],
+        readOnly: [],
+        cwd: run,
+        toolDirs: [],
+      },
+    );
     const r = await runBounded(cmd.file, cmd.args, { cwd: run, env: cmd.env, timeoutS: 30 });
     expect(r.exitCode, r.all).toBe(0);
     expect(r.stdout).toContain('mine');

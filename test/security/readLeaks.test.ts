@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { examples, read, repoRoot, scratchDir } from '../helpers.js';
 import { loadDesign } from '../../src/core/design/load.js';
@@ -32,7 +32,12 @@ const leaks = (x: unknown): boolean => (typeof x === 'string' ? x : JSON.stringi
 const sim = new VerilatorSimulator();
 const counterSrc = read(join(examples, 'counter', 'counter.sv'));
 const goodTb = read(join(examples, 'counter', 'tb_counter.sv'));
-const saved = { HOME: process.env.HOME, OPENAI_API_KEY: process.env.OPENAI_API_KEY, CHORUS_CACHE_DIR: process.env.CHORUS_CACHE_DIR, CHORUS_NO_JAIL: process.env.CHORUS_NO_JAIL };
+const saved = {
+  HOME: process.env.HOME,
+  OPENAI_API_KEY: process.env.OPENAI_API_KEY,
+  CHORUS_CACHE_DIR: process.env.CHORUS_CACHE_DIR,
+  CHORUS_NO_JAIL: process.env.CHORUS_NO_JAIL,
+};
 
 let HOME = '';
 let OUT = '';
@@ -57,12 +62,19 @@ beforeAll(async () => {
   copyFileSync(join(examples, 'counter', 'counter.sv'), join(DESIGN, 'counter.sv'));
   writeFileSync(join(DESIGN, 'defs.vh'), '`define DEFS_OK 1\n');
   // A design part that opens the file its parameter names: a testbench can choose the name.
-  writeFileSync(join(DESIGN, 'rom.sv'), 'module rom #(parameter string F = "rom.hex") ();\n  logic [119:0] m [0:0];\n  initial $readmemh(F, m);\nendmodule\n');
+  writeFileSync(
+    join(DESIGN, 'rom.sv'),
+    'module rom #(parameter string F = "rom.hex") ();\n  logic [119:0] m [0:0];\n  initial $readmemh(F, m);\nendmodule\n',
+  );
   writeFileSync(join(DESIGN, '.env'), `API_KEY=${CANARY}\n`);
   symlinkSync(SECRET, join(DESIGN, 'leak.vh'));
   symlinkSync(SECRET, join(DESIGN, 'leak.hex'));
   symlinkSync(HOME, join(DESIGN, 'homelink'));
-  ({ design, info } = await loadDesign({ files: [join(DESIGN, 'counter.sv'), join(DESIGN, 'rom.sv')], includeDirs: [DESIGN], top: 'counter' }));
+  ({ design, info } = await loadDesign({
+    files: [join(DESIGN, 'counter.sv'), join(DESIGN, 'rom.sv')],
+    includeDirs: [DESIGN],
+    top: 'counter',
+  }));
 });
 
 afterAll(() => {
@@ -128,11 +140,23 @@ const ATTACKS: Attack[] = [
   { name: '$fopen + $fgets of /etc/shadow', tb: () => dump('$fopen("/etc/shadow", "r")'), refused: 'always' },
   { name: '$fopen + $fgets of an absolute path outside the design', tb: () => dump(`$fopen("${SECRET}", "r")`), refused: 'always' },
   { name: '$fopen of /proc/self/environ', tb: () => dumpBytes('$fopen("/proc/self/environ", "r")'), refused: 'always' },
-  { name: '$fopen of /proc/self/environ, computed', tb: () => dumpBytes(`$fopen(${computed('/proc/self/environ')}, "r")`), refused: 'unjailed' },
-  { name: '$fopen of /proc/1/environ (the jail launcher), computed', tb: () => dumpBytes(`$fopen(${computed('/proc/1/environ')}, "r")`), refused: 'unjailed' },
+  {
+    name: '$fopen of /proc/self/environ, computed',
+    tb: () => dumpBytes(`$fopen(${computed('/proc/self/environ')}, "r")`),
+    refused: 'unjailed',
+  },
+  {
+    name: '$fopen of /proc/1/environ (the jail launcher), computed',
+    tb: () => dumpBytes(`$fopen(${computed('/proc/1/environ')}, "r")`),
+    refused: 'unjailed',
+  },
   { name: '$fopen of a file in HOME, computed', tb: () => dump(`$fopen(${computed(join(HOME, '.secret'))}, "r")`), refused: 'unjailed' },
   { name: '$fopen of ~/.ssh, by ~', tb: () => dump('$fopen("~/.ssh/id_ed25519", "r")'), refused: 'always' },
-  { name: '$fopen with ../ climbing to the outside file', tb: () => dump(`$fopen("../../../../../../../..${SECRET}", "r")`), refused: 'always' },
+  {
+    name: '$fopen with ../ climbing to the outside file',
+    tb: () => dump(`$fopen("../../../../../../../..${SECRET}", "r")`),
+    refused: 'always',
+  },
   { name: '$fopen with the path spelled in string escapes', tb: () => dump(`$fopen("\\057${SECRET.slice(1)}", "rb")`), refused: 'always' },
   {
     name: '$fscanf through a path built with $sformatf',
@@ -160,32 +184,73 @@ const ATTACKS: Attack[] = [
   },
   { name: '$readmemh of an absolute path', tb: () => readmem('$readmemh', `"${SECRET}"`), refused: 'always' },
   { name: '$readmemb with ../', tb: () => readmem('$readmemb', `"../../../../../../..${SECRET}"`), refused: 'always' },
-  { name: '$readmemh of a design-directory symlink, computed', tb: () => readmem('$readmemh', computed(join(DESIGN, 'leak.hex'))), refused: 'unjailed', designDir: true },
-  { name: '$readmemh of a design-directory symlink by its relative name', tb: () => readmem('$readmemh', '"leak.hex"'), refused: 'never', designDir: true },
-  { name: '$fopen of a design dot-file (.env), computed', tb: () => dump(`$fopen(${computed(join(DESIGN, '.env'))}, "r")`), refused: 'unjailed', designDir: true },
-  { name: '$fopen through a design-directory symlink to HOME, computed', tb: () => dump(`$fopen(${computed(join(DESIGN, 'homelink', '.secret'))}, "r")`), refused: 'unjailed', designDir: true },
+  {
+    name: '$readmemh of a design-directory symlink, computed',
+    tb: () => readmem('$readmemh', computed(join(DESIGN, 'leak.hex'))),
+    refused: 'unjailed',
+    designDir: true,
+  },
+  {
+    name: '$readmemh of a design-directory symlink by its relative name',
+    tb: () => readmem('$readmemh', '"leak.hex"'),
+    refused: 'never',
+    designDir: true,
+  },
+  {
+    name: '$fopen of a design dot-file (.env), computed',
+    tb: () => dump(`$fopen(${computed(join(DESIGN, '.env'))}, "r")`),
+    refused: 'unjailed',
+    designDir: true,
+  },
+  {
+    name: '$fopen through a design-directory symlink to HOME, computed',
+    tb: () => dump(`$fopen(${computed(join(DESIGN, 'homelink', '.secret'))}, "r")`),
+    refused: 'unjailed',
+    designDir: true,
+  },
   {
     name: 'a design parameter that names the file ($readmemh inside the DUT)',
-    tb: () => tbWith(`  rom #(.F("${SECRET}")) r ();
+    tb: () =>
+      tbWith(`  rom #(.F("${SECRET}")) r ();
   initial begin #1 $display("got %h", r.m[0]); $finish; end`),
     refused: 'unjailed',
     designDir: true,
   },
-  { name: '$fopen hidden in a macro', tb: () => dump('`OPEN(' + `"${SECRET}")`).replace('`timescale', '`define OPEN(p) $fopen(p, "r")\n`timescale'), refused: 'always' },
+  {
+    name: '$fopen hidden in a macro',
+    tb: () => dump('`OPEN(' + `"${SECRET}")`).replace('`timescale', '`define OPEN(p) $fopen(p, "r")\n`timescale'),
+    refused: 'always',
+  },
   { name: '`include of an absolute path', tb: () => tbWith('', `\`include "${SECRET}"\n`), refused: 'always' },
   { name: '`include <absolute path>', tb: () => tbWith('', `\`include <${SECRET}>\n`), refused: 'always' },
   { name: '`include with ../', tb: () => tbWith('', `\`include "../../../../../../..${SECRET}"\n`), refused: 'always' },
   { name: '`include of a design-directory symlink', tb: () => tbWith('', '`include "leak.vh"\n'), refused: 'always', designDir: true },
   { name: '`include of a design dot-file', tb: () => tbWith('', '`include ".env"\n'), refused: 'always', designDir: true },
   { name: '`include of a macro', tb: () => tbWith('', `\`define P "${SECRET}"\n\`include \`P\n`), refused: 'always' },
-  { name: '`include assembled by token pasting', tb: () => tbWith('', `\`define J(x) \`inc\`\`x\n\`J(lude "${SECRET}")\n`), refused: 'unjailed' },
-  { name: '`include assembled from a macro argument', tb: () => tbWith('', `\`define K(x) \`x "${SECRET}"\n\`K(include)\n`), refused: 'unjailed' },
-  { name: '`include through a stringified macro', tb: () => tbWith('', `\`define S(x) \`"x\`"\n\`include \`S(${SECRET})\n`), refused: 'always' },
+  {
+    name: '`include assembled by token pasting',
+    tb: () => tbWith('', `\`define J(x) \`inc\`\`x\n\`J(lude "${SECRET}")\n`),
+    refused: 'unjailed',
+  },
+  {
+    name: '`include assembled from a macro argument',
+    tb: () => tbWith('', `\`define K(x) \`x "${SECRET}"\n\`K(include)\n`),
+    refused: 'unjailed',
+  },
+  {
+    name: '`include through a stringified macro',
+    tb: () => tbWith('', `\`define S(x) \`"x\`"\n\`include \`S(${SECRET})\n`),
+    refused: 'always',
+  },
 ];
 
 describe('the canary detector', () => {
   it('sees a canary the testbench prints itself (so its silence elsewhere means something)', async () => {
-    const r = await sim.simulate({ design, top: info.top, testbench: { name: 'tb.sv', content: tbWith(`  initial begin $display("got %s", "${CANARY}"); $finish; end`) } });
+    const r = await sim.simulate({
+      design,
+      top: info.top,
+      testbench: { name: 'tb.sv', content: tbWith(`  initial begin $display("got %s", "${CANARY}"); $finish; end`) },
+    });
     expect(r.status).toBe('success');
     expect(leaks(r)).toBe(true);
   });
@@ -223,7 +288,9 @@ for (const mode of ['jail', 'no jail'] as const) {
         expect(leaks(r), JSON.stringify(r).slice(0, 2000)).toBe(false);
         expect(leaks(r.log)).toBe(false);
         // The next prompt the agent loop would send for this result.
-        expect(leaks(feedbackTurn({ status: 'success', testbench: a.tb(), filename: 'tb.sv', source: 'fence' }, resultForEcho(r)))).toBe(false);
+        expect(leaks(feedbackTurn({ status: 'success', testbench: a.tb(), filename: 'tb.sv', source: 'fence' }, resultForEcho(r)))).toBe(
+          false,
+        );
       });
     }
 
@@ -231,8 +298,16 @@ for (const mode of ['jail', 'no jail'] as const) {
       const r = results.get(ATTACKS[3].name)!;
       if (mode === 'jail') {
         expect(r.protection).toMatchObject({ jail: 'bubblewrap', reads: 'jail', staticCheck: true });
-        expect(r.protection.sandbox).toMatchObject({ steps: ['front-end', 'c++', 'run'], environment: ['PWD'], proc: 'own', network: 'none', user: 'unprivileged' });
-        expect(r.protection.sandbox!.filesystem).toMatch(/run directory \(read-write\); design directories shown read-only: 1 \(\d+ dot-entries hidden\); \d+ shared libraries \(read-only\); nothing else/);
+        expect(r.protection.sandbox).toMatchObject({
+          steps: ['front-end', 'c++', 'run'],
+          environment: ['PWD'],
+          proc: 'own',
+          network: 'none',
+          user: 'unprivileged',
+        });
+        expect(r.protection.sandbox!.filesystem).toMatch(
+          /run directory \(read-write\); design directories shown read-only: 1 \(\d+ dot-entries hidden\); \d+ shared libraries \(read-only\); nothing else/,
+        );
       } else {
         expect(r.protection).toMatchObject({ jail: 'none', jailReason: 'disabled by CHORUS_NO_JAIL=1', reads: 'static' });
         expect(r.protection.sandbox).toBeUndefined();
@@ -242,8 +317,16 @@ for (const mode of ['jail', 'no jail'] as const) {
     it('the reward service answers every attack without the canary', async () => {
       const server: ScoreServer = await startScoreServer({ workers: 2 });
       try {
-        const items = ATTACKS.filter((a) => !a.designDir).map((a) => ({ design_files: [{ name: 'counter.sv', content: counterSrc }], top: 'counter', testbench: { name: 'tb.sv', content: a.tb() } }));
-        const res = await fetch(`${server.url}/v1/score`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ items }) });
+        const items = ATTACKS.filter((a) => !a.designDir).map((a) => ({
+          design_files: [{ name: 'counter.sv', content: counterSrc }],
+          top: 'counter',
+          testbench: { name: 'tb.sv', content: a.tb() },
+        }));
+        const res = await fetch(`${server.url}/v1/score`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ items }),
+        });
         const text = await res.text();
         expect(res.status, text.slice(0, 500)).toBe(200);
         const body = JSON.parse(text) as { results: Array<{ status: string; protection: { reads: string } }> };
@@ -252,7 +335,11 @@ for (const mode of ['jail', 'no jail'] as const) {
         expect(leaks(text)).toBe(false);
         // Its refine prompt for each record too.
         for (const rec of body.results) {
-          const p = await fetch(`${server.url}/v1/refine-prompt`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ result: rec, parse_status: 'success' }) });
+          const p = await fetch(`${server.url}/v1/refine-prompt`, {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ result: rec, parse_status: 'success' }),
+          });
           expect(leaks(await p.text())).toBe(false);
         }
       } finally {
@@ -263,7 +350,11 @@ for (const mode of ['jail', 'no jail'] as const) {
     it('the agent loop sends the model endpoint no canary (chorus generate --endpoint)', async () => {
       const attack = ATTACKS.find((a) => a.name.includes('/proc/1/environ'))!;
       const home = ATTACKS.find((a) => a.name.includes('file in HOME'))!;
-      const server = await startScriptedServer([fencedReply(attack.tb(), 'tb.sv'), fencedReply(home.tb(), 'tb.sv'), fencedReply(goodTb, 'tb_counter.sv')]);
+      const server = await startScriptedServer([
+        fencedReply(attack.tb(), 'tb.sv'),
+        fencedReply(home.tb(), 'tb.sv'),
+        fencedReply(goodTb, 'tb_counter.sv'),
+      ]);
       try {
         const backend = createOpenAIBackend({ baseUrl: server.url, model: 'scripted', backoffMs: 5, apiKey: process.env.OPENAI_API_KEY });
         const run = await runAgent({ backend, simulator: sim, design, info, rounds: 2 });
@@ -281,12 +372,20 @@ for (const mode of ['jail', 'no jail'] as const) {
     it('`chorus sim` prints no canary (human summary and --json)', async () => {
       const cli = join(repoRoot, 'dist', 'cli.js');
       const env = { HOME, OPENAI_API_KEY: `sk-${CANARY}`, CHORUS_CACHE_DIR: cacheRoot(), CHORUS_NO_JAIL: mode === 'no jail' ? '1' : '' };
-      for (const name of ['$fopen of /proc/self/environ, computed', '`include of an absolute path', '`include of a design-directory symlink']) {
+      for (const name of [
+        '$fopen of /proc/self/environ, computed',
+        '`include of an absolute path',
+        '`include of a design-directory symlink',
+      ]) {
         const dir = scratchDir('chorus-cli-tb-');
         const tb = join(dir, 'tb.sv');
         writeFileSync(tb, ATTACKS.find((a) => a.name === name)!.tb());
         for (const json of [[], ['--json']]) {
-          const r = await execa(process.execPath, [cli, 'sim', ...json, '--top', 'counter', '--tb', tb, '-I', DESIGN, join(DESIGN, 'counter.sv')], { cwd: DESIGN, reject: false, env });
+          const r = await execa(
+            process.execPath,
+            [cli, 'sim', ...json, '--top', 'counter', '--tb', tb, '-I', DESIGN, join(DESIGN, 'counter.sv')],
+            { cwd: DESIGN, reject: false, env },
+          );
           expect(r.exitCode, r.stderr).not.toBe(2);
           expect(leaks(r.stdout + r.stderr)).toBe(false);
         }

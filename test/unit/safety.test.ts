@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { scratchDir } from '../helpers.js';
 import { join } from 'node:path';
-import { blankComments, checkPreprocessed, checkTestbench } from '../../src/core/sim/safety.js';
+import { blankComments, checkPreprocessed, checkTestbench, includedFileProblems } from '../../src/core/sim/safety.js';
 import type { Diagnostic } from '../../src/core/sim/result.js';
 
 const JAILED = { jailed: true, file: 'tb_x.sv' };
@@ -308,5 +308,72 @@ describe('checkTestbench: string escapes and read modes', () => {
   it('treats mode "rb" as a read', () => {
     expect(checkTestbench(tb('fd = $fopen("golden.bin","rb");'), OPEN)).toEqual([]);
     expect(checkTestbench(tb('fd = $fopen("/data/golden.bin","rb");'), OPEN).map((d) => d.message)).toEqual(["$fopen reads '/data/golden.bin', outside the run and design directories"]);
+  });
+});
+
+describe('checkTestbench: reads and `include (issue 12)', () => {
+  it('refuses `include of absolute, ~, .. or hidden names, with the directive underlined', () => {
+    const src = ['`include "/etc/shadow"', '`include <~/x.vh>', '`include "../up.vh"', '`include ".env"', '`include "defs.vh"', 'module tb; endmodule'].join('\n');
+    const ds = checkTestbench(src, OPEN);
+    expect(ds.map((d) => [d.code, d.line, d.column, d.endColumn])).toEqual([
+      ['CHORUS-FILE', 1, 1, 23],
+      ['CHORUS-FILE', 2, 1, 18],
+      ['CHORUS-FILE', 3, 1, 20],
+      ['CHORUS-FILE', 4, 1, 16],
+    ]);
+    expect(ds[0].message).toBe('`include "/etc/shadow" refused: \'/etc/shadow\' is outside the testbench and design directories');
+    expect(ds[3].message).toBe('`include ".env" refused: \'.env\' names a hidden file');
+    expect(ds[0].suggestion).toMatch(/plain relative name/);
+    // The same with a jail: the compile steps are jailed too, but the check does not rely on it.
+    expect(checkTestbench(src, JAILED)).toHaveLength(4);
+  });
+
+  it('refuses an `include whose name is not a literal (a macro), even jailed', () => {
+    const src = '`define P "x.vh"\n`include `P\nmodule tb; endmodule\n';
+    const ds = checkTestbench(src, JAILED);
+    expect(ds.map((d) => [d.line, d.column])).toEqual([[2, 1]]);
+    expect(ds[0].message).toMatch(/^`include refused: its file name is not a string literal \('`P'\)/);
+  });
+
+  it('follows a relative `include to the file: a symlink out of the design directory is refused', () => {
+    const design = scratchDir('chorus-inc-');
+    const outside = scratchDir('chorus-inc-out-');
+    writeFileSync(join(outside, 'secret.vh'), 'x');
+    writeFileSync(join(design, 'defs.vh'), '`define A 1\n');
+    symlinkSync(join(outside, 'secret.vh'), join(design, 'leak.vh'));
+    const paths = { includeDirs: [design], roots: [realpathSync(design)] };
+    expect(checkTestbench('`include "defs.vh"\nmodule tb; endmodule\n', { ...JAILED, paths })).toEqual([]);
+    const ds = checkTestbench('module tb;\n`include "leak.vh"\nendmodule\n', { ...JAILED, paths });
+    expect(ds.map((d) => [d.code, d.line, d.column])).toEqual([['CHORUS-FILE', 2, 1]]);
+    expect(ds[0].message).toMatch(/leads outside the design directories \(a symbolic link\?\)/);
+  });
+
+  it('refuses $readmemh/$readmemb of absolute or climbing paths; a computed one only without a jail', () => {
+    const src = tb('$readmemh("/data/x.hex", mem);', '$readmemb("../x.bin", mem);', '$readmemh("ok.hex", mem);', '$readmemh(name, mem);');
+    expect(where(checkTestbench(src, JAILED))).toEqual([
+      ['CHORUS-FILE', 4, 5, 34],
+      ['CHORUS-FILE', 5, 5, 31],
+    ]);
+    expect(checkTestbench(src, JAILED)[0].message).toBe("$readmemh reads '/data/x.hex', outside the run and design directories");
+    expect(where(checkTestbench(src, OPEN)).map((w) => w[1])).toEqual([4, 5, 7]);
+  });
+
+  it('without a jail, refuses strings that name a path outside the run directory (a DUT parameter could open it)', () => {
+    const src = tb('$display("a/b is fine, / alone too");', 'x = "/etc/shadow";', 'y = "../up.hex";');
+    expect(where(checkTestbench(src, JAILED))).toEqual([]);
+    const ds = checkTestbench(src, OPEN);
+    expect(where(ds)).toEqual([
+      ['CHORUS-FILE', 5, 9, 22],
+      ['CHORUS-FILE', 6, 9, 20],
+    ]);
+    expect(ds[0].message).toMatch(/^the string '\/etc\/shadow' names a path outside the run directory/);
+  });
+
+  it('every file the preprocessor entered must lie in the run or design directories', () => {
+    const run = scratchDir('chorus-pp-run-');
+    const pre = ['`line 1 "tb.sv" 1', 'module tb;', '`line 2 "tb.sv" 0', '`line 1 "/etc/hostname" 1', 'host', '`line 2 "/etc/hostname" 2', '`line 3 "tb.sv" 0', 'endmodule'].join('\n');
+    const ds = includedFileProblems(pre, { ...JAILED, paths: { runDir: run, includeDirs: [], roots: [] } });
+    expect(ds.map((d) => [d.code, d.file, d.line])).toEqual([['CHORUS-FILE', 'tb.sv', 2]]);
+    expect(ds[0].message).toBe("the preprocessor was made to include '/etc/hostname', outside the testbench and design directories (after macro expansion)");
   });
 });

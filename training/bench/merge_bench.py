@@ -9,6 +9,7 @@ the same files, one after the other, as child processes: wall time and peak RSS 
 of the process tree, sampled from /proc. Inputs are read once beforehand so both start with a
 warm page cache. Results: a table on stdout and bench/results/merge_bench.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,12 @@ def run(cmd: list[str], log: Path) -> dict:
         p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
         with PeakWatcher(p.pid, interval=0.05) as w:
             rc = p.wait()
-    return {'rc': rc, 'seconds': round(time.time() - t, 1), 'peak_rss_gib': round(w.rss_peak / 2**30, 2), 'peak_anon_gib': round(w.anon_peak / 2**30, 2)}
+    return {
+        'rc': rc,
+        'seconds': round(time.time() - t, 1),
+        'peak_rss_gib': round(w.rss_peak / 2**30, 2),
+        'peak_anon_gib': round(w.anon_peak / 2**30, 2),
+    }
 
 
 def mergekit_yaml(method: str, ck: list[Path]) -> str:
@@ -87,7 +93,19 @@ def main() -> None:
             out = a.root / f'out-{tool}-{method}'
             shutil.rmtree(out, ignore_errors=True)
             if tool == 'chorus':
-                cmd = [py, '-m', 'chorus_train', 'merge', '--method', method, *[f'e{i}={p}' for i, p in enumerate(ck)], '--base', 'e0', '--out', str(out)]
+                cmd = [
+                    py,
+                    '-m',
+                    'chorus_train',
+                    'merge',
+                    '--method',
+                    method,
+                    *[f'e{i}={p}' for i, p in enumerate(ck)],
+                    '--base',
+                    'e0',
+                    '--out',
+                    str(out),
+                ]
             else:
                 if not mk.exists():
                     print('mergekit is not installed: skipped')
@@ -104,9 +122,12 @@ def main() -> None:
     print(f'\nQwen3-4B shapes, {a.layers} layers, 3 x {per / 2**30:.1f} GiB bf16 inputs; largest tensor {largest / 2**30:.2f} GiB\n')
     print('| method | tool | wall s | peak RSS GiB | peak anon GiB |\n|---|---|---|---|---|')
     for r in results:
-        print(f"| {r['method']} | {r['tool']} | {r['seconds']} | {r['peak_rss_gib']} | {r['peak_anon_gib']} |")
+        print(f'| {r["method"]} | {r["tool"]} | {r["seconds"]} | {r["peak_rss_gib"]} | {r["peak_anon_gib"]} |')
     (HERE / 'results').mkdir(exist_ok=True)
-    (HERE / 'results' / 'merge_bench.json').write_text(json.dumps({'layers': a.layers, 'checkpoint_gib': per / 2**30, 'largest_tensor_gib': largest / 2**30, 'results': results}, indent=2) + '\n')
+    (HERE / 'results' / 'merge_bench.json').write_text(
+        json.dumps({'layers': a.layers, 'checkpoint_gib': per / 2**30, 'largest_tensor_gib': largest / 2**30, 'results': results}, indent=2)
+        + '\n'
+    )
 
 
 if __name__ == '__main__':

@@ -3,6 +3,7 @@
 Every stage takes a recipe (`--config training/recipes/X.yaml`) and/or flags; `--dry-run` prints
 the plan (GPUs, batch, steps, memory estimate) without loading a model.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,12 @@ def cmd_merge(argv: list[str]) -> None:
         ap.error('give the checkpoints and --out (or --config)')
     spec, out = M.spec_from_args(a)
     if a.dry_run:
-        print(json.dumps({'method': spec.method, 'base': spec.base_name(), 'models': [[n, str(p)] for n, p in spec.models], 'out': str(out)}, indent=2))
+        print(
+            json.dumps(
+                {'method': spec.method, 'base': spec.base_name(), 'models': [[n, str(p)] for n, p in spec.models], 'out': str(out)},
+                indent=2,
+            )
+        )
         return
     M.merge(spec, out)
 
@@ -63,9 +69,23 @@ def cmd_rl(argv: list[str]) -> None:
     a = ap.parse_args(argv)
     from .recipes import rl_config
 
-    cfg = rl_config(_load_recipe(a.config), a.stage, {k: v for k, v in {
-        'model': a.model, 'data': a.data, 'out': a.out, 'service': a.service, 'carry': a.carry, 'updates': a.updates,
-        'max_new_tokens': a.max_new_tokens}.items() if v is not None})
+    cfg = rl_config(
+        _load_recipe(a.config),
+        a.stage,
+        {
+            k: v
+            for k, v in {
+                'model': a.model,
+                'data': a.data,
+                'out': a.out,
+                'service': a.service,
+                'carry': a.carry,
+                'updates': a.updates,
+                'max_new_tokens': a.max_new_tokens,
+            }.items()
+            if v is not None
+        },
+    )
     recipe = _load_recipe(a.config)
     print(plan_rl(cfg, recipe.get('cluster', {})))
     if a.dry_run:
@@ -94,8 +114,21 @@ def cmd_opd(argv: list[str]) -> None:
     ap.add_argument('--dry-run', action='store_true')
     a = ap.parse_args(argv)
     recipe = _load_recipe(a.config)
-    cfg = opd_config(recipe, {k: v for k, v in {'student': a.student, 'teachers': a.teacher, 'routing': a.routing, 'data': a.data,
-                                                  'out': a.out, 'service': a.service}.items() if v is not None})
+    cfg = opd_config(
+        recipe,
+        {
+            k: v
+            for k, v in {
+                'student': a.student,
+                'teachers': a.teacher,
+                'routing': a.routing,
+                'data': a.data,
+                'out': a.out,
+                'service': a.service,
+            }.items()
+            if v is not None
+        },
+    )
     print(plan_opd(cfg, recipe.get('cluster', {})))
     if a.dry_run:
         return
@@ -115,7 +148,9 @@ def cmd_data(argv: list[str]) -> None:
 
 
 def cmd_export(argv: list[str]) -> None:
-    ap = argparse.ArgumentParser(prog='chorus-train export', description='HF checkpoint -> transformers.js ONNX layout (fp32, q4), optional GGUF')
+    ap = argparse.ArgumentParser(
+        prog='chorus-train export', description='HF checkpoint -> transformers.js ONNX layout (fp32, q4), optional GGUF'
+    )
     ap.add_argument('checkpoint', type=Path)
     ap.add_argument('out', type=Path)
     ap.add_argument('--dtypes', default='fp32,q4')

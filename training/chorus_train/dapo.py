@@ -2,6 +2,7 @@
 token-level mean, no KL term. Pure functions on tensors; the RL loop (rl.py) and the OPD RL
 fallback (opd.py) use them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,8 +41,15 @@ class LossStats:
     tokens: int
 
 
-def dapo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
-              eps_lo: float = EPS_LO, eps_hi: float = EPS_HI, n_tokens: float | None = None) -> tuple[torch.Tensor, LossStats]:
+def dapo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    eps_lo: float = EPS_LO,
+    eps_hi: float = EPS_HI,
+    n_tokens: float | None = None,
+) -> tuple[torch.Tensor, LossStats]:
     """Clip-higher PPO surrogate, token-level mean.
 
     logp, old_logp: [B, T] log-probs of the sampled tokens under the current / rollout policy;
@@ -66,8 +74,14 @@ def dapo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
         hi = (a > 0) & (ratio > 1.0 + eps_hi) & mb
         lo = (a < 0) & (ratio < 1.0 - eps_lo) & mb
         n = max(int(mb.sum()), 1)
-        stats = LossStats(loss=float(loss), clip_frac=float((hi | lo).sum()) / n, clip_lo_frac=float(lo.sum()) / n,
-                          clip_hi_frac=float(hi.sum()) / n, ratio_mean=float((ratio * m).sum()) / n, tokens=int(mb.sum()))
+        stats = LossStats(
+            loss=float(loss),
+            clip_frac=float((hi | lo).sum()) / n,
+            clip_lo_frac=float(lo.sum()) / n,
+            clip_hi_frac=float(hi.sum()) / n,
+            ratio_mean=float((ratio * m).sum()) / n,
+            tokens=int(mb.sum()),
+        )
     return loss, stats
 
 

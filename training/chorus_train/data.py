@@ -10,6 +10,7 @@ against evaluation suites (near-duplicates: Jaccard similarity of token 5-gram s
 with any suite file). Output: one task per line, {id, problem_id, question, design_files, top},
 ready for `chorus-train rl`; a report (counts per reason) next to it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,9 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 MIN_TOKENS = 1000
 NEAR_DUP = 0.8
@@ -39,7 +40,7 @@ def shingles(code: str, n: int = SHINGLE) -> set[int]:
     toks = _TOKEN.findall(_COMMENT.sub(' ', code))
     if len(toks) < n:
         return {hash(tuple(toks))}
-    return {hash(tuple(toks[i:i + n])) for i in range(len(toks) - n + 1)}
+    return {hash(tuple(toks[i : i + n])) for i in range(len(toks) - n + 1)}
 
 
 def jaccard(a: set[int], b: set[int]) -> float:
@@ -77,12 +78,20 @@ def service_top_detector(client) -> Callable[[list[dict]], list[str]]:
 class Report:
     total: int = 0
     kept: int = 0
-    dropped: dict = field(default_factory=lambda: {'short': 0, 'no_rtl': 0, 'top_count': 0, 'design_error': 0, 'duplicate': 0, 'contaminated': 0})
+    dropped: dict = field(
+        default_factory=lambda: {'short': 0, 'no_rtl': 0, 'top_count': 0, 'design_error': 0, 'duplicate': 0, 'contaminated': 0}
+    )
 
 
-def filter_records(records: Iterable[dict], count_tokens: Callable[[str], int], detect_tops: Callable[[list[dict]], list[str]],
-                   eval_files: dict[str, str] | None = None, min_tokens: int = MIN_TOKENS, near_dup: float = NEAR_DUP,
-                   rtl_field: str = 'ground_truth') -> tuple[list[dict], Report, list[dict]]:
+def filter_records(
+    records: Iterable[dict],
+    count_tokens: Callable[[str], int],
+    detect_tops: Callable[[list[dict]], list[str]],
+    eval_files: dict[str, str] | None = None,
+    min_tokens: int = MIN_TOKENS,
+    near_dup: float = NEAR_DUP,
+    rtl_field: str = 'ground_truth',
+) -> tuple[list[dict], Report, list[dict]]:
     """(tasks, report, dropped [{problem_id, reason, detail}])."""
     rep = Report()
     evals = {name: shingles(src) for name, src in (eval_files or {}).items()}
@@ -125,8 +134,16 @@ def filter_records(records: Iterable[dict], count_tokens: Callable[[str], int], 
             continue
         seen.add(key)
         top = tops[0]
-        out.append({'id': str(rec.get('problem_id', i)), 'problem_id': rec.get('problem_id'), 'question': rec.get('question'),
-                    'design_files': [{'name': f'{top}.sv', 'content': rtl}], 'top': top, 'rtl_tokens': n})
+        out.append(
+            {
+                'id': str(rec.get('problem_id', i)),
+                'problem_id': rec.get('problem_id'),
+                'question': rec.get('question'),
+                'design_files': [{'name': f'{top}.sv', 'content': rtl}],
+                'top': top,
+                'rtl_tokens': n,
+            }
+        )
         rep.kept += 1
     return out, rep, dropped
 
@@ -144,7 +161,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog='chorus-train data', description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('input', type=Path, help='local CodeV-R1 copy: .jsonl, .json or .parquet')
     ap.add_argument('--out', type=Path, required=True)
-    ap.add_argument('--eval-dir', type=Path, action='append', default=[], help='evaluation suite folder (repeat): near-duplicates are removed')
+    ap.add_argument(
+        '--eval-dir', type=Path, action='append', default=[], help='evaluation suite folder (repeat): near-duplicates are removed'
+    )
     ap.add_argument('--service', action='append', default=None, help='reward service URL(s); default: start one')
     ap.add_argument('--min-tokens', type=int, default=MIN_TOKENS)
     ap.add_argument('--near-dup', type=float, default=NEAR_DUP)
@@ -153,8 +172,9 @@ def main(argv: list[str] | None = None) -> None:
 
     records = load_records(a.input)
     with connect(a.service) as client:
-        tasks, rep, dropped = filter_records(records, qwen3_token_counter(), service_top_detector(client), read_eval_dirs(a.eval_dir),
-                                             a.min_tokens, a.near_dup)
+        tasks, rep, dropped = filter_records(
+            records, qwen3_token_counter(), service_top_detector(client), read_eval_dirs(a.eval_dir), a.min_tokens, a.near_dup
+        )
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(''.join(json.dumps(t) + '\n' for t in tasks))
     report = {'input': str(a.input), 'total': rep.total, 'kept': rep.kept, 'dropped': rep.dropped, 'dropped_records': dropped}

@@ -7,6 +7,7 @@ chorus_train rl ...`): every rank draws the same prompt order, rolls out its own
 step's prompts, and the loss is normalized by the token count of the WHOLE step (all ranks), so a
 step on N ranks is the same update as the step on one (tested on CPU with 2 processes).
 """
+
 from __future__ import annotations
 
 import os
@@ -91,4 +92,4 @@ class Dist:
     def shard(self, items: list, what: str) -> list:
         if len(items) % self.world:
             raise SystemExit(f'{what}: {len(items)} is not divisible by the {self.world} processes; choose a multiple')
-        return items[self.rank::self.world]
+        return items[self.rank :: self.world]

@@ -3,6 +3,7 @@
 `ServiceEnv` asks the reward service for everything (first turn, parse, score, feedback turn);
 tests plug in synthetic environments with the same three methods.
 """
+
 from __future__ import annotations
 
 import math
@@ -73,17 +74,17 @@ def integrity_problem(scores: list[Score | None], n_expected: int) -> str | None
     return None
 
 
-def rescore_failed(env: 'Env', task: dict, samples: list[Sample], scores: list[Score | None], tries: int = 1) -> list[Score | None]:
+def rescore_failed(env: Env, task: dict, samples: list[Sample], scores: list[Score | None], tries: int = 1) -> list[Score | None]:
     """Scores again the members whose score is missing or failed (up to `tries` more requests each);
     a member that still has none stays failed. Returns a new list, one entry per sample."""
     out = list(scores) + [None] * (len(samples) - len(scores))
-    out = out[:len(samples)]
+    out = out[: len(samples)]
     for _ in range(tries):
         todo = [i for i, s in enumerate(out) if s is None or s.failed]
         if not todo:
             break
         again = env.score(task, [samples[i] for i in todo])
-        for i, s in zip(todo, again):
+        for i, s in zip(todo, again, strict=False):
             out[i] = s
     return out
 
@@ -99,8 +100,9 @@ class ServiceEnv:
     def first_turn(self, task: dict) -> list[dict]:
         key = task.get('id') or id(task)
         if key not in self._first:
-            self._first[key] = self.client.first_turn(task['design_files'], task.get('top'), task.get('instance'),
-                                                      task.get('instruction'), task.get('specs'))
+            self._first[key] = self.client.first_turn(
+                task['design_files'], task.get('top'), task.get('instance'), task.get('instruction'), task.get('specs')
+            )
         return self._first[key]
 
     def score(self, task: dict, samples: list[Sample]) -> list[Score]:
@@ -111,9 +113,13 @@ class ServiceEnv:
             if parsed.get('status') != 'success' or not parsed.get('testbench'):
                 out[i] = Score(0.0, 0.0, False, 'unparsable', None, parsed)
                 continue
-            name = parsed.get('filename') or f"tb_{task.get('top') or 'dut'}.sv"
-            item = {'design_files': task['design_files'], 'top': task['top'], 'testbench': {'name': name, 'content': parsed['testbench']},
-                    'timeout_s': task.get('timeout_s', self.timeout_s)}
+            name = parsed.get('filename') or f'tb_{task.get("top") or "dut"}.sv'
+            item = {
+                'design_files': task['design_files'],
+                'top': task['top'],
+                'testbench': {'name': name, 'content': parsed['testbench']},
+                'timeout_s': task.get('timeout_s', self.timeout_s),
+            }
             if task.get('threshold') is not None:
                 item['threshold'] = task['threshold']
             items.append(item)
@@ -122,7 +128,7 @@ class ServiceEnv:
             results = self.client.score(items) if items else []
         except Exception as e:  # noqa: BLE001 - the service gave up after its retries: no score, not reward 0
             results = [{'error': 'service_error', 'message': str(e)} for _ in items]
-        for (i, parsed), r in zip(where, results):
+        for (i, parsed), r in zip(where, results, strict=False):  # a short answer leaves members unscored (failed)
             if 'error' in r and 'reward' not in r:
                 out[i] = Score(None, None, False, str(r.get('error')), r, parsed, error=r.get('message') or r.get('error'))
             else:
@@ -131,8 +137,13 @@ class ServiceEnv:
 
     def feedback(self, task: dict, sample: Sample, score: Score) -> str:
         if score.record is None or score.error is not None:
-            return self.client.refine_prompt(None, reply=strip_think(sample.text))['content'] if score.status == 'unparsable' else \
-                self.client.refine_prompt({'status': 'exception', 'err_msg': score.error or 'no result'}, reply=strip_think(sample.text))['content']
+            return (
+                self.client.refine_prompt(None, reply=strip_think(sample.text))['content']
+                if score.status == 'unparsable'
+                else self.client.refine_prompt(
+                    {'status': 'exception', 'err_msg': score.error or 'no result'}, reply=strip_think(sample.text)
+                )['content']
+            )
         return self.client.refine_prompt(score.record, reply=strip_think(sample.text))['content']
 
 

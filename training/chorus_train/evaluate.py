@@ -13,13 +13,13 @@ Results: the full reports in `CHECKPOINT/chorus_eval/<suite>/` and one summary l
 appended to `CHECKPOINT/chorus_eval.jsonl` ({suite, row, aggregate, per_round, when}), so the
 metrics of every evaluation travel with the checkpoint.
 """
+
 from __future__ import annotations
 
 import argparse
 import contextlib
 import importlib.util
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -62,8 +62,21 @@ def free_port() -> int:
 def vllm_server(checkpoint: Path, name: str, max_model_len: int, log=print):
     """`vllm serve` on a free loopback port until the block ends (the whole process group is killed)."""
     port = free_port()
-    cmd = [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(checkpoint), '--served-model-name', name,
-           '--host', '127.0.0.1', '--port', str(port), '--max-model-len', str(max_model_len)]
+    cmd = [
+        sys.executable,
+        '-m',
+        'vllm.entrypoints.openai.api_server',
+        '--model',
+        str(checkpoint),
+        '--served-model-name',
+        name,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        str(port),
+        '--max-model-len',
+        str(max_model_len),
+    ]
     log(' '.join(cmd))
     proc = subprocess.Popen(cmd, start_new_session=True)
     url = f'http://127.0.0.1:{port}/v1'
@@ -106,8 +119,15 @@ def ensure_export(checkpoint: Path, dtype: str, log=print) -> Path:
 
 def record(checkpoint: Path, report_path: Path, suite: str) -> dict:
     rep = json.loads(report_path.read_text())
-    line = {'suite': suite, 'row': rep.get('row'), 'config': rep.get('config'), 'aggregate': rep['aggregate'],
-            'per_round': rep.get('per_round'), 'report': str(report_path), 'when': datetime.now(timezone.utc).isoformat(timespec='seconds')}
+    line = {
+        'suite': suite,
+        'row': rep.get('row'),
+        'config': rep.get('config'),
+        'aggregate': rep['aggregate'],
+        'per_round': rep.get('per_round'),
+        'report': str(report_path),
+        'when': datetime.now(timezone.utc).isoformat(timespec='seconds'),
+    }
     with open(checkpoint / 'chorus_eval.jsonl', 'a') as f:
         f.write(json.dumps(line) + '\n')
     return line
@@ -136,7 +156,11 @@ def main(argv: list[str]) -> int:
     if backend == 'vllm' and not vllm_available():
         raise SystemExit('--backend vllm: vllm is not installed or no GPU is visible; use --backend local')
     if a.dry_run:
-        where = ['--endpoint', a.endpoint or '<vllm url>', '--model-name', a.model_name or ck.name] if backend != 'local' else ['--model', str(ck if is_onnx_export(ck) else ck / 'onnx-export'), '--dtype', a.dtype]
+        where = (
+            ['--endpoint', a.endpoint or '<vllm url>', '--model-name', a.model_name or ck.name]
+            if backend != 'local'
+            else ['--model', str(ck if is_onnx_export(ck) else ck / 'onnx-export'), '--dtype', a.dtype]
+        )
         print(' '.join(base + where))
         return 0
     with contextlib.ExitStack() as stack:
@@ -159,8 +183,10 @@ def main(argv: list[str]) -> int:
         return code or 1
     line = record(ck, report, suite.name)
     agg = line['aggregate']
-    print(f"recorded in {ck / 'chorus_eval.jsonl'}: Pass@1 {agg['pass_at_1']:.3f} Pass@5 {agg['pass_at_5']:.3f} "
-          f"Cov@1 {agg['cov_at_1']:.3f} Cov@5 {agg['cov_at_5']:.3f} sim pass {agg['sim_pass']:.3f}")
+    print(
+        f'recorded in {ck / "chorus_eval.jsonl"}: Pass@1 {agg["pass_at_1"]:.3f} Pass@5 {agg["pass_at_5"]:.3f} '
+        f'Cov@1 {agg["cov_at_1"]:.3f} Cov@5 {agg["cov_at_5"]:.3f} sim pass {agg["sim_pass"]:.3f}'
+    )
     return code
 
 

@@ -19,11 +19,11 @@ Graph interface (what transformers.js 4.x feeds a `qwen3` decoder):
 Positions are derived from the attention mask (batch 1 or right-aligned batches without left
 padding), so there is no position_ids input; transformers.js only feeds inputs a graph declares.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -42,6 +42,7 @@ TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'mer
 
 # ---------------------------------------------------------------------------------------------
 # safetensors without torch (bf16 / fp16 / fp32)
+
 
 def _st_header(path: Path) -> tuple[dict, int]:
     with open(path, 'rb') as f:
@@ -116,6 +117,7 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray], dtype: str = '
 # ---------------------------------------------------------------------------------------------
 # 4-bit block quantization (onnxruntime's own C++ kernel, the layout MatMulNBits reads)
 
+
 def quantize_4bit(w_kn: np.ndarray, block: int, symmetric: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """W [K, N] -> packed [N, K/block, block/2] uint8, scales [N, K/block] f32, zero points [N, ceil(kb/2)] uint8."""
     from onnxruntime.capi._pybind_state import quantize_matmul_4bits
@@ -134,6 +136,7 @@ def quantize_4bit(w_kn: np.ndarray, block: int, symmetric: bool) -> tuple[np.nda
 
 # ---------------------------------------------------------------------------------------------
 # graph building
+
 
 class ExternalData:
     """Appends tensors to one external data file, page-aligned; the same key is written once."""
@@ -249,12 +252,18 @@ class Exporter:
         ]
         for i in range(L):
             for kv in ('key', 'value'):
-                inputs.append(helper.make_tensor_value_info(f'past_key_values.{i}.{kv}', TensorProto.FLOAT, ['batch_size', nkv, 'past_sequence_length', hd]))
+                inputs.append(
+                    helper.make_tensor_value_info(
+                        f'past_key_values.{i}.{kv}', TensorProto.FLOAT, ['batch_size', nkv, 'past_sequence_length', hd]
+                    )
+                )
         inputs.append(helper.make_tensor_value_info('num_logits_to_keep', TensorProto.INT64, []))
         outputs = [helper.make_tensor_value_info('logits', TensorProto.FLOAT, ['batch_size', 'logits_length', V])]
         for i in range(L):
             for kv in ('key', 'value'):
-                outputs.append(helper.make_tensor_value_info(f'present.{i}.{kv}', TensorProto.FLOAT, ['batch_size', nkv, 'total_sequence_length', hd]))
+                outputs.append(
+                    helper.make_tensor_value_info(f'present.{i}.{kv}', TensorProto.FLOAT, ['batch_size', nkv, 'total_sequence_length', hd])
+                )
 
         # --- embedding (and the tied lm_head)
         emb = self.ck.get('model.embed_tokens.weight')  # [V, H]
@@ -273,7 +282,9 @@ class Exporter:
         seqlens_k = g.op('Cast', [g.op('Sub', [mask_sum, g.const('one_scalar_i64', 1)])], to=TensorProto.INT32)
         total = g.op('Gather', [g.op('Shape', ['attention_mask']), g.const('one_scalar_i64_b', 1)], axis=0)
         total_i32 = g.op('Cast', [total], to=TensorProto.INT32)
-        pos = g.op('Range', [g.const('zero_f', 0.0, np.float32), g.op('Cast', [total], to=TensorProto.FLOAT), g.const('one_f', 1.0, np.float32)])
+        pos = g.op(
+            'Range', [g.const('zero_f', 0.0, np.float32), g.op('Cast', [total], to=TensorProto.FLOAT), g.const('one_f', 1.0, np.float32)]
+        )
         inv_freq = (1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)).astype(np.float32)
         freqs = g.op('Mul', [g.op('Unsqueeze', [pos, one]), g.init('rotary.inv_freq', inv_freq)])  # [T, hd/2]
         cos, sin = g.op('Cos', [freqs]), g.op('Sin', [freqs])
@@ -282,27 +293,60 @@ class Exporter:
         flat_q = g.const('shape_q_flat', [0, 0, nh * hd])
         flat_k = g.const('shape_k_flat', [0, 0, nkv * hd])
         split_qkv = g.const('split_qkv', [nh * hd, nkv * hd, nkv * hd])
-        I = c['intermediate_size']
+        I = c['intermediate_size']  # noqa: E741 - the paper's symbol
         split_mlp = g.const('split_mlp', [I, I])
 
         residual = x
-        normed = g.op('SimplifiedLayerNormalization', [x, g.init('model.layers.0.input_layernorm.weight', self.ck.get('model.layers.0.input_layernorm.weight'))], axis=-1, epsilon=eps)
+        normed = g.op(
+            'SimplifiedLayerNormalization',
+            [x, g.init('model.layers.0.input_layernorm.weight', self.ck.get('model.layers.0.input_layernorm.weight'))],
+            axis=-1,
+            epsilon=eps,
+        )
         for i in range(L):
             p = f'model.layers.{i}'
             qkv = self.linear(g, normed, [f'{p}.self_attn.{n}_proj.weight' for n in 'qkv'], f'{p}.self_attn.qkv_proj')
             q, k, v = g.op('Split', [qkv, split_qkv], n_out=3, axis=-1)
-            qn = g.op('SimplifiedLayerNormalization', [g.op('Reshape', [q, head_shape_q]), g.init(f'{p}.self_attn.q_norm.weight', self.ck.get(f'{p}.self_attn.q_norm.weight'))], axis=-1, epsilon=eps)
-            kn = g.op('SimplifiedLayerNormalization', [g.op('Reshape', [k, head_shape_k]), g.init(f'{p}.self_attn.k_norm.weight', self.ck.get(f'{p}.self_attn.k_norm.weight'))], axis=-1, epsilon=eps)
+            qn = g.op(
+                'SimplifiedLayerNormalization',
+                [g.op('Reshape', [q, head_shape_q]), g.init(f'{p}.self_attn.q_norm.weight', self.ck.get(f'{p}.self_attn.q_norm.weight'))],
+                axis=-1,
+                epsilon=eps,
+            )
+            kn = g.op(
+                'SimplifiedLayerNormalization',
+                [g.op('Reshape', [k, head_shape_k]), g.init(f'{p}.self_attn.k_norm.weight', self.ck.get(f'{p}.self_attn.k_norm.weight'))],
+                axis=-1,
+                epsilon=eps,
+            )
             attn, _, _ = g.op(
                 'GroupQueryAttention',
-                [g.op('Reshape', [qn, flat_q]), g.op('Reshape', [kn, flat_k]), v, f'past_key_values.{i}.key', f'past_key_values.{i}.value', seqlens_k, total_i32, cos, sin],
+                [
+                    g.op('Reshape', [qn, flat_q]),
+                    g.op('Reshape', [kn, flat_k]),
+                    v,
+                    f'past_key_values.{i}.key',
+                    f'past_key_values.{i}.value',
+                    seqlens_k,
+                    total_i32,
+                    cos,
+                    sin,
+                ],
                 outputs=[f'{p}/attn', f'present.{i}.key', f'present.{i}.value'],
-                domain=MS, num_heads=nh, kv_num_heads=nkv, do_rotary=1, rotary_interleaved=0, scale=float(hd ** -0.5),
+                domain=MS,
+                num_heads=nh,
+                kv_num_heads=nkv,
+                do_rotary=1,
+                rotary_interleaved=0,
+                scale=float(hd**-0.5),
             )
             o = self.linear(g, attn, [f'{p}.self_attn.o_proj.weight'], f'{p}.self_attn.o_proj')
             normed2, _, _, residual = g.op(
-                'SkipSimplifiedLayerNormalization', [o, residual, g.init(f'{p}.post_attention_layernorm.weight', self.ck.get(f'{p}.post_attention_layernorm.weight'))],
-                outputs=[f'{p}/mlp_in', '', '', f'{p}/resid_attn'], domain=MS, epsilon=eps,
+                'SkipSimplifiedLayerNormalization',
+                [o, residual, g.init(f'{p}.post_attention_layernorm.weight', self.ck.get(f'{p}.post_attention_layernorm.weight'))],
+                outputs=[f'{p}/mlp_in', '', '', f'{p}/resid_attn'],
+                domain=MS,
+                epsilon=eps,
             )
             gu = self.linear(g, normed2, [f'{p}.mlp.gate_proj.weight', f'{p}.mlp.up_proj.weight'], f'{p}.mlp.gate_up_proj')
             gate, up = g.op('Split', [gu, split_mlp], n_out=2, axis=-1)
@@ -311,8 +355,11 @@ class Exporter:
             if i + 1 < L:
                 nw = f'model.layers.{i + 1}.input_layernorm.weight'
                 normed, _, _, residual = g.op(
-                    'SkipSimplifiedLayerNormalization', [down, residual, g.init(nw, self.ck.get(nw))],
-                    outputs=[f'{p}/next_in', '', '', f'{p}/resid_mlp'], domain=MS, epsilon=eps,
+                    'SkipSimplifiedLayerNormalization',
+                    [down, residual, g.init(nw, self.ck.get(nw))],
+                    outputs=[f'{p}/next_in', '', '', f'{p}/resid_mlp'],
+                    domain=MS,
+                    epsilon=eps,
                 )
             else:
                 residual = g.op('Add', [down, residual])
@@ -320,7 +367,9 @@ class Exporter:
         # --- last k positions only (k = num_logits_to_keep; 0 keeps all), final norm, lm_head
         start = g.op('Neg', [g.op('Unsqueeze', ['num_logits_to_keep', g.const('zero_i64', [0])])])
         last = g.op('Slice', [residual, start, g.const('big_i64', [2**62]), one])
-        hfin = g.op('SimplifiedLayerNormalization', [last, g.init('model.norm.weight', self.ck.get('model.norm.weight'))], axis=-1, epsilon=eps)
+        hfin = g.op(
+            'SimplifiedLayerNormalization', [last, g.init('model.norm.weight', self.ck.get('model.norm.weight'))], axis=-1, epsilon=eps
+        )
         if not tied and self.quant == 'fp32':
             g.op('MatMul', [hfin, g.init('lm_head.weight_t', self.ck.get('lm_head.weight').T)], outputs=['logits'])
         elif tied and not self.embed_q4:
@@ -332,21 +381,34 @@ class Exporter:
                 ins = [hfin, packed, scales]
             else:
                 pk, sc, zp = quantize_4bit(self.ck.get('lm_head.weight').T, self.block, symmetric=False)
-                ins = [hfin, g.init('lm_head.qweight', pk), g.init('lm_head.scales', sc)] + ([g.init('lm_head.zero_points', zp)] if zp is not None else [])
+                ins = [hfin, g.init('lm_head.qweight', pk), g.init('lm_head.scales', sc)] + (
+                    [g.init('lm_head.zero_points', zp)] if zp is not None else []
+                )
             g.op('MatMulNBits', ins, outputs=['logits'], domain=MS, K=H, N=V, bits=4, block_size=self.block, accuracy_level=self.acc)
 
         graph = helper.make_graph(g.nodes, 'qwen3', inputs, outputs, initializer=g.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', OPSET), helper.make_opsetid(MS, 1)], producer_name='chorus_train.export_onnx')
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid('', OPSET), helper.make_opsetid(MS, 1)], producer_name='chorus_train.export_onnx'
+        )
         model.ir_version = 9
         return model
 
 
-def export(ckpt_dir: Path, out_dir: Path, dtypes: list[str], block: int = 32, accuracy_level: int = 4, embed_q4: bool = False, tokenizer_dir: Path | None = None, log=print) -> None:
+def export(
+    ckpt_dir: Path,
+    out_dir: Path,
+    dtypes: list[str],
+    block: int = 32,
+    accuracy_level: int = 4,
+    embed_q4: bool = False,
+    tokenizer_dir: Path | None = None,
+    log=print,
+) -> None:
     import time
 
     cfg = json.loads((ckpt_dir / 'config.json').read_text())
     if cfg.get('model_type') != 'qwen3':
-        raise SystemExit(f"{ckpt_dir}/config.json: model_type {cfg.get('model_type')!r}; this exporter handles qwen3")
+        raise SystemExit(f'{ckpt_dir}/config.json: model_type {cfg.get("model_type")!r}; this exporter handles qwen3')
     ck = Checkpoint(ckpt_dir)
     onnx_dir = out_dir / 'onnx'
     onnx_dir.mkdir(parents=True, exist_ok=True)
@@ -407,7 +469,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument('--dtypes', default='fp32,q4', help='comma list of fp32, q4 (default both)')
     ap.add_argument('--block-size', type=int, default=32, help='4-bit block size along K (16, 32, 64, 128)')
     ap.add_argument('--accuracy-level', type=int, default=4, help='MatMulNBits accuracy_level (4 = int8 compute, fastest on CPU; 0 = fp32)')
-    ap.add_argument('--fp32-embedding-q4', action='store_true', help='fp32 variant: keep the token embedding (and tied lm_head) in 4 bits, shared with model_q4 (small test fixtures)')
+    ap.add_argument(
+        '--fp32-embedding-q4',
+        action='store_true',
+        help='fp32 variant: keep the token embedding (and tied lm_head) in 4 bits, shared with model_q4 (small test fixtures)',
+    )
     a = ap.parse_args(argv)
     dtypes = [d.strip() for d in a.dtypes.split(',') if d.strip()]
     bad = [d for d in dtypes if d not in ('fp32', 'q4')]

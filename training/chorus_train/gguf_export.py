@@ -7,6 +7,7 @@ convert_hf_to_gguf.py writes for Qwen3: no q/k permutation, NEOX rope), then qua
 llama.cpp's own `llama_model_quantize` from the libllama shipped in node-llama-cpp's prebuilt
 binaries (node_modules/@node-llama-cpp/<platform>/bins), called through ctypes.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -7,6 +7,7 @@ rollout throughput of vLLM against HF `generate` on the same prompts. Prints one
 The reward is the synthetic token reward of the CPU tests (no simulator needed), so the figures
 are the engine's: rollout tokens/s, update seconds, weight-sync seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,10 @@ def main(argv: list[str] | None = None) -> None:
     model, tok = load_policy(a.model, 'bfloat16', 'cuda')
     good = set(range(0, tok.vocab_size if hasattr(tok, 'vocab_size') else 151936, 2))
     env = TokenRewardEnv(good)
-    tasks = [{'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a SystemVerilog testbench for module m{i}.'}]} for i in range(4)]
+    tasks = [
+        {'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a SystemVerilog testbench for module m{i}.'}]}
+        for i in range(4)
+    ]
     prompts = [render(tok, t['messages']) for t in tasks]
 
     # rollout throughput: the same 4 prompts x 4 samples (one round of the reference batch)
@@ -51,6 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     report['hf_generate'] = {'seconds': round(dt, 2), 'tokens': _tokens(g), 'tokens_per_s': round(_tokens(g) / dt, 1)}
     try:
         import vllm  # noqa: F401
+
         have_vllm = not a.skip_vllm
         report['vllm'] = vllm.__version__
     except ImportError:
@@ -73,9 +78,21 @@ def main(argv: list[str] | None = None) -> None:
         report['weight_sync_s'] = round(time.time() - t0, 2)
 
     # 2 DAPO steps (reference batch shape: 4 prompts x group 4 x 2 rounds), rollouts by vLLM when present
-    cfg = rl.RLConfig(out=str(out / 'rl'), model=a.model, lr=1e-6, updates=2, group_size=4, prompts_per_step=4, agentic_rounds=2,
-                      max_new_tokens=a.max_new_tokens, micro_batch=4, save_every=0, dtype='bfloat16', device='cuda',
-                      rollout_engine='vllm' if have_vllm else 'hf')
+    cfg = rl.RLConfig(
+        out=str(out / 'rl'),
+        model=a.model,
+        lr=1e-6,
+        updates=2,
+        group_size=4,
+        prompts_per_step=4,
+        agentic_rounds=2,
+        max_new_tokens=a.max_new_tokens,
+        micro_batch=4,
+        save_every=0,
+        dtype='bfloat16',
+        device='cuda',
+        rollout_engine='vllm' if have_vllm else 'hf',
+    )
     t0 = time.time()
     res = rl.train(cfg, tasks, env, model=model, tok=tok, sampler=sampler, steps=2, resume=False, log=print)
     report['rl_2_steps_s'] = round(time.time() - t0, 1)
@@ -86,9 +103,21 @@ def main(argv: list[str] | None = None) -> None:
     # 1 OPD step: student = the RL result, teacher = the starting checkpoint
     teacher, _ = load_policy(a.model, 'bfloat16', 'cuda')
     teacher.eval().requires_grad_(False)
-    ocfg = opd.OPDConfig(out=str(out / 'opd'), lr=1e-6, updates=1, prompts_per_step=4, student_samples=4, teacher_samples=2,
-                         agentic_rounds=2, max_new_tokens=a.max_new_tokens, micro_batch=4, save_every=0, dtype='bfloat16', device='cuda',
-                         routing='always_best')
+    ocfg = opd.OPDConfig(
+        out=str(out / 'opd'),
+        lr=1e-6,
+        updates=1,
+        prompts_per_step=4,
+        student_samples=4,
+        teacher_samples=2,
+        agentic_rounds=2,
+        max_new_tokens=a.max_new_tokens,
+        micro_batch=4,
+        save_every=0,
+        dtype='bfloat16',
+        device='cuda',
+        routing='always_best',
+    )
     t0 = time.time()
     ores = opd.train(ocfg, tasks, env, student=res['model'], tok=tok, teachers=[teacher], steps=1, resume=False, log=print)
     report['opd_1_step_s'] = round(time.time() - t0, 1)

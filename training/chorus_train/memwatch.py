@@ -1,4 +1,5 @@
 """Peak memory of this process (or a child) sampled from /proc: RSS and anonymous RSS."""
+
 from __future__ import annotations
 
 import threading
@@ -46,7 +47,7 @@ class PeakWatcher:
     def _read(self) -> tuple[int, int]:
         return tree_mem(self.pid) if self.pid else mem()
 
-    def __enter__(self) -> 'PeakWatcher':
+    def __enter__(self) -> PeakWatcher:
         self.rss0, self.anon0 = self._read()
         self.rss_peak, self.anon_peak = self.rss0, self.anon0
         self._t = threading.Thread(target=self._run, daemon=True)

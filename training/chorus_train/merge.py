@@ -14,6 +14,7 @@ config/tokenizer files (copied), so the result loads with `AutoModelForCausalLM.
 Reproducible: random masks are seeded per (label, method, base, source, tensor key, block); the
 same inputs and arguments give byte-identical output files.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ import math
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -34,8 +35,15 @@ BLOCK_ELEMS = 1 << 23  # elements per row block (32 MiB in fp32); part of the se
 DEFAULT_SHARD_BYTES = 5 * 10**9
 
 ST_DTYPES = {
-    'F64': torch.float64, 'F32': torch.float32, 'F16': torch.float16, 'BF16': torch.bfloat16,
-    'I64': torch.int64, 'I32': torch.int32, 'I16': torch.int16, 'I8': torch.int8, 'U8': torch.uint8,
+    'F64': torch.float64,
+    'F32': torch.float32,
+    'F16': torch.float16,
+    'BF16': torch.bfloat16,
+    'I64': torch.int64,
+    'I32': torch.int32,
+    'I16': torch.int16,
+    'I8': torch.int8,
+    'U8': torch.uint8,
     'BOOL': torch.bool,
 }
 if hasattr(torch, 'float8_e4m3fn'):
@@ -181,7 +189,8 @@ class ShardWriter:
             (self.out / (name + '.part')).rename(self.out / name)
         if self.n > 1:
             (self.out / 'model.safetensors.index.json').write_text(
-                json.dumps({'metadata': {'total_size': self.total_size}, 'weight_map': self.weight_map}, indent=2) + '\n')
+                json.dumps({'metadata': {'total_size': self.total_size}, 'weight_map': self.weight_map}, indent=2) + '\n'
+            )
 
 
 @dataclass
@@ -266,7 +275,11 @@ def merge(spec: MergeSpec, out: Path, log=print) -> dict:
             for n in sources:
                 s = 0.0
                 for r0, r1 in blocks:
-                    s += float((readers[n].rows(key, r0, r1).to(torch.float32) - readers[base].rows(key, r0, r1).to(torch.float32)).abs().sum(dtype=torch.float64))
+                    s += float(
+                        (readers[n].rows(key, r0, r1).to(torch.float32) - readers[base].rows(key, r0, r1).to(torch.float32))
+                        .abs()
+                        .sum(dtype=torch.float64)
+                    )
                 stats[n] = s / max(1, math.prod(shape))
         for bi, (r0, r1) in enumerate(blocks):
             b = readers[base].rows(key, r0, r1).to(torch.float32)
@@ -286,9 +299,19 @@ def merge(spec: MergeSpec, out: Path, log=print) -> dict:
             w.write(key, merged.to(out_dtype))
     w.close()
     copy_side_files(readers[base].dir, out)
-    info = {'method': spec.method, 'base': base, 'models': [[n, str(p)] for n, p in spec.models], 'weights': weights,
-            'density': spec.density, 'label': spec.label, 'block_elems': BLOCK_ELEMS, 'seconds': round(time.time() - t0, 3),
-            'tensors': len(layout), 'bytes': w.total_size, 'shards': w.n}
+    info = {
+        'method': spec.method,
+        'base': base,
+        'models': [[n, str(p)] for n, p in spec.models],
+        'weights': weights,
+        'density': spec.density,
+        'label': spec.label,
+        'block_elems': BLOCK_ELEMS,
+        'seconds': round(time.time() - t0, 3),
+        'tensors': len(layout),
+        'bytes': w.total_size,
+        'shards': w.n,
+    }
     (out / 'chorus_merge.json').write_text(json.dumps(info, indent=2) + '\n')
     log(f'merged {len(layout)} tensors ({w.total_size / 1e9:.2f} GB, {w.n} shard(s)) with {spec.method} in {info["seconds"]} s -> {out}')
     return info
@@ -304,7 +327,7 @@ def copy_side_files(src: Path, dst: Path) -> None:
 def parse_models(items: list[str]) -> list[tuple[str, Path]]:
     """NAME=PATH or PATH (name: the directory name, made unique with #i)."""
     out: list[tuple[str, Path]] = []
-    for i, it in enumerate(items):
+    for _i, it in enumerate(items):
         if '=' in it and not Path(it).exists():
             n, p = it.split('=', 1)
         else:
@@ -330,9 +353,18 @@ def add_args(ap: argparse.ArgumentParser) -> None:
 
 
 def spec_from_args(a: argparse.Namespace) -> tuple[MergeSpec, Path]:
-    return (MergeSpec(method=a.method, models=parse_models(a.models), base=a.base,
-                      weights=[float(x) for x in a.weights.split(',')] if a.weights else None,
-                      density=a.density, label=a.label, shard_bytes=int(a.shard_size * 1e9)), a.out)
+    return (
+        MergeSpec(
+            method=a.method,
+            models=parse_models(a.models),
+            base=a.base,
+            weights=[float(x) for x in a.weights.split(',')] if a.weights else None,
+            density=a.density,
+            label=a.label,
+            shard_bytes=int(a.shard_size * 1e9),
+        ),
+        a.out,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

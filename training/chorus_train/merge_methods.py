@@ -13,6 +13,7 @@ All arithmetic in float32; the caller casts back to the base dtype. Random masks
 `torch.Generator` seeded by `tensor_seed(...)`, a hash of (label, method, base, source, tensor key,
 block), so a merge is reproducible bit for bit and independent of the order tensors are visited.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,7 +39,7 @@ def generator(seed: int) -> torch.Generator:
 def linear(tensors: list[torch.Tensor], weights: list[float], normalize: bool = True) -> torch.Tensor:
     """Weighted average (uniform soup when all weights are equal)."""
     out = torch.zeros_like(tensors[0], dtype=torch.float32)
-    for t, w in zip(tensors, weights):
+    for t, w in zip(tensors, weights, strict=True):
         out.add_(t.to(torch.float32), alpha=float(w))
     if normalize:
         s = float(sum(weights))
@@ -96,12 +97,12 @@ def sign_consensus_mean(deltas: list[torch.Tensor], weights: list[float] | None 
     if weights is None:
         weights = [1.0] * len(deltas)
     total = torch.zeros_like(deltas[0])
-    for d, w in zip(deltas, weights):
+    for d, w in zip(deltas, weights, strict=True):
         total.add_(d, alpha=float(w))
     sign = torch.where(total >= 0, 1.0, -1.0).to(total.dtype)  # mergekit's rule: ties go to +
     mixed = torch.zeros_like(deltas[0])
     divisor = torch.zeros_like(deltas[0])
-    for d, w in zip(deltas, weights):
+    for d, w in zip(deltas, weights, strict=True):
         aligned = (torch.sign(d) == sign).to(d.dtype)
         mixed.add_(d * aligned, alpha=float(w))
         divisor.add_(aligned, alpha=float(w))

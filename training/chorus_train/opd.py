@@ -27,6 +27,7 @@ members without a score are scored again and, if still missing, left out (never 
 Log-probs are taken at the rollout temperature. Checkpoints hold the optimizer, RNG and data
 cursor; a rerun resumes from the latest one.
 """
+
 from __future__ import annotations
 
 import csv
@@ -41,7 +42,7 @@ import torch
 
 from . import dapo
 from .envs import Env, Score, integrity_problem, rescore_failed
-from .policy import HFSampler, Sample, make_batch, render, response_logits, save_tokenizer
+from .policy import HFSampler, Sample, make_batch, render, response_logits
 from .settings import TrainerSettings
 
 ROUTES = ('best_skip', 'median', 'always_best', 'random_teacher', 'random_source', 'rl_fallback')
@@ -51,8 +52,10 @@ TOP_K = 16
 # ---------------------------------------------------------------------------------------------
 # math
 
-def opd_advantages(student_logits: torch.Tensor, teacher_logits: torch.Tensor, tokens: torch.Tensor, k: int = TOP_K,
-                   temperature: float = 1.0):
+
+def opd_advantages(
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, tokens: torch.Tensor, k: int = TOP_K, temperature: float = 1.0
+):
     """(r, b, a), each [B, T], detached. Logits [B, T, V] at the response positions; both policies
     are read at the rollout temperature."""
     with torch.no_grad():
@@ -99,8 +102,14 @@ def _median(scores: list[Score]) -> float:
     return float(statistics.median(s.reward for s in scores))
 
 
-def route(variant: str, student: list[Score], teachers: list[list[Score]], rng: random.Random,
-          n_student: int | None = None, n_teacher: list[int] | None = None) -> Route:
+def route(
+    variant: str,
+    student: list[Score],
+    teachers: list[list[Score]],
+    rng: random.Random,
+    n_student: int | None = None,
+    n_teacher: list[int] | None = None,
+) -> Route:
     """The routing decision for one prompt (integrity failures -> RL fallback)."""
     if variant not in ROUTES:
         raise ValueError(f'unknown routing {variant}; one of {", ".join(ROUTES)}')
@@ -129,6 +138,7 @@ def route(variant: str, student: list[Score], teachers: list[list[Score]], rng: 
 # ---------------------------------------------------------------------------------------------
 # the loop
 
+
 @dataclass
 class OPDConfig(TrainerSettings):
     student: str = ''
@@ -149,18 +159,33 @@ class OPDConfig(TrainerSettings):
     SECTION = 'opd'
 
 
-OPD_METRICS = ['step', 'units', 'distilled', 'gate_closed', 'rl_fallback', 'integrity_failures', 'reward_student', 'reward_teachers',
-               'mean_r', 'mean_b', 'mean_a', 'loss', 'tokens', 'score_failures', 'seconds']
+OPD_METRICS = [
+    'step',
+    'units',
+    'distilled',
+    'gate_closed',
+    'rl_fallback',
+    'integrity_failures',
+    'reward_student',
+    'reward_teachers',
+    'mean_r',
+    'mean_b',
+    'mean_a',
+    'loss',
+    'tokens',
+    'score_failures',
+    'seconds',
+]
 
 
-def _teacher_advantages(student, teacher, samples: list[Sample], cfg: 'OPDConfig', pad_id: int):
+def _teacher_advantages(student, teacher, samples: list[Sample], cfg: OPDConfig, pad_id: int):
     """Per micro-batch (r, b, a) of one distilled group, or None when the teacher's log-probs on the
     student's tokens are not finite somewhere (an integrity failure: the group takes the RL
     fallback instead of pushing NaN or inf into the student)."""
     out = []
     with torch.no_grad():
         for j in range(0, len(samples), cfg.micro_batch):
-            b = make_batch(samples[j:j + cfg.micro_batch], pad_id)
+            b = make_batch(samples[j : j + cfg.micro_batch], pad_id)
             ls = response_logits(student, b)
             tl = response_logits(teacher, b).to(ls.device)
             tokens, mask = b.tokens.to(ls.device), b.mask.to(ls.device).bool()
@@ -171,14 +196,23 @@ def _teacher_advantages(student, teacher, samples: list[Sample], cfg: 'OPDConfig
     return out
 
 
-def opd_step(student, teachers: list, optimizer, prompts: list[list[int]], student_groups: list[list[Sample]],
-             decisions: list[Route], student_scores: list[list[Score]], cfg: OPDConfig, pad_id: int) -> dict:
+def opd_step(
+    student,
+    teachers: list,
+    optimizer,
+    prompts: list[list[int]],
+    student_groups: list[list[Sample]],
+    decisions: list[Route],
+    student_scores: list[list[Score]],
+    cfg: OPDConfig,
+    pad_id: int,
+) -> dict:
     """One optimizer update over the step's prompt rounds: the distillation loss where the gate
     opened, the DAPO loss everywhere else (gate closed, integrity failures, fallback variants).
     `decisions` is updated in place when a teacher's log-probs turn out not finite (RL fallback).
     The loss is normalized by the response tokens of every group that trains (token-level mean)."""
     work = []  # (samples, kind, per-micro-batch teacher advantages | DAPO advantages)
-    for gi, (samples, sc) in enumerate(zip(student_groups, student_scores)):
+    for gi, (samples, sc) in enumerate(zip(student_groups, student_scores, strict=True)):
         d = decisions[gi]
         if d.kind == 'distill':
             adv = _teacher_advantages(student, teachers[d.teacher], samples, cfg, pad_id)
@@ -186,7 +220,7 @@ def opd_step(student, teachers: list, optimizer, prompts: list[list[int]], stude
                 work.append((samples, 'distill', adv))
                 continue
             decisions[gi] = d = Route('rl', None, 'integrity:non-finite-teacher-logprobs')
-        padded = (list(sc) + [None] * len(samples))[:len(samples)]
+        padded = (list(sc) + [None] * len(samples))[: len(samples)]
         adv, keep = _scored(padded)
         work.append(([samples[i] for i in keep], 'rl', adv))
     n_tok = sum(len(s.response_ids) for w in work for s in w[0])
@@ -198,7 +232,7 @@ def opd_step(student, teachers: list, optimizer, prompts: list[list[int]], stude
     dist_tok = 0.0
     for samples, kind, adv in work:
         for mb, j in enumerate(range(0, len(samples), cfg.micro_batch)):
-            b = make_batch(samples[j:j + cfg.micro_batch], pad_id)
+            b = make_batch(samples[j : j + cfg.micro_batch], pad_id)
             logits = response_logits(student, b)
             tokens = b.tokens.to(logits.device)
             mask = b.mask.to(logits.device)
@@ -211,7 +245,9 @@ def opd_step(student, teachers: list, optimizer, prompts: list[list[int]], stude
                 stats['mean_a'] += float((a * mask).sum())
                 dist_tok += float(mask.sum())
             else:
-                loss, _ = dapo.dapo_loss(lp, lp.detach(), adv[j:j + cfg.micro_batch].to(lp.device), mask, cfg.eps_lo, cfg.eps_hi, n_tokens=n_tok)
+                loss, _ = dapo.dapo_loss(
+                    lp, lp.detach(), adv[j : j + cfg.micro_batch].to(lp.device), mask, cfg.eps_lo, cfg.eps_hi, n_tokens=n_tok
+                )
             loss.backward()
             stats['loss'] += float(loss.detach())
     if cfg.grad_clip:
@@ -231,6 +267,7 @@ def _scored(scores: list[Score | None]) -> tuple[torch.Tensor, list[int]]:
 @dataclass
 class Unit:
     """One prompt round of OPD: the student's group, its scores, the teachers' scores, the route."""
+
     task: dict
     round: int
     prompt: list[int]
@@ -265,8 +302,19 @@ def opd_rollout(task: dict, env: Env, tok, student_sampler, teacher_samplers: li
     return units
 
 
-def train(cfg: OPDConfig, tasks: list[dict], env: Env, student=None, tok=None, teachers: list | None = None,
-          student_sampler=None, teacher_samplers: list | None = None, steps: int | None = None, resume: bool = True, log=print) -> dict:
+def train(
+    cfg: OPDConfig,
+    tasks: list[dict],
+    env: Env,
+    student=None,
+    tok=None,
+    teachers: list | None = None,
+    student_sampler=None,
+    teacher_samplers: list | None = None,
+    steps: int | None = None,
+    resume: bool = True,
+    log=print,
+) -> dict:
     from .policy import load_policy
     from .rl import latest_checkpoint, save_checkpoint
 
@@ -284,14 +332,16 @@ def train(cfg: OPDConfig, tasks: list[dict], env: Env, student=None, tok=None, t
         for p in cfg.teachers:
             m, ttok = load_policy(p, cfg.dtype, cfg.device)
             if ttok.get_vocab() != tok.get_vocab():
-                raise SystemExit(f'teacher {p}: its tokenizer differs from the student\'s (OPD needs one vocabulary)')
+                raise SystemExit(f"teacher {p}: its tokenizer differs from the student's (OPD needs one vocabulary)")
             m.eval().requires_grad_(False)
             teachers.append(m)
     if student_sampler is None:
         student_sampler = HFSampler(student, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, seed=cfg.seed)
     elif hasattr(student_sampler, 'model') and ck is not None:
         student_sampler.model = student
-    teacher_samplers = teacher_samplers or [HFSampler(t, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, seed=cfg.seed + 1 + i) for i, t in enumerate(teachers)]
+    teacher_samplers = teacher_samplers or [
+        HFSampler(t, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, seed=cfg.seed + 1 + i) for i, t in enumerate(teachers)
+    ]
     optimizer = cfg.optimizer(student.parameters())
     rng = random.Random(cfg.seed)
     if ck is not None:
@@ -323,25 +373,41 @@ def train(cfg: OPDConfig, tasks: list[dict], env: Env, student=None, tok=None, t
         for task in batch:
             units += opd_rollout(task, env, tok, student_sampler, teacher_samplers, cfg, rng)
         decisions = [u.route for u in units]
-        st = opd_step(student, teachers, optimizer, [u.prompt for u in units], [u.samples for u in units], decisions,
-                      [u.scores for u in units], cfg, pad)
+        st = opd_step(
+            student,
+            teachers,
+            optimizer,
+            [u.prompt for u in units],
+            [u.samples for u in units],
+            decisions,
+            [u.scores for u in units],
+            cfg,
+            pad,
+        )
         state['step'] += 1
         state['updates'] += 1
-        row = {'step': state['step'], 'units': len(units), 'distilled': sum(d.kind == 'distill' for d in decisions),
-               'gate_closed': sum(d.gate_closed for d in decisions),
-               'rl_fallback': sum(d.kind == 'rl' and not d.gate_closed for d in decisions),
-               'integrity_failures': sum(d.integrity for d in decisions),
-               'reward_student': _safe_mean([x.reward for u in units for x in u.scores if x is not None]),
-               'reward_teachers': _safe_mean([x.reward for u in units for sc in u.teacher_scores for x in sc if x is not None]),
-               'score_failures': sum(1 for u in units for x in u.scores if x is None or x.failed),
-               'seconds': round(time.time() - t0, 3), **st}
+        row = {
+            'step': state['step'],
+            'units': len(units),
+            'distilled': sum(d.kind == 'distill' for d in decisions),
+            'gate_closed': sum(d.gate_closed for d in decisions),
+            'rl_fallback': sum(d.kind == 'rl' and not d.gate_closed for d in decisions),
+            'integrity_failures': sum(d.integrity for d in decisions),
+            'reward_student': _safe_mean([x.reward for u in units for x in u.scores if x is not None]),
+            'reward_teachers': _safe_mean([x.reward for u in units for sc in u.teacher_scores for x in sc if x is not None]),
+            'score_failures': sum(1 for u in units for x in u.scores if x is None or x.failed),
+            'seconds': round(time.time() - t0, 3),
+            **st,
+        }
         for k in totals:
             totals[k] += row[k]
         with open(path, 'a', newline='') as f:
             csv.DictWriter(f, fieldnames=OPD_METRICS).writerow({k: row.get(k) for k in OPD_METRICS})
-        history.append({'row': row, 'decisions': [{**asdict(d), 'round': u.round} for d, u in zip(decisions, units)]})
-        log(f"opd step {state['step']}: distilled {row['distilled']} gate-closed {row['gate_closed']} rl {row['rl_fallback']} "
-            f"(integrity {row['integrity_failures']}) mean a {row['mean_a']:.3f}")
+        history.append({'row': row, 'decisions': [{**asdict(d), 'round': u.round} for d, u in zip(decisions, units, strict=True)]})
+        log(
+            f'opd step {state["step"]}: distilled {row["distilled"]} gate-closed {row["gate_closed"]} rl {row["rl_fallback"]} '
+            f'(integrity {row["integrity_failures"]}) mean a {row["mean_a"]:.3f}'
+        )
         if cfg.save_every and (state['step'] % cfg.save_every == 0 or state['step'] == n_steps):
             save_checkpoint(out, student, tok, optimizer, {**state, 'route_rng': rng.getstate()}, cfg.keep_checkpoints)
     (out / 'opd_summary.json').write_text(json.dumps(totals, indent=2) + '\n')

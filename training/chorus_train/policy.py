@@ -2,6 +2,7 @@
 with the model's own template (Qwen3, thinking disabled), sampling (HF generate; vLLM optional),
 and batched forward passes that return logits at the response positions only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -60,8 +61,16 @@ class Sampler(Protocol):
 class HFSampler:
     """`model.generate` with left-padded prompts (temperature 0.7, top-p 0.8 by default)."""
 
-    def __init__(self, model, tok, max_new_tokens: int = 512, temperature: float = SAMPLING['temperature'],
-                 top_p: float = SAMPLING['top_p'], top_k: int | None = None, seed: int = 0):
+    def __init__(
+        self,
+        model,
+        tok,
+        max_new_tokens: int = 512,
+        temperature: float = SAMPLING['temperature'],
+        top_p: float = SAMPLING['top_p'],
+        top_k: int | None = None,
+        seed: int = 0,
+    ):
         self.model, self.tok = model, tok
         self.max_new_tokens = max_new_tokens
         self.temperature, self.top_p, self.top_k = temperature, top_p, top_k
@@ -75,15 +84,22 @@ class HFSampler:
         ids = torch.full((len(prompts), P), pad, dtype=torch.long)
         att = torch.zeros((len(prompts), P), dtype=torch.long)
         for i, p in enumerate(prompts):
-            ids[i, P - len(p):] = torch.tensor(p)
-            att[i, P - len(p):] = 1
+            ids[i, P - len(p) :] = torch.tensor(p)
+            att[i, P - len(p) :] = 1
         was_training = self.model.training
         self.model.eval()
         # HF generate draws from the global RNG: seed it from our own generator for reproducibility
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=self.gen)))
-        kw: dict[str, Any] = dict(do_sample=True, temperature=self.temperature, top_p=self.top_p, top_k=self.top_k or 0,
-                                  max_new_tokens=self.max_new_tokens, num_return_sequences=n, pad_token_id=pad,
-                                  eos_token_id=sorted(self.eos))
+        kw: dict[str, Any] = dict(
+            do_sample=True,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k or 0,
+            max_new_tokens=self.max_new_tokens,
+            num_return_sequences=n,
+            pad_token_id=pad,
+            eos_token_id=sorted(self.eos),
+        )
         out = self.model.generate(input_ids=ids.to(self.model.device), attention_mask=att.to(self.model.device), **kw)
         if was_training:
             self.model.train()
@@ -93,7 +109,7 @@ class HFSampler:
             for j in range(n):
                 seq = out[i * n + j, P:].tolist()
                 cut = next((k for k, t in enumerate(seq) if t in self.eos), None)
-                resp = seq if cut is None else seq[:cut + 1]
+                resp = seq if cut is None else seq[: cut + 1]
                 text = self.tok.decode(resp, skip_special_tokens=True)
                 group.append(Sample(list(p), resp, text, truncated=cut is None))
             res.append(group)
@@ -135,8 +151,17 @@ class VLLMSampler:  # pragma: no cover - needs a GPU; exercised by scripts/gpu_s
     rollouts); vLLM's engine core runs in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0) so its model
     is reachable. One process only: with data parallelism each rank would hold its own engine."""
 
-    def __init__(self, model_path: str, tok, max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0, seed: int = 0,
-                 gpu_memory_utilization: float = 0.3, **llm_kw):
+    def __init__(
+        self,
+        model_path: str,
+        tok,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+        gpu_memory_utilization: float = 0.3,
+        **llm_kw,
+    ):
         import os
 
         os.environ.setdefault('VLLM_ENABLE_V1_MULTIPROCESSING', '0')
@@ -152,8 +177,13 @@ class VLLMSampler:  # pragma: no cover - needs a GPU; exercised by scripts/gpu_s
         from vllm.inputs import TokensPrompt
 
         self.calls += 1
-        outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], self.params(n, self.seed + self.calls), use_tqdm=False)
-        return [[Sample(list(p), list(o.token_ids), o.text, truncated=o.finish_reason == 'length') for o in out.outputs] for p, out in zip(prompts, outs)]
+        outs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=p) for p in prompts], self.params(n, self.seed + self.calls), use_tqdm=False
+        )
+        return [
+            [Sample(list(p), list(o.token_ids), o.text, truncated=o.finish_reason == 'length') for o in out.outputs]
+            for p, out in zip(prompts, outs, strict=True)
+        ]
 
     def _model(self):
         ex = self.llm.llm_engine.model_executor
@@ -190,13 +220,13 @@ def make_batch(samples: list[Sample], pad_id: int) -> Batch:
     mask = torch.zeros((B, R), dtype=torch.float32)
     for i, s in enumerate(samples):
         p, r = s.prompt_ids, s.response_ids
-        ids[i, P - len(p):P] = torch.tensor(p, dtype=torch.long)
-        att[i, P - len(p):P] = 1
+        ids[i, P - len(p) : P] = torch.tensor(p, dtype=torch.long)
+        att[i, P - len(p) : P] = 1
         if r:
-            ids[i, P:P + len(r)] = torch.tensor(r, dtype=torch.long)
-            att[i, P:P + len(r)] = 1
-            tokens[i, :len(r)] = torch.tensor(r, dtype=torch.long)
-            mask[i, :len(r)] = 1
+            ids[i, P : P + len(r)] = torch.tensor(r, dtype=torch.long)
+            att[i, P : P + len(r)] = 1
+            tokens[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+            mask[i, : len(r)] = 1
     pos = (att.cumsum(-1) - 1).clamp(min=0)
     return Batch(ids, att, pos, tokens, mask, P, R)
 
@@ -204,9 +234,14 @@ def make_batch(samples: list[Sample], pad_id: int) -> Batch:
 def response_logits(model, b: Batch) -> torch.Tensor:
     """Logits predicting each response token: [B, R, V] (the LM head runs on those positions only)."""
     dev = model.device
-    out = model(input_ids=b.ids.to(dev), attention_mask=b.attention.to(dev), position_ids=b.positions.to(dev),
-                logits_to_keep=b.R + 1, use_cache=False)
-    return out.logits[:, :b.R, :]
+    out = model(
+        input_ids=b.ids.to(dev),
+        attention_mask=b.attention.to(dev),
+        position_ids=b.positions.to(dev),
+        logits_to_keep=b.R + 1,
+        use_cache=False,
+    )
+    return out.logits[:, : b.R, :]
 
 
 def save_tokenizer(tok, dst) -> None:

@@ -1,10 +1,10 @@
 """Recipes (training/recipes/*.yaml) -> stage configs, and the `--dry-run` plans (GPUs, batch,
 steps, memory estimate)."""
+
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
 from pathlib import Path
 
 from .merge import MergeSpec
@@ -77,8 +77,19 @@ def merge_specs(recipe: dict) -> list[tuple[MergeSpec, Path]]:
         bases = m.get('bases') or [m.get('base')]
         for b in bases:
             name = m.get('name', m['method']) + (f'_base-{b}' if b and len(bases) > 1 else '')
-            res.append((MergeSpec(method=m['method'], models=models, base=b, weights=m.get('weights'), density=m.get('density', 0.5),
-                                  label=m.get('label', name)), out_root / name))
+            res.append(
+                (
+                    MergeSpec(
+                        method=m['method'],
+                        models=models,
+                        base=b,
+                        weights=m.get('weights'),
+                        density=m.get('density', 0.5),
+                        label=m.get('label', name),
+                    ),
+                    out_root / name,
+                )
+            )
     return res
 
 
@@ -96,7 +107,7 @@ def _params(model: str, cluster: dict) -> float:
     cfg = Path(model) / 'config.json'
     if cfg.exists():
         c = json.loads(cfg.read_text())
-        H, L, I, V = c['hidden_size'], c['num_hidden_layers'], c['intermediate_size'], c['vocab_size']
+        H, L, I, V = c['hidden_size'], c['num_hidden_layers'], c['intermediate_size'], c['vocab_size']  # noqa: E741
         hd, nh, nkv = c.get('head_dim', H // c['num_attention_heads']), c['num_attention_heads'], c['num_key_value_heads']
         per = H * hd * (2 * nh + 2 * nkv) + 3 * H * I
         return V * H * (1 if c.get('tie_word_embeddings') else 2) + L * per
@@ -110,8 +121,16 @@ def _gb(x: float) -> str:
     return f'{x / 2**30:.1f} GiB'
 
 
-def memory_estimate(params: float, gpus: int, strategy: str, rollout_gpus: int = 0, teachers: int = 0,
-                    shape: dict | None = None, seq_tokens: int = 0, rollout_tokens: int = 0) -> dict:
+def memory_estimate(
+    params: float,
+    gpus: int,
+    strategy: str,
+    rollout_gpus: int = 0,
+    teachers: int = 0,
+    shape: dict | None = None,
+    seq_tokens: int = 0,
+    rollout_tokens: int = 0,
+) -> dict:
     """Per-GPU memory, estimated: bf16 weights and grads, fp32 AdamW moments + fp32 master weights
     (mixed precision): 16 bytes/param, sharded over the policy GPUs by ZeRO-3/FSDP; activations
     of one training sequence of `seq_tokens` with full recomputation (bf16 layer inputs kept, one
@@ -150,16 +169,42 @@ def plan_rl(cfg: RLConfig, cluster: dict) -> str:
     rollout_gpus = int(cluster.get('rollout_gpus', gpus))
     prompt_budget = int(cluster.get('prompt_tokens', 4096))
     plan = {
-        'stage': 'rl (DAPO, agentic refinement)', 'model': cfg.model, 'params': f'{p / 1e9:.2f}B', 'nodes': nodes, 'gpus_per_node': per,
-        'gpus': gpus, 'strategy': strategy, 'rollout_engine': cfg.rollout_engine, 'rollout_gpus': rollout_gpus,
-        'global_batch_prompts': cfg.prompts_per_step, 'group_size': cfg.group_size, 'sequences_per_round': per_round,
-        'agentic_rounds': cfg.agentic_rounds, 'carry': cfg.carry, 'sequences_per_step': seqs, 'updates': cfg.updates,
-        'mini_batches_per_step': cfg.mini_batches, 'rollout_steps': steps, 'lr': cfg.lr, 'adam_betas': [cfg.adam_beta1, cfg.adam_beta2],
-        'clip': [cfg.eps_lo, cfg.eps_hi], 'temperature': cfg.temperature, 'top_p': cfg.top_p, 'max_new_tokens': cfg.max_new_tokens,
+        'stage': 'rl (DAPO, agentic refinement)',
+        'model': cfg.model,
+        'params': f'{p / 1e9:.2f}B',
+        'nodes': nodes,
+        'gpus_per_node': per,
+        'gpus': gpus,
+        'strategy': strategy,
+        'rollout_engine': cfg.rollout_engine,
+        'rollout_gpus': rollout_gpus,
+        'global_batch_prompts': cfg.prompts_per_step,
+        'group_size': cfg.group_size,
+        'sequences_per_round': per_round,
+        'agentic_rounds': cfg.agentic_rounds,
+        'carry': cfg.carry,
+        'sequences_per_step': seqs,
+        'updates': cfg.updates,
+        'mini_batches_per_step': cfg.mini_batches,
+        'rollout_steps': steps,
+        'lr': cfg.lr,
+        'adam_betas': [cfg.adam_beta1, cfg.adam_beta2],
+        'clip': [cfg.eps_lo, cfg.eps_hi],
+        'temperature': cfg.temperature,
+        'top_p': cfg.top_p,
+        'max_new_tokens': cfg.max_new_tokens,
         'save_every': cfg.save_every,
-        'memory': memory_estimate(p, gpus, strategy, rollout_gpus, shape=_shape(cfg.model), seq_tokens=prompt_budget + cfg.max_new_tokens,
-                                  rollout_tokens=per_round * (prompt_budget + cfg.max_new_tokens)),
-        'max_tokens_per_step': seqs * cfg.max_new_tokens, 'out': cfg.out,
+        'memory': memory_estimate(
+            p,
+            gpus,
+            strategy,
+            rollout_gpus,
+            shape=_shape(cfg.model),
+            seq_tokens=prompt_budget + cfg.max_new_tokens,
+            rollout_tokens=per_round * (prompt_budget + cfg.max_new_tokens),
+        ),
+        'max_tokens_per_step': seqs * cfg.max_new_tokens,
+        'out': cfg.out,
         'estimate': gpu_hours(float(cluster.get('step_gpu_s', REFERENCE_STEP_GPU_S)), steps, gpus),
     }
     if gpus and seqs % gpus and strategy != 'none':
@@ -176,13 +221,34 @@ def plan_opd(cfg: OPDConfig, cluster: dict) -> str:
     # an OPD update rolls out student AND teachers: (4 + 2 x 2) / 4 = 2x an RL step's rollouts
     factor = (cfg.student_samples + cfg.teacher_samples * len(cfg.teachers)) / max(cfg.student_samples, 1)
     plan = {
-        'stage': 'opd (adaptive multi-teacher)', 'student': cfg.student, 'teachers': cfg.teachers, 'routing': cfg.routing,
-        'params': f'{p / 1e9:.2f}B', 'nodes': nodes, 'gpus_per_node': per, 'gpus': gpus, 'strategy': strategy,
-        'global_batch_prompts': cfg.prompts_per_step, 'agentic_rounds': cfg.agentic_rounds, 'gated': 'every round',
-        'samples_per_prompt': {'student': cfg.student_samples, 'each_teacher': cfg.teacher_samples}, 'top_k': cfg.top_k,
-        'updates': cfg.updates, 'lr': cfg.lr, 'adam_betas': [cfg.adam_beta1, cfg.adam_beta2], 'temperature': cfg.temperature,
-        'memory': memory_estimate(p, gpus, strategy, gpus, len(cfg.teachers), shape=_shape(cfg.student), seq_tokens=prompt_budget + cfg.max_new_tokens,
-                                  rollout_tokens=per_round * (prompt_budget + cfg.max_new_tokens)),
+        'stage': 'opd (adaptive multi-teacher)',
+        'student': cfg.student,
+        'teachers': cfg.teachers,
+        'routing': cfg.routing,
+        'params': f'{p / 1e9:.2f}B',
+        'nodes': nodes,
+        'gpus_per_node': per,
+        'gpus': gpus,
+        'strategy': strategy,
+        'global_batch_prompts': cfg.prompts_per_step,
+        'agentic_rounds': cfg.agentic_rounds,
+        'gated': 'every round',
+        'samples_per_prompt': {'student': cfg.student_samples, 'each_teacher': cfg.teacher_samples},
+        'top_k': cfg.top_k,
+        'updates': cfg.updates,
+        'lr': cfg.lr,
+        'adam_betas': [cfg.adam_beta1, cfg.adam_beta2],
+        'temperature': cfg.temperature,
+        'memory': memory_estimate(
+            p,
+            gpus,
+            strategy,
+            gpus,
+            len(cfg.teachers),
+            shape=_shape(cfg.student),
+            seq_tokens=prompt_budget + cfg.max_new_tokens,
+            rollout_tokens=per_round * (prompt_budget + cfg.max_new_tokens),
+        ),
         'out': cfg.out,
         'estimate': gpu_hours(float(cluster.get('step_gpu_s', REFERENCE_STEP_GPU_S)) * factor, cfg.updates, gpus),
     }
@@ -195,8 +261,10 @@ def _launch(cluster: dict, args: str) -> str:
         return f'python -m chorus_train {args}'
     if nodes == 1:
         return f'accelerate launch --num_processes {gpus} -m chorus_train {args}'
-    return (f'accelerate launch --num_machines {nodes} --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR '
-            f'--main_process_port 29500 --num_processes {gpus} -m chorus_train {args}')
+    return (
+        f'accelerate launch --num_machines {nodes} --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR '
+        f'--main_process_port 29500 --num_processes {gpus} -m chorus_train {args}'
+    )
 
 
 def chain_plan(recipe: dict, path) -> tuple[str, list[str]]:
@@ -211,8 +279,16 @@ def chain_plan(recipe: dict, path) -> tuple[str, list[str]]:
     stages, total, commands = [], 0.0, []
     for st in c.get('stages', ['stage0', 'stage1', 'stage2']):
         p = json.loads(plan_rl(rl_config(rl_recipe, st, {}), rl_recipe.get('cluster', {})).removeprefix('plan: '))
-        stages.append({'stage': f'rl {st}', 'gpus': p['gpus'], 'updates': p['updates'], 'sequences_per_step': p['sequences_per_step'],
-                       'memory': p['memory'], 'estimate': p['estimate']})
+        stages.append(
+            {
+                'stage': f'rl {st}',
+                'gpus': p['gpus'],
+                'updates': p['updates'],
+                'sequences_per_step': p['sequences_per_step'],
+                'memory': p['memory'],
+                'estimate': p['estimate'],
+            }
+        )
         total += p['estimate']['gpu_hours']
         commands.append(_launch(rl_recipe.get('cluster', {}), f'rl --config {rel(c["rl"])} --stage {st}'))
     merges = merge_specs(load_recipe(root / c['merge']))

@@ -11,6 +11,7 @@ the first turn (`/v1/first-turn`), the parse of a reply and the feedback turn
 429 answers are retried after their Retry-After (or `retry_after_s`); connection errors and 503
 move on to the next URL, with bounded backoff.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -53,8 +54,15 @@ class RewardClient:
 
     # -- lifecycle -----------------------------------------------------------------------------
     @classmethod
-    def start(cls, cli: str | Path | None = None, workers: int | None = None, extra_args: list[str] | None = None,
-              startup_timeout_s: float = 60.0, node: str = 'node', **kw) -> 'RewardClient':
+    def start(
+        cls,
+        cli: str | Path | None = None,
+        workers: int | None = None,
+        extra_args: list[str] | None = None,
+        startup_timeout_s: float = 60.0,
+        node: str = 'node',
+        **kw,
+    ) -> RewardClient:
         """Start `node dist/cli.js serve --port 0 --host 127.0.0.1` in its own process group and
         connect to the URL it prints. `close()` (or the context manager) kills the group."""
         cli = Path(cli) if cli else REPO / 'dist' / 'cli.js'
@@ -98,7 +106,7 @@ class RewardClient:
             _kill_group(self.proc)
             self.proc = None
 
-    def __enter__(self) -> 'RewardClient':
+    def __enter__(self) -> RewardClient:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -157,15 +165,23 @@ class RewardClient:
     def health(self) -> dict:
         return self.request('GET', '/v1/health')
 
-    def first_turn(self, design_files: list[dict], top: str | None = None, instance: str | None = None,
-                   instruction: str | None = None, specs: list[dict] | None = None) -> list[dict]:
+    def first_turn(
+        self,
+        design_files: list[dict],
+        top: str | None = None,
+        instance: str | None = None,
+        instruction: str | None = None,
+        specs: list[dict] | None = None,
+    ) -> list[dict]:
         body: dict[str, Any] = {'design_files': design_files}
         for k, v in (('top', top), ('instance', instance), ('instruction', instruction), ('specs', specs)):
             if v is not None:
                 body[k] = v
         return self.request('POST', '/v1/first-turn', body)['messages']
 
-    def refine_prompt(self, result: dict | None, reply: str | None = None, parse_status: str | None = None, parse_reason: str | None = None) -> dict:
+    def refine_prompt(
+        self, result: dict | None, reply: str | None = None, parse_status: str | None = None, parse_reason: str | None = None
+    ) -> dict:
         """{content, parsed}: the feedback user turn for a reply and its score record."""
         body: dict[str, Any] = {}
         if reply is not None:

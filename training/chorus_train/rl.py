@@ -11,6 +11,7 @@ sampling; AdamW at a constant 1e-6. `mini_batches` optimizer updates per rollout
 policy). Checkpoints every `save_every` updates (model + optimizer + RNG + data cursor), resumable;
 metrics per step in metrics.csv (and TensorBoard when installed).
 """
+
 from __future__ import annotations
 
 import csv
@@ -30,9 +31,27 @@ from .envs import Env, Score, rescore_failed, strip_think
 from .policy import HFSampler, Sample, Sampler, make_batch, render, response_logits, save_tokenizer
 from .settings import TrainerSettings
 
-METRICS = ['step', 'updates', 'reward', 'coverage', 'pass_rate', 'reward_direct', 'reward_refine', 'coverage_direct',
-           'coverage_refine', 'clip_frac', 'clip_lo_frac', 'clip_hi_frac', 'entropy', 'response_len', 'truncated_frac',
-           'loss', 'zero_adv_groups', 'score_failures', 'seconds']
+METRICS = [
+    'step',
+    'updates',
+    'reward',
+    'coverage',
+    'pass_rate',
+    'reward_direct',
+    'reward_refine',
+    'coverage_direct',
+    'coverage_refine',
+    'clip_frac',
+    'clip_lo_frac',
+    'clip_hi_frac',
+    'entropy',
+    'response_len',
+    'truncated_frac',
+    'loss',
+    'zero_adv_groups',
+    'score_failures',
+    'seconds',
+]
 
 
 @dataclass
@@ -99,7 +118,9 @@ class Group:
     failed: int = 0  # members the reward service could not score (after one re-score)
 
 
-def rollout_batch(tasks: list[dict], env: Env, sampler: Sampler, tok, cfg: RLConfig, dist: Dist | None = None) -> tuple[list[Group], list[tuple]]:
+def rollout_batch(
+    tasks: list[dict], env: Env, sampler: Sampler, tok, cfg: RLConfig, dist: Dist | None = None
+) -> tuple[list[Group], list[tuple]]:
     """The agentic rounds of a step's prompts, the sampling spread over the data-parallel ranks.
 
     A round has prompts x group_size units (16 at the reference's 4 x 4); rank r samples and scores
@@ -125,7 +146,7 @@ def rollout_batch(tasks: list[dict], env: Env, sampler: Sampler, tok, cfg: RLCon
                 continue
             samples = sampler.sample([render(tok, msgs[i])], len(js))[0]
             scores = rescore_failed(env, tasks[i], samples, env.score(tasks[i], samples), tries=cfg.rescore_tries)
-            local += [(i, j, x, sc) for j, x, sc in zip(js, samples, scores)]
+            local += [(i, j, x, sc) for j, x, sc in zip(js, samples, scores, strict=True)]
         everyone = dist.gather(local) if dist.world > 1 else local
         carried = []
         for i in live:
@@ -134,10 +155,28 @@ def rollout_batch(tasks: list[dict], env: Env, sampler: Sampler, tok, cfg: RLCon
             adv, keep = scored_advantages(scores)
             a_of = {members[k][1]: adv[n] for n, k in enumerate(keep)}
             mine = [x for x in local if x[0] == i and x[1] in a_of]
-            groups.append(Group(tasks[i], rnd, [x[2] for x in mine], [x[3] for x in mine],
-                                torch.stack([a_of[x[1]] for x in mine]) if mine else torch.zeros(0), msgs[i], len(members) - len(keep)))
-            facts += [(rnd, members[k][3].reward, members[k][3].coverage, float(members[k][3].passed), len(members[k][2].response_ids),
-                       float(members[k][2].truncated)) for k in keep]
+            groups.append(
+                Group(
+                    tasks[i],
+                    rnd,
+                    [x[2] for x in mine],
+                    [x[3] for x in mine],
+                    torch.stack([a_of[x[1]] for x in mine]) if mine else torch.zeros(0),
+                    msgs[i],
+                    len(members) - len(keep),
+                )
+            )
+            facts += [
+                (
+                    rnd,
+                    members[k][3].reward,
+                    members[k][3].coverage,
+                    float(members[k][3].passed),
+                    len(members[k][2].response_ids),
+                    float(members[k][2].truncated),
+                )
+                for k in keep
+            ]
             facts.append(('group', rnd, float(adv.abs().sum()) == 0.0, len(members) - len(keep)))
             if rnd + 1 < cfg.agentic_rounds:
                 k = pick_carry(scores, cfg.carry)
@@ -153,7 +192,9 @@ def rollout(task: dict, env: Env, sampler: Sampler, tok, cfg: RLConfig) -> list[
     return rollout_batch([task], env, sampler, tok, cfg)[0]
 
 
-def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Tensor, cfg: RLConfig, pad_id: int, dist: Dist | None = None) -> dict:
+def policy_update(
+    model, optimizer, samples: list[Sample], advantages: torch.Tensor, cfg: RLConfig, pad_id: int, dist: Dist | None = None
+) -> dict:
     """One rollout batch -> `mini_batches` optimizer steps of the DAPO loss. Returns averaged stats.
 
     Under data parallelism `samples` are this rank's share; the token-level mean is over the
@@ -166,7 +207,7 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
     model.eval()
     with torch.no_grad():
         for i in range(0, n, cfg.micro_batch):
-            b = make_batch(samples[i:i + cfg.micro_batch], pad_id)
+            b = make_batch(samples[i : i + cfg.micro_batch], pad_id)
             old.append(dapo.token_logprobs(response_logits(model, b), b.tokens.to(dev), cfg.temperature).cpu())
     model.train()
     order = list(range(n))
@@ -174,7 +215,7 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
     acc = {'loss': 0.0, 'clip_frac': 0.0, 'clip_lo_frac': 0.0, 'clip_hi_frac': 0.0, 'entropy': 0.0}
     tok_total = 0
     for mb in range(cfg.mini_batches):
-        idx = order[mb * per:(mb + 1) * per] if per else []
+        idx = order[mb * per : (mb + 1) * per] if per else []
         n_tok = dist.all_sum([sum(max(len(samples[i].response_ids), 0) for i in idx)])[0]
         optimizer.zero_grad(set_to_none=True)
         # every rank takes part in every gradient all-reduce: ranks with fewer micro-batches (members
@@ -185,7 +226,7 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
                 dummy = make_batch([Sample([pad_id], [pad_id], '')], pad_id)
                 dist.backward(response_logits(model, dummy).float().sum() * 0.0)
                 continue
-            sub = idx[j * cfg.micro_batch:(j + 1) * cfg.micro_batch]
+            sub = idx[j * cfg.micro_batch : (j + 1) * cfg.micro_batch]
             b = make_batch([samples[i] for i in sub], pad_id)
             logits = response_logits(model, b)
             lp = dapo.token_logprobs(logits, b.tokens.to(dev), cfg.temperature)
@@ -210,11 +251,16 @@ def policy_update(model, optimizer, samples: list[Sample], advantages: torch.Ten
         optimizer.step()
     keys = ['loss', 'clip_frac', 'clip_lo_frac', 'clip_hi_frac', 'entropy']
     summed = dist.all_sum([acc[k] for k in keys] + [tok_total])
-    acc = dict(zip(keys, summed[:-1]))
+    acc = dict(zip(keys, summed[:-1], strict=True))
     tok_total = summed[-1]
     t = max(tok_total, 1)
-    return {'loss': acc['loss'] / max(cfg.mini_batches, 1), 'clip_frac': acc['clip_frac'] / t, 'clip_lo_frac': acc['clip_lo_frac'] / t,
-            'clip_hi_frac': acc['clip_hi_frac'] / t, 'entropy': acc['entropy'] / t}
+    return {
+        'loss': acc['loss'] / max(cfg.mini_batches, 1),
+        'clip_frac': acc['clip_frac'] / t,
+        'clip_lo_frac': acc['clip_lo_frac'] / t,
+        'clip_hi_frac': acc['clip_hi_frac'] / t,
+        'entropy': acc['entropy'] / t,
+    }
 
 
 def _mean(xs) -> float:
@@ -256,12 +302,15 @@ def latest_checkpoint(out: Path) -> Path | None:
 
 
 def save_checkpoint(out: Path, model, tok, optimizer, state: dict, keep: int, state_dict: dict | None = None) -> Path:
-    d = out / f"checkpoint-{state['updates']}"
-    tmp = out / f".tmp-{d.name}"
+    d = out / f'checkpoint-{state["updates"]}'
+    tmp = out / f'.tmp-{d.name}'
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True, **({'state_dict': state_dict} if state_dict is not None else {}))
     save_tokenizer(tok, tmp)
-    torch.save({**state, 'optimizer': optimizer.state_dict(), 'torch_rng': torch.get_rng_state(), 'py_rng': random.getstate()}, tmp / 'trainer_state.pt')
+    torch.save(
+        {**state, 'optimizer': optimizer.state_dict(), 'torch_rng': torch.get_rng_state(), 'py_rng': random.getstate()},
+        tmp / 'trainer_state.pt',
+    )
     shutil.rmtree(d, ignore_errors=True)
     tmp.rename(d)
     cks = sorted((p for p in out.glob('checkpoint-*') if p.is_dir()), key=lambda p: int(p.name.split('-')[1]))
@@ -270,8 +319,17 @@ def save_checkpoint(out: Path, model, tok, optimizer, state: dict, keep: int, st
     return d
 
 
-def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, sampler: Sampler | None = None,
-          steps: int | None = None, resume: bool = True, log=print) -> dict:
+def train(
+    cfg: RLConfig,
+    tasks: list[dict],
+    env: Env,
+    model=None,
+    tok=None,
+    sampler: Sampler | None = None,
+    steps: int | None = None,
+    resume: bool = True,
+    log=print,
+) -> dict:
     """Run DAPO until `cfg.updates` optimizer updates (or `steps` rollout steps). Returns the final state."""
     from .policy import load_policy
 
@@ -280,8 +338,10 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
     dist = Dist()
     if cfg.rollout_engine == 'vllm' and sampler is None and dist.world > 1:
         # one colocated engine per process would need the rollouts split by engine, not by rank
-        raise SystemExit("rollout_engine 'vllm' runs in one process (colocated, weights pushed after every update); "
-                         "under accelerate/torchrun use 'hf', or the RL engine (README)")
+        raise SystemExit(
+            "rollout_engine 'vllm' runs in one process (colocated, weights pushed after every update); "
+            "under accelerate/torchrun use 'hf', or the RL engine (README)"
+        )
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ck = latest_checkpoint(out) if resume else None
@@ -308,7 +368,9 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
             sampler.sync(model)
     if sampler is None:
         # each rank samples with its own stream (same prompts on two ranks must not draw the same)
-        sampler = HFSampler(model, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, cfg.top_k, seed=cfg.seed + state['step'] + 7919 * dist.rank)
+        sampler = HFSampler(
+            model, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, cfg.top_k, seed=cfg.seed + state['step'] + 7919 * dist.rank
+        )
     elif hasattr(sampler, 'model'):
         sampler.model = model
     model, optimizer = dist.prepare(model, optimizer)
@@ -346,16 +408,29 @@ def train(cfg: RLConfig, tasks: list[dict], env: Env, model=None, tok=None, samp
         facts = [f for f in facts if f[0] != 'group']
         direct = [f for f in facts if f[0] == 0]
         refine = [f for f in facts if f[0] > 0]
-        row = {'step': state['step'], 'updates': state['updates'], 'reward': _mean(f[1] for f in facts),
-               'coverage': _mean(f[2] for f in facts), 'pass_rate': _mean(f[3] for f in facts),
-               'reward_direct': _mean(f[1] for f in direct), 'reward_refine': _mean(f[1] for f in refine),
-               'coverage_direct': _mean(f[2] for f in direct), 'coverage_refine': _mean(f[2] for f in refine),
-               'response_len': _mean(f[4] for f in facts), 'truncated_frac': _mean(f[5] for f in facts),
-               'zero_adv_groups': zero_adv, 'score_failures': failures, 'seconds': round(time.time() - t0, 3), **stats}
+        row = {
+            'step': state['step'],
+            'updates': state['updates'],
+            'reward': _mean(f[1] for f in facts),
+            'coverage': _mean(f[2] for f in facts),
+            'pass_rate': _mean(f[3] for f in facts),
+            'reward_direct': _mean(f[1] for f in direct),
+            'reward_refine': _mean(f[1] for f in refine),
+            'coverage_direct': _mean(f[2] for f in direct),
+            'coverage_refine': _mean(f[2] for f in refine),
+            'response_len': _mean(f[4] for f in facts),
+            'truncated_frac': _mean(f[5] for f in facts),
+            'zero_adv_groups': zero_adv,
+            'score_failures': failures,
+            'seconds': round(time.time() - t0, 3),
+            **stats,
+        }
         if dist.main:
             logger.log(row)
-            log(f"step {row['step']} updates {row['updates']}: reward {row['reward']:.3f} coverage {row['coverage']:.3f} "
-                f"pass {row['pass_rate']:.2f} clip {row['clip_frac']:.3f} entropy {row['entropy']:.2f} len {row['response_len']:.0f}")
+            log(
+                f'step {row["step"]} updates {row["updates"]}: reward {row["reward"]:.3f} coverage {row["coverage"]:.3f} '
+                f'pass {row["pass_rate"]:.2f} clip {row["clip_frac"]:.3f} entropy {row["entropy"]:.2f} len {row["response_len"]:.0f}'
+            )
         if cfg.save_every and state['updates'] % cfg.save_every < cfg.mini_batches or state['updates'] >= cfg.updates:
             sd = dist.state_dict(model)  # collective under FSDP: every rank takes part
             if dist.main:

@@ -1,5 +1,6 @@
 """What the RL and OPD trainers share in their settings: the policy update (lr, clip, batch),
 sampling, placement, data and the reward service, and strict loading from a recipe section."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields

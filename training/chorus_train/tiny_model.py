@@ -8,6 +8,7 @@ Presets: `tiny` (the committed test fixture: 2 layers, hidden 16) and `qwen3-4b`
 shapes, for speed measurements: speed depends on shapes, not on weight values). Weights are
 N(0, 0.02) from a fixed seed (norm weights 1), so a rerun gives the same files. No torch needed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,11 +52,38 @@ _BASE = {
 
 PRESETS = {
     # the committed fixture: the 151,936 x 16 embedding (4-bit) dominates its size
-    'tiny': {**_BASE, 'hidden_size': 16, 'num_hidden_layers': 2, 'num_attention_heads': 4, 'num_key_value_heads': 2, 'head_dim': 16, 'intermediate_size': 64, 'max_window_layers': 2},
+    'tiny': {
+        **_BASE,
+        'hidden_size': 16,
+        'num_hidden_layers': 2,
+        'num_attention_heads': 4,
+        'num_key_value_heads': 2,
+        'head_dim': 16,
+        'intermediate_size': 64,
+        'max_window_layers': 2,
+    },
     # Qwen3-0.6B (config.json of Qwen/Qwen3-0.6B): the accelerator smoke run (scripts/gpu_smoke.sh)
-    'qwen3-0.6b': {**_BASE, 'hidden_size': 1024, 'num_hidden_layers': 28, 'num_attention_heads': 16, 'num_key_value_heads': 8, 'head_dim': 128, 'intermediate_size': 3072, 'max_window_layers': 28},
+    'qwen3-0.6b': {
+        **_BASE,
+        'hidden_size': 1024,
+        'num_hidden_layers': 28,
+        'num_attention_heads': 16,
+        'num_key_value_heads': 8,
+        'head_dim': 128,
+        'intermediate_size': 3072,
+        'max_window_layers': 28,
+    },
     # Qwen3-4B (config.json of Qwen/Qwen3-4B)
-    'qwen3-4b': {**_BASE, 'hidden_size': 2560, 'num_hidden_layers': 36, 'num_attention_heads': 32, 'num_key_value_heads': 8, 'head_dim': 128, 'intermediate_size': 9728, 'max_window_layers': 36},
+    'qwen3-4b': {
+        **_BASE,
+        'hidden_size': 2560,
+        'num_hidden_layers': 36,
+        'num_attention_heads': 32,
+        'num_key_value_heads': 8,
+        'head_dim': 128,
+        'intermediate_size': 9728,
+        'max_window_layers': 36,
+    },
 }
 
 GENERATION_CONFIG = {
@@ -72,7 +100,7 @@ GENERATION_CONFIG = {
 
 def weight_shapes(c: dict) -> list[tuple[str, tuple[int, ...], bool]]:
     """(name, shape, is_norm) of every tensor of a Qwen3ForCausalLM checkpoint, in file order."""
-    H, I, hd = c['hidden_size'], c['intermediate_size'], c['head_dim']
+    H, I, hd = c['hidden_size'], c['intermediate_size'], c['head_dim']  # noqa: E741
     nh, nkv = c['num_attention_heads'], c['num_key_value_heads']
     out = [('model.embed_tokens.weight', (c['vocab_size'], H), False)]
     for i in range(c['num_hidden_layers']):
@@ -99,7 +127,9 @@ def weight_shapes(c: dict) -> list[tuple[str, tuple[int, ...], bool]]:
 def copy_tokenizer(src: Path, dst: Path, minify: bool) -> None:
     for name in ('tokenizer.json', 'tokenizer_config.json'):
         if not (src / name).exists():
-            raise SystemExit(f'tokenizer file {src / name} is missing (it is committed under test/fixtures/models/tiny-qwen3; or pass --tokenizer-dir)')
+            raise SystemExit(
+                f'tokenizer file {src / name} is missing (it is committed under test/fixtures/models/tiny-qwen3; or pass --tokenizer-dir)'
+            )
     if src.resolve() == dst.resolve():  # regenerating the fixture in place: the files are already there
         return
     if minify:  # same JSON, no indentation: 11.4 MB -> 5.4 MB
@@ -110,7 +140,9 @@ def copy_tokenizer(src: Path, dst: Path, minify: bool) -> None:
     shutil.copyfile(src / 'tokenizer_config.json', dst / 'tokenizer_config.json')
 
 
-def make_checkpoint(cfg: dict, out: Path, seed: int, tokenizer_dir: Path, minify_tokenizer: bool, shard_bytes: int = 2 << 30, fast_fill: bool = False) -> None:
+def make_checkpoint(
+    cfg: dict, out: Path, seed: int, tokenizer_dir: Path, minify_tokenizer: bool, shard_bytes: int = 2 << 30, fast_fill: bool = False
+) -> None:
     """A Hugging Face checkpoint directory (config, generation config, tokenizer, bf16 safetensors)."""
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -158,10 +190,11 @@ def make_checkpoint(cfg: dict, out: Path, seed: int, tokenizer_dir: Path, minify
 # ---------------------------------------------------------------------------------------------
 # numpy reference forward pass (Hugging Face Qwen3 semantics), used by --verify
 
+
 def reference_logits(ckpt_dir: Path, ids: list[int]) -> np.ndarray:
     c = json.loads((ckpt_dir / 'config.json').read_text())
     ck = Checkpoint(ckpt_dir)
-    H, nh, nkv, hd, eps = c['hidden_size'], c['num_attention_heads'], c['num_key_value_heads'], c['head_dim'], c['rms_norm_eps']
+    nh, nkv, hd, eps = c['num_attention_heads'], c['num_key_value_heads'], c['head_dim'], c['rms_norm_eps']
     S = len(ids)
 
     def rms(x, w):
@@ -173,7 +206,7 @@ def reference_logits(ckpt_dir: Path, ids: list[int]) -> np.ndarray:
     sin = np.concatenate([np.sin(ang)] * 2, -1)
 
     def rope(x):  # [heads, S, hd], rotate_half
-        x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
+        x1, x2 = x[..., : hd // 2], x[..., hd // 2 :]
         return x * cos + np.concatenate([-x2, x1], -1) * sin
 
     emb = ck.get('model.embed_tokens.weight').astype(np.float64)
@@ -181,7 +214,7 @@ def reference_logits(ckpt_dir: Path, ids: list[int]) -> np.ndarray:
     mask = np.triu(np.full((S, S), -np.inf), 1)
     for i in range(c['num_hidden_layers']):
         p = f'model.layers.{i}'
-        W = lambda n: ck.get(f'{p}.{n}').astype(np.float64)  # noqa: E731
+        W = lambda n, p=p: ck.get(f'{p}.{n}').astype(np.float64)  # noqa: E731
         h = rms(x, W('input_layernorm.weight'))
         q = (h @ W('self_attn.q_proj.weight').T).reshape(S, nh, hd)
         k = (h @ W('self_attn.k_proj.weight').T).reshape(S, nkv, hd)
@@ -216,10 +249,15 @@ def run_onnx(path: Path, cfg: dict, ids: list[int], split: int) -> np.ndarray:
     done = 0
     for ch in chunks:
         done += len(ch)
-        feed = {'input_ids': np.array([ch], np.int64), 'attention_mask': np.ones((1, done), np.int64), 'num_logits_to_keep': np.array(0, np.int64), **past}
+        feed = {
+            'input_ids': np.array([ch], np.int64),
+            'attention_mask': np.ones((1, done), np.int64),
+            'num_logits_to_keep': np.array(0, np.int64),
+            **past,
+        }
         res = sess.run(None, feed)
         names = [o.name for o in sess.get_outputs()]
-        r = dict(zip(names, res))
+        r = dict(zip(names, res, strict=True))
         out.append(r['logits'][0])
         past = {k.replace('present', 'past_key_values'): v for k, v in r.items() if k.startswith('present')}
     return np.concatenate(out, 0)
@@ -253,9 +291,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument('--dtypes', default='fp32,q4', help='ONNX variants: comma list of fp32, q4')
     ap.add_argument('--block-size', type=int, default=None, help='4-bit block size (default 16 for tiny, 32 otherwise)')
     ap.add_argument('--tokenizer-dir', type=Path, default=DEFAULT_TOKENIZER)
-    ap.add_argument('--hf-out', type=Path, default=None, help='keep the Hugging Face checkpoint here (default: a temporary directory, removed)')
+    ap.add_argument(
+        '--hf-out', type=Path, default=None, help='keep the Hugging Face checkpoint here (default: a temporary directory, removed)'
+    )
     ap.add_argument('--gguf', default=None, help='also write <out>/model-<type>.gguf for llama.cpp: q4_k_m, q4_0, q8_0 or f16')
-    ap.add_argument('--verify', action='store_true', help='check the ONNX logits against a numpy reference forward pass (small presets only)')
+    ap.add_argument(
+        '--verify', action='store_true', help='check the ONNX logits against a numpy reference forward pass (small presets only)'
+    )
     a = ap.parse_args(argv)
     cfg = dict(PRESETS[a.preset])
     block = a.block_size or (16 if a.preset == 'tiny' else 32)

@@ -1,4 +1,5 @@
 """Shared fixtures: tiny random Qwen3 checkpoints (real tokenizer) made once per session."""
+
 from __future__ import annotations
 
 import os

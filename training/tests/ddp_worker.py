@@ -4,6 +4,7 @@ usage: ddp_worker.py CHECKPOINT OUT [prompts|members]   (the final weights go to
 `prompts`: 4 prompts per step, each rank takes whole prompts; `members`: 1 prompt per step, the
 ranks split its group of 4 (the reference's 4 prompts on 8 or 16 GPUs).
 """
+
 from __future__ import annotations
 
 import sys
@@ -17,8 +18,16 @@ from chorus_train import rl  # noqa: E402
 from chorus_train.envs import TokenRewardEnv  # noqa: E402
 from chorus_train.policy import Sample, load_policy  # noqa: E402
 
-TEXTS = ['module tb; endmodule', 'initial begin $finish; end', 'always @(posedge clk) q <= d;', 'assign y = a & b;',
-         'logic [7:0] x;', 'wire w;', 'reg r = 0;', '// nothing']
+TEXTS = [
+    'module tb; endmodule',
+    'initial begin $finish; end',
+    'always @(posedge clk) q <= d;',
+    'assign y = a & b;',
+    'logic [7:0] x;',
+    'wire w;',
+    'reg r = 0;',
+    '// nothing',
+]
 
 
 class PerPromptSampler:
@@ -55,9 +64,31 @@ def main() -> None:
     emb = model.get_input_embeddings().weight.detach().float()
     good = set(torch.nonzero(emb @ torch.randn(emb.shape[1], generator=torch.Generator().manual_seed(0)) > 0).flatten().tolist())
     tasks = [{'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a testbench for m{i}.'}]} for i in range(4)]
-    cfg = rl.RLConfig(out=str(out / 'run'), lr=1e-3, updates=100, group_size=4, prompts_per_step=4 if mode == 'prompts' else 1, agentic_rounds=2,
-                      max_new_tokens=8, mini_batches=1, micro_batch=4, save_every=0, seed=0, grad_clip=0.0)
-    res = rl.train(cfg, tasks, TokenRewardEnv(good), model=model, tok=tok, sampler=PerPromptSampler(tok, rank if mode == 'members' else 0), steps=1, resume=False, log=print)
+    cfg = rl.RLConfig(
+        out=str(out / 'run'),
+        lr=1e-3,
+        updates=100,
+        group_size=4,
+        prompts_per_step=4 if mode == 'prompts' else 1,
+        agentic_rounds=2,
+        max_new_tokens=8,
+        mini_batches=1,
+        micro_batch=4,
+        save_every=0,
+        seed=0,
+        grad_clip=0.0,
+    )
+    res = rl.train(
+        cfg,
+        tasks,
+        TokenRewardEnv(good),
+        model=model,
+        tok=tok,
+        sampler=PerPromptSampler(tok, rank if mode == 'members' else 0),
+        steps=1,
+        resume=False,
+        log=print,
+    )
     if res['rank'] == 0:
         torch.save({k: v.detach().cpu() for k, v in res['model'].state_dict().items()}, out / 'final.pt')
         # the step's gradient (left on the parameters; under DDP the all-reduced one): Adam's first

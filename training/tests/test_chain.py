@@ -2,12 +2,12 @@
 merge three tiny checkpoints, 2 OPD steps, export to ONNX; PyTorch's greedy tokens are written
 to out/training-export/expected.json for test/integration/trainingExport.test.ts (the TypeScript
 local backend must decode the same)."""
+
 from __future__ import annotations
 
 import csv
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,7 +16,7 @@ from chorus_train import merge as M
 from chorus_train import opd, rl
 from chorus_train.envs import ServiceEnv, TokenRewardEnv
 from chorus_train.export_onnx import export
-from chorus_train.policy import HFSampler, ScriptedSampler, load_policy, render
+from chorus_train.policy import ScriptedSampler, load_policy, render
 from chorus_train.reward_client import REPO, RewardClient
 
 FSM = REPO / 'examples' / 'fsm'
@@ -51,7 +51,10 @@ class RecordingSampler(ScriptedSampler):
     def sample(self, prompts, n):
         self.prompts += [list(p) for p in prompts]
         return super().sample(prompts, n)
+
+
 EXPORT_DIR = REPO / 'out' / 'training-export'
+
 
 @pytest.fixture(autouse=True)
 def _cli_built():
@@ -60,16 +63,22 @@ def _cli_built():
 
 
 def test_whole_chain(tiny_ckpts, tmp_path):
-    task = {'id': 'fsm', 'design_files': [{'name': 'seq_detector.sv', 'content': (FSM / 'seq_detector.sv').read_text()}], 'top': 'seq_detector', 'threshold': 0.9}
+    task = {
+        'id': 'fsm',
+        'design_files': [{'name': 'seq_detector.sv', 'content': (FSM / 'seq_detector.sv').read_text()}],
+        'top': 'seq_detector',
+        'threshold': 0.9,
+    }
     # 1. RL: two steps, direct + refinement groups, real simulations
     with RewardClient.start(workers=2) as client:
         assert client.health()['status'] == 'ok'
         env = ServiceEnv(client, timeout_s=60)
         model, tok = load_policy(str(tiny_ckpts[0]))
-        cfg = rl.RLConfig(out=str(tmp_path / 'rl'), lr=1e-4, group_size=2, prompts_per_step=1, agentic_rounds=2,
-                          save_every=2, micro_batch=2, seed=0)
+        cfg = rl.RLConfig(
+            out=str(tmp_path / 'rl'), lr=1e-4, group_size=2, prompts_per_step=1, agentic_rounds=2, save_every=2, micro_batch=2, seed=0
+        )
         sampler = RecordingSampler(tok, SCRIPT)
-        res = rl.train(cfg, [task], env, model=model, tok=tok, sampler=sampler, steps=2, resume=False, log=print)
+        rl.train(cfg, [task], env, model=model, tok=tok, sampler=sampler, steps=2, resume=False, log=print)
         rows = list(csv.DictReader(open(tmp_path / 'rl' / 'metrics.csv')))
         assert len(rows) == 2
         # step 1 direct group: the good testbench (reward 1 + c > 1) and the syntax error (0)
@@ -81,19 +90,22 @@ def test_whole_chain(tiny_ckpts, tmp_path):
         assert len(sampler.prompts) == 4
         first = tok.decode(sampler.prompts[0])
         refine1, refine2 = (tok.decode(p) for p in (sampler.prompts[1], sampler.prompts[3]))
-        assert refine1.startswith(first[:-len('<|im_start|>assistant\n<think>\n\n</think>\n\n')])
+        assert refine1.startswith(first[: -len('<|im_start|>assistant\n<think>\n\n</think>\n\n')])
         assert WEAK_TB.strip() in refine1 and GOOD_TB.strip() not in refine1 and 'short one' not in refine1
         assert 'Improve coverage toward 100% by editing the testbench.' in refine1  # the weak one ran
         assert '- stage: success\n- coverage: ' in refine1
         # step 2: both direct members scored 0; the first (the unparsable reply) is carried, with the
         # reference's wording for a reply that holds no testbench
         assert UNPARSABLE in refine2 and 'initial begin $finish end' not in refine2
-        assert ('Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: failed (could not extract a valid '
-                'testbench from the response)\n\nInstruction for next round:\nFix the coverage run failure (imc stage)') in refine2
+        assert (
+            'Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: failed (could not extract a valid '
+            'testbench from the response)\n\nInstruction for next round:\nFix the coverage run failure (imc stage)'
+        ) in refine2
         fb = client.refine_prompt({'status': 'xrun_failed', 'err_msg': 'x'}, reply=SYNTAX)['content']
         assert 'Fix the xrun failure' in fb
         # the data filter's top detection and the reply parse come from the same engine
         from chorus_train.data import service_top_detector
+
         detect = service_top_detector(client)
         assert detect(task['design_files']) == ['seq_detector']
         two = 'module a(input x, output y); assign y = x; endmodule\nmodule b(input x, output y); assign y = x; endmodule\n'
@@ -110,8 +122,17 @@ def test_whole_chain(tiny_ckpts, tmp_path):
     teacher, _ = load_policy(str(tiny_ckpts[1]))
     teacher.requires_grad_(False)
     good = set(range(0, 151936, 2))
-    ocfg = opd.OPDConfig(out=str(tmp_path / 'opd'), prompts_per_step=1, student_samples=4, teacher_samples=2, lr=1e-4,
-                         max_new_tokens=6, routing='always_best', save_every=2, seed=0)
+    ocfg = opd.OPDConfig(
+        out=str(tmp_path / 'opd'),
+        prompts_per_step=1,
+        student_samples=4,
+        teacher_samples=2,
+        lr=1e-4,
+        max_new_tokens=6,
+        routing='always_best',
+        save_every=2,
+        seed=0,
+    )
     ores = opd.train(ocfg, [{'id': 't'}], TokenRewardEnv(good), student=student, tok=tok, teachers=[teacher], steps=2, log=print)
     assert ores['totals']['distilled'] == 4  # 2 steps x 2 agentic rounds, each gated (always_best: open)
     final = tmp_path / 'opd' / 'checkpoint-2'
@@ -123,12 +144,31 @@ def test_whole_chain(tiny_ckpts, tmp_path):
     for f in ('tokenizer.json', 'tokenizer_config.json', 'config.json', 'onnx/model.onnx'):
         assert (model_dir / f).exists(), f
     m, tok = load_policy(str(final))
-    messages = [{'role': 'system', 'content': 'You are a testbench expert.'}, {'role': 'user', 'content': 'Write a testbench for module counter.'}]
+    messages = [
+        {'role': 'system', 'content': 'You are a testbench expert.'},
+        {'role': 'user', 'content': 'Write a testbench for module counter.'},
+    ]
     ids = render(tok, messages)
     with torch.no_grad():
-        out = m.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), do_sample=False,
-                         max_new_tokens=8, pad_token_id=tok.pad_token_id)
-    gen = out[0, len(ids):].tolist()
-    (EXPORT_DIR / 'expected.json').write_text(json.dumps({'model_dir': str(model_dir), 'messages': messages, 'max_new_tokens': 8,
-                                                          'prompt_tokens': len(ids), 'ids': gen,
-                                                          'text': tok.decode(gen, skip_special_tokens=True)}, indent=2) + '\n')
+        out = m.generate(
+            input_ids=torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            do_sample=False,
+            max_new_tokens=8,
+            pad_token_id=tok.pad_token_id,
+        )
+    gen = out[0, len(ids) :].tolist()
+    (EXPORT_DIR / 'expected.json').write_text(
+        json.dumps(
+            {
+                'model_dir': str(model_dir),
+                'messages': messages,
+                'max_new_tokens': 8,
+                'prompt_tokens': len(ids),
+                'ids': gen,
+                'text': tok.decode(gen, skip_special_tokens=True),
+            },
+            indent=2,
+        )
+        + '\n'
+    )

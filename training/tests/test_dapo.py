@@ -1,4 +1,5 @@
 """DAPO loss and advantages against hand-computed cases."""
+
 import math
 
 import pytest
@@ -74,12 +75,12 @@ def test_micro_batches_normalized_by_the_step_token_count_add_up_to_the_batch():
     whole, _ = dapo.dapo_loss(logp, old, adv, mask)
     g_whole = torch.autograd.grad(whole, logp)[0]
     # the same batch as two micro-batches of one sequence each, both divided by the step's 4 tokens
-    parts = [dapo.dapo_loss(logp[i:i + 1], old[i:i + 1], adv[i:i + 1], mask[i:i + 1], n_tokens=4)[0] for i in range(2)]
+    parts = [dapo.dapo_loss(logp[i : i + 1], old[i : i + 1], adv[i : i + 1], mask[i : i + 1], n_tokens=4)[0] for i in range(2)]
     g_parts = torch.autograd.grad(parts[0] + parts[1], logp)[0]
     assert (parts[0] + parts[1]).item() == pytest.approx(whole.item(), rel=1e-12)
     assert torch.allclose(g_parts, g_whole, rtol=1e-12, atol=0)
     # the per-micro-batch mean (no n_tokens) is a different update: the check above can fail
-    naive = [dapo.dapo_loss(logp[i:i + 1], old[i:i + 1], adv[i:i + 1], mask[i:i + 1])[0] for i in range(2)]
+    naive = [dapo.dapo_loss(logp[i : i + 1], old[i : i + 1], adv[i : i + 1], mask[i : i + 1])[0] for i in range(2)]
     assert (naive[0] + naive[1]).item() != pytest.approx(whole.item(), rel=1e-3)
 
 
@@ -105,4 +106,7 @@ def test_no_kl_term_on_policy_gradient():
     lp2 = dapo.token_logprobs(logits.detach().clone().requires_grad_(True), tokens)
     ref = -(torch.tensor([[1.0], [-1.0]], dtype=torch.float64) * lp2).sum() / 6
     g_ref = torch.autograd.grad(ref, lp2)[0]
-    assert torch.allclose(torch.autograd.grad(dapo.dapo_loss(lp2, lp2.detach(), torch.tensor([1.0, -1.0], dtype=torch.float64), torch.ones(2, 3))[0], lp2)[0], g_ref)
+    assert torch.allclose(
+        torch.autograd.grad(dapo.dapo_loss(lp2, lp2.detach(), torch.tensor([1.0, -1.0], dtype=torch.float64), torch.ones(2, 3))[0], lp2)[0],
+        g_ref,
+    )

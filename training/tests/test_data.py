@@ -1,6 +1,7 @@
 """CodeV-R1 filtering on fixture records (tests/fixtures/codev_r1_sample.jsonl): token length,
 exactly one top (the detector stands in for the engine's introspection endpoint), dedup,
 contamination against an evaluation suite."""
+
 from __future__ import annotations
 
 import re

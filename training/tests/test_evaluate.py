@@ -1,5 +1,6 @@
 """`chorus-train eval` end to end on the committed fixture model (in-process ONNX path): the
 TypeScript `chorus eval` runs, and the metrics land next to the checkpoint."""
+
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ from chorus_train.reward_client import REPO
 FIXTURE = REPO / 'test' / 'fixtures' / 'models' / 'tiny-qwen3'
 SUITE = REPO / 'test' / 'fixtures' / 'eval' / 'llm4cov_small.jsonl'
 
+
 @pytest.fixture(autouse=True)
 def _cli_built():
     # the reward service / chorus eval run from the built CLI; not built is a setup error, not a skip
@@ -22,8 +24,27 @@ def _cli_built():
 def test_eval_records_metrics_next_to_the_checkpoint(tmp_path, capsys):
     ck = tmp_path / 'ckpt'
     shutil.copytree(FIXTURE, ck)
-    code = evaluate.main([str(ck), '--suite', str(SUITE), '--backend', 'local', '--dtype', 'fp32',
-                          '--tasks', 'and2_ok', '--samples', '1', '--rounds', '1', '--max-tokens', '8', '--workers', '1'])
+    code = evaluate.main(
+        [
+            str(ck),
+            '--suite',
+            str(SUITE),
+            '--backend',
+            'local',
+            '--dtype',
+            'fp32',
+            '--tasks',
+            'and2_ok',
+            '--samples',
+            '1',
+            '--rounds',
+            '1',
+            '--max-tokens',
+            '8',
+            '--workers',
+            '1',
+        ]
+    )
     assert code == 0
     lines = (ck / 'chorus_eval.jsonl').read_text().splitlines()
     assert len(lines) == 1

@@ -1,4 +1,5 @@
 """The chat template reaches the exported model however the checkpoint stored it."""
+
 from __future__ import annotations
 
 import json

@@ -1,13 +1,12 @@
 """Merging: hand-computed method checks, equality with mergekit (linear, TIES), determinism,
 streaming (sharded input and output, bounded memory), loadable output."""
+
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
-import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,6 @@ def digest(d: Path) -> str:
 
 
 def test_methods_hand_computed():
-    base = torch.tensor([0.0, 0.0, 0.0, 0.0])
     d1 = torch.tensor([1.0, -2.0, 0.0, 3.0])
     d2 = torch.tensor([3.0, 1.0, 0.0, -1.0])
     # sign consensus: signs of sums (+, -, +0, +); aligned non-zero deltas averaged
@@ -65,8 +63,14 @@ def test_methods_hand_computed():
 def test_seeds_depend_on_every_part():
     s = mm.tensor_seed('l', 'dare_ties', 'a', 'b', 'k', 0)
     assert s == mm.tensor_seed('l', 'dare_ties', 'a', 'b', 'k', 0)
-    for args in (('L', 'dare_ties', 'a', 'b', 'k', 0), ('l', 'della', 'a', 'b', 'k', 0), ('l', 'dare_ties', 'c', 'b', 'k', 0),
-                 ('l', 'dare_ties', 'a', 'c', 'k', 0), ('l', 'dare_ties', 'a', 'b', 'k2', 0), ('l', 'dare_ties', 'a', 'b', 'k', 1)):
+    for args in (
+        ('L', 'dare_ties', 'a', 'b', 'k', 0),
+        ('l', 'della', 'a', 'b', 'k', 0),
+        ('l', 'dare_ties', 'c', 'b', 'k', 0),
+        ('l', 'dare_ties', 'a', 'c', 'k', 0),
+        ('l', 'dare_ties', 'a', 'b', 'k2', 0),
+        ('l', 'dare_ties', 'a', 'b', 'k', 1),
+    ):
         assert mm.tensor_seed(*args) != s
 
 
@@ -86,6 +90,7 @@ def test_soup_is_mean_and_output_loads(tiny_ckpts, tmp_path):
     for f in ('config.json', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json'):
         assert (out / f).exists()
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
     m = AutoModelForCausalLM.from_pretrained(out)
     AutoTokenizer.from_pretrained(out)
     assert m.config.model_type == 'qwen3'
@@ -146,10 +151,17 @@ def test_ties_family_any_base_reference(tiny_ckpts, tmp_path, method):
     M.merge(spec(method, tiny_ckpts, base='e1', density=0.5, label='t'), out, log=lambda *_: None)
     got = load_all(out)
     ins = [load_all(p) for p in tiny_ckpts]
-    keys = ['model.layers.0.self_attn.q_proj.weight', 'model.norm.weight', 'model.embed_tokens.weight', 'model.layers.1.mlp.down_proj.weight']
+    keys = [
+        'model.layers.0.self_attn.q_proj.weight',
+        'model.norm.weight',
+        'model.embed_tokens.weight',
+        'model.layers.1.mlp.down_proj.weight',
+    ]
     for k in keys:
         b = ins[1][k].float()
-        deltas = [_ref_sparsify(method, ins[i][k].float() - b, 0.5, _seed('t', method, 'e1', name, k, 0)) for name, i in (('e0', 0), ('e2', 2))]
+        deltas = [
+            _ref_sparsify(method, ins[i][k].float() - b, 0.5, _seed('t', method, 'e1', name, k, 0)) for name, i in (('e0', 0), ('e2', 2))
+        ]
         want = (b + _ref_consensus(deltas)).to(torch.bfloat16)
         if method == 'ties':
             # equal |delta| may be broken differently by a top-k: allow a few flips (mergekit's own
@@ -204,8 +216,8 @@ def make_big(tmp_path: Path, n: int, rows: int, cols: int, shard_keys: int) -> l
         wm = {}
         for s in range(0, 6, shard_keys):
             fn = f'model-{s // shard_keys + 1:05d}-of-{6 // shard_keys:05d}.safetensors'
-            save_file({k: torch.randn(rows, cols, generator=g) for k in names[s:s + shard_keys]}, str(d / fn))
-            wm.update({k: fn for k in names[s:s + shard_keys]})
+            save_file({k: torch.randn(rows, cols, generator=g) for k in names[s : s + shard_keys]}, str(d / fn))
+            wm.update({k: fn for k in names[s : s + shard_keys]})
         (d / 'model.safetensors.index.json').write_text(json.dumps({'metadata': {}, 'weight_map': wm}))
         (d / 'config.json').write_text('{}')
         out.append(d)
@@ -242,6 +254,7 @@ def test_streaming_sharded_bounded_memory(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------------
 # mergekit equivalence
 
+
 def run_mergekit(cfg: str, out: Path, tmp_path: Path) -> None:
     # mergekit is part of the training requirements: missing, it is a broken install, not a skip
     exe = Path(sys.executable).parent / 'mergekit-yaml'
@@ -255,7 +268,7 @@ def run_mergekit(cfg: str, out: Path, tmp_path: Path) -> None:
 
 def test_linear_matches_mergekit(tiny_ckpts, tmp_path):
     mk = tmp_path / 'mk_linear'
-    models = '\n'.join(f'  - model: {p}\n    parameters: {{weight: {w}}}' for p, w in zip(tiny_ckpts, (0.5, 0.3, 0.2)))
+    models = '\n'.join(f'  - model: {p}\n    parameters: {{weight: {w}}}' for p, w in zip(tiny_ckpts, (0.5, 0.3, 0.2), strict=True))
     run_mergekit(f'merge_method: linear\nmodels:\n{models}\ndtype: float32\nout_dtype: bfloat16\n', mk, tmp_path)
     ours = tmp_path / 'ours_linear'
     M.merge(spec('linear', tiny_ckpts, weights=[0.5, 0.3, 0.2]), ours, log=lambda *_: None)
@@ -269,8 +282,12 @@ def test_linear_matches_mergekit(tiny_ckpts, tmp_path):
 def test_ties_matches_mergekit(tiny_ckpts, tmp_path):
     mk = tmp_path / 'mk_ties'
     models = '\n'.join(f'  - model: {p}\n    parameters: {{weight: 1.0, density: 0.5}}' for p in tiny_ckpts[1:])
-    run_mergekit(f'merge_method: ties\nbase_model: {tiny_ckpts[0]}\nmodels:\n{models}\nparameters: {{normalize: true}}\n'
-                 f'dtype: float32\nout_dtype: bfloat16\n', mk, tmp_path)
+    run_mergekit(
+        f'merge_method: ties\nbase_model: {tiny_ckpts[0]}\nmodels:\n{models}\nparameters: {{normalize: true}}\n'
+        f'dtype: float32\nout_dtype: bfloat16\n',
+        mk,
+        tmp_path,
+    )
     ours = tmp_path / 'ours_ties'
     M.merge(spec('ties', tiny_ckpts, base='e0', density=0.5), ours, log=lambda *_: None)
     a, b = load_all(ours), load_all(mk)

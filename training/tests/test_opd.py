@@ -2,6 +2,7 @@
 rounds where the teacher wins; where the gate stays closed the round keeps the RL (DAPO) loss;
 every agentic round is gated; integrity failures (scores, non-finite teacher log-probs) take the
 RL fallback, with missing student rewards scored again; a run resumes from its checkpoint."""
+
 from __future__ import annotations
 
 import copy
@@ -34,12 +35,16 @@ class Tagged:
 
 # scripted best-of scores: on 'win' the teacher beats the student, on 'skip' it does not,
 # on 'broken' a teacher score is NaN (integrity failure)
-SCORES = {'win': {'student': 1.2, 'teacher': 1.9}, 'skip': {'student': 1.8, 'teacher': 1.3}, 'broken': {'student': 1.2, 'teacher': float('nan')}}
+SCORES = {
+    'win': {'student': 1.2, 'teacher': 1.9},
+    'skip': {'student': 1.8, 'teacher': 1.3},
+    'broken': {'student': 1.2, 'teacher': float('nan')},
+}
 
 
 class ScriptedEnv:
     def first_turn(self, task):
-        return [{'role': 'user', 'content': f"Write a testbench for {task['id']}."}]
+        return [{'role': 'user', 'content': f'Write a testbench for {task["id"]}.'}]
 
     def score(self, task, samples):
         out = []
@@ -72,11 +77,33 @@ def test_opd_moves_toward_routed_teacher_only_where_it_wins(tiny_ckpts, tmp_path
     tasks = [{'id': 'win'}, {'id': 'skip'}, {'id': 'broken'}]
     env = ScriptedEnv()
     start = copy.deepcopy(student)
-    cfg = opd.OPDConfig(out=str(tmp_path / 'opd'), prompts_per_step=3, student_samples=4, teacher_samples=2, lr=2e-3,
-                        max_new_tokens=6, temperature=1.0, top_p=1.0, micro_batch=4, save_every=0, seed=0, agentic_rounds=1)
+    cfg = opd.OPDConfig(
+        out=str(tmp_path / 'opd'),
+        prompts_per_step=3,
+        student_samples=4,
+        teacher_samples=2,
+        lr=2e-3,
+        max_new_tokens=6,
+        temperature=1.0,
+        top_p=1.0,
+        micro_batch=4,
+        save_every=0,
+        seed=0,
+        agentic_rounds=1,
+    )
     ss = Tagged(HFSampler(student, tok, 6, 1.0, 1.0, top_k=32, seed=1), 'student')
-    res = opd.train(cfg, tasks, env, student=student, tok=tok, teachers=[teacher], student_sampler=ss,
-                    teacher_samplers=[Tagged(HFSampler(teacher, tok, 6, 1.0, 1.0, top_k=32, seed=2), 'teacher')], steps=4, log=lambda *_: None)
+    res = opd.train(
+        cfg,
+        tasks,
+        env,
+        student=student,
+        tok=tok,
+        teachers=[teacher],
+        student_sampler=ss,
+        teacher_samplers=[Tagged(HFSampler(teacher, tok, 6, 1.0, 1.0, top_k=32, seed=2), 'teacher')],
+        steps=4,
+        log=lambda *_: None,
+    )
     kinds = [[(d['kind'], d['reason'].split(':')[0]) for d in h['decisions']] for h in res['history']]
     assert kinds == [[('distill', '1.9000>1.2000'), ('rl', 'gate'), ('rl', 'integrity')]] * 4
     assert res['totals'] == {'distilled': 4, 'gate_closed': 4, 'rl_fallback': 4, 'integrity_failures': 4}
@@ -106,7 +133,7 @@ def _step(student, teacher, cfg, pad, groups, decisions, scores):
 
 
 def _same(a, b) -> bool:
-    return all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
+    return all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=True))
 
 
 def test_gate_closed_rounds_keep_the_rl_loss(tiny_ckpts):
@@ -129,7 +156,7 @@ def test_gate_closed_rounds_keep_the_rl_loss(tiny_ckpts):
     (-(adv[:, None] * lp * b.mask).sum() / b.mask.sum()).backward()
     torch.nn.utils.clip_grad_norm_(ref.parameters(), cfg.grad_clip)
     o.step()
-    for (n, x), y in zip(closed.named_parameters(), ref.parameters()):
+    for (n, x), y in zip(closed.named_parameters(), ref.parameters(), strict=True):
         assert torch.allclose(x, y, atol=1e-6), n
     # in a mixed step the closed round counts as the RL fallback would, and the open one distills
     mixed, _ = _step(student, teacher, cfg, pad, [g_win, g_lose], [D, G], [win_scores, lose_scores])
@@ -220,7 +247,9 @@ class RoundEnv(ScriptedEnv):
         out = []
         for i, s in enumerate(samples):
             refine = 'FEEDBACK-TURN' in self.tok.decode(s.prompt_ids)
-            r = {('student', False): 1.8, ('teacher', False): 1.3, ('student', True): 1.2, ('teacher', True): 1.9}[(s.meta['who'], refine)] - 0.1 * i
+            r = {('student', False): 1.8, ('teacher', False): 1.3, ('student', True): 1.2, ('teacher', True): 1.9}[
+                (s.meta['who'], refine)
+            ] - 0.1 * i
             out.append(Score(r, r - 1, False, 'success'))
         return out
 
@@ -233,12 +262,30 @@ def test_every_agentic_round_is_gated(tiny_ckpts, tmp_path):
     student, tok = load_policy(str(tiny_ckpts[0]))
     teacher, _ = load_policy(str(tiny_ckpts[1]))
     teacher.eval().requires_grad_(False)
-    cfg = opd.OPDConfig(out=str(tmp_path / 'opd'), prompts_per_step=1, student_samples=4, teacher_samples=2, agentic_rounds=2,
-                        max_new_tokens=5, micro_batch=4, save_every=0, lr=1e-3)
+    cfg = opd.OPDConfig(
+        out=str(tmp_path / 'opd'),
+        prompts_per_step=1,
+        student_samples=4,
+        teacher_samples=2,
+        agentic_rounds=2,
+        max_new_tokens=5,
+        micro_batch=4,
+        save_every=0,
+        lr=1e-3,
+    )
     env = RoundEnv(tok)
-    res = opd.train(cfg, [{'id': 't'}], env, student=student, tok=tok, teachers=[teacher],
-                    student_sampler=Tagged(HFSampler(student, tok, 5, 1.0, 1.0, seed=1), 'student'),
-                    teacher_samplers=[Tagged(HFSampler(teacher, tok, 5, 1.0, 1.0, seed=2), 'teacher')], steps=1, log=lambda *_: None)
+    res = opd.train(
+        cfg,
+        [{'id': 't'}],
+        env,
+        student=student,
+        tok=tok,
+        teachers=[teacher],
+        student_sampler=Tagged(HFSampler(student, tok, 5, 1.0, 1.0, seed=1), 'student'),
+        teacher_samplers=[Tagged(HFSampler(teacher, tok, 5, 1.0, 1.0, seed=2), 'teacher')],
+        steps=1,
+        log=lambda *_: None,
+    )
     d = res['history'][0]['decisions']
     assert [(x['round'], x['kind']) for x in d] == [(0, 'rl'), (1, 'distill')]
     assert d[0]['reason'].startswith('gate:') and env.fed == 1
@@ -249,15 +296,45 @@ def test_opd_checkpoints_resume(tiny_ckpts, tmp_path):
     student, tok = load_policy(str(tiny_ckpts[0]))
     teacher, _ = load_policy(str(tiny_ckpts[1]))
     teacher.eval().requires_grad_(False)
-    cfg = opd.OPDConfig(out=str(tmp_path / 'opd'), prompts_per_step=1, student_samples=2, teacher_samples=2, agentic_rounds=1,
-                        max_new_tokens=4, micro_batch=2, save_every=2, lr=1e-3, routing='always_best', updates=10)
+    cfg = opd.OPDConfig(
+        out=str(tmp_path / 'opd'),
+        prompts_per_step=1,
+        student_samples=2,
+        teacher_samples=2,
+        agentic_rounds=1,
+        max_new_tokens=4,
+        micro_batch=2,
+        save_every=2,
+        lr=1e-3,
+        routing='always_best',
+        updates=10,
+    )
     env = ScriptedEnv()
     mk = lambda m, who, seed: Tagged(HFSampler(m, tok, 4, 1.0, 1.0, seed=seed), who)  # noqa: E731
-    opd.train(cfg, [{'id': 'win'}], env, student=student, tok=tok, teachers=[teacher], student_sampler=mk(student, 'student', 1),
-              teacher_samplers=[mk(teacher, 'teacher', 2)], steps=2, log=lambda *_: None)
+    opd.train(
+        cfg,
+        [{'id': 'win'}],
+        env,
+        student=student,
+        tok=tok,
+        teachers=[teacher],
+        student_sampler=mk(student, 'student', 1),
+        teacher_samplers=[mk(teacher, 'teacher', 2)],
+        steps=2,
+        log=lambda *_: None,
+    )
     st = torch.load(tmp_path / 'opd' / 'checkpoint-2' / 'trainer_state.pt', weights_only=False)
     assert st['step'] == 2 and st['cursor'] == 2 and tuple(st['optimizer']['param_groups'][0]['betas']) == (0.9, 0.95)
-    res = opd.train(cfg, [{'id': 'win'}], env, tok=tok, teachers=[teacher], student_sampler=mk(student, 'student', 1),
-                    teacher_samplers=[mk(teacher, 'teacher', 2)], steps=1, log=lambda *_: None)
+    res = opd.train(
+        cfg,
+        [{'id': 'win'}],
+        env,
+        tok=tok,
+        teachers=[teacher],
+        student_sampler=mk(student, 'student', 1),
+        teacher_samplers=[mk(teacher, 'teacher', 2)],
+        steps=1,
+        log=lambda *_: None,
+    )
     assert res['state']['step'] == 3
     assert [int(r['step']) for r in csv.DictReader(open(tmp_path / 'opd' / 'metrics.csv'))] == [1, 2, 3]

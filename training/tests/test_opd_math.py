@@ -1,4 +1,5 @@
 """OPD per-token reward, top-K baseline and routing against hand-computed cases."""
+
 import math
 import random
 
@@ -18,7 +19,7 @@ def test_reward_baseline_advantage_hand_computed():
     assert r.item() == pytest.approx(math.log(0.6) - math.log(0.3), abs=1e-6)
     ps = [0.5 / 0.8, 0.3 / 0.8]
     pt = [0.2 / 0.8, 0.6 / 0.8]
-    kl = sum(p * (math.log(p) - math.log(q)) for p, q in zip(ps, pt))
+    kl = sum(p * (math.log(p) - math.log(q)) for p, q in zip(ps, pt, strict=True))
     assert b.item() == pytest.approx(-kl, abs=1e-6)
     assert a.item() == pytest.approx(r.item() + kl, abs=1e-6)
     assert not a.requires_grad
@@ -63,12 +64,15 @@ def test_routing_variants():
     assert kinds == {'distill', 'rl'}
 
 
-@pytest.mark.parametrize('bad,why', [
-    (Score(None, None, False, 'error', error='boom'), 'missing'),
-    (Score(float('nan'), 0.5, False, 'success'), 'non-finite'),
-    (Score(1.9, 0.5, False, 'success'), 'mismatched'),
-    (Score(1.0, 0.0, False, 'xrun_failed'), 'mismatched'),
-])
+@pytest.mark.parametrize(
+    'bad,why',
+    [
+        (Score(None, None, False, 'error', error='boom'), 'missing'),
+        (Score(float('nan'), 0.5, False, 'success'), 'non-finite'),
+        (Score(1.9, 0.5, False, 'success'), 'mismatched'),
+        (Score(1.0, 0.0, False, 'xrun_failed'), 'mismatched'),
+    ],
+)
 def test_integrity_failures_fall_back_to_rl(bad, why):
     student = sc(1.5, 1.2, 0.0) + [bad]
     d = opd.route('best_skip', student, [sc(2.0, 2.0), sc(2.0, 1.0)], random.Random(0))

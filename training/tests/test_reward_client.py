@@ -1,5 +1,6 @@
 """The reward-service client against a small fake HTTP server: batching, 429 + Retry-After,
 round-robin over URLs, error bodies."""
+
 from __future__ import annotations
 
 import json
@@ -40,16 +41,33 @@ def fake_server(state):
                     state['busy'] -= 1
                     return self._send(429, {'error': 'queue_full', 'message': 'full', 'retry_after_s': 0.05}, {'Retry-After': '0'})
                 items = body.get('items', [body])
-                res = [{'status': 'success', 'reward': 1.5, 'coverage': 0.5, 'passed': False, 'tb': it['testbench']['content']} for it in items]
+                res = [
+                    {'status': 'success', 'reward': 1.5, 'coverage': 0.5, 'passed': False, 'tb': it['testbench']['content']} for it in items
+                ]
                 return self._send(200, {'results': res} if 'items' in body else res[0])
             if self.path == '/v1/refine-prompt':
                 reply = body.get('reply', '')
                 ok = '```' in reply
-                return self._send(200, {'content': 'Improve coverage' if ok else 'unparsable', 'parsed': {'status': 'success', 'testbench': reply.strip('`'), 'filename': 'tb.sv'} if ok else {'status': 'unparsable'}})
+                return self._send(
+                    200,
+                    {
+                        'content': 'Improve coverage' if ok else 'unparsable',
+                        'parsed': {'status': 'success', 'testbench': reply.strip('`'), 'filename': 'tb.sv'}
+                        if ok
+                        else {'status': 'unparsable'},
+                    },
+                )
             if self.path == '/v1/parse-reply':
                 reply = body['reply']
                 ok = '```' in reply
-                return self._send(200, {'parsed': {'status': 'success', 'testbench': reply.strip('`'), 'filename': 'tb.sv'} if ok else {'status': 'unparsable', 'reason': 'no code'}})
+                return self._send(
+                    200,
+                    {
+                        'parsed': {'status': 'success', 'testbench': reply.strip('`'), 'filename': 'tb.sv'}
+                        if ok
+                        else {'status': 'unparsable', 'reason': 'no code'}
+                    },
+                )
             if self.path == '/v1/first-turn':
                 return self._send(200, {'messages': [{'role': 'system', 'content': 's'}, {'role': 'user', 'content': body['top']}]})
             self._send(404, {'error': 'not_found', 'message': 'no route'})

@@ -1,10 +1,10 @@
 """DAPO RL loop: real learning on a tiny random Qwen3 (real tokenizer) with a synthetic verifiable
 reward; carry selection; checkpoints and resume; metrics."""
+
 from __future__ import annotations
 
 import csv
 
-import pytest
 import torch
 
 from chorus_train import dapo, rl
@@ -31,8 +31,22 @@ def mean_reward(model, tok, env, n=32, seed=123) -> float:
 
 
 def cfg(out, **kw) -> rl.RLConfig:
-    base = dict(out=str(out), lr=3e-3, updates=1000, group_size=4, prompts_per_step=2, agentic_rounds=2, max_new_tokens=8,
-                temperature=1.0, top_p=1.0, top_k=32, mini_batches=2, micro_batch=16, save_every=0, seed=0)
+    base = dict(
+        out=str(out),
+        lr=3e-3,
+        updates=1000,
+        group_size=4,
+        prompts_per_step=2,
+        agentic_rounds=2,
+        max_new_tokens=8,
+        temperature=1.0,
+        top_p=1.0,
+        top_k=32,
+        mini_batches=2,
+        micro_batch=16,
+        save_every=0,
+        seed=0,
+    )
     base.update(kw)
     return rl.RLConfig(**base)
 
@@ -53,7 +67,12 @@ def test_dapo_steps_raise_the_mean_reward(tiny_ckpts, tmp_path):
 
 
 def test_carry_worst_and_best():
-    sc = [Score(1.5, 0.5, False, 'success'), Score(0.0, 0.0, False, 'xrun_failed'), Score(1.9, 0.9, False, 'success'), Score(0.0, 0.0, False, 'timeout')]
+    sc = [
+        Score(1.5, 0.5, False, 'success'),
+        Score(0.0, 0.0, False, 'xrun_failed'),
+        Score(1.9, 0.9, False, 'success'),
+        Score(0.0, 0.0, False, 'timeout'),
+    ]
     assert rl.pick_carry(sc, 'worst') == 1  # lowest coverage, first on ties
     assert rl.pick_carry(sc, 'best') == 2
 
@@ -94,6 +113,7 @@ def test_checkpoint_and_resume(tiny_ckpts, tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # the reference recipe (HejiaZ2023/slime examples/agentic_cov, docs/protocol.md §8)
+
 
 def test_default_step_is_4_prompts_by_group_4():
     # "global batch 16, group 4": 16 sequences per round = 4 prompts x 4 samples (reference: rollout
@@ -136,7 +156,7 @@ def test_policy_update_takes_log_probs_at_the_rollout_temperature(tiny_ckpts):
     lp = dapo.token_logprobs(response_logits(ref, b), b.tokens, T)
     (-(adv[:, None] * lp * b.mask).sum() / b.mask.sum()).backward()
     n = 0
-    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+    for (name, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
         if p.grad is not None:
             assert torch.allclose(p.grad, q.grad, atol=1e-6, rtol=1e-4), name
             n += 1
@@ -153,7 +173,14 @@ def test_micro_batches_give_the_same_step_as_one_batch(tiny_ckpts):
     grads = []
     for mb in (4, 1):
         m = copy.deepcopy(model)
-        rl.policy_update(m, torch.optim.SGD(m.parameters(), lr=0.0), samples, adv, cfg('/unused', lr=0.0, grad_clip=0.0, mini_batches=1, micro_batch=mb), tok.pad_token_id)
+        rl.policy_update(
+            m,
+            torch.optim.SGD(m.parameters(), lr=0.0),
+            samples,
+            adv,
+            cfg('/unused', lr=0.0, grad_clip=0.0, mini_batches=1, micro_batch=mb),
+            tok.pad_token_id,
+        )
         grads.append({k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None})
     assert grads[0].keys() == grads[1].keys() and grads[0]
     for k in grads[0]:

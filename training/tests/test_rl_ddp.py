@@ -1,6 +1,7 @@
 """Data parallelism through accelerate: a DAPO step on 2 CPU processes (torchrun, gloo) is the same
 update as the step in one process: each rank rolls out its share of the prompts and the loss is
 normalized by the whole step's token count."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,19 @@ def run(args: list[str], tmp: Path, nproc: int) -> None:
         cmd = [sys.executable, str(WORKER), *args]
     else:
         port = free_port()  # torchrun's --master_port 0 hangs the static rendezvous: pick one
-        cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', str(nproc), '--master_addr', '127.0.0.1',
-               '--master_port', str(port), str(WORKER), *args]
+        cmd = [
+            sys.executable,
+            '-m',
+            'torch.distributed.run',
+            '--nproc_per_node',
+            str(nproc),
+            '--master_addr',
+            '127.0.0.1',
+            '--master_port',
+            str(port),
+            str(WORKER),
+            *args,
+        ]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
@@ -40,7 +52,9 @@ def test_two_ranks_take_the_same_step_as_one(tiny_ckpts, tmp_path, split):
     run([str(tiny_ckpts[0]), str(two), split], two, 2)
     assert (one / 'world.txt').read_text() == '1' and (two / 'world.txt').read_text() == '2'
     a, b = torch.load(one / 'final.pt'), torch.load(two / 'final.pt')
-    start = {k: v for k, v in __import__('safetensors.torch', fromlist=['load_file']).load_file(str(tiny_ckpts[0] / 'model.safetensors')).items()}
+    start = {
+        k: v for k, v in __import__('safetensors.torch', fromlist=['load_file']).load_file(str(tiny_ckpts[0] / 'model.safetensors')).items()
+    }
     moved = 0
     for k in a:
         assert torch.allclose(a[k].float(), b[k].float(), atol=1e-6, rtol=1e-4), k

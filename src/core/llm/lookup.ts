@@ -13,8 +13,9 @@ export interface LookupOptions {
 }
 
 /**
- * Up to `maxDraft` tokens that followed the most recent earlier occurrence of the sequence's last
- * n tokens (the longest n from maxNgram down to minNgram that occurs); [] when none does.
+ * Up to `maxDraft` tokens that followed an earlier occurrence of the sequence's last n tokens (the
+ * longest n from maxNgram down to minNgram that occurs): the latest occurrence with a full draft
+ * after it, else the one with the longest; [] when none occurs.
  */
 export function lookupDraft(seq: readonly number[], o: LookupOptions = {}): number[] {
   const maxN = o.maxNgram ?? 4;
@@ -22,16 +23,17 @@ export function lookupDraft(seq: readonly number[], o: LookupOptions = {}): numb
   const maxDraft = o.maxDraft ?? 8;
   const L = seq.length;
   for (let n = Math.min(maxN, L - 1); n >= minN; n--) {
-    // the latest start i < L - n with seq[i..i+n) == seq[L-n..L)
+    let best = -1;
+    let bestLen = 0;
     for (let i = L - n - 1; i >= 0; i--) {
       let j = 0;
       while (j < n && seq[i + j] === seq[L - n + j]) j++;
-      if (j === n) {
-        const from = i + n;
-        const draft = seq.slice(from, Math.min(from + maxDraft, L));
-        if (draft.length) return draft as number[];
-      }
+      if (j < n) continue;
+      const len = Math.min(maxDraft, L - (i + n));
+      if (len > bestLen) [best, bestLen] = [i + n, len];
+      if (len === maxDraft) break;
     }
+    if (bestLen) return seq.slice(best, best + bestLen) as number[];
   }
   return [];
 }

@@ -225,7 +225,8 @@ export function toolDirsOf(executable: string, ...roots: string[]): string[] {
   else for (const d of (process.env.PATH ?? '').split(':')) if (d && !exe && existsSync(join(d, executable))) exe = real(join(d, executable));
   if (exe) {
     const bin = dirname(exe);
-    out.add(basename(bin) === 'bin' ? dirname(bin) : bin);
+    // The prefix (bin/..) holds lib/ and libexec/; a prefix that is a home directory is too broad: its bin/ alone.
+    out.add(basename(bin) === 'bin' && !tooBroad(dirname(bin)) ? dirname(bin) : bin);
   }
   return [...out].filter((d) => !tooBroad(d) || d.startsWith('/usr/'));
 }

@@ -25,7 +25,10 @@ export interface RemoteSimulatorOptions {
 
 /** `--scorer a,b` -> normalized URLs; throws naming the bad entry. */
 export function scorerUrls(list: string): string[] {
-  const urls = list.split(',').map((u) => u.trim()).filter(Boolean);
+  const urls = list
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
   if (!urls.length) throw new Error('--scorer needs at least one URL (e.g. http://10.0.0.5:8080)');
   for (const u of urls) {
     let p: URL;
@@ -80,7 +83,9 @@ export class RemoteSimulator implements Simulator {
           const r = await this.fetch(`${e.url}/v1/health`);
           h = (await r.json()) as typeof h;
         } catch (err) {
-          throw new Error(`reward service ${e.url} did not answer /v1/health (${(err as Error).message}); start it with \`chorus serve --port N\` on that machine`);
+          throw new Error(
+            `reward service ${e.url} did not answer /v1/health (${(err as Error).message}); start it with \`chorus serve --port N\` on that machine`,
+          );
         }
         if (h.status !== 'ok' || !h.simulator) throw new Error(`reward service ${e.url} is not ready (status ${h.status ?? 'unknown'})`);
         e.workers = Math.max(1, h.workers ?? 1);
@@ -88,7 +93,10 @@ export class RemoteSimulator implements Simulator {
       }
       const first = seen[0].sim;
       const other = seen.find((s) => s.sim.name !== first.name || s.sim.version !== first.version);
-      if (other) throw new Error(`reward services run different simulators: ${seen[0].url} ${first.name} ${first.version}, ${other.url} ${other.sim.name} ${other.sim.version}; use one version everywhere`);
+      if (other)
+        throw new Error(
+          `reward services run different simulators: ${seen[0].url} ${first.name} ${first.version}, ${other.url} ${other.sim.name} ${other.sim.version}; use one version everywhere`,
+        );
       return { name: first.name, version: first.version };
     })();
     return this.infoCache;
@@ -119,7 +127,12 @@ export class RemoteSimulator implements Simulator {
       e.inFlight++;
       e.sent++;
       try {
-        const r = await this.fetch(`${e.url}/v1/score`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body, signal: req.signal });
+        const r = await this.fetch(`${e.url}/v1/score`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body,
+          signal: req.signal,
+        });
         const payload = (await r.json()) as Record<string, unknown>;
         if (r.ok) return fromRecord(payload);
         const msg = typeof payload.message === 'string' ? payload.message : JSON.stringify(payload);
@@ -159,7 +172,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * header-like files of the include folders as include_files, defines, params, timeout and seed. */
 export function scoreItem(req: SimRequest): Record<string, unknown> {
   const d: DesignSpec = req.design;
-  if (d.libraryFiles.length) throw new Error('the reward service takes design files only: a design with -v library files cannot be scored with --scorer');
+  if (d.libraryFiles.length)
+    throw new Error('the reward service takes design files only: a design with -v library files cannot be scored with --scorer');
   const includes = d.includeDirs.flatMap((dir) =>
     readdirSync(dir)
       .map((f) => join(dir, f))

@@ -181,7 +181,7 @@ export function checkTestbench(src: string, opts: SafetyOptions): Diagnostic[] {
     if (problem) {
       add(m.index ?? 0, m[0].length, {
         code: 'CHORUS-FILE',
-        message: `\`include ${literal ? arg : ''}refused: ${problem}`.replace(/ {2,}/g, ' '),
+        message: `\`include ${literal ? `${arg} ` : ''}refused: ${problem}`,
         suggestion: 'Include only the design\'s headers by a plain relative name (as in the design\'s own `include lines), or paste the declarations into the testbench.',
       });
     }

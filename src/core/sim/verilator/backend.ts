@@ -73,7 +73,7 @@ export class VerilatorSimulator implements Simulator {
   }
 
   /** `retry`: the second try of a design whose logic did not settle (see settleRetry). */
-  async simulate(req: SimRequest, retry?: { flags: string[] }): Promise<SimResult> {
+  async simulate(req: SimRequest, retry?: { flags: string[]; vlt?: string }): Promise<SimResult> {
     const t0 = performance.now();
     const limits: SimLimits = { ...DEFAULT_LIMITS, ...req.limits };
     const timings: StageTimings = { total: 0 };
@@ -184,6 +184,7 @@ export class VerilatorSimulator implements Simulator {
     const ownOrToolchain = (file: string): boolean => classify(file).origin !== 'other' || insideRoots(resolve(runDir, file), trusted);
     try {
       writeFileSync(join(runDir, tbName), req.testbench.content);
+      if (retry?.vlt) writeFileSync(join(runDir, 'chorus_split.vlt'), retry.vlt);
       // Macros, token pasting and `include can assemble what the plain-text check looks for:
       // check the preprocessed text too (only needed when the testbench uses the preprocessor).
       if (needsPreprocessing(req.testbench.content)) {
@@ -209,7 +210,7 @@ export class VerilatorSimulator implements Simulator {
         else fallbackReason = `the DUT compiles in ${got.lib.compileSeconds.toFixed(2)}s: below ${DUT_LIBRARY_MIN_SECONDS}s the flat build is as fast`;
       }
       const verilate = async (sources: string[], withLibraries: boolean): Promise<RunResult> => {
-        const r = await tool('front-end', tc.verilator, [...versionFlags(tc, VERILATOR_FLAGS), ...(retry?.flags ?? []), '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req, withLibraries), ...sources], {
+        const r = await tool('front-end', tc.verilator, [...versionFlags(tc, VERILATOR_FLAGS), ...(retry?.flags ?? []), ...(retry?.vlt ? ['chorus_split.vlt'] : []), '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req, withLibraries), ...sources], {
           cwd: runDir,
           timeoutS: limits.buildTimeoutS,
           outputLimitBytes: 8 * 1024 * 1024,
@@ -303,14 +304,14 @@ export class VerilatorSimulator implements Simulator {
         // The DUT's combinational loop, on every version: retry what can work, else say so.
         // A retry (flat, with what Verilator offers) answers for itself: settled, or diagnosed.
         // A plain flat retry may retry once more: it names the loop the DUT library hid.
-        if (!retry || retry.flags.length === 0) {
-          const again = await settleRetry(this, req, tc, runDir, warnings, unsettled.limit, Boolean(retry));
+        if (!retry || (retry.flags.length === 0 && !retry.vlt)) {
+          const again = await settleRetry(this, req, tc, warnings, unsettled.limit, Boolean(retry));
           if (again) return again;
         }
         outcome = combLoopOutcome(
           warnings,
           unsettled,
-          retry ? `retried with ${describeRetry(retry.flags)}, it still does not settle` : tc.caps.convergeLimit ? 'nothing Verilator offers applies to it' : 'this Verilator offers no --converge-limit to retry with',
+          retry ? `retried with ${describeRetry(retry)}, it still does not settle` : tc.caps.convergeLimit ? 'nothing Verilator offers applies to it' : 'this Verilator offers no --converge-limit to retry with',
         );
         const rest = runDiags.filter((d) => d.code !== 'DIDNOTCONVERGE' && !/region did not converge/.test(d.message));
         runDiags.splice(0, runDiags.length, ...rest);
@@ -503,7 +504,6 @@ async function settleRetry(
   sim: VerilatorSimulator,
   req: SimRequest,
   tc: Awaited<ReturnType<typeof findToolchain>>,
-  runDir: string,
   warnings: Diagnostic[],
   limit: number | null,
   nested: boolean,
@@ -512,15 +512,11 @@ async function settleRetry(
   const loops = loopSignals(warnings);
   const flags: string[] = [];
   if ((limit ?? 100) < RETRY_CONVERGE_LIMIT) flags.push('--converge-limit', String(RETRY_CONVERGE_LIMIT));
-  if (loops.length) {
-    const vlt = join(runDir, 'chorus_split.vlt');
-    writeFileSync(vlt, splitVarConfig(loops.map((l) => l.name)));
-    flags.push(vlt);
-  }
+  const vlt = loops.length ? splitVarConfig(loops.map((l) => l.name)) : undefined;
   // Nothing to add, and the loop already named (or this is the flat retry): it would only repeat.
-  if (flags.length === 0 && (loops.length || nested)) return undefined;
-  const again = await sim.simulate({ ...req, build: 'flat' }, { flags });
-  const what = describeRetry(flags);
+  if (flags.length === 0 && !vlt && nested) return undefined;
+  const again = await sim.simulate({ ...req, build: 'flat' }, { flags, vlt });
+  const what = describeRetry({ flags, vlt });
   if (again.status === 'success') {
     const at = loops[0]?.at;
     again.diagnostics.push({
@@ -531,8 +527,9 @@ async function settleRetry(
   return again;
 }
 
-function describeRetry(flags: string[]): string {
-  return flags.length ? flags.map((f) => (f.endsWith('.vlt') ? 'split_var on the looping variables' : f)).join(' ') : 'the flat build';
+function describeRetry(r: { flags: string[]; vlt?: string }): string {
+  const parts = [...(r.flags.length ? [r.flags.join(' ')] : []), ...(r.vlt ? ['split_var on the looping variables'] : [])];
+  return parts.length ? parts.join(' and ') : 'the flat build';
 }
 
 /** The run outcome for logic that never settled: a DUT error at the looping signal, never the testbench's. */

@@ -84,7 +84,8 @@ export function parseVerilatorMessages(log: string, classify: FileClassifier, st
     }
     // Continuation lines (": ... In instance tb") add context to the message.
     const cont = /^\s+: \.\.\. (.*)$/.exec(text);
-    if (cont && !/^In instance/.test(cont[1]) && !/^note:/.test(cont[1]) && last.message.length < 400) {
+    // (Current releases add "Location of instance's module declaration" pointers: not context.)
+    if (cont && !/^In instance/.test(cont[1]) && !/^note:/.test(cont[1]) && !/^Location of instance's module declaration/.test(cont[1]) && last.message.length < 400) {
       last.message += ` (${cont[1].trim()})`;
     }
   }
