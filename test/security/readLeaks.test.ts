@@ -409,6 +409,9 @@ describe('the jail, seen from inside', () => {
     fd = $fopen({"/proc/self/", "status"}, "r");
     while (fd != 0 && !$feof(fd)) begin void'($fgets(s, fd)); if (s.substr(0, 3) == "Uid:") $display("UID %s", s); end
     foreach (paths[i]) begin fd = $fopen(paths[i], "r"); s = ""; if (fd != 0) void'($fgets(s, fd)); $display("OPEN %s %0d [%s]", paths[i], fd != 0, s); if (fd != 0) $fclose(fd); end
+    fd = $fopen({"/dev/shm/", "fill"}, "w"); $display("WRITE shm %0d", fd != 0);
+    fd = $fopen({"${DESIGN}", "/planted.sv"}, "w"); $display("WRITE design %0d", fd != 0);
+    fd = $fopen({"mine", ".txt"}, "w"); $display("WRITE run %0d", fd != 0);
     $finish;
   end`);
     // Every path reaches $fopen computed: the jail alone judges them.
@@ -425,6 +428,10 @@ describe('the jail, seen from inside', () => {
     // The design files load (read-only); a dot-file of the design directory cannot be opened.
     expect(r.log).toContain(`OPEN ${join(DESIGN, 'counter.sv')} 1 [`);
     expect(r.log).toContain(`OPEN ${join(DESIGN, '.env')} 0 []`);
+    // Writes: the run directory only (the design is read-only, /dev/shm cannot be filled).
+    expect(r.log).toContain('WRITE shm 0');
+    expect(r.log).toContain('WRITE design 0');
+    expect(r.log).toContain('WRITE run 1');
     expect(leaks(r)).toBe(false);
   });
 });

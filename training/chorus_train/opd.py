@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import random
 import statistics
 import time
@@ -41,6 +42,7 @@ from pathlib import Path
 import torch
 
 from . import dapo
+from .dist import Dist
 from .envs import Env, Score, integrity_problem, rescore_failed
 from .policy import HFSampler, Sample, make_batch, render, response_logits
 from .settings import TrainerSettings
@@ -206,53 +208,80 @@ def opd_step(
     student_scores: list[list[Score]],
     cfg: OPDConfig,
     pad_id: int,
+    dist: Dist | None = None,
+    owned: list[list[int]] | None = None,
 ) -> dict:
     """One optimizer update over the step's prompt rounds: the distillation loss where the gate
     opened, the DAPO loss everywhere else (gate closed, integrity failures, fallback variants).
     `decisions` is updated in place when a teacher's log-probs turn out not finite (RL fallback).
-    The loss is normalized by the response tokens of every group that trains (token-level mean)."""
+    The loss is normalized by the response tokens of every group that trains (token-level mean).
+
+    Under data parallelism every rank holds the whole step (groups and scores gathered) and
+    trains the members `owned[g]` of each group; the non-finite check is agreed across ranks,
+    and every rank runs as many micro-batches as the busiest one (zero-loss passes)."""
+    dist = dist or Dist()
+    if owned is None:
+        owned = [list(range(len(g))) for g in student_groups]
     work = []  # (samples, kind, per-micro-batch teacher advantages | DAPO advantages)
+    pending = []  # distill groups: (group index, this rank's advantages or None)
+    for gi, samples in enumerate(student_groups):
+        if decisions[gi].kind == 'distill':
+            mine = [samples[i] for i in owned[gi]]
+            pending.append((gi, _teacher_advantages(student, teachers[decisions[gi].teacher], mine, cfg, pad_id) if mine else []))
+    bad = dist.all_max([float(a is None) for _, a in pending]) if pending else []
+    for (gi, _), b in zip(pending, bad, strict=True):
+        if b:
+            decisions[gi] = Route('rl', None, 'integrity:non-finite-teacher-logprobs')
+    distilled = {gi: a for (gi, a), b in zip(pending, bad, strict=True) if not b}
+    n_tok = 0
     for gi, (samples, sc) in enumerate(zip(student_groups, student_scores, strict=True)):
-        d = decisions[gi]
-        if d.kind == 'distill':
-            adv = _teacher_advantages(student, teachers[d.teacher], samples, cfg, pad_id)
-            if adv is not None:
-                work.append((samples, 'distill', adv))
-                continue
-            decisions[gi] = d = Route('rl', None, 'integrity:non-finite-teacher-logprobs')
+        if gi in distilled:
+            work.append(([samples[i] for i in owned[gi]], 'distill', distilled[gi]))
+            n_tok += sum(len(x.response_ids) for x in samples)
+            continue
         padded = (list(sc) + [None] * len(samples))[: len(samples)]
         adv, keep = _scored(padded)
-        work.append(([samples[i] for i in keep], 'rl', adv))
-    n_tok = sum(len(s.response_ids) for w in work for s in w[0])
+        n_tok += sum(len(samples[i].response_ids) for i in keep)
+        mine = [n for n, i in enumerate(keep) if i in owned[gi]]
+        work.append(([samples[keep[n]] for n in mine], 'rl', adv[mine] if mine else adv[:0]))
     stats = {'mean_r': 0.0, 'mean_b': 0.0, 'mean_a': 0.0, 'loss': 0.0, 'tokens': n_tok}
     optimizer.zero_grad(set_to_none=True)
     if not n_tok:
         return stats
     student.train()
     dist_tok = 0.0
-    for samples, kind, adv in work:
-        for mb, j in enumerate(range(0, len(samples), cfg.micro_batch)):
-            b = make_batch(samples[j : j + cfg.micro_batch], pad_id)
-            logits = response_logits(student, b)
-            tokens = b.tokens.to(logits.device)
-            mask = b.mask.to(logits.device)
-            lp = dapo.token_logprobs(logits, tokens, cfg.temperature)
-            if kind == 'distill':
-                r, bb, a = (x.to(lp.device) for x in adv[mb])
-                loss = opd_loss(lp, a, mask, n_tok)
-                stats['mean_r'] += float((r * mask).sum())
-                stats['mean_b'] += float((bb * mask).sum())
-                stats['mean_a'] += float((a * mask).sum())
-                dist_tok += float(mask.sum())
-            else:
-                loss, _ = dapo.dapo_loss(
-                    lp, lp.detach(), adv[j : j + cfg.micro_batch].to(lp.device), mask, cfg.eps_lo, cfg.eps_hi, n_tokens=n_tok
-                )
-            loss.backward()
-            stats['loss'] += float(loss.detach())
+    batches = [(samples, kind, adv, mb, j) for samples, kind, adv in work for mb, j in enumerate(range(0, len(samples), cfg.micro_batch))]
+    for k in range(int(dist.all_max([len(batches)])[0])):
+        if k >= len(batches):  # keep every gradient all-reduce complete
+            dummy = make_batch([Sample([pad_id], [pad_id], '')], pad_id)
+            dist.backward(response_logits(student, dummy).float().sum() * 0.0)
+            continue
+        samples, kind, adv, mb, j = batches[k]
+        b = make_batch(samples[j : j + cfg.micro_batch], pad_id)
+        logits = response_logits(student, b)
+        tokens = b.tokens.to(logits.device)
+        mask = b.mask.to(logits.device)
+        lp = dapo.token_logprobs(logits, tokens, cfg.temperature)
+        if kind == 'distill':
+            r, bb, a = (x.to(lp.device) for x in adv[mb])
+            loss = opd_loss(lp, a, mask, n_tok)
+            stats['mean_r'] += float((r * mask).sum())
+            stats['mean_b'] += float((bb * mask).sum())
+            stats['mean_a'] += float((a * mask).sum())
+            dist_tok += float(mask.sum())
+        else:
+            loss, _ = dapo.dapo_loss(
+                lp, lp.detach(), adv[j : j + cfg.micro_batch].to(lp.device), mask, cfg.eps_lo, cfg.eps_hi, n_tokens=n_tok
+            )
+        dist.backward(loss)
+        stats['loss'] += float(loss.detach())
     if cfg.grad_clip:
-        torch.nn.utils.clip_grad_norm_(student.parameters(), cfg.grad_clip)
+        dist.clip_grad_norm(student, cfg.grad_clip)
     optimizer.step()
+    keys = ['mean_r', 'mean_b', 'mean_a', 'loss']
+    summed = dist.all_sum([stats[k] for k in keys] + [dist_tok])
+    stats.update(zip(keys, summed[:-1], strict=True))
+    dist_tok = summed[-1]
     for k in ('mean_r', 'mean_b', 'mean_a'):
         stats[k] = stats[k] / dist_tok if dist_tok else 0.0
     return stats
@@ -275,30 +304,74 @@ class Unit:
     scores: list[Score | None]
     teacher_scores: list[list[Score | None]]
     route: Route
+    owned: list[int] | None = None  # members this rank trains (None: all)
 
 
 def opd_rollout(task: dict, env: Env, tok, student_sampler, teacher_samplers: list, cfg: OPDConfig, rng: random.Random) -> list[Unit]:
-    """The agentic rounds of one prompt, gated round by round."""
+    """The agentic rounds of one prompt, gated round by round (one process)."""
+    return opd_rollout_batch([task], env, tok, student_sampler, teacher_samplers, cfg, rng)
+
+
+def opd_rollout_batch(
+    tasks: list[dict], env: Env, tok, student_sampler, teacher_samplers: list, cfg: OPDConfig, rng: random.Random, dist: Dist | None = None
+) -> list[Unit]:
+    """The agentic rounds of the step's prompts, gated round by round, the sampling spread over the
+    data-parallel ranks as in RL (rl.rollout_batch): each rank draws a contiguous share of the
+    student members, the rank holding a prompt's first member draws its teachers' samples, and
+    the scores are gathered so every rank routes, re-scores and carries alike. The units hold the
+    whole groups; `Unit.owned` names the members this rank trains."""
     from .rl import carry_messages, pick_carry
 
-    msgs = list(env.first_turn(task))
-    units = []
+    dist = dist or Dist()
+    S = cfg.student_samples
+    share = math.ceil(len(tasks) * S / dist.world)
+    mine = set(range(dist.rank * share, min((dist.rank + 1) * share, len(tasks) * S)))
+    msgs = [list(env.first_turn(t)) for t in tasks]
+    live = list(range(len(tasks)))
+    units: list[Unit] = []
     for rnd in range(cfg.agentic_rounds):
-        p = render(tok, msgs)
-        s = student_sampler.sample([p], cfg.student_samples)[0]
-        ts = [ts_.sample([p], cfg.teacher_samples)[0] for ts_ in teacher_samplers]
-        s_sc = env.score(task, s)
-        t_sc = [env.score(task, t) for t in ts]
-        d = route(cfg.routing, s_sc, t_sc, rng, cfg.student_samples, [cfg.teacher_samples] * len(ts))
-        if d.kind == 'rl':
-            # the RL loss needs the student's rewards: ask again for the missing ones, never read 0
-            s_sc = rescore_failed(env, task, s, s_sc, tries=cfg.rescore_tries)
-        units.append(Unit(task, rnd, p, s, s_sc, t_sc, d))
-        if rnd + 1 < cfg.agentic_rounds:
-            k = pick_carry(s_sc, cfg.carry)
-            if k is None:
-                break
-            msgs = carry_messages(msgs, env, task, s[k], s_sc[k])
+        prompts = {i: render(tok, msgs[i]) for i in live}
+        local = []  # ('s', prompt, member, sample, score) | ('t', prompt, teacher, k, sample, score)
+        for i in live:
+            js = [j for j in range(S) if i * S + j in mine]
+            if js:
+                got = student_sampler.sample([prompts[i]], len(js))[0]
+                local += [('s', i, j, x, sc) for j, x, sc in zip(js, got, env.score(tasks[i], got), strict=True)]
+            if i * S in mine:
+                for t, ts_ in enumerate(teacher_samplers):
+                    got = ts_.sample([prompts[i]], cfg.teacher_samples)[0]
+                    local += [('t', i, t, k, x, sc) for k, (x, sc) in enumerate(zip(got, env.score(tasks[i], got), strict=True))]
+        everyone = dist.gather(local) if dist.world > 1 else local
+        routed = []
+        for i in live:
+            st = sorted((x for x in everyone if x[0] == 's' and x[1] == i), key=lambda x: x[2])
+            samples, scores = [x[3] for x in st], [x[4] for x in st]
+            t_sc = [
+                [x[5] for x in sorted((y for y in everyone if y[0] == 't' and y[1] == i and y[2] == t), key=lambda y: y[3])]
+                for t in range(len(teacher_samplers))
+            ]
+            d = route(cfg.routing, scores, t_sc, rng, S, [cfg.teacher_samples] * len(teacher_samplers))
+            routed.append((i, samples, scores, t_sc, d))
+        # the RL loss needs the student's rewards: the owners ask again for the missing ones
+        again = []
+        for i, samples, scores, _, d in routed:
+            if d.kind == 'rl':
+                for j, sc in enumerate(scores):
+                    if (sc is None or sc.failed) and i * S + j in mine:
+                        again.append((i, j, rescore_failed(env, tasks[i], [samples[j]], [sc], tries=cfg.rescore_tries)[0]))
+        if any(d.kind == 'rl' for *_, d in routed) and dist.world > 1:
+            again = dist.gather(again)
+        fixed = {(i, j): sc for i, j, sc in again}
+        carried = []
+        for i, samples, scores, t_sc, d in routed:
+            scores = [fixed.get((i, j), sc) for j, sc in enumerate(scores)]
+            units.append(Unit(tasks[i], rnd, prompts[i], samples, scores, t_sc, d, [j for j in range(S) if i * S + j in mine]))
+            if rnd + 1 < cfg.agentic_rounds:
+                k = pick_carry(scores, cfg.carry)
+                if k is not None:
+                    msgs[i] = carry_messages(msgs[i], env, tasks[i], samples[k], scores[k])
+                    carried.append(i)
+        live = carried
     return units
 
 
@@ -318,6 +391,7 @@ def train(
     from .policy import load_policy
     from .rl import latest_checkpoint, save_checkpoint
 
+    dist = Dist()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ck = latest_checkpoint(out) if resume else None
@@ -336,11 +410,13 @@ def train(
             m.eval().requires_grad_(False)
             teachers.append(m)
     if student_sampler is None:
-        student_sampler = HFSampler(student, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, seed=cfg.seed)
+        # each rank samples with its own stream
+        student_sampler = HFSampler(student, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, seed=cfg.seed + 7919 * dist.rank)
     elif hasattr(student_sampler, 'model') and ck is not None:
         student_sampler.model = student
     teacher_samplers = teacher_samplers or [
-        HFSampler(t, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, seed=cfg.seed + 1 + i) for i, t in enumerate(teachers)
+        HFSampler(t, tok, cfg.max_new_tokens, cfg.temperature, cfg.top_p, seed=cfg.seed + 1 + i + 7919 * dist.rank)
+        for i, t in enumerate(teachers)
     ]
     optimizer = cfg.optimizer(student.parameters())
     rng = random.Random(cfg.seed)
@@ -351,17 +427,21 @@ def train(
         random.setstate(st.pop('py_rng'))
         rng.setstate(st.pop('route_rng'))
         state.update(st)
+    model, optimizer = dist.prepare(student, optimizer)
+    if hasattr(student_sampler, 'model'):
+        student_sampler.model = dist.unwrap(model)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    (out / 'opd_config.json').write_text(json.dumps(asdict(cfg), indent=2) + '\n')
     path = out / 'metrics.csv'
-    rows = []
-    if path.exists() and ck is not None:
-        with open(path) as f:
-            rows = [r for r in csv.DictReader(f) if int(r['step']) <= state['step']]
-    with open(path, 'w', newline='') as f:
-        w = csv.DictWriter(f, fieldnames=OPD_METRICS)
-        w.writeheader()
-        w.writerows(rows)
+    if dist.main:
+        (out / 'opd_config.json').write_text(json.dumps(asdict(cfg), indent=2) + '\n')
+        rows = []
+        if path.exists() and ck is not None:
+            with open(path) as f:
+                rows = [r for r in csv.DictReader(f) if int(r['step']) <= state['step']]
+        with open(path, 'w', newline='') as f:
+            w = csv.DictWriter(f, fieldnames=OPD_METRICS)
+            w.writeheader()
+            w.writerows(rows)
     totals = {'distilled': 0, 'gate_closed': 0, 'rl_fallback': 0, 'integrity_failures': 0}
     n_steps = cfg.updates if steps is None else min(cfg.updates, state['step'] + steps)
     history = []
@@ -369,12 +449,10 @@ def train(
         t0 = time.time()
         batch = [tasks[(state['cursor'] + i) % len(tasks)] for i in range(cfg.prompts_per_step)]
         state['cursor'] += cfg.prompts_per_step
-        units: list[Unit] = []
-        for task in batch:
-            units += opd_rollout(task, env, tok, student_sampler, teacher_samplers, cfg, rng)
+        units = opd_rollout_batch(batch, env, tok, student_sampler, teacher_samplers, cfg, rng, dist)
         decisions = [u.route for u in units]
         st = opd_step(
-            student,
+            model,
             teachers,
             optimizer,
             [u.prompt for u in units],
@@ -383,6 +461,8 @@ def train(
             [u.scores for u in units],
             cfg,
             pad,
+            dist,
+            [u.owned for u in units],
         )
         state['step'] += 1
         state['updates'] += 1
@@ -401,17 +481,33 @@ def train(
         }
         for k in totals:
             totals[k] += row[k]
-        with open(path, 'a', newline='') as f:
-            csv.DictWriter(f, fieldnames=OPD_METRICS).writerow({k: row.get(k) for k in OPD_METRICS})
         history.append({'row': row, 'decisions': [{**asdict(d), 'round': u.round} for d, u in zip(decisions, units, strict=True)]})
-        log(
-            f'opd step {state["step"]}: distilled {row["distilled"]} gate-closed {row["gate_closed"]} rl {row["rl_fallback"]} '
-            f'(integrity {row["integrity_failures"]}) mean a {row["mean_a"]:.3f}'
-        )
+        if dist.main:
+            with open(path, 'a', newline='') as f:
+                csv.DictWriter(f, fieldnames=OPD_METRICS).writerow({k: row.get(k) for k in OPD_METRICS})
+            log(
+                f'opd step {state["step"]}: distilled {row["distilled"]} gate-closed {row["gate_closed"]} rl {row["rl_fallback"]} '
+                f'(integrity {row["integrity_failures"]}) mean a {row["mean_a"]:.3f}'
+            )
         if cfg.save_every and (state['step'] % cfg.save_every == 0 or state['step'] == n_steps):
-            save_checkpoint(out, student, tok, optimizer, {**state, 'route_rng': rng.getstate()}, cfg.keep_checkpoints)
-    (out / 'opd_summary.json').write_text(json.dumps(totals, indent=2) + '\n')
-    return {'totals': totals, 'history': history, 'model': student, 'tokenizer': tok, 'state': state, 'optimizer': optimizer}
+            sd = dist.state_dict(model)  # collective under FSDP: every rank takes part
+            if dist.main:
+                save_checkpoint(
+                    out, dist.unwrap(model), tok, optimizer, {**state, 'route_rng': rng.getstate()}, cfg.keep_checkpoints, state_dict=sd
+                )
+            dist.barrier()
+    if dist.main:
+        (out / 'opd_summary.json').write_text(json.dumps(totals, indent=2) + '\n')
+    return {
+        'totals': totals,
+        'history': history,
+        'model': dist.unwrap(model),
+        'tokenizer': tok,
+        'state': state,
+        'optimizer': optimizer,
+        'rank': dist.rank,
+        'world': dist.world,
+    }
 
 
 def _safe_mean(xs):

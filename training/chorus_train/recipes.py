@@ -297,7 +297,7 @@ def chain_plan(recipe: dict, path) -> tuple[str, list[str]]:
     p = json.loads(plan_opd(opd_config(opd_recipe, {}), opd_recipe.get('cluster', {})).removeprefix('plan: '))
     stages.append({'stage': 'opd', 'gpus': p['gpus'], 'updates': p['updates'], 'memory': p['memory'], 'estimate': p['estimate']})
     total += p['estimate']['gpu_hours']
-    commands.append(f'python -m chorus_train opd --config {rel(c["opd"])}')  # single process (README: Several GPUs)
+    commands.append(_launch(opd_recipe.get('cluster', {}), f'opd --config {rel(c["opd"])}'))
     ex = c.get('export', {})
     if ex:
         commands.append(f'python -m chorus_train export {ex["checkpoint"]} {ex["out"]}')

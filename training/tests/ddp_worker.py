@@ -1,8 +1,9 @@
 """One DAPO step, run by test_rl_ddp.py either in one process or under torchrun with 2 ranks.
 
-usage: ddp_worker.py CHECKPOINT OUT [prompts|members]   (the final weights go to OUT/final.pt from rank 0)
+usage: ddp_worker.py CHECKPOINT OUT [prompts|members|opd TEACHER]   (final weights: OUT/final.pt from rank 0)
 `prompts`: 4 prompts per step, each rank takes whole prompts; `members`: 1 prompt per step, the
-ranks split its group of 4 (the reference's 4 prompts on 8 or 16 GPUs).
+ranks split its group of 4 (the reference's 4 prompts on 8 or 16 GPUs); `opd`: one OPD step of one
+prompt, 2 gated rounds (distilled, then the RL fallback), the ranks splitting the student's group.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ class PerPromptSampler:
     """Deterministic replies that depend only on the prompt and how often it was asked: the same in
     one process and on any rank (a shared counter would differ across ranks)."""
 
-    def __init__(self, tok, rank: int = 0):
+    def __init__(self, tok, rank: int = 0, shift: int = 0):
         self.tok = tok
+        self.shift = shift
         self.rank = rank  # a rank given part of a group draws its members: rank * n onward
         self.seen: dict[tuple, int] = {}
 
@@ -47,7 +49,7 @@ class PerPromptSampler:
             self.seen[key] = self.seen.get(key, 0) + n
             group = []
             for k in range(k0, k0 + n):
-                t = TEXTS[(sum(p) + 3 * k) % len(TEXTS)]
+                t = TEXTS[(sum(p) + 3 * k + self.shift) % len(TEXTS)]
                 group.append(Sample(list(p), self.tok(t, add_special_tokens=False)['input_ids'] + [self.tok.eos_token_id], t))
             out.append(group)
         return out
@@ -64,6 +66,52 @@ def main() -> None:
     emb = model.get_input_embeddings().weight.detach().float()
     good = set(torch.nonzero(emb @ torch.randn(emb.shape[1], generator=torch.Generator().manual_seed(0)) > 0).flatten().tolist())
     tasks = [{'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a testbench for m{i}.'}]} for i in range(4)]
+    if mode == 'opd':
+        from chorus_train import opd
+
+        teacher, _ = load_policy(sys.argv[4])
+        teacher.eval().requires_grad_(False)
+        ocfg = opd.OPDConfig(
+            out=str(out / 'run'),
+            lr=1e-3,
+            updates=10,
+            prompts_per_step=1,
+            student_samples=4,
+            teacher_samples=2,
+            agentic_rounds=2,
+            routing='random_source',
+            max_new_tokens=8,
+            micro_batch=4,
+            save_every=0,
+            seed=4,
+            grad_clip=0.0,
+        )
+        res = opd.train(
+            ocfg,
+            tasks,
+            TokenRewardEnv(good),
+            student=model,
+            tok=tok,
+            teachers=[teacher],
+            student_sampler=PerPromptSampler(tok, rank),
+            teacher_samplers=[PerPromptSampler(tok, 0, shift=5)],
+            steps=1,
+            resume=False,
+            log=print,
+        )
+        if res['rank'] == 0:
+            (out / 'decisions.json').write_text(__import__('json').dumps(res['history'][0]['decisions']))
+    else:
+        res = train_rl(model, tok, good, tasks, out, mode, rank)
+    if res['rank'] == 0:
+        torch.save({k: v.detach().cpu() for k, v in res['model'].state_dict().items()}, out / 'final.pt')
+        # the step's gradient (left on the parameters; under DDP the all-reduced one): Adam's first
+        # update is nearly scale-free, so the gradient is the sharper check of the normalization
+        torch.save({k: p.grad.detach().cpu() for k, p in res['model'].named_parameters() if p.grad is not None}, out / 'grads.pt')
+        (out / 'world.txt').write_text(str(res['world']))
+
+
+def train_rl(model, tok, good, tasks, out, mode, rank):
     cfg = rl.RLConfig(
         out=str(out / 'run'),
         lr=1e-3,
@@ -78,7 +126,7 @@ def main() -> None:
         seed=0,
         grad_clip=0.0,
     )
-    res = rl.train(
+    return rl.train(
         cfg,
         tasks,
         TokenRewardEnv(good),
@@ -89,12 +137,6 @@ def main() -> None:
         resume=False,
         log=print,
     )
-    if res['rank'] == 0:
-        torch.save({k: v.detach().cpu() for k, v in res['model'].state_dict().items()}, out / 'final.pt')
-        # the step's gradient (left on the parameters; under DDP the all-reduced one): Adam's first
-        # update is nearly scale-free, so the gradient is the sharper check of the normalization
-        torch.save({k: p.grad.detach().cpu() for k, p in res['model'].named_parameters() if p.grad is not None}, out / 'grads.pt')
-        (out / 'world.txt').write_text(str(res['world']))
 
 
 if __name__ == '__main__':

@@ -4,6 +4,7 @@ normalized by the whole step's token count."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -41,15 +42,20 @@ def run(args: list[str], tmp: Path, nproc: int) -> None:
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
-@pytest.mark.parametrize('split', ['prompts', 'members'])
+@pytest.mark.parametrize('split', ['prompts', 'members', 'opd'])
 def test_two_ranks_take_the_same_step_as_one(tiny_ckpts, tmp_path, split):
     """`prompts`: each rank rolls out whole prompts; `members`: one prompt, each rank samples half
-    of its group (scores gathered, the same advantages and carry on both ranks)."""
+    of its group; `opd`: an OPD step (a distilled round, then an RL-fallback round) with the
+    student's group split over the ranks (scores gathered, the same advantages and carry on both ranks)."""
     one, two = tmp_path / 'one', tmp_path / 'two'
     one.mkdir()
     two.mkdir()
-    run([str(tiny_ckpts[0]), str(one), split], one, 1)
-    run([str(tiny_ckpts[0]), str(two), split], two, 2)
+    extra = [str(tiny_ckpts[1])] if split == 'opd' else []
+    run([str(tiny_ckpts[0]), str(one), split, *extra], one, 1)
+    run([str(tiny_ckpts[0]), str(two), split, *extra], two, 2)
+    if split == 'opd':
+        d1, d2 = (json.loads((x / 'decisions.json').read_text()) for x in (one, two))
+        assert d1 == d2 and [x['kind'] for x in d1] == ['distill', 'rl'], d1
     assert (one / 'world.txt').read_text() == '1' and (two / 'world.txt').read_text() == '2'
     a, b = torch.load(one / 'final.pt'), torch.load(two / 'final.pt')
     start = {

