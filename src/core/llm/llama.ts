@@ -78,8 +78,9 @@ async function runtime(nl: NodeLlama, gpu: 'auto' | 'cpu'): Promise<{ llama: Lla
   if (gpu === 'cpu') return { llama: await nl.getLlama({ gpu: false, build: 'never', logLevel }), note: null };
   llamaInstance ??= (async () => {
     try {
+      // node-llama-cpp tries the installed GPU builds best first and falls back to the CPU itself
       const llama = await nl.getLlama({ gpu: 'auto', build: 'never', logLevel });
-      return { llama, note: null };
+      return { llama, note: llama.gpu === false ? 'llama.cpp found no usable GPU build here (CUDA, Vulkan or Metal); running on the CPU' : null };
     } catch (e) {
       const llama = await nl.getLlama({ gpu: false, build: 'never', logLevel });
       return { llama, note: `no GPU build of llama.cpp loaded here (${(e as Error).message.split('\n')[0]}); running on the CPU` };

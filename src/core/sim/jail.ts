@@ -310,7 +310,9 @@ export function jailCommand(
 ): { file: string; args: string[]; env: Record<string, string> } {
   const rl = ['--fsize=' + limits.fileSizeLimitBytes, '--core=0', '--nproc=4096'];
   if (limits.memoryLimitMb !== null) rl.push('--as=' + limits.memoryLimitMb * 1024 * 1024);
-  const timed = ['--signal=TERM', '--kill-after=2', String(limits.timeoutS)];
+  // SIGTERM first so the simulation main writes its coverage; SIGKILL only if that has not finished
+  // after 5 s (a loaded machine can starve the handler for seconds; the run's outer bound allows it).
+  const timed = ['--signal=TERM', '--kill-after=5', String(limits.timeoutS)];
   // The simulation needs no variable at all; unjailed it still gets only the tool allowlist.
   if (jail.kind === 'none' || !sandbox) return { file: 'timeout', args: [...timed, 'prlimit', ...rl, '--', exe, ...args], env: toolEnv() };
   const { design, libs } = sandbox;

@@ -2,15 +2,10 @@
 // with the published harness and an Xcelium/IMC site can plug in, plus CHORUS's own fields.
 import type { CoverageBreakdown, UncoveredPoint } from '../coverage/model.js';
 
-/** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit) and `rejected` (safety check). */
-export type SimStatus =
-  | 'success'
-  | 'xrun_failed'
-  | 'imc_merge_failed'
-  | 'imc_report_summary_failed'
-  | 'exception'
-  | 'timeout'
-  | 'rejected';
+/** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit) and `rejected` (safety check).
+ * The one list: request schemas, metrics labels and reports iterate it. */
+export const SIM_STATUSES = ['success', 'xrun_failed', 'imc_merge_failed', 'imc_report_summary_failed', 'exception', 'timeout', 'rejected'] as const;
+export type SimStatus = (typeof SIM_STATUSES)[number];
 
 /** Where the run stopped; `success` when every stage passed. */
 export type SimStage = 'check' | 'lint' | 'build' | 'run' | 'coverage' | 'success';

@@ -42,7 +42,8 @@ const LOG_CAP = 64 * 1024;
  * of the library wrapper costs as much as it saves (measured: counter 1.31 s library vs 1.24 s
  * flat; a 16-instance DUT 4-5 s vs 22-29 s). CHORUS_DUT_LIBRARY_MIN_S overrides.
  */
-const DUT_LIBRARY_MIN_SECONDS = Number(process.env.CHORUS_DUT_LIBRARY_MIN_S ?? 2);
+/** Read at each decision (not at load), so a caller or a test can set it for one run. */
+const dutLibraryMinSeconds = (): number => Number(process.env.CHORUS_DUT_LIBRARY_MIN_S ?? 2);
 /** Above this much generated C++, compile in two translation units in parallel. */
 const SPLIT_BYTES = 400 * 1024;
 
@@ -206,8 +207,8 @@ export class VerilatorSimulator implements Simulator {
       if (req.build !== 'flat' && !retry) {
         const got = await dutLibrary(tc, runtime, req.design, req.top, { timeoutS: limits.buildTimeoutS, signal: req.signal });
         if (!got.ok) fallbackReason = got.reason;
-        else if (req.build === 'dut-library' || got.lib.compileSeconds >= DUT_LIBRARY_MIN_SECONDS) lib = got.lib;
-        else fallbackReason = `the DUT compiles in ${got.lib.compileSeconds.toFixed(2)}s: below ${DUT_LIBRARY_MIN_SECONDS}s the flat build is as fast`;
+        else if (req.build === 'dut-library' || got.lib.compileSeconds >= dutLibraryMinSeconds()) lib = got.lib;
+        else fallbackReason = `the DUT compiles in ${got.lib.compileSeconds.toFixed(2)}s: below ${dutLibraryMinSeconds()}s the flat build is as fast`;
       }
       const verilate = async (sources: string[], withLibraries: boolean): Promise<RunResult> => {
         const r = await tool('front-end', tc.verilator, [...versionFlags(tc, VERILATOR_FLAGS), ...(retry?.flags ?? []), ...(retry?.vlt ? ['chorus_split.vlt'] : []), '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req, withLibraries), ...sources], {

