@@ -6,7 +6,8 @@ import { availableParallelism } from 'node:os';
 import { getSimulator } from '../sim/registry.js';
 import type { SimulatorInfo } from '../sim/simulator.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
-import { firstTurnMessages, parseReplyRequest, refinePrompt, ScoreService, ServiceError, validateIntrospectRequest, validateScoreRequest, type ScoreOutcome } from './scoreService.js';
+import { firstTurnMessages, parseReplyRequest, refinePrompt, ScoreService, validateIntrospectRequest, type ScoreOutcome } from './scoreService.js';
+import { ServiceError, validateScoreRequest } from './requests.js';
 import { PoolClosedError, QueueFullError, TaskAbortedError } from './workerPool.js';
 
 export interface ScoreServerOptions {

@@ -124,9 +124,12 @@ const designShape = {
 // Endpoints
 
 export const scoreItemSchema = strictObject({
-  ...designShape,
+  design_files: designShape.design_files,
   top: identifier('a module name').meta({ description: 'DUT top module.' }),
   testbench: namedText(false, true).meta({ description: 'The candidate testbench; `name` is a plain file name.' }),
+  include_files: designShape.include_files,
+  defines: designShape.defines,
+  params: designShape.params,
   threshold: between(0, 1).default(1).meta({ description: '`passed` is `coverage >= threshold`.' }),
   timeout_s: between(0.001, 1e9)
     .nullish()

@@ -60,17 +60,19 @@ export interface FieldIssue {
   message: string;
 }
 
-/** One entry per bad field (an unknown key is its own field), in the order zod found them. */
+/** One entry per bad field (an unknown key is its own field). Unknown keys come first: a typo
+ * (`timeout` for `timeout_s`) explains the missing field reported after it. */
 export function fieldIssues(error: z.ZodError, root = 'body'): FieldIssue[] {
+  const unknown: FieldIssue[] = [];
   const out: FieldIssue[] = [];
   for (const iss of error.issues) {
     if (iss.code === 'unrecognized_keys') {
-      for (const k of iss.keys) out.push({ field: fieldPath([...iss.path, k], root), message: iss.message });
+      for (const k of iss.keys) unknown.push({ field: fieldPath([...iss.path, k], root), message: iss.message });
     } else if (iss.code === 'invalid_key' && iss.issues.length > 0) {
       out.push({ field: fieldPath(iss.path, root), message: iss.issues[0].message });
     } else out.push({ field: fieldPath(iss.path, root), message: iss.message });
   }
-  return out;
+  return [...unknown, ...out];
 }
 
 /** `a: x; b.c: y`: every bad field in one line. */
