@@ -124,4 +124,16 @@ describe('jail', () => {
     expect(r.stdout).toContain('no-etc');
     expect(r.stdout).not.toMatch(/OPENAI|SECRET|HOME=/);
   });
+
+  it('a toolchain that lives under /tmp (a CI clone, a project cache there) is visible to compile steps', async () => {
+    const jail = await detectJail();
+    const tools = scratchDir('chorus-jail-tool-'); // under the system temp folder, like a clone in /tmp
+    mkdirSync(join(tools, 'bin'));
+    writeFileSync(join(tools, 'bin', 'fake-tool'), '#!/bin/sh\necho fake-tool-ran\n', { mode: 0o755 });
+    const run = scratchDir('chorus-jail-run-');
+    const cmd = toolchainCommand(jail, join(tools, 'bin', 'fake-tool'), [], { writable: [run], readOnly: [], cwd: run, toolDirs: [tools] });
+    const r = await runBounded(cmd.file, cmd.args, { cwd: run, env: cmd.env, timeoutS: 30 });
+    expect(r.exitCode, r.all).toBe(0);
+    expect(r.stdout).toContain('fake-tool-ran');
+  });
 });

@@ -206,8 +206,10 @@ export function toolchainCommand(jail: JailInfo, file: string, args: string[], v
     args: [
       ...isolation(jail),
       ...systemMounts(),
-      ...extra.flatMap((d) => ['--ro-bind', d, d]),
+      // The private /tmp first: a toolchain or checkout that lives under /tmp (a CI clone, a
+      // wheel in a project cache there) is then bound on top of it instead of hidden by it.
       '--tmpfs', '/tmp',
+      ...extra.flatMap((d) => ['--ro-bind', d, d]),
       ...mounts(view),
       '--clearenv',
       ...setenv,
