@@ -32,6 +32,7 @@ import { detectJail } from '../src/core/sim/jail.js';
 import { runBounded } from '../src/core/util/proc.js';
 import { assetPath } from '../src/core/util/assets.js';
 import { cacheRoot } from '../src/core/util/cache.js';
+import { pct as formatPct } from '../src/core/util/format.js';
 
 // ---------------------------------------------------------------------------------------------
 // Designs
@@ -479,12 +480,11 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
     `\nload average: ${machine.loadavg[0]} at start, ${loadEnd[0]} at end on ${machine.nproc} CPUs` +
       (contended ? ': WARNING other work shared the machine, timings are inflated' : ''),
   );
-  const pct = (c: number | null): string => (c === null ? 'n/a' : `${(c * 100).toFixed(1)}%`);
   console.log('');
   console.log(
     table([
       ['design', 'naive median s', 'engine median s', 'speedup x', 'engine p90 s', 'coverage'],
-      ...reports.map((r) => [r.note ? `${r.design} (${r.note})` : r.design, f2(r.naiveMedianS), f2(r.engineMedianS), r.speedup.toFixed(1), f2(r.engineP90S), pct(r.coverage)]),
+      ...reports.map((r) => [r.note ? `${r.design} (${r.note})` : r.design, f2(r.naiveMedianS), f2(r.engineMedianS), r.speedup.toFixed(1), f2(r.engineP90S), formatPct(r.coverage, 1)]),
     ]),
   );
 

@@ -11,6 +11,7 @@ import { loadDesign } from '../src/core/design/load.js';
 import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
 import { generateTestbench } from '../src/core/generate/generator.js';
 import type { SimResult } from '../src/core/sim/result.js';
+import { meetsTarget } from '../src/core/sim/ranking.js';
 
 const { values: o } = parseArgs({
   options: {
@@ -152,7 +153,7 @@ async function cvdpOne(dir: string, t: CvdpTask, rounds: number, seed: number): 
     row.status = g.best.result.status;
     row.rounds = g.rounds.length;
     row.scaledParams = (g.scaledParams ?? []).map((p) => `${p.name}=${p.value} (was ${p.was})`);
-    row.hit = row.coverage !== null && row.coverage * 100 >= t.target_coverage - 1e-9;
+    row.hit = meetsTarget(row.coverage, t.target_coverage / 100);
     row.uncovered = g.best.result.uncovered.filter((u) => u.type !== 'toggle').slice(0, 4).map((u) => `${u.line}:${u.label}`);
   } catch (e) {
     row.status = `error: ${(e as Error).message.split('\n')[0]}`;

@@ -2,6 +2,7 @@
 // bar and the ETA; otherwise (CI logs, files) one line per finished task.
 import type { ProgressEvent } from '../core/eval/runner.js';
 import { bar, formatDuration } from './progress.js';
+import { pct } from '../core/util/format.js';
 
 export interface ProgressSink {
   write(s: string): unknown;
@@ -35,7 +36,7 @@ export function createProgress(out: ProgressSink, tty: boolean, now: () => numbe
         done = e.done;
         if (!e.cached) computed++;
         if (tty) {
-          out.write(`\r${bar(done, units)} ${status()}  ${e.task} #${e.sample} ${(100 * e.coverage).toFixed(1)}%${e.cached ? ' (cached)' : ''}\x1b[K`);
+          out.write(`\r${bar(done, units)} ${status()}  ${e.task} #${e.sample} ${pct(e.coverage, 1)}${e.cached ? ' (cached)' : ''}\x1b[K`);
           drawn = true;
         }
         return;
@@ -44,7 +45,7 @@ export function createProgress(out: ProgressSink, tty: boolean, now: () => numbe
       const t = e.task;
       const summary = t.error
         ? `error: ${t.error.split('\n')[0].slice(0, 200)}`
-        : `${t.samples.filter((s) => s.passed).length}/${t.samples.length} passed, best ${(100 * Math.max(0, ...t.samples.map((s) => s.coverage))).toFixed(1)}% (threshold ${(100 * t.threshold).toFixed(0)}%)`;
+        : `${t.samples.filter((s) => s.passed).length}/${t.samples.length} passed, best ${pct(Math.max(0, ...t.samples.map((s) => s.coverage)), 1)} (threshold ${pct(t.threshold, 0)})`;
       if (tty) {
         if (t.error) {
           out.write(`\r\x1b[K${t.id}: ${summary}\n`);

@@ -1,8 +1,8 @@
 // Human-readable summary of a result record for the terminal.
 import type { SimResult } from '../core/sim/result.js';
 import type { CoverageFigures } from '../core/coverage/model.js';
+import { formatDiagnostic, pct } from '../core/util/format.js';
 
-const pct = (x: number | null): string => (x === null ? 'n/a' : `${(100 * x).toFixed(2)}%`);
 
 function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user' | 'expr' | 'cond'): string {
   const t = f.tallies[k];
@@ -41,7 +41,7 @@ export function formatSimResult(r: SimResult, opts: { color?: boolean; maxErrors
   if (errs.length) {
     lines.push(c('31', `errors (${errs.length}):`));
     for (const d of errs.slice(0, opts.maxErrors ?? 10)) {
-      lines.push(`  ${d.file}:${d.line}:${d.column}: ${d.code ? d.code + ': ' : ''}${d.message}${d.time ? ` (at time ${d.time})` : ''}${d.suggestion ? `\n    suggestion: ${d.suggestion}` : ''}`);
+      lines.push(`  ${formatDiagnostic(d)}${d.time ? ` (at time ${d.time})` : ''}${d.suggestion ? `\n    suggestion: ${d.suggestion}` : ''}`);
     }
   }
   if (warns.length) lines.push(`warnings: ${warns.length} (--json for the list)`);

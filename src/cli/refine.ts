@@ -13,6 +13,7 @@ import { ContextBudgetError, refineOnce } from '../core/agent/loop.js';
 import type { LogKind, NamedText } from '../core/agent/protocol.js';
 import type { SimResult } from '../core/sim/result.js';
 import { overallCoverage } from '../core/sim/ranking.js';
+import { pct } from '../core/util/format.js';
 import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
@@ -111,7 +112,7 @@ export async function runRefine(argv: string[]): Promise<number> {
       status.set('simulating the current testbench');
       before = await simulator.simulate({ design, top: info.top, testbench, limits: { timeoutS }, signal: controller.signal });
       const cov = overallCoverage(before);
-      say(`current testbench: ${before.status}${cov !== null ? `, coverage ${(100 * cov).toFixed(2)}%` : ''}\n`);
+      say(`current testbench: ${before.status}${cov !== null ? `, coverage ${pct(cov)}` : ''}\n`);
       feedback = { result: before };
     }
     say(`model: ${describeModel(model)}\n`);
@@ -151,7 +152,7 @@ export async function runRefine(argv: string[]): Promise<number> {
       if (!o.json) {
         const b = overallCoverage(before);
         const a = overallCoverage(after);
-        if (before) say(`coverage: ${b === null ? 'n/a' : `${(100 * b).toFixed(2)}%`} -> ${a === null ? 'n/a' : `${(100 * a).toFixed(2)}%`}\n\n`);
+        if (before) say(`coverage: ${pct(b)} -> ${pct(a)}\n\n`);
         say(formatSimResult(after, { color: useColor(process.stdout) }));
       }
     }

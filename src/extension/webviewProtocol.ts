@@ -3,6 +3,7 @@
 // helpers only (no vscode, no DOM).
 import type { CoverageFigures, UncoveredPoint } from '../core/coverage/model.js';
 import type { ProjectFile } from '../core/design/types.js';
+import { pct as formatPct } from '../core/util/format.js';
 
 /** The project file (`chorus.json`): defined with the design types, shared with the webview. */
 export type { ProjectFile };
@@ -60,7 +61,8 @@ export function isWebviewMessage(m: unknown): m is WebviewToHost {
   return typeof t === 'string' && ['ready', 'openLocation', 'openRound', 'diffRound', 'saveProject', 'command'].includes(t);
 }
 
-export const pct = (x: number | null | undefined): string => (x === null || x === undefined ? 'n/a' : `${(100 * x).toFixed(1)}%`);
+/** The editor shows one decimal. */
+export const pct = (x: number | null | undefined): string => formatPct(x, 1);
 
 /** An inline SVG line chart of overall coverage per round (0..100%). */
 export function coverageChartSvg(values: Array<number | null>, width = 360, height = 140): string {

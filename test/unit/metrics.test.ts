@@ -1,67 +1,75 @@
-// The Prometheus registry: counters, gauges, histograms in the text exposition format.
+// The reward service's metrics (prom-client, one Registry per service) and parseExposition, the
+// text-format reader the tests and the load test check them with.
 import { describe, expect, it } from 'vitest';
-import { Registry, parseExposition } from '../../src/core/service/metrics.js';
+import { Counter, Registry } from 'prom-client';
+import { parseExposition, serviceMetrics, type ServiceGauges } from '../../src/core/service/metrics.js';
 
-describe('metrics registry', () => {
-  it('renders HELP/TYPE and samples that parse back', () => {
-    const r = new Registry();
-    const c = r.counter('runs_total', 'Runs by status.', [{ status: 'success' }, { status: 'timeout' }]);
-    c.inc({ status: 'success' });
-    c.inc({ status: 'success' }, 2);
+const gauges = (over: Partial<ServiceGauges> = {}): ServiceGauges => ({
+  queued: () => 0,
+  inFlight: () => 0,
+  workers: () => 2,
+  queueLimit: () => 16,
+  uptimeSeconds: () => 1,
+  designCacheEntries: () => 0,
+  ...over,
+});
+
+describe('service metrics', () => {
+  it('renders the documented series, zero before the first event, gauges read at scrape time', async () => {
     let depth = 3;
-    r.gauge('queue_depth', 'Waiting items.', () => depth);
-    const g = r.gauge('in_flight', 'Running.');
-    g.inc();
-    g.inc();
-    g.dec();
-    const h = r.histogram('latency_seconds', 'Latency.', [0.1, 1, 10]);
-    h.observe(0.05, { route: '/a' });
-    h.observe(0.5, { route: '/a' });
-    h.observe(50, { route: '/a' });
-    const text = r.render();
-    expect(text).toContain('# HELP runs_total Runs by status.\n# TYPE runs_total counter\n');
-    expect(text).toContain('# TYPE queue_depth gauge\n');
-    expect(text).toContain('# TYPE latency_seconds histogram\n');
+    const m = serviceMetrics(gauges({ queued: () => depth }));
+    const text = await m.registry.metrics();
+    expect(text).toContain('# HELP chorus_runs_total Simulations finished, by result status.\n# TYPE chorus_runs_total counter\n');
+    expect(text).toContain('# TYPE chorus_queue_depth gauge\n');
+    expect(text).toContain('# TYPE chorus_request_duration_seconds histogram\n');
     const s = parseExposition(text);
     const v = (name: string, labels: Record<string, string> = {}) => s.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
-    expect(v('runs_total', { status: 'success' })).toBe(3);
-    expect(v('runs_total', { status: 'timeout' })).toBe(0);
-    expect(v('queue_depth')).toBe(3);
+    expect(v('chorus_runs_total', { status: 'rejected' })).toBe(0);
+    expect(v('chorus_failures_total', { reason: 'aborted_shutdown' })).toBe(0);
+    expect(v('chorus_design_cache_total', { result: 'miss' })).toBe(0);
+    expect(v('chorus_rejected_total')).toBe(0);
+    expect(v('chorus_queue_depth')).toBe(3);
+    expect(v('chorus_workers')).toBe(2);
+    // prom-client's process metrics ride along.
+    expect(s.some((x) => x.name === 'process_cpu_seconds_total')).toBe(true);
     depth = 5;
-    expect(parseExposition(r.render()).find((x) => x.name === 'queue_depth')!.value).toBe(5);
-    expect(v('in_flight')).toBe(1);
+    m.runs.inc({ status: 'success' });
+    m.runs.inc({ status: 'success' }, 2);
+    m.latency.observe({ route: '/a' }, 0.004);
+    m.latency.observe({ route: '/a' }, 0.5);
+    m.latency.observe({ route: '/a' }, 500);
+    const s2 = parseExposition(await m.registry.metrics());
+    const v2 = (name: string, labels: Record<string, string> = {}) => s2.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
+    expect(v2('chorus_queue_depth')).toBe(5);
+    expect(v2('chorus_runs_total', { status: 'success' })).toBe(3);
     // Buckets are cumulative; +Inf equals the count.
-    expect(v('latency_seconds_bucket', { le: '0.1', route: '/a' })).toBe(1);
-    expect(v('latency_seconds_bucket', { le: '1', route: '/a' })).toBe(2);
-    expect(v('latency_seconds_bucket', { le: '10', route: '/a' })).toBe(2);
-    expect(v('latency_seconds_bucket', { le: '+Inf', route: '/a' })).toBe(3);
-    expect(v('latency_seconds_count', { route: '/a' })).toBe(3);
-    expect(v('latency_seconds_sum', { route: '/a' })).toBeCloseTo(50.55, 10);
-    expect(h.get({ route: '/a' })).toEqual({ count: 3, sum: 50.55 });
+    expect(v2('chorus_request_duration_seconds_bucket', { le: '0.005', route: '/a' })).toBe(1);
+    expect(v2('chorus_request_duration_seconds_bucket', { le: '1', route: '/a' })).toBe(2);
+    expect(v2('chorus_request_duration_seconds_bucket', { le: '300', route: '/a' })).toBe(2);
+    expect(v2('chorus_request_duration_seconds_bucket', { le: '+Inf', route: '/a' })).toBe(3);
+    expect(v2('chorus_request_duration_seconds_count', { route: '/a' })).toBe(3);
+    expect(v2('chorus_request_duration_seconds_sum', { route: '/a' })).toBeCloseTo(500.504, 10);
   });
 
-  it('escapes label values and refuses bad names, duplicates and decreasing counters', () => {
+  it('two services keep their own registries', async () => {
+    const a = serviceMetrics(gauges());
+    const b = serviceMetrics(gauges());
+    a.rejected.inc();
+    expect(parseExposition(await a.registry.metrics()).find((x) => x.name === 'chorus_rejected_total')!.value).toBe(1);
+    expect(parseExposition(await b.registry.metrics()).find((x) => x.name === 'chorus_rejected_total')!.value).toBe(0);
+  });
+});
+
+describe('parseExposition', () => {
+  it('reads escaped label values back and refuses lines it cannot read', async () => {
     const r = new Registry();
-    const c = r.counter('x_total', 'Help with \\ and\nnewline.');
+    const c = new Counter({ name: 'x_total', help: 'Help.', labelNames: ['path'], registers: [r] });
     c.inc({ path: 'a"b\\c\nd' });
-    const text = r.render();
-    expect(text).toContain('# HELP x_total Help with \\\\ and\\nnewline.');
+    const text = await r.metrics();
     expect(text).toContain('x_total{path="a\\"b\\\\c\\nd"} 1');
     expect(parseExposition(text)[0].labels.path).toBe('a"b\\c\nd');
-    expect(() => r.counter('x_total', 'again')).toThrow(/already registered/);
-    expect(() => r.gauge('bad-name', 'x')).toThrow(/invalid metric name/);
-    expect(() => c.inc({}, -1)).toThrow(/only increase/);
-    expect(() => c.inc({ 'bad-label': 'v' })).toThrow(/invalid label/);
-    expect(() => r.histogram('h', 'h', [])).toThrow(/buckets/);
-  });
-
-  it('an unused metric still renders a zero sample', () => {
-    const r = new Registry();
-    r.counter('never_total', 'Never.');
-    r.histogram('idle_seconds', 'Idle.', [1]);
-    const s = parseExposition(r.render());
-    expect(s.find((x) => x.name === 'never_total')!.value).toBe(0);
-    expect(s.find((x) => x.name === 'idle_seconds_bucket' && x.labels.le === '+Inf')!.value).toBe(0);
-    expect(s.find((x) => x.name === 'idle_seconds_count')!.value).toBe(0);
+    expect(parseExposition('y +Inf\nz Nan\nw -Inf\n').map((x) => x.value)).toEqual([Infinity, NaN, -Infinity]);
+    expect(() => parseExposition('not a sample line at all')).toThrow(/unparsable/);
+    expect(() => parseExposition('x{a="1" b} 1')).toThrow(/unparsable labels/);
   });
 });

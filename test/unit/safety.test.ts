@@ -3,7 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { scratchDir } from '../helpers.js';
 import { join } from 'node:path';
-import { blankComments, checkPreprocessed, checkTestbench, includedFileProblems } from '../../src/core/sim/safety.js';
+import { checkPreprocessed, checkTestbench, includedFileProblems } from '../../src/core/sim/safety.js';
+import { blankComments } from '../../src/core/design/lexer.js';
 import type { Diagnostic } from '../../src/core/sim/result.js';
 
 const JAILED = { jailed: true, file: 'tb_x.sv' };

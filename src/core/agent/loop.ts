@@ -5,7 +5,7 @@ import { basename, dirname, relative, sep } from 'node:path';
 import { readFileSync } from 'node:fs';
 import type { DesignSpec } from '../design/types.js';
 import type { SimResult } from '../sim/result.js';
-import { better, overallCoverage } from '../sim/ranking.js';
+import { better, meetsTarget, overallCoverage } from '../sim/ranking.js';
 import { Semaphore } from '../util/semaphore.js';
 import { DEFAULT_SAMPLING, ModelError, estimateTokens, type ModelBackend, type SamplingParams } from '../llm/backend.js';
 import {
@@ -164,7 +164,7 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
       full.push({ role: 'assistant', content: entry.reply }, { role: 'user', content: entry.feedback });
       const cov = overallCoverage(entry.result);
       sh.emit({ type: 'round-end', sample, round, entry, bestCoverage: cov });
-      if (cov !== null && cov >= sh.target - 1e-12) {
+      if (meetsTarget(cov, sh.target)) {
         stop = 'target';
         break;
       }
@@ -287,13 +287,13 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
     full.push({ role: 'assistant', content: stripThink(entry.reply) }, { role: 'user', content: entry.feedback });
     const bestCov = best === null ? null : overallCoverage(rounds[best].result);
     sh.emit({ type: 'round-end', sample, round, entry, bestCoverage: bestCov });
-    if (bestCov !== null && bestCov >= sh.target - 1e-12) {
+    if (meetsTarget(bestCov, sh.target)) {
       stop = 'target';
       break;
     }
   }
   const bestCov = best === null ? null : overallCoverage(rounds[best].result);
-  return { sample, rounds, best, passed: bestCov !== null && bestCov >= sh.target - 1e-12, stop };
+  return { sample, rounds, best, passed: meetsTarget(bestCov, sh.target), stop };
 }
 
 /** Round 0 of a warm start: the given testbench as if the model had written it (the protocol's reply

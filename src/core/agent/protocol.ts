@@ -3,6 +3,7 @@
 // test/unit/protocol.test.ts compares these strings with fixtures recorded from the reference
 // implementation (test/fixtures/protocol/README.md).
 import type { SimResult } from '../sim/result.js';
+import { formatDiagnostic } from '../util/format.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -160,7 +161,7 @@ export function prioritizeErrors(lines: string[], maxChars = 4000): string {
 export function errorLog(result: SimResult, maxChars = 4000): string {
   const errs = result.diagnostics
     .filter((d) => d.severity === 'error')
-    .map((d) => `${d.file}:${d.line}:${d.column}: ${d.code ? `${d.code}: ` : ''}${d.message}${d.suggestion ? ` (suggestion: ${d.suggestion})` : ''}`);
+    .map((d) => `${formatDiagnostic(d)}${d.suggestion ? ` (suggestion: ${d.suggestion})` : ''}`);
   const text = [...new Set([...errs, ...result.err_msg.split('\n').filter(Boolean)])].join('\n');
   return text.length > maxChars ? text.slice(0, maxChars) + `\n... [${text.length - maxChars} more characters]` : text;
 }

@@ -16,6 +16,7 @@
 // (`report_metrics`) calls the same numbers "Overall Average Grade". We follow the text report,
 // which is what LLM4Cov's summary keys were read from.
 import type { CoverageFigures } from './model.js';
+import { pct } from '../util/format.js';
 
 /** Covered and total item counts. */
 export type CoveredTally = [covered: number, total: number];
@@ -41,7 +42,7 @@ export interface ImcRow {
 
 /** `0.9083` -> `90.83%`; IMC prints two decimals. */
 export function formatGrade(frac: number | null): string {
-  return frac === null || !Number.isFinite(frac) ? 'n/a' : `${(frac * 100).toFixed(2)}%`;
+  return frac === null || !Number.isFinite(frac) ? 'n/a' : pct(frac);
 }
 
 /** `[47, 52]` -> `90.38% (47/52)`; no items -> `n/a`. */

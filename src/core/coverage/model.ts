@@ -119,3 +119,20 @@ export function figures(points: CoveragePoint[]): CoverageFigures {
     tallies: { line, branch, block, toggle, user, expr, cond },
   };
 }
+
+/** One row of the per-instance summary, LLM4Cov field names; numbers are fractions in [0,1] or null. */
+export interface CovSummaryRow {
+  name: string;
+  level: number;
+  'Overall Average': number | null;
+  'Overall Covered': number | null;
+  'Code Average': number | null;
+  'Code Covered': number | null;
+  'Fsm Average': number | null;
+  'Fsm Covered': number | null;
+  'Functional Average': number | null;
+  'Functional Covered': number | null;
+  Toggle: number | null;
+  Block: number | null;
+  Assertion: number | null;
+}

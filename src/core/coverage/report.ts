@@ -1,9 +1,9 @@
 // What the coverage looks like to the outside: LLM4Cov summary rows (docs/protocol.md §6), and the
 // feedback text a model sees (an IMC-style per-instance table plus the uncovered source lines).
-import type { CovSummaryRow } from '../sim/result.js';
 import type { DutCoverage } from './analyze.js';
-import type { CoverageFigures } from './model.js';
+import type { CoverageFigures, CovSummaryRow } from './model.js';
 import { renderImcTable, type ImcRow } from './imcTable.js';
+import { pct } from '../util/format.js';
 
 function row(name: string, level: number, f: CoverageFigures): CovSummaryRow {
   return {
@@ -54,8 +54,6 @@ function imcRows(cov: DutCoverage): ImcRow[] {
     };
   });
 }
-
-const pct = (x: number | null): string => (x === null ? 'n/a' : `${(100 * x).toFixed(2)}%`);
 
 /** Feedback text: the table, the scored figure, then uncovered points with their source lines. */
 export function coverageDetail(cov: DutCoverage, top: string, maxLines = 60): string {

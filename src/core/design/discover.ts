@@ -9,7 +9,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
-import { blankComments } from '../sim/safety.js';
+import { blankComments } from './lexer.js';
 import { scanUnits } from './lexer.js';
 import { HEADER_EXT, SOURCE_EXT, looksLikeTestbench } from './folder.js';
 

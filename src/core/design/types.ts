@@ -20,28 +20,8 @@ export function emptyDesign(): DesignSpec {
 }
 
 /** The project file (`chorus.json` beside the design): paths relative to its folder. Read and
- * written by project.ts; the schema for editors is media/chorus.schema.json. */
-export interface ProjectFile {
-  /** Design source files (not testbenches); may be empty when a manifest or file list says it. */
-  files: string[];
-  /** EDA file lists (`files.f`). */
-  fileLists?: string[];
-  includeDirs?: string[];
-  /** `NAME` or `NAME=VALUE`. */
-  defines?: string[];
-  /** `NAME=VALUE` top parameter overrides. */
-  params?: string[];
-  /** DUT top module; needed when the files hold several candidates. */
-  top?: string;
-  /** A FuseSoC `.core` or a `Bender.yml`, read by its own tool (fusesoc, bender). */
-  manifest?: string;
-  /** FuseSoC: the core's VLNV (default: the one the manifest declares). */
-  core?: string;
-  /** FuseSoC: the target (default `default`); Bender: targets, comma-separated. */
-  target?: string;
-  /** FuseSoC: folders searched for cores (default: the repository root). */
-  coresRoots?: string[];
-}
+ * written by project.ts; type, check and media/chorus.schema.json come from projectSchema.ts. */
+export type { ProjectFile } from './projectSchema.js';
 
 /** A testbench is just text with a file name: it usually comes from a model, not the disk. */
 export interface TestbenchSource {

@@ -5,6 +5,7 @@
 // plus the sim-pass rate (fraction of samples whose best candidate simulated and yielded coverage).
 // A task with fewer samples than N is averaged over the samples it has (each task weighs 1/M);
 // Pass@5/Cov@5 use the first min(5, N) samples.
+import { keyAbove } from '../sim/ranking.js';
 
 /** One candidate (a round) or one sample's best candidate. */
 export interface Outcome {
@@ -53,10 +54,8 @@ export function computeMetrics(tasks: Outcome[][], k = PASS_AT_K): Metrics {
  * True when a ranks strictly above b. */
 export function ranksAbove(a: Outcome, b: Outcome | undefined): boolean {
   if (!b) return true;
-  const ka = [a.ok ? 1 : 0, a.passed ? 1 : 0, cov(a)];
-  const kb = [b.ok ? 1 : 0, b.passed ? 1 : 0, cov(b)];
-  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i] > kb[i];
-  return false;
+  // The key of sim/ranking.ts's rankKey, from an outcome (its `passed` may include LLM4Cov targets).
+  return keyAbove([a.ok ? 1 : 0, a.passed ? 1 : 0, cov(a)], [b.ok ? 1 : 0, b.passed ? 1 : 0, cov(b)]);
 }
 
 const NONE: Outcome = { ok: false, coverage: 0, passed: false };

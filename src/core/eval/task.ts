@@ -2,7 +2,7 @@
 // produces. Suites (VerilogEval folders, CVDP JSONL, LLM4Cov records) only build EvalTasks; the
 // runner, the metrics and the reports know nothing else.
 import type { CovSummaryRow, SimResult } from '../sim/result.js';
-import { overallCoverage } from '../sim/ranking.js';
+import { meetsTarget, overallCoverage } from '../sim/ranking.js';
 
 /** An LLM4Cov coverage target (`targets: [{inst_name, metric, target_percentage}]`). */
 export interface CovTarget {
@@ -96,8 +96,6 @@ export interface TaskRecord {
   error?: string;
 }
 
-const EPS = 1e-9;
-
 function rowFor(summary: CovSummaryRow[], name: string, top: string): CovSummaryRow | undefined {
   return summary.find((r) => r.name === name && (name !== top || r.level === 0)) ?? summary.find((r) => r.name === name);
 }
@@ -109,7 +107,7 @@ function rowFor(summary: CovSummaryRow[], name: string, top: string): CovSummary
 export function passes(task: Pick<EvalTask, 'threshold' | 'targets' | 'top' | 'instance'>, result: SimResult | null, top = task.top): boolean {
   const c = overallCoverage(result);
   if (c === null || !result) return false;
-  if (!task.targets?.length) return c >= task.threshold - EPS;
+  if (!task.targets?.length) return meetsTarget(c, task.threshold);
   const summary = result.cov_info?.summary ?? [];
   for (const t of task.targets) {
     const inst = t.inst_name === task.instance ? top : t.inst_name;

@@ -6,7 +6,7 @@ import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
 import { constValue } from '../design/introspect.js';
-import { better } from '../sim/ranking.js';
+import { better, meetsTarget, overallCoverage } from '../sim/ranking.js';
 import { introspect } from '../design/introspect.js';
 import { assignRoles, type Roles } from './roles.js';
 import { emitTestbench, segmentSeed, type StimulusPlan } from './emit.js';
@@ -189,7 +189,7 @@ export async function generateTestbench(
       stale = 0;
       improved = true;
     } else if (++stale >= (opts.patience ?? 3)) break;
-    if (result.status === 'success' && (result.coverage?.waived.overall ?? 0) >= target) break;
+    if (meetsTarget(overallCoverage(result), target)) break;
     if (result.status === 'rejected' || result.status === 'exception') break;
     const prev = plan;
     plan = refinePlan(plan, result, info);

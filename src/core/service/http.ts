@@ -138,7 +138,7 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     const path = (req.url ?? '/').split('?')[0];
     const route = (ROUTES as readonly string[]).includes(path) ? path : 'other';
     res.on('finish', () => {
-      m.latency.observe((performance.now() - t0) / 1000, { route });
+      m.latency.observe({ route }, (performance.now() - t0) / 1000);
       m.requests.inc({ route, code: String(res.statusCode) });
     });
     // A client that goes away takes its queued or running simulation with it.
@@ -151,7 +151,7 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     if (req.method !== METHODS[route]) return json(res, 405, errorBody('method_not_allowed', `${path} takes ${METHODS[route]}`), { Allow: METHODS[route] });
     if (route === '/v1/health') return json(res, draining ? 503 : 200, service.health(simInfo, draining));
     if (route === '/metrics') {
-      const text = m.registry.render();
+      const text = await m.registry.metrics();
       res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
       res.end(text);
       return;

@@ -1,177 +1,75 @@
-// A small Prometheus registry: counters, gauges and histograms with labels, rendered in the text
-// exposition format (version 0.0.4). No dependency: the reward service needs a handful of series.
+// The reward service's Prometheus metrics on prom-client: one Registry per service (tests and a
+// trainer may run several in one process), the chorus_* series of docs/reward-service.md and
+// prom-client's process metrics (CPU, memory, event-loop lag, GC: collectDefaultMetrics).
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { SIM_STATUSES } from '../sim/result.js';
 
 export type Labels = Record<string, string>;
-
-const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-
-function escapeLabel(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
-}
-
-function escapeHelp(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-}
-
-function labelKey(labels: Labels): string {
-  return Object.keys(labels)
-    .sort()
-    .map((k) => `${k}="${escapeLabel(labels[k])}"`)
-    .join(',');
-}
-
-/** Prometheus number formatting: +Inf, -Inf, NaN spelled the way the format wants them. */
-export function formatValue(v: number): string {
-  if (Number.isNaN(v)) return 'NaN';
-  if (v === Infinity) return '+Inf';
-  if (v === -Infinity) return '-Inf';
-  return String(v);
-}
-
-abstract class Metric {
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    readonly type: 'counter' | 'gauge' | 'histogram',
-  ) {
-    if (!NAME.test(name)) throw new Error(`invalid metric name '${name}'`);
-  }
-  abstract samples(): string[];
-  render(): string {
-    return [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} ${this.type}`, ...this.samples()].join('\n') + '\n';
-  }
-  protected checkLabels(labels: Labels): void {
-    for (const k of Object.keys(labels)) if (!LABEL.test(k) || k === 'le') throw new Error(`invalid label name '${k}' on ${this.name}`);
-  }
-}
-
-export class Counter extends Metric {
-  private readonly values = new Map<string, number>();
-  constructor(name: string, help: string, initial: Labels[] = []) {
-    super(name, help, 'counter');
-    for (const l of initial) this.values.set(labelKey(l), 0);
-  }
-  inc(labels: Labels = {}, by = 1): void {
-    if (by < 0 || !Number.isFinite(by)) throw new Error(`counter ${this.name} can only increase`);
-    this.checkLabels(labels);
-    const k = labelKey(labels);
-    this.values.set(k, (this.values.get(k) ?? 0) + by);
-  }
-  get(labels: Labels = {}): number {
-    return this.values.get(labelKey(labels)) ?? 0;
-  }
-  samples(): string[] {
-    if (this.values.size === 0) return [`${this.name} 0`];
-    return [...this.values].map(([k, v]) => `${this.name}${k ? `{${k}}` : ''} ${formatValue(v)}`);
-  }
-}
-
-export class Gauge extends Metric {
-  private readonly values = new Map<string, number>();
-  private readonly collect?: () => number;
-  /** With `collect`, the value is read when the registry is rendered (queue depth, uptime). */
-  constructor(name: string, help: string, collect?: () => number) {
-    super(name, help, 'gauge');
-    this.collect = collect;
-  }
-  set(v: number, labels: Labels = {}): void {
-    this.checkLabels(labels);
-    this.values.set(labelKey(labels), v);
-  }
-  inc(labels: Labels = {}, by = 1): void {
-    this.set(this.get(labels) + by, labels);
-  }
-  dec(labels: Labels = {}, by = 1): void {
-    this.set(this.get(labels) - by, labels);
-  }
-  get(labels: Labels = {}): number {
-    if (this.collect && Object.keys(labels).length === 0) return this.collect();
-    return this.values.get(labelKey(labels)) ?? 0;
-  }
-  samples(): string[] {
-    if (this.collect) return [`${this.name} ${formatValue(this.collect())}`];
-    if (this.values.size === 0) return [`${this.name} 0`];
-    return [...this.values].map(([k, v]) => `${this.name}${k ? `{${k}}` : ''} ${formatValue(v)}`);
-  }
-}
 
 /** Latency buckets in seconds: a cached-DUT simulation takes about a second, a slow one minutes. */
 export const DEFAULT_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
-interface HistogramSeries {
-  labels: Labels;
-  counts: number[];
-  sum: number;
-  count: number;
+export const PROMETHEUS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+
+export const FAILURE_REASONS = ['design_error', 'internal_error', 'aborted_client', 'aborted_shutdown'] as const;
+
+export interface ServiceMetrics {
+  registry: Registry;
+  runs: Counter<'status'>;
+  failures: Counter<'reason'>;
+  rejected: Counter;
+  requests: Counter<'route' | 'code'>;
+  latency: Histogram<'route'>;
+  designCache: Counter<'result'>;
 }
 
-export class Histogram extends Metric {
-  readonly buckets: number[];
-  private readonly series = new Map<string, HistogramSeries>();
-  constructor(name: string, help: string, buckets: number[] = DEFAULT_BUCKETS) {
-    super(name, help, 'histogram');
-    const b = [...buckets].filter((x) => Number.isFinite(x)).sort((x, y) => x - y);
-    if (b.length === 0 || new Set(b).size !== b.length) throw new Error(`histogram ${name} needs distinct finite buckets`);
-    this.buckets = b;
-  }
-  observe(v: number, labels: Labels = {}): void {
-    this.checkLabels(labels);
-    const k = labelKey(labels);
-    let s = this.series.get(k);
-    if (!s) {
-      s = { labels: { ...labels }, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
-      this.series.set(k, s);
-    }
-    for (let i = 0; i < this.buckets.length; i++) if (v <= this.buckets[i]) s.counts[i]++;
-    s.sum += v;
-    s.count++;
-  }
-  /** Count and sum of one series (tests, Retry-After estimates). */
-  get(labels: Labels = {}): { count: number; sum: number } {
-    const s = this.series.get(labelKey(labels));
-    return { count: s?.count ?? 0, sum: s?.sum ?? 0 };
-  }
-  samples(): string[] {
-    const out: string[] = [];
-    const series = this.series.size ? [...this.series.values()] : [{ labels: {}, counts: this.buckets.map(() => 0), sum: 0, count: 0 }];
-    for (const s of series) {
-      const with_ = (extra: Labels): string => {
-        const k = labelKey({ ...s.labels, ...extra });
-        return k ? `{${k}}` : '';
-      };
-      this.buckets.forEach((b, i) => out.push(`${this.name}_bucket${with_({ le: formatValue(b) })} ${s.counts[i]}`));
-      out.push(`${this.name}_bucket${with_({ le: '+Inf' })} ${s.count}`);
-      out.push(`${this.name}_sum${with_({})} ${formatValue(s.sum)}`);
-      out.push(`${this.name}_count${with_({})} ${s.count}`);
-    }
-    return out;
-  }
+/** What the gauges read when /metrics is scraped. */
+export interface ServiceGauges {
+  queued(): number;
+  inFlight(): number;
+  workers(): number;
+  queueLimit(): number;
+  uptimeSeconds(): number;
+  designCacheEntries(): number;
 }
 
-export class Registry {
-  private readonly metrics = new Map<string, Metric>();
-  register<M extends Metric>(m: M): M {
-    if (this.metrics.has(m.name)) throw new Error(`metric ${m.name} is already registered`);
-    this.metrics.set(m.name, m);
-    return m;
-  }
-  counter(name: string, help: string, initial: Labels[] = []): Counter {
-    return this.register(new Counter(name, help, initial));
-  }
-  gauge(name: string, help: string, collect?: () => number): Gauge {
-    return this.register(new Gauge(name, help, collect));
-  }
-  histogram(name: string, help: string, buckets?: number[]): Histogram {
-    return this.register(new Histogram(name, help, buckets));
-  }
-  /** The text exposition format, `Content-Type: text/plain; version=0.0.4`. */
-  render(): string {
-    return [...this.metrics.values()].map((m) => m.render()).join('');
-  }
+export function serviceMetrics(read: ServiceGauges): ServiceMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const gauge = (name: string, help: string, value: () => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(value());
+      },
+    });
+  };
+  gauge('chorus_queue_depth', 'Score items waiting for a worker.', read.queued);
+  gauge('chorus_in_flight', 'Score items running on a worker.', read.inFlight);
+  gauge('chorus_workers', 'Size of the worker pool.', read.workers);
+  gauge('chorus_queue_limit', 'Most score items allowed to wait.', read.queueLimit);
+  gauge('chorus_uptime_seconds', 'Seconds since the service started.', read.uptimeSeconds);
+  gauge('chorus_design_cache_entries', 'Designs kept on disk with their introspection.', read.designCacheEntries);
+  const runs = new Counter({ name: 'chorus_runs_total', help: 'Simulations finished, by result status.', labelNames: ['status'] as const, registers });
+  const failures = new Counter({ name: 'chorus_failures_total', help: 'Score items that produced no result record, by reason.', labelNames: ['reason'] as const, registers });
+  const designCache = new Counter({ name: 'chorus_design_cache_total', help: 'Design lookups, by result (hit: introspection reused).', labelNames: ['result'] as const, registers });
+  // Every known label value from the start: a dashboard's rate() needs the zero before the first event.
+  for (const status of SIM_STATUSES) runs.inc({ status }, 0);
+  for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
+  for (const result of ['hit', 'miss']) designCache.inc({ result }, 0);
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    runs,
+    failures,
+    designCache,
+    rejected: new Counter({ name: 'chorus_rejected_total', help: 'Score requests refused with 429 because the queue was full.', registers }),
+    requests: new Counter({ name: 'chorus_http_requests_total', help: 'HTTP requests answered, by route and status code.', labelNames: ['route', 'code'] as const, registers }),
+    latency: new Histogram({ name: 'chorus_request_duration_seconds', help: 'HTTP request latency, seconds, by route.', labelNames: ['route'] as const, buckets: DEFAULT_BUCKETS, registers }),
+  };
 }
-
-export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** Parses the text format back into samples: for tests and for the load test's own checks. */
 export function parseExposition(text: string): Array<{ name: string; labels: Labels; value: number }> {
@@ -191,8 +89,10 @@ export function parseExposition(text: string): Array<{ name: string; labels: Lab
       }
       if (consumed !== m[2].length) throw new Error(`unparsable labels: ${line}`);
     }
-    const v = m[3] === '+Inf' ? Infinity : m[3] === '-Inf' ? -Infinity : Number(m[3]);
-    if (Number.isNaN(v) && m[3] !== 'NaN') throw new Error(`bad value: ${line}`);
+    // Case-insensitive like Prometheus's own parser (Go's ParseFloat): prom-client writes `Nan`.
+    const word = m[3].toLowerCase();
+    const v = word === '+inf' || word === 'inf' ? Infinity : word === '-inf' ? -Infinity : word === 'nan' ? NaN : Number(m[3]);
+    if (Number.isNaN(v) && word !== 'nan') throw new Error(`bad value: ${line}`);
     out.push({ name: m[1], labels, value: v });
   }
   return out;

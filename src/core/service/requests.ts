@@ -1,7 +1,7 @@
 // The reward service's request bodies, one zod schema per endpoint: the TypeScript types, the
 // runtime check (unknown fields refused, file names kept inside the design directory) and the
 // OpenAPI document (docs/reward-service.openapi.json, scripts/gen-schemas.mjs) come from here.
-import { z } from 'zod';
+import * as z from 'zod';
 import { SIM_STATUSES } from '../sim/result.js';
 import { check, formatIssues, strictObject, type FieldIssue } from '../util/schema.js';
 

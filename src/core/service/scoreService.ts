@@ -8,10 +8,13 @@ import { introspect } from '../design/introspect.js';
 import { DesignError } from '../design/errors.js';
 import type { Simulator } from '../sim/simulator.js';
 import { DEFAULT_LIMITS } from '../sim/simulator.js';
-import { SIM_STATUSES, type SimResult } from '../sim/result.js';
+import type { SimResult } from '../sim/result.js';
+import { meetsTarget } from '../sim/ranking.js';
 import type { CoverageBreakdown } from '../coverage/model.js';
 import { defaultInstruction, feedbackTurn, firstTurn, parseReply, resultForEcho, type ChatMessage, type ParsedReply } from '../agent/protocol.js';
-import { Registry, type Counter, type Histogram } from './metrics.js';
+import { serviceMetrics, type ServiceMetrics } from './metrics.js';
+
+export type { ServiceMetrics } from './metrics.js';
 import { TaskAbortedError, WorkerPool } from './workerPool.js';
 import { DesignStore, designIn, relativize, writeFiles } from './designStore.js';
 import {
@@ -74,7 +77,7 @@ export function firstTurnMessages(raw: unknown): { messages: ChatMessage[] } {
 export type ScoreRecord = Omit<SimResult, 'coverage'> & {
   /** c in [0, 1]: the DUT's overall coverage when the testbench ran, else 0 (docs/protocol.md §5). */
   coverage: number;
-  /** c >= threshold. */
+  /** c >= threshold (sim/ranking.ts meetsTarget). */
   passed: boolean;
   threshold: number;
   /** SimResult.coverage (figures after and before waivers), renamed: `coverage` is the fraction. */
@@ -105,16 +108,6 @@ export interface ScoreServiceOptions {
   designCacheEntries?: number;
 }
 
-export interface ServiceMetrics {
-  registry: Registry;
-  runs: Counter;
-  failures: Counter;
-  rejected: Counter;
-  requests: Counter;
-  latency: Histogram;
-  designCache: Counter;
-}
-
 export class ScoreService {
   readonly pool: WorkerPool;
   readonly designs: DesignStore;
@@ -130,28 +123,15 @@ export class ScoreService {
     this.designs = new DesignStore(opts.designCacheEntries ?? 128);
     this.maxTimeoutS = opts.maxTimeoutS ?? 300;
     this.defaultTimeoutS = Math.min(opts.defaultTimeoutS ?? DEFAULT_LIMITS.timeoutS, this.maxTimeoutS);
-    const registry = new Registry();
     const pool = this.pool;
-    registry.gauge('chorus_queue_depth', 'Score items waiting for a worker.', () => pool.queued);
-    registry.gauge('chorus_in_flight', 'Score items running on a worker.', () => pool.inFlight);
-    registry.gauge('chorus_workers', 'Size of the worker pool.', () => pool.concurrency);
-    registry.gauge('chorus_queue_limit', 'Most score items allowed to wait.', () => pool.queueLimit);
-    registry.gauge('chorus_uptime_seconds', 'Seconds since the service started.', () => (Date.now() - this.startedAt) / 1000);
-    registry.gauge('chorus_design_cache_entries', 'Designs kept on disk with their introspection.', () => this.designs.size);
-    this.metrics = {
-      registry,
-      runs: registry.counter('chorus_runs_total', 'Simulations finished, by result status.', SIM_STATUSES.map((status) => ({ status }))),
-      failures: registry.counter('chorus_failures_total', 'Score items that produced no result record, by reason.', [
-        { reason: 'design_error' },
-        { reason: 'internal_error' },
-        { reason: 'aborted_client' },
-        { reason: 'aborted_shutdown' },
-      ]),
-      rejected: registry.counter('chorus_rejected_total', 'Score requests refused with 429 because the queue was full.'),
-      requests: registry.counter('chorus_http_requests_total', 'HTTP requests answered, by route and status code.'),
-      latency: registry.histogram('chorus_request_duration_seconds', 'HTTP request latency, seconds, by route.'),
-      designCache: registry.counter('chorus_design_cache_total', 'Design lookups, by result (hit: introspection reused).', [{ result: 'hit' }, { result: 'miss' }]),
-    };
+    this.metrics = serviceMetrics({
+      queued: () => pool.queued,
+      inFlight: () => pool.inFlight,
+      workers: () => pool.concurrency,
+      queueLimit: () => pool.queueLimit,
+      uptimeSeconds: () => (Date.now() - this.startedAt) / 1000,
+      designCacheEntries: () => this.designs.size,
+    });
   }
 
   /** Puts every item on the pool at once (all or nothing: throws QueueFullError / PoolClosedError). */
@@ -196,7 +176,7 @@ export class ScoreService {
       const rel = relativize(resultForEcho(result), got.dir);
       const c = rel.status === 'success' ? (rel.coverage?.waived.overall ?? 0) : 0;
       const { coverage, ...rest } = rel;
-      return { ok: true, record: { ...rest, coverage: c, passed: c >= item.threshold, threshold: item.threshold, coverage_breakdown: coverage, design_cached: got.cached } };
+      return { ok: true, record: { ...rest, coverage: c, passed: meetsTarget(c, item.threshold), threshold: item.threshold, coverage_breakdown: coverage, design_cached: got.cached } };
     } finally {
       got.release();
     }

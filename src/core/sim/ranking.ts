@@ -8,17 +8,29 @@ export function overallCoverage(r: SimResult | null | undefined): number | null 
   return r?.status === 'success' ? (r.coverage?.waived.overall ?? null) : null;
 }
 
+/** Coverage is a ratio of counts computed in floating point: a target met up to rounding is met. */
+export const COVERAGE_TOLERANCE = 1e-9;
+
+/** "Passed": coverage `c` (a fraction) reaches `target`. The one definition (agent, generator,
+ * evaluator, reward service). */
+export function meetsTarget(c: number | null | undefined, target: number): boolean {
+  return c !== null && c !== undefined && c >= target - COVERAGE_TOLERANCE;
+}
+
 export function rankKey(r: SimResult | null, target = 1): [number, number, number, number] {
   if (!r) return [0, 0, 0, -1];
   const c = overallCoverage(r);
-  return [r.status === 'success' ? 1 : 0, c !== null ? 1 : 0, c !== null && c >= target - 1e-12 ? 1 : 0, c ?? 0];
+  return [r.status === 'success' ? 1 : 0, c !== null ? 1 : 0, meetsTarget(c, target) ? 1 : 0, c ?? 0];
+}
+
+/** Lexicographic comparison of two rank keys: true when `ka` is strictly above `kb`. */
+export function keyAbove(ka: readonly number[], kb: readonly number[]): boolean {
+  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i] > kb[i];
+  return false;
 }
 
 /** True when `a` ranks strictly above `b` (a missing `b` ranks below anything). */
 export function better(a: SimResult | null, b: SimResult | null | undefined, target = 1): boolean {
   if (b === undefined) return true;
-  const ka = rankKey(a, target);
-  const kb = rankKey(b, target);
-  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i] > kb[i];
-  return false;
+  return keyAbove(rankKey(a, target), rankKey(b, target));
 }

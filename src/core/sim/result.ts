@@ -1,6 +1,6 @@
 // The engine's result record: the LLM4Cov EDA schema (docs/protocol.md §6), so results can be compared
 // with the published harness and an Xcelium/IMC site can plug in, plus CHORUS's own fields.
-import type { CoverageBreakdown, UncoveredPoint } from '../coverage/model.js';
+import type { CoverageBreakdown, CovSummaryRow, UncoveredPoint } from '../coverage/model.js';
 
 /** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit) and `rejected` (safety check).
  * The one list: request schemas, metrics labels and reports iterate it. */
@@ -31,22 +31,8 @@ export interface Diagnostic {
   stage: SimStage;
 }
 
-/** One row of the per-instance summary, LLM4Cov field names; numbers are fractions in [0,1] or null. */
-export interface CovSummaryRow {
-  name: string;
-  level: number;
-  'Overall Average': number | null;
-  'Overall Covered': number | null;
-  'Code Average': number | null;
-  'Code Covered': number | null;
-  'Fsm Average': number | null;
-  'Fsm Covered': number | null;
-  'Functional Average': number | null;
-  'Functional Covered': number | null;
-  Toggle: number | null;
-  Block: number | null;
-  Assertion: number | null;
-}
+/** One row of the per-instance summary: defined with the coverage model (coverage/report.ts builds it). */
+export type { CovSummaryRow } from '../coverage/model.js';
 
 export interface CovInfo {
   summary: CovSummaryRow[];

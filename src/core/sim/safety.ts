@@ -9,40 +9,7 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import type { Diagnostic } from './result.js';
-
-/** Replaces comments (and, optionally, string bodies) with spaces, keeping every offset. */
-export function blankComments(src: string, blankStrings = false): string {
-  const out = src.split('');
-  let i = 0;
-  while (i < src.length) {
-    const c = src[i];
-    const n = src[i + 1];
-    if (c === '/' && n === '/') {
-      while (i < src.length && src[i] !== '\n') out[i++] = ' ';
-    } else if (c === '/' && n === '*') {
-      out[i] = out[i + 1] = ' ';
-      i += 2;
-      while (i < src.length && !(src[i] === '*' && src[i + 1] === '/')) {
-        if (src[i] !== '\n') out[i] = ' ';
-        i++;
-      }
-      if (i < src.length) out[i] = out[i + 1] = ' ';
-      i += 2;
-    } else if (c === '"') {
-      i++;
-      while (i < src.length && src[i] !== '"' && src[i] !== '\n') {
-        if (src[i] === '\\') {
-          if (blankStrings) out[i] = ' ';
-          i++;
-        }
-        if (blankStrings && i < src.length && src[i] !== '\n') out[i] = ' ';
-        i++;
-      }
-      i++;
-    } else i++;
-  }
-  return out.join('');
-}
+import { blankComments } from '../design/lexer.js';
 
 function position(src: string, offset: number): { line: number; column: number } {
   const before = src.slice(0, offset);

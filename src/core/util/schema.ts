@@ -1,7 +1,7 @@
 // Zod, the one schema library: a schema gives the TypeScript type, the runtime check and the JSON
 // Schema (z.toJSONSchema). This module turns zod's issues into the messages CHORUS prints
 // everywhere: `field.path: what is wrong`, one per bad field, naming the field and what it takes.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** `items[1].testbench.name` from zod's path; the root is `body` (HTTP) or the caller's word. */
 export function fieldPath(path: ReadonlyArray<PropertyKey>, root = 'body'): string {

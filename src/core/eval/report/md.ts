@@ -1,7 +1,9 @@
 // report.md: the aggregate table, the per-round curve and the per-task table.
 import type { EvalReport } from '../runner.js';
+import { pct as formatPct } from '../../util/format.js';
 
-export const pct = (x: number | null | undefined, digits = 1): string => (x === null || x === undefined ? 'n/a' : `${(100 * x).toFixed(digits)}%`);
+/** Reports show one decimal. */
+export const pct = (x: number | null | undefined, digits = 1): string => formatPct(x, digits);
 const esc = (s: string): string => s.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
 
 export function renderMarkdown(r: EvalReport): string {

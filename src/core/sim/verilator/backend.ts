@@ -11,9 +11,10 @@ import { rewardFor } from '../result.js';
 import { runBounded, type RunResult } from '../../util/proc.js';
 import { assetPath } from '../../util/assets.js';
 import { cacheRoot } from '../../util/cache.js';
-import { blankComments, checkPreprocessed, checkTestbench, includedFileProblems, insideRoots, type SafetyOptions } from '../safety.js';
+import { formatDiagnostic } from '../../util/format.js';
+import { checkPreprocessed, checkTestbench, includedFileProblems, insideRoots, type SafetyOptions } from '../safety.js';
 import { designView, detectJail, jailCommand, sharedLibraries, toolchainCommand, toolDirsOf, type DesignView, type JailInfo, type SharedLibraries } from '../jail.js';
-import { testbenchTops } from '../../design/lexer.js';
+import { blankComments, testbenchTops } from '../../design/lexer.js';
 import { parseVerilatorCoverage } from '../../coverage/verilatorDat.js';
 import type { CoveragePoint } from '../../coverage/model.js';
 import { dutLibrary, type DutLibrary } from './dutLibrary.js';
@@ -138,7 +139,7 @@ export class VerilatorSimulator implements Simulator {
     const rejected = checkTestbench(req.testbench.content, safety());
     timings.check = (performance.now() - ts) / 1000;
     const reject = (diags: Diagnostic[]): SimResult =>
-      finish('rejected', 'check', { err_msg: diags.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message}`).join('\n'), diagnostics: diags });
+      finish('rejected', 'check', { err_msg: diags.map((d) => formatDiagnostic(d, { code: false })).join('\n'), diagnostics: diags });
     if (rejected.length) return reject(rejected);
     const tops = testbenchTops(req.testbench.content);
     if (tops.length === 0) {
@@ -600,7 +601,7 @@ export function classifyRun(run: RunResult, limits: SimLimits): RunOutcome {
 
 /** err_msg: the error lines first (what a model needs to fix), then the tail of the log. */
 function errorText(log: string, diags: Diagnostic[], headline?: string): string {
-  const errs = diags.filter((d) => d.severity === 'error').map((d) => `${d.file}:${d.line}:${d.column}: ${d.code ? d.code + ': ' : ''}${d.message}${d.suggestion ? ` (did you mean '${d.suggestion}'?)` : ''}`);
+  const errs = diags.filter((d) => d.severity === 'error').map((d) => `${formatDiagnostic(d)}${d.suggestion ? ` (did you mean '${d.suggestion}'?)` : ''}`);
   const parts = [headline, ...errs].filter(Boolean);
   const text = parts.join('\n');
   return text || bounded(log, 4000);
