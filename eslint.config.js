@@ -8,7 +8,17 @@ import globals from 'globals';
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'out/**', 'node_modules/**', '.chorus-cache/**', 'coverage/**', 'test-results/**', 'training/**', 'bench/data/**', 'test/fixtures/**'],
+    ignores: [
+      'dist/**',
+      'out/**',
+      'node_modules/**',
+      '.chorus-cache/**',
+      'coverage/**',
+      'test-results/**',
+      'training/**',
+      'bench/data/**',
+      'test/fixtures/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

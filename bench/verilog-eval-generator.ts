@@ -28,7 +28,32 @@ const { values: o } = parseArgs({
 // Documented, not special-cased: bench/data/verilog-eval-v2/README.md lists where 100% cannot be reached
 // under a 2-state simulator (constant outputs, dead bits, default arms). The generator never sees
 // this list; it only splits the summary.
-const UNREACHABLE = new Set(['001', '002', '003', '043', '064', '068', '092', '093', '094', '140', '141', '112', '115', '121', '129', '133', '136', '138', '139', '148', '149', '151', '156', '055']);
+const UNREACHABLE = new Set([
+  '001',
+  '002',
+  '003',
+  '043',
+  '064',
+  '068',
+  '092',
+  '093',
+  '094',
+  '140',
+  '141',
+  '112',
+  '115',
+  '121',
+  '129',
+  '133',
+  '136',
+  '138',
+  '139',
+  '148',
+  '149',
+  '151',
+  '156',
+  '055',
+]);
 
 interface Row {
   id: string;
@@ -50,7 +75,18 @@ async function one(dir: string, ref: string, rounds: number): Promise<Row> {
   const id = ref.slice(4, 7);
   const name = ref.replace('_ref.sv', '');
   const refPath = join(dir, ref);
-  const row: Row = { id, name, gen: null, genStatus: '', genRounds: 0, genSeconds: 0, human: null, humanStatus: '', uncovered: [], documentedUnreachable: UNREACHABLE.has(id) };
+  const row: Row = {
+    id,
+    name,
+    gen: null,
+    genStatus: '',
+    genRounds: 0,
+    genSeconds: 0,
+    human: null,
+    humanStatus: '',
+    uncovered: [],
+    documentedUnreachable: UNREACHABLE.has(id),
+  };
   try {
     const { design, info } = await loadDesign({ files: [refPath], top: 'RefModule' });
     const t0 = performance.now();
@@ -62,7 +98,10 @@ async function one(dir: string, ref: string, rounds: number): Promise<Row> {
     row.uncovered = g.best.result.uncovered.slice(0, 4).map((u) => `${u.type}:${u.span?.[0] ?? u.line}:${u.label}`);
     // The human testbench compares RefModule with TopModule: a TopModule copy rides in the
     // testbench file so that only RefModule (the DUT file) is measured.
-    const tb = readFileSync(refPath.replace('_ref.sv', '_test.sv'), 'utf8') + '\n' + readFileSync(refPath, 'utf8').replace(/\bmodule\s+RefModule\b/, 'module TopModule');
+    const tb =
+      readFileSync(refPath.replace('_ref.sv', '_test.sv'), 'utf8') +
+      '\n' +
+      readFileSync(refPath, 'utf8').replace(/\bmodule\s+RefModule\b/, 'module TopModule');
     const h = await sim.simulate({ design, top: 'RefModule', testbench: { name: 'tb.sv', content: tb }, limits: { timeoutS: 120 } });
     row.human = cov(h);
     row.humanStatus = h.status;
@@ -75,7 +114,9 @@ async function one(dir: string, ref: string, rounds: number): Promise<Row> {
 async function main(): Promise<void> {
   const dir = resolve(o.suite!);
   if (readdirSync(dir).some((d) => existsSync(join(dir, d, 'task.json')))) return cvdpSuite(dir);
-  let refs = readdirSync(dir).filter((f) => f.endsWith('_ref.sv')).sort();
+  let refs = readdirSync(dir)
+    .filter((f) => f.endsWith('_ref.sv'))
+    .sort();
   if (o.limit) refs = refs.slice(0, Number(o.limit));
   const workers = Number(o.workers ?? Math.max(1, cpus().length));
   const rounds = Number(o.rounds);
@@ -90,14 +131,19 @@ async function main(): Promise<void> {
         rows[i] = await one(dir, refs[i], rounds);
         done++;
         const el = (performance.now() - t0) / 1000;
-        process.stderr.write(`\r[${done}/${refs.length}] ${el.toFixed(0)}s elapsed, ETA ${((el / done) * (refs.length - done)).toFixed(0)}s   `);
+        process.stderr.write(
+          `\r[${done}/${refs.length}] ${el.toFixed(0)}s elapsed, ETA ${((el / done) * (refs.length - done)).toFixed(0)}s   `,
+        );
       }
     }),
   );
   process.stderr.write('\n');
   const pct = (x: number | null): string => (x === null ? 'fail' : `${(100 * x).toFixed(2)}`);
   const lines = ['| design | generated % | human % | generator rounds | uncovered (generator, first 4) |', '|---|---:|---:|---:|---|'];
-  for (const r of rows) lines.push(`| ${r.name}${r.documentedUnreachable ? ' *' : ''} | ${pct(r.gen)} | ${pct(r.human)}${r.human === null ? ` (${r.humanStatus})` : ''} | ${r.genRounds} | ${r.uncovered.join(', ')} |`);
+  for (const r of rows)
+    lines.push(
+      `| ${r.name}${r.documentedUnreachable ? ' *' : ''} | ${pct(r.gen)} | ${pct(r.human)}${r.human === null ? ` (${r.humanStatus})` : ''} | ${r.genRounds} | ${r.uncovered.join(', ')} |`,
+    );
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const humanOk = rows.filter((r) => r.human !== null);
   const gens = rows.map((r) => r.gen ?? 0);
@@ -144,7 +190,18 @@ interface CvdpRow {
 }
 
 async function cvdpOne(dir: string, t: CvdpTask, rounds: number, seed: number): Promise<CvdpRow> {
-  const row: CvdpRow = { id: t.id, dut: t.dut_module, target: t.target_coverage, coverage: null, hit: false, status: '', rounds: 0, seconds: 0, scaledParams: [], uncovered: [] };
+  const row: CvdpRow = {
+    id: t.id,
+    dut: t.dut_module,
+    target: t.target_coverage,
+    coverage: null,
+    hit: false,
+    status: '',
+    rounds: 0,
+    seconds: 0,
+    scaledParams: [],
+    uncovered: [],
+  };
   const t0 = performance.now();
   try {
     const { design, info } = await loadDesign({ files: t.files.map((f) => join(dir, f)), top: t.dut_module });
@@ -154,7 +211,10 @@ async function cvdpOne(dir: string, t: CvdpTask, rounds: number, seed: number): 
     row.rounds = g.rounds.length;
     row.scaledParams = (g.scaledParams ?? []).map((p) => `${p.name}=${p.value} (was ${p.was})`);
     row.hit = meetsTarget(row.coverage, t.target_coverage / 100);
-    row.uncovered = g.best.result.uncovered.filter((u) => u.type !== 'toggle').slice(0, 4).map((u) => `${u.line}:${u.label}`);
+    row.uncovered = g.best.result.uncovered
+      .filter((u) => u.type !== 'toggle')
+      .slice(0, 4)
+      .map((u) => `${u.line}:${u.label}`);
   } catch (e) {
     row.status = `error: ${(e as Error).message.split('\n')[0]}`;
   }
@@ -163,7 +223,9 @@ async function cvdpOne(dir: string, t: CvdpTask, rounds: number, seed: number): 
 }
 
 async function cvdpSuite(root: string): Promise<void> {
-  let dirs = readdirSync(root).filter((d) => existsSync(join(root, d, 'task.json'))).sort();
+  let dirs = readdirSync(root)
+    .filter((d) => existsSync(join(root, d, 'task.json')))
+    .sort();
   if (o.only) dirs = dirs.filter((d) => o.only!.split(',').some((x) => d.includes(x)));
   if (o.limit) dirs = dirs.slice(0, Number(o.limit));
   const workers = Number(o.workers ?? Math.max(1, cpus().length));
@@ -180,13 +242,21 @@ async function cvdpSuite(root: string): Promise<void> {
         const t = JSON.parse(readFileSync(join(d, 'task.json'), 'utf8')) as CvdpTask;
         rows[i] = await cvdpOne(d, { ...t, id: t.id ?? dirs[i] }, rounds, seed);
         const r = rows[i];
-        process.stderr.write(`${r.id}: target ${r.target}%, ${r.coverage === null ? r.status : `${(100 * r.coverage).toFixed(2)}%`} ${r.hit ? 'HIT' : 'miss'}, ${r.rounds} rounds, ${r.seconds.toFixed(1)}s\n`);
+        process.stderr.write(
+          `${r.id}: target ${r.target}%, ${r.coverage === null ? r.status : `${(100 * r.coverage).toFixed(2)}%`} ${r.hit ? 'HIT' : 'miss'}, ${r.rounds} rounds, ${r.seconds.toFixed(1)}s\n`,
+        );
       }
     }),
   );
   const pct = (x: number | null): string => (x === null ? 'no result' : (100 * x).toFixed(2));
-  const lines = ['| task | target % | reached % | hit | rounds | wall s | scaled parameters | uncovered code (first 4) |', '|---|---:|---:|---|---:|---:|---|---|'];
-  for (const r of rows) lines.push(`| ${r.id} | ${r.target} | ${pct(r.coverage)}${r.coverage === null ? ` (${r.status})` : ''} | ${r.hit ? 'hit' : 'miss'} | ${r.rounds} | ${r.seconds.toFixed(1)} | ${r.scaledParams.join(', ')} | ${r.uncovered.join(', ')} |`);
+  const lines = [
+    '| task | target % | reached % | hit | rounds | wall s | scaled parameters | uncovered code (first 4) |',
+    '|---|---:|---:|---|---:|---:|---|---|',
+  ];
+  for (const r of rows)
+    lines.push(
+      `| ${r.id} | ${r.target} | ${pct(r.coverage)}${r.coverage === null ? ` (${r.status})` : ''} | ${r.hit ? 'hit' : 'miss'} | ${r.rounds} | ${r.seconds.toFixed(1)} | ${r.scaledParams.join(', ')} | ${r.uncovered.join(', ')} |`,
+    );
   const secs = rows.map((r) => r.seconds).sort((a, b) => a - b);
   const median = secs.length ? (secs[(secs.length - 1) >> 1] + secs[secs.length >> 1]) / 2 : 0;
   const summary = [

@@ -19,12 +19,14 @@ await Promise.all([
   build(nodeBundle({ entryPoints: ['src/extension.ts'], outfile: 'dist/extension.cjs', format: 'cjs', production, external: ['vscode'] })),
   // The worker bundles transformers.js (pure JS) and loads only the native packages from the VSIX's
   // dist/node_modules.
-  build(nodeBundle({
-    entryPoints: ['src/extension/worker.ts'],
-    outfile: 'dist/extension-worker.mjs',
-    production,
-    external: NATIVE_EXTERNALS.filter((e) => e !== '@huggingface/transformers'),
-  })),
+  build(
+    nodeBundle({
+      entryPoints: ['src/extension/worker.ts'],
+      outfile: 'dist/extension-worker.mjs',
+      production,
+      external: NATIVE_EXTERNALS.filter((e) => e !== '@huggingface/transformers'),
+    }),
+  ),
   build(browserBundle({ entryPoints: ['webview/main.ts'], outfile: 'dist/webview.js', production })),
 ]);
 console.log('build-extension: dist/extension.cjs, dist/extension-worker.mjs, dist/webview.js');
@@ -45,10 +47,27 @@ if (process.argv.includes('--package')) {
   cpSync('media', `${stage}/media`, { recursive: true });
   cpSync('syntaxes', `${stage}/syntaxes`, { recursive: true }); // grammars + language configuration
   cpSync('examples', `${stage}/examples`, { recursive: true }); // "Open an Example Design" copies these into the workspace
-  for (const f of ['extension.cjs', 'extension-worker.mjs', 'webview.js', 'chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`dist/${f}`, `${stage}/dist/${f}`);
-  for (const m of ['onnxruntime-node', 'onnxruntime-common']) cpSync(`node_modules/${m}`, `${stage}/dist/node_modules/${m}`, { recursive: true, dereference: true });
+  for (const f of ['extension.cjs', 'extension-worker.mjs', 'webview.js', 'chorus_main.cpp', 'chorus_model.cpp'])
+    copyFileSync(`dist/${f}`, `${stage}/dist/${f}`);
+  for (const m of ['onnxruntime-node', 'onnxruntime-common'])
+    cpSync(`node_modules/${m}`, `${stage}/dist/node_modules/${m}`, { recursive: true, dereference: true });
   const out = resolve(process.env.CHORUS_VSIX ?? 'out/chorus-testbench-linux-x64.vsix');
   const vsce = resolve('node_modules/@vscode/vsce/vsce');
-  execFileSync(process.execPath, [vsce, 'package', '--no-dependencies', '--target', 'linux-x64', '--skip-license', '--allow-missing-repository', '--allow-star-activation', '-o', out], { cwd: stage, stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [
+      vsce,
+      'package',
+      '--no-dependencies',
+      '--target',
+      'linux-x64',
+      '--skip-license',
+      '--allow-missing-repository',
+      '--allow-star-activation',
+      '-o',
+      out,
+    ],
+    { cwd: stage, stdio: 'inherit' },
+  );
   console.log(`build-extension: ${out} (${(statSync(out).size / 1048576).toFixed(1)} MiB)`);
 }

@@ -47,5 +47,15 @@ export function nodeBundle({ format = 'esm', executable = false, production = fa
 
 /** Options for the dashboard's browser bundle. */
 export function browserBundle({ production = false, ...rest }) {
-  return { bundle: true, platform: 'browser', target: 'es2022', format: 'esm', sourcemap: !production, minify: production, legalComments: 'none', logLevel: 'warning', ...rest };
+  return {
+    bundle: true,
+    platform: 'browser',
+    target: 'es2022',
+    format: 'esm',
+    sourcemap: !production,
+    minify: production,
+    legalComments: 'none',
+    logLevel: 'warning',
+    ...rest,
+  };
 }

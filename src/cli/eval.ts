@@ -64,28 +64,37 @@ Exit code: 0 the run finished (task errors are in the report), 2 usage or suite 
 `;
 
 export async function runEval(argv: string[]): Promise<number> {
-  const args = parseCommand('eval', argv, {
-    suite: { type: 'string' },
-    'suite-format': { type: 'string' },
-    ...MODEL_OPTIONS,
-    generator: { type: 'string' },
-    reference: { type: 'boolean' },
-    samples: { type: 'string' },
-    rounds: { type: 'string' },
-    history: { type: 'string' },
-    workers: { type: 'string' },
-    scorer: { type: 'string' },
-    limit: { type: 'string' },
-    tasks: { type: 'string' },
-    seed: { type: 'string' },
-    timeout: { type: 'string' },
-    out: { type: 'string' },
-    resume: { type: 'boolean' },
-    json: { type: 'boolean' },
-  } as const, HELP, false);
+  const args = parseCommand(
+    'eval',
+    argv,
+    {
+      suite: { type: 'string' },
+      'suite-format': { type: 'string' },
+      ...MODEL_OPTIONS,
+      generator: { type: 'string' },
+      reference: { type: 'boolean' },
+      samples: { type: 'string' },
+      rounds: { type: 'string' },
+      history: { type: 'string' },
+      workers: { type: 'string' },
+      scorer: { type: 'string' },
+      limit: { type: 'string' },
+      tasks: { type: 'string' },
+      seed: { type: 'string' },
+      timeout: { type: 'string' },
+      out: { type: 'string' },
+      resume: { type: 'boolean' },
+      json: { type: 'boolean' },
+    } as const,
+    HELP,
+    false,
+  );
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
-  if (!o.suite) return fail(args.positionals.length ? `name the suite with --suite (got '${args.positionals[0]}')` : 'name the suite with --suite <path>');
+  if (!o.suite)
+    return fail(
+      args.positionals.length ? `name the suite with --suite (got '${args.positionals[0]}')` : 'name the suite with --suite <path>',
+    );
   if (args.positionals.length) return fail(`unexpected argument '${args.positionals[0]}'`);
   const format = o['suite-format'] as EvalFormat | undefined;
   if (format && !EVAL_FORMATS.includes(format)) return fail(`--suite-format must be one of ${EVAL_FORMATS.join(', ')}`);
@@ -124,10 +133,17 @@ export async function runEval(argv: string[]): Promise<number> {
   } catch (e) {
     return fail((e as Error).message);
   }
-  if (!modelConfig && (sampling || o['allow-download'] || o['context-length'] !== undefined)) return fail('--temperature, --top-p, --max-tokens, --allow-download and --context-length go with --model or --endpoint');
-  const rowSlug = modelConfig ? safeName(modelConfig.kind === 'local' ? `model-${resolve(o.model!).split('/').pop()}` : `endpoint-${o['model-name']}`) : o.reference ? 'reference' : 'builtin';
+  if (!modelConfig && (sampling || o['allow-download'] || o['context-length'] !== undefined))
+    return fail('--temperature, --top-p, --max-tokens, --allow-download and --context-length go with --model or --endpoint');
+  const rowSlug = modelConfig
+    ? safeName(modelConfig.kind === 'local' ? `model-${resolve(o.model!).split('/').pop()}` : `endpoint-${o['model-name']}`)
+    : o.reference
+      ? 'reference'
+      : 'builtin';
   if (!modelConfig && !o.reference && o.generator === undefined) {
-    process.stderr.write('No model configured: evaluating the built-in stimulus generator (--model, --endpoint or --reference choose another row).\n');
+    process.stderr.write(
+      'No model configured: evaluating the built-in stimulus generator (--model, --endpoint or --reference choose another row).\n',
+    );
   }
 
   const controller = new AbortController();
@@ -138,11 +154,20 @@ export async function runEval(argv: string[]): Promise<number> {
   let backend: ModelBackend | null = null;
   try {
     const suitePath = resolve(o.suite);
-    const suiteName = suitePath.split('/').filter(Boolean).pop()!.replace(/\.jsonl$/i, '');
+    const suiteName = suitePath
+      .split('/')
+      .filter(Boolean)
+      .pop()!
+      .replace(/\.jsonl$/i, '');
     const outDir = resolve(o.out ?? join('out', 'eval', `${safeName(suiteName)}-${rowSlug}`));
     const suite = loadSuite(suitePath, { format, workDir: join(outDir, 'suite') });
     const tasks = selectTasks(suite.tasks, o.tasks?.split(','), limit);
-    if (!tasks.length) return fail(o.tasks ? `no task matches --tasks ${o.tasks}` : `the suite holds no tasks${suite.skipped.length ? ` (${suite.skipped.length} records of other categories skipped)` : ''}`);
+    if (!tasks.length)
+      return fail(
+        o.tasks
+          ? `no task matches --tasks ${o.tasks}`
+          : `the suite holds no tasks${suite.skipped.length ? ` (${suite.skipped.length} records of other categories skipped)` : ''}`,
+      );
 
     let row: EvalRow;
     if (modelConfig) {
@@ -155,7 +180,10 @@ export async function runEval(argv: string[]): Promise<number> {
         runAgent,
         history: (o.history as 'markov' | 'full' | undefined) ?? 'markov',
         ...(sampling ? { sampling } : {}),
-        identity: modelConfig.kind === 'local' ? { kind: 'local', model: bi.model, dtype: modelConfig.dtype } : { kind: 'openai', model: bi.model, endpoint: bi.location },
+        identity:
+          modelConfig.kind === 'local'
+            ? { kind: 'local', model: bi.model, dtype: modelConfig.dtype }
+            : { kind: 'openai', model: bi.model, endpoint: bi.location },
       };
     } else row = o.reference ? { kind: 'reference' } : { kind: 'builtin' };
 

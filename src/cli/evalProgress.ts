@@ -9,7 +9,11 @@ export interface ProgressSink {
 }
 
 /** A progress listener for runEvaluation; `finish()` ends the redrawn line. */
-export function createProgress(out: ProgressSink, tty: boolean, now: () => number = () => performance.now()): { onProgress: (e: ProgressEvent) => void; finish: () => void } {
+export function createProgress(
+  out: ProgressSink,
+  tty: boolean,
+  now: () => number = () => performance.now(),
+): { onProgress: (e: ProgressEvent) => void; finish: () => void } {
   const t0 = now();
   let units = 0;
   let done = 0;
@@ -23,7 +27,8 @@ export function createProgress(out: ProgressSink, tty: boolean, now: () => numbe
     if (!computed) return '?';
     return formatDuration((el / computed) * (units - done));
   };
-  const status = (): string => `${done}/${units} samples, ${tasksDone}/${tasks} tasks, ${formatDuration((now() - t0) / 1000)} elapsed, ETA ${eta()}`;
+  const status = (): string =>
+    `${done}/${units} samples, ${tasksDone}/${tasks} tasks, ${formatDuration((now() - t0) / 1000)} elapsed, ETA ${eta()}`;
   return {
     onProgress(e) {
       if (e.type === 'start') {

@@ -3,7 +3,6 @@ import type { SimResult } from '../core/sim/result.js';
 import type { CoverageFigures } from '../core/coverage/model.js';
 import { formatDiagnostic, pct } from '../core/util/format.js';
 
-
 function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user' | 'expr' | 'cond'): string {
   const t = f.tallies[k];
   return `${pct(f[k])} (${t.covered}/${t.total})`;
@@ -18,8 +17,12 @@ export function formatSimResult(r: SimResult, opts: { color?: boolean; maxErrors
     .filter((k) => t[k] !== undefined)
     .map((k) => `${k} ${(t[k] as number).toFixed(2)}s`)
     .join(', ');
-  lines.push(`${r.tbTop ?? 'testbench'} on ${r.dutTop} (${r.simulator.name} ${r.simulator.version.replace(/^Verilator /, '')}; jail: ${r.protection.jail})`);
-  lines.push(`status: ${ok ? c('32', r.status) : c('31', r.status)}  stage: ${r.stage}  reward: ${r.reward.toFixed(4)}  time: ${t.total.toFixed(2)}s${stageTimes ? ` (${stageTimes})` : ''}`);
+  lines.push(
+    `${r.tbTop ?? 'testbench'} on ${r.dutTop} (${r.simulator.name} ${r.simulator.version.replace(/^Verilator /, '')}; jail: ${r.protection.jail})`,
+  );
+  lines.push(
+    `status: ${ok ? c('32', r.status) : c('31', r.status)}  stage: ${r.stage}  reward: ${r.reward.toFixed(4)}  time: ${t.total.toFixed(2)}s${stageTimes ? ` (${stageTimes})` : ''}`,
+  );
   if (r.coverage) {
     const w = r.coverage.waived;
     lines.push(`coverage of ${r.dutTop}: ${c('1', pct(w.overall))} overall = mean(block, toggle)`);
@@ -32,7 +35,8 @@ export function formatSimResult(r: SimResult, opts: { color?: boolean; maxErrors
     const blocks = r.uncovered.filter((u) => u.type !== 'toggle');
     if (blocks.length) {
       lines.push(`uncovered code (${blocks.length}):`);
-      for (const u of blocks.slice(0, 8)) lines.push(`  ${u.file}:${u.span && u.span[0] !== u.line ? u.span[0] : u.line} [${u.type} ${u.label}] ${u.source ?? ''}`.trimEnd());
+      for (const u of blocks.slice(0, 8))
+        lines.push(`  ${u.file}:${u.span && u.span[0] !== u.line ? u.span[0] : u.line} [${u.type} ${u.label}] ${u.source ?? ''}`.trimEnd());
       if (blocks.length > 8) lines.push(`  ... ${blocks.length - 8} more (--json for all)`);
     }
   }
@@ -41,7 +45,9 @@ export function formatSimResult(r: SimResult, opts: { color?: boolean; maxErrors
   if (errs.length) {
     lines.push(c('31', `errors (${errs.length}):`));
     for (const d of errs.slice(0, opts.maxErrors ?? 10)) {
-      lines.push(`  ${formatDiagnostic(d)}${d.time ? ` (at time ${d.time})` : ''}${d.suggestion ? `\n    suggestion: ${d.suggestion}` : ''}`);
+      lines.push(
+        `  ${formatDiagnostic(d)}${d.time ? ` (at time ${d.time})` : ''}${d.suggestion ? `\n    suggestion: ${d.suggestion}` : ''}`,
+      );
     }
   }
   if (warns.length) lines.push(`warnings: ${warns.length} (--json for the list)`);

@@ -79,7 +79,9 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     // Exit 2 means "the user must fix something"; an unexpected exception is ours.
-    process.stderr.write(`chorus: internal error (a bug in chorus; please report it with this message):\n${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `chorus: internal error (a bug in chorus; please report it with this message):\n${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exitCode = EXIT.internal;
   },
 );

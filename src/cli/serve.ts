@@ -27,16 +27,22 @@ export function serveHelp(): string {
 }
 
 export async function runServe(argv: string[]): Promise<number> {
-  const args = parseCommand('serve', argv, {
-    port: { type: 'string' },
-    host: { type: 'string' },
-    workers: { type: 'string' },
-    'queue-limit': { type: 'string' },
-    grace: { type: 'string' },
-    'max-timeout': { type: 'string' },
-    'body-limit': { type: 'string' },
-    simulator: { type: 'string' },
-  } as const, HELP, false);
+  const args = parseCommand(
+    'serve',
+    argv,
+    {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      workers: { type: 'string' },
+      'queue-limit': { type: 'string' },
+      grace: { type: 'string' },
+      'max-timeout': { type: 'string' },
+      'body-limit': { type: 'string' },
+      simulator: { type: 'string' },
+    } as const,
+    HELP,
+    false,
+  );
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
   if (args.positionals.length) return fail(`serve takes no design files ('${args.positionals[0]}'): designs come with each request`);
@@ -54,7 +60,8 @@ export async function runServe(argv: string[]): Promise<number> {
   } catch (e) {
     return fail((e as Error).message);
   }
-  if (o.simulator && !simulatorNames().includes(o.simulator)) return fail(`unknown simulator '${o.simulator}'; available: ${simulatorNames().join(', ')}`);
+  if (o.simulator && !simulatorNames().includes(o.simulator))
+    return fail(`unknown simulator '${o.simulator}'; available: ${simulatorNames().join(', ')}`);
 
   let server;
   try {
@@ -72,11 +79,14 @@ export async function runServe(argv: string[]): Promise<number> {
   } catch (e) {
     if (e instanceof ToolchainError) return fail(e.message);
     const err = e as NodeJS.ErrnoException;
-    if (err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') return fail(`cannot listen on ${o.host ?? '127.0.0.1'}:${port}: ${err.message}`);
+    if (err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL')
+      return fail(`cannot listen on ${o.host ?? '127.0.0.1'}:${port}: ${err.message}`);
     throw e;
   }
   process.stdout.write(`chorus serve: listening on ${server.url}\n`);
-  process.stderr.write(`chorus serve: ${workers} worker(s), queue limit ${queueLimit}, grace ${grace}s; SIGTERM or Ctrl-C drains and stops\n`);
+  process.stderr.write(
+    `chorus serve: ${workers} worker(s), queue limit ${queueLimit}, grace ${grace}s; SIGTERM or Ctrl-C drains and stops\n`,
+  );
 
   const srv = server;
   let stop = (): void => {};

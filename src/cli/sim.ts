@@ -32,17 +32,22 @@ Output:
 `;
 
 export async function runSim(argv: string[]): Promise<number> {
-  const args = parseCommand('sim', argv, {
-    tb: { type: 'string' },
-    json: { type: 'boolean' },
-    timeout: { type: 'string' },
-    'sim-time': { type: 'string' },
-    waivers: { type: 'string' },
-    lcov: { type: 'string' },
-    seed: { type: 'string' },
-    simulator: { type: 'string' },
-    keep: { type: 'boolean' },
-  } as const, HELP);
+  const args = parseCommand(
+    'sim',
+    argv,
+    {
+      tb: { type: 'string' },
+      json: { type: 'boolean' },
+      timeout: { type: 'string' },
+      'sim-time': { type: 'string' },
+      waivers: { type: 'string' },
+      lcov: { type: 'string' },
+      seed: { type: 'string' },
+      simulator: { type: 'string' },
+      keep: { type: 'boolean' },
+    } as const,
+    HELP,
+  );
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
   if (!o.tb) return fail('--tb <testbench.sv> is required');
@@ -50,7 +55,10 @@ export async function runSim(argv: string[]): Promise<number> {
   if (!existsSync(tbPath)) return fail(`testbench not found: ${tbPath}`);
   let cliDesign: CliDesign;
   try {
-    cliDesign = designFromArgs(o, args.positionals.filter((p) => resolve(p) !== tbPath));
+    cliDesign = designFromArgs(
+      o,
+      args.positionals.filter((p) => resolve(p) !== tbPath),
+    );
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -109,7 +117,14 @@ export async function runSim(argv: string[]): Promise<number> {
     return result.status === 'success' ? 0 : 1;
   } catch (e) {
     if (e instanceof DesignError) {
-      if (o.json) process.stdout.write(JSON.stringify({ status: 'design_error', kind: e.kind, err_msg: e.message, candidates: e.candidates, diagnostics: e.diagnostics }, null, 2) + '\n');
+      if (o.json)
+        process.stdout.write(
+          JSON.stringify(
+            { status: 'design_error', kind: e.kind, err_msg: e.message, candidates: e.candidates, diagnostics: e.diagnostics },
+            null,
+            2,
+          ) + '\n',
+        );
       return fail(`design error (${e.kind}): ${e.message}`);
     }
     if (e instanceof ToolchainError) return fail(e.message);

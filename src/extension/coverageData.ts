@@ -30,7 +30,10 @@ export interface FileLineCoverage {
 
 /** Merges the points of every instance per file and line (several instances of one module add up). */
 export function coverageByFile(points: CoveragePoint[]): FileLineCoverage[] {
-  const files = new Map<string, { lines: Map<number, LineCoverage>; branches: Map<string, BranchArm>; toggles: { covered: number; total: number } }>();
+  const files = new Map<
+    string,
+    { lines: Map<number, LineCoverage>; branches: Map<string, BranchArm>; toggles: { covered: number; total: number } }
+  >();
   for (const p of points) {
     let f = files.get(p.file);
     if (!f) {
@@ -59,7 +62,12 @@ export function coverageByFile(points: CoveragePoint[]): FileLineCoverage[] {
     const lines = [...f.lines.values()].sort((a, b) => a.line - b.line);
     // A line is covered only when every point on it ran (an `if` whose else arm never ran is not).
     for (const l of lines) l.covered = l.pointsCovered === l.pointsTotal;
-    out.push({ file, lines, branches: [...f.branches.values()].sort((a, b) => a.line - b.line || a.column - b.column), toggles: f.toggles });
+    out.push({
+      file,
+      lines,
+      branches: [...f.branches.values()].sort((a, b) => a.line - b.line || a.column - b.column),
+      toggles: f.toggles,
+    });
   }
   return out;
 }

@@ -89,7 +89,12 @@ export class ChorusFileCoverage extends vscode.FileCoverage {
 export class CoverageTests implements vscode.Disposable {
   readonly controller: vscode.TestController;
 
-  constructor(run: (tb: vscode.Uri, token: vscode.CancellationToken) => Promise<{ passed: boolean; message: string; files: FileLineCoverage[] } | null>) {
+  constructor(
+    run: (
+      tb: vscode.Uri,
+      token: vscode.CancellationToken,
+    ) => Promise<{ passed: boolean; message: string; files: FileLineCoverage[] } | null>,
+  ) {
     this.controller = vscode.tests.createTestController('chorus', 'CHORUS testbenches');
     const handler = async (request: vscode.TestRunRequest, token: vscode.CancellationToken): Promise<void> => {
       const items: vscode.TestItem[] = [];

@@ -14,7 +14,11 @@ export interface DashboardActions {
   command(c: Extract<WebviewToHost, { type: 'command' }>['command']): void;
 }
 
-export function dashboardHtml(webview: Pick<vscode.Webview, 'cspSource' | 'asWebviewUri'>, extensionUri: vscode.Uri, nonce: string): string {
+export function dashboardHtml(
+  webview: Pick<vscode.Webview, 'cspSource' | 'asWebviewUri'>,
+  extensionUri: vscode.Uri,
+  nonce: string,
+): string {
   const script = webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'dist', 'webview.js'));
   const style = webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'media', 'dashboard.css'));
   const csp = [

@@ -4,7 +4,16 @@ import * as vscode from 'vscode';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { DesignOptions } from '../core/design/load.js';
-import { findProjectFile, inferProject, projectToDesign, readProjectFile, withDiscovered, writeProjectFile, PROJECT_FILE, type ProjectFile } from './project.js';
+import {
+  findProjectFile,
+  inferProject,
+  projectToDesign,
+  readProjectFile,
+  withDiscovered,
+  writeProjectFile,
+  PROJECT_FILE,
+  type ProjectFile,
+} from './project.js';
 import { collectFolder } from '../core/design/folder.js';
 import { discover } from '../core/design/discover.js';
 import { findManifest } from '../core/design/manifest/index.js';
@@ -47,9 +56,13 @@ export function resolveDesign(target: vscode.Uri, selected: vscode.Uri[] = []): 
   else if (isDir && !findManifest(dir)) {
     // A folder: its sources, testbenches and verification folders left out (folder.ts).
     const f = collectFolder(dir);
-    project = { files: f.files.map((x) => relative(dir, x)), ...(f.includeDirs.length ? { includeDirs: f.includeDirs.map((x) => relative(dir, x) || '.') } : {}) };
+    project = {
+      files: f.files.map((x) => relative(dir, x)),
+      ...(f.includeDirs.length ? { includeDirs: f.includeDirs.map((x) => relative(dir, x) || '.') } : {}),
+    };
   } else project = inferProject(dir, undefined, isDir ? undefined : target.fsPath);
-  if (project.files.length === 0 && !project.fileLists?.length && !project.manifest) throw new Error(`no design sources (.sv/.v) found in ${dir}: pick the design files, their folder, or a manifest (.core, Bender.yml)`);
+  if (project.files.length === 0 && !project.fileLists?.length && !project.manifest)
+    throw new Error(`no design sources (.sv/.v) found in ${dir}: pick the design files, their folder, or a manifest (.core, Bender.yml)`);
   if (!project.manifest && !project.fileLists?.length) {
     // Includes, packages and modules the files need from elsewhere in the repository: prefilled,
     // so that the offered chorus.json records them and the search happens once.
@@ -65,16 +78,30 @@ export function offerProjectFile(r: ResolvedDesign, top?: string, topChosenAmong
   if (r.existing) {
     const add = r.withFound;
     if (!add) return;
-    const found = [...(add.includeDirs ?? []).filter((d) => !r.project.includeDirs?.includes(d)), ...add.files.filter((f) => !r.project.files.includes(f))];
-    void vscode.window.showInformationMessage(`CHORUS: the design needed ${found.join(', ')} (found in the repository). Add to ${relative(r.dir, r.projectPath)}?`, 'Add to chorus.json', 'Not now').then((pick) => {
-      if (pick === 'Add to chorus.json') writeProjectFile(r.projectPath, { ...readProjectFile(r.projectPath), includeDirs: add.includeDirs, files: add.files });
-    });
+    const found = [
+      ...(add.includeDirs ?? []).filter((d) => !r.project.includeDirs?.includes(d)),
+      ...add.files.filter((f) => !r.project.files.includes(f)),
+    ];
+    void vscode.window
+      .showInformationMessage(
+        `CHORUS: the design needed ${found.join(', ')} (found in the repository). Add to ${relative(r.dir, r.projectPath)}?`,
+        'Add to chorus.json',
+        'Not now',
+      )
+      .then((pick) => {
+        if (pick === 'Add to chorus.json')
+          writeProjectFile(r.projectPath, { ...readProjectFile(r.projectPath), includeDirs: add.includeDirs, files: add.files });
+      });
     return;
   }
   const project = top ? { ...r.project, top } : r.project;
   if (!worthAProjectFile(project, topChosenAmongSeveral)) return;
   void vscode.window
-    .showInformationMessage(`CHORUS: save the design settings as ${relative(vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.dir))?.uri.fsPath ?? r.dir, r.projectPath) || PROJECT_FILE}? (${project.manifest ? `manifest: ${project.manifest}` : `files: ${project.files.join(', ') || project.fileLists?.join(', ')}`}${project.includeDirs?.length ? `; include folders: ${project.includeDirs.join(', ')}` : ''})`, 'Create chorus.json', 'Not now')
+    .showInformationMessage(
+      `CHORUS: save the design settings as ${relative(vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.dir))?.uri.fsPath ?? r.dir, r.projectPath) || PROJECT_FILE}? (${project.manifest ? `manifest: ${project.manifest}` : `files: ${project.files.join(', ') || project.fileLists?.join(', ')}`}${project.includeDirs?.length ? `; include folders: ${project.includeDirs.join(', ')}` : ''})`,
+      'Create chorus.json',
+      'Not now',
+    )
     .then(async (pick) => {
       if (pick !== 'Create chorus.json' || existsSync(r.projectPath)) return;
       writeProjectFile(r.projectPath, project);

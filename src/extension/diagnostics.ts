@@ -8,7 +8,11 @@ export function toVscodeDiagnostic(d: Diagnostic): vscode.Diagnostic {
   const col = Math.max(0, d.column - 1);
   const end = d.endColumn && d.endColumn > d.column ? d.endColumn - 1 : col + 1;
   const sev =
-    d.severity === 'error' ? vscode.DiagnosticSeverity.Error : d.severity === 'warning' ? vscode.DiagnosticSeverity.Warning : vscode.DiagnosticSeverity.Information;
+    d.severity === 'error'
+      ? vscode.DiagnosticSeverity.Error
+      : d.severity === 'warning'
+        ? vscode.DiagnosticSeverity.Warning
+        : vscode.DiagnosticSeverity.Information;
   const msg = `${d.message}${d.suggestion ? ` (suggestion: ${d.suggestion})` : ''}${d.time ? ` [at ${d.time}]` : ''}`;
   const out = new vscode.Diagnostic(new vscode.Range(line, col, line, end), msg, sev);
   out.source = 'CHORUS';

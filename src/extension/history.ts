@@ -41,7 +41,15 @@ export class RunHistory {
   }
 
   start(r: Omit<RunRecord, 'id' | 'startedAt' | 'state' | 'rounds' | 'best' | 'message'>): RunRecord {
-    const run: RunRecord = { ...r, id: `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`, startedAt: new Date().toISOString(), state: 'running', message: '', rounds: [], best: null };
+    const run: RunRecord = {
+      ...r,
+      id: `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`,
+      startedAt: new Date().toISOString(),
+      state: 'running',
+      message: '',
+      rounds: [],
+      best: null,
+    };
     this.runs.unshift(run);
     this.runs = this.runs.slice(0, MAX_RUNS);
     this.changed();

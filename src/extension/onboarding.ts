@@ -34,5 +34,7 @@ export async function openExample(ctx: vscode.ExtensionContext): Promise<void> {
   cpSync(src, dest, { recursive: true, force: false, errorOnExist: false });
   const designs = readdirSync(dest).join(', ');
   await vscode.window.showTextDocument(vscode.Uri.file(join(dest, 'fsm', 'seq_detector.sv')));
-  void vscode.window.showInformationMessage(`CHORUS: examples in ${dest} (${designs}). Run "CHORUS: Generate Testbench" on the open design.`);
+  void vscode.window.showInformationMessage(
+    `CHORUS: examples in ${dest} (${designs}). Run "CHORUS: Generate Testbench" on the open design.`,
+  );
 }

@@ -7,7 +7,15 @@ import type { ProjectFile } from '../core/design/types.js';
 import { looksLikeTestbench } from '../core/design/folder.js';
 import { findManifest } from '../core/design/manifest/index.js';
 
-export { findProjectFile, projectToDesign, readProjectFile, validateProject, withDiscovered, writeProjectFile, PROJECT_FILE } from '../core/design/project.js';
+export {
+  findProjectFile,
+  projectToDesign,
+  readProjectFile,
+  validateProject,
+  withDiscovered,
+  writeProjectFile,
+  PROJECT_FILE,
+} from '../core/design/project.js';
 export { looksLikeTestbench };
 export type { ProjectFile };
 

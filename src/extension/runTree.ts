@@ -21,7 +21,10 @@ export class RunTreeProvider implements vscode.TreeDataProvider<RunNode>, vscode
   getTreeItem(node: RunNode): vscode.TreeItem {
     const v = view(this.history.all(), node);
     if (!v) return new vscode.TreeItem('(gone)');
-    const item = new vscode.TreeItem(v.label, v.collapsible ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(
+      v.label,
+      v.collapsible ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
+    );
     item.description = v.description;
     item.tooltip = v.tooltip;
     item.iconPath = new vscode.ThemeIcon(v.icon);

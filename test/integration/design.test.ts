@@ -24,7 +24,14 @@ describe('introspection', () => {
     expect(info.topCandidates).toEqual(['counter']);
     const m = info.modules.find((x) => x.name === 'counter')!;
     expect(m.ports.map((p) => `${p.direction} ${p.name}:${p.width}`)).toEqual([
-      'input clk:1', 'input rst_n:1', 'input en:1', 'input load:1', 'input up:1', 'input din:8', 'output count:8', 'output wrap:1',
+      'input clk:1',
+      'input rst_n:1',
+      'input en:1',
+      'input load:1',
+      'input up:1',
+      'input din:8',
+      'output count:8',
+      'output wrap:1',
     ]);
     expect(m.params).toEqual([{ name: 'WIDTH', value: "32'sh8", isType: false, local: false }]);
   });
@@ -36,10 +43,20 @@ describe('introspection', () => {
     expect(info.top).toBe('arb');
     const ports = Object.fromEntries(info.modules.find((m) => m.name === 'arb')!.ports.map((p) => [p.name, p]));
     expect(ports.req).toMatchObject({ direction: 'input', kind: 'struct', width: 26, unpackedDims: [[0, 1]] });
-    expect(ports.req.members).toEqual([{ name: 'op', width: 2 }, { name: 'addr', width: 8 }, { name: 'data', width: 16 }]);
+    expect(ports.req.members).toEqual([
+      { name: 'op', width: 2 },
+      { name: 'addr', width: 8 },
+      { name: 'data', width: 16 },
+    ]);
     expect(ports.last_op).toMatchObject({ direction: 'output', width: 2 });
     expect(ports.tag).toMatchObject({ width: 4 });
-    expect(ports.gnt).toMatchObject({ width: 8, packedDims: [[1, 0], [3, 0]] });
+    expect(ports.gnt).toMatchObject({
+      width: 8,
+      packedDims: [
+        [1, 0],
+        [3, 0],
+      ],
+    });
     expect(ports.clk_a.width).toBe(1);
     expect(ports.clk_b.width).toBe(1);
     const params = info.modules.find((m) => m.name === 'arb')!.params;
@@ -64,7 +81,8 @@ describe('introspection', () => {
 
   it('simulates a design given by file list with packages and includes', async () => {
     const { info, design } = await loadDesign({ files: [], fileLists: [join(d, 'filelist', 'files.f')], cwd: join(d, 'filelist') });
-    const tb = 'module tb; logic [3:0] d; wire [3:0] q; wire n;\n  fl_top uut(.d(d), .q(q), .n(n));\n  initial begin d = 0; #1 d = 4\'hf; #1 d = 0; #1 $finish; end\nendmodule\n';
+    const tb =
+      "module tb; logic [3:0] d; wire [3:0] q; wire n;\n  fl_top uut(.d(d), .q(q), .n(n));\n  initial begin d = 0; #1 d = 4'hf; #1 d = 0; #1 $finish; end\nendmodule\n";
     const r = await sim.simulate({ design, top: info.top, testbench: { name: 'tb.sv', content: tb } });
     expect(r.status).toBe('success');
     expect(r.coverage!.waived.toggle).toBeGreaterThan(0.5);

@@ -12,7 +12,9 @@ function sameCoverage(a: SimResult, b: SimResult): void {
   expect(a.status).toBe(b.status);
   expect(a.coverage!.waived.tallies).toEqual(b.coverage!.waived.tallies);
   expect(a.coverage!.waived.overall).toBe(b.coverage!.waived.overall);
-  expect(a.uncovered.map((u) => `${u.type}:${u.line}:${u.label}:${u.hier}`)).toEqual(b.uncovered.map((u) => `${u.type}:${u.line}:${u.label}:${u.hier}`));
+  expect(a.uncovered.map((u) => `${u.type}:${u.line}:${u.label}:${u.hier}`)).toEqual(
+    b.uncovered.map((u) => `${u.type}:${u.line}:${u.label}:${u.hier}`),
+  );
 }
 
 describe('DUT library reuse', () => {

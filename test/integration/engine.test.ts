@@ -55,10 +55,18 @@ describe('known coverage on the example designs', () => {
   });
 
   it('FSM and FIFO examples run to success with high coverage', async () => {
-    const fsm = await simulateFiles([join(examples, 'fsm', 'seq_detector.sv')], 'tb_seq_detector.sv', read(join(examples, 'fsm', 'tb_seq_detector.sv')));
+    const fsm = await simulateFiles(
+      [join(examples, 'fsm', 'seq_detector.sv')],
+      'tb_seq_detector.sv',
+      read(join(examples, 'fsm', 'tb_seq_detector.sv')),
+    );
     expect(fsm.status).toBe('success');
     expect(fsm.coverage!.waived.block).toBeGreaterThan(0.9);
-    const fifo = await simulateFiles([join(examples, 'fifo', 'sync_fifo.sv')], 'tb_sync_fifo.sv', read(join(examples, 'fifo', 'tb_sync_fifo.sv')));
+    const fifo = await simulateFiles(
+      [join(examples, 'fifo', 'sync_fifo.sv')],
+      'tb_sync_fifo.sv',
+      read(join(examples, 'fifo', 'tb_sync_fifo.sv')),
+    );
     expect(fifo.status).toBe('success');
     // The deliberate overfill trips the DUT's own assertion: reported at the DUT line, run continues.
     const a = fifo.diagnostics.find((d) => d.code === 'ASSERT');
@@ -84,7 +92,11 @@ describe('testbench failures are results with positions', () => {
   });
 
   it('wrong port name gets PINNOTFOUND with the suggestion', async () => {
-    const r = await simulateFiles([counter], 'tb.sv', tbWith('  initial $finish;', '.clk(clk), .rst_n(rst_n), .enn(en), .load(load), .up(up), .din(din), .count(count), .wrap(wrap)'));
+    const r = await simulateFiles(
+      [counter],
+      'tb.sv',
+      tbWith('  initial $finish;', '.clk(clk), .rst_n(rst_n), .enn(en), .load(load), .up(up), .din(din), .count(count), .wrap(wrap)'),
+    );
     expect(r.status).toBe('xrun_failed');
     const e = r.diagnostics.find((d) => d.code === 'PINNOTFOUND')!;
     expect(e).toMatchObject({ file: 'tb.sv', line: 7, column: 43, suggestion: 'en', severity: 'error' });
@@ -101,7 +113,9 @@ describe('testbench failures are results with positions', () => {
   });
 
   it('missing $finish with a free-running clock hits the simulated-time limit, coverage still measured', async () => {
-    const r = await simulateFiles([counter], 'tb.sv', tbWith('  always #5 clk = ~clk;\n  initial begin #12 rst_n = 1; en = 1; end'), { limits: { simTimeLimitNs: 10_000 } });
+    const r = await simulateFiles([counter], 'tb.sv', tbWith('  always #5 clk = ~clk;\n  initial begin #12 rst_n = 1; en = 1; end'), {
+      limits: { simTimeLimitNs: 10_000 },
+    });
     expect(r.status).toBe('timeout');
     expect(r.reward).toBe(0);
     expect(r.diagnostics.some((d) => d.code === 'CHORUS-SIMTIME')).toBe(true);
@@ -109,23 +123,31 @@ describe('testbench failures are results with positions', () => {
   });
 
   it('wall-clock timeout kills the run, still yields coverage, and leaves no process behind', async () => {
-    const r = await simulateFiles([counter], 'tb.sv', tbWith('  always #5 clk = ~clk;\n  initial begin #12 rst_n = 1; en = 1; end'), { limits: { simTimeLimitNs: null, timeoutS: 3 } });
+    const r = await simulateFiles([counter], 'tb.sv', tbWith('  always #5 clk = ~clk;\n  initial begin #12 rst_n = 1; en = 1; end'), {
+      limits: { simTimeLimitNs: null, timeoutS: 3 },
+    });
     expect(r.status).toBe('timeout');
     expect(r.diagnostics.some((d) => d.code === 'CHORUS-TIMEOUT')).toBe(true);
     expect(r.coverage!.waived.tallies.line.covered).toBeGreaterThan(0);
     expect(r.timings.run!).toBeLessThan(10);
-    const left = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try {
-        return read(`/proc/${p}/cmdline`).includes(r.protection.scratchDir ?? '\0none');
-      } catch {
-        return false;
-      }
-    });
+    const left = readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return read(`/proc/${p}/cmdline`).includes(r.protection.scratchDir ?? '\0none');
+        } catch {
+          return false;
+        }
+      });
     expect(left).toEqual([]);
   });
 
   it('$fatal fails the run but coverage up to it is kept', async () => {
-    const r = await simulateFiles([counter], 'tb.sv', tbWith('  always #5 clk = ~clk;\n  initial begin #12 rst_n = 1; en = 1; #50 $fatal(1, "stimulus gave up"); end'));
+    const r = await simulateFiles(
+      [counter],
+      'tb.sv',
+      tbWith('  always #5 clk = ~clk;\n  initial begin #12 rst_n = 1; en = 1; #50 $fatal(1, "stimulus gave up"); end'),
+    );
     expect(r.status).toBe('xrun_failed');
     expect(r.stage).toBe('run');
     expect(r.reward).toBe(0);
@@ -134,7 +156,12 @@ describe('testbench failures are results with positions', () => {
   });
 
   it('endless output is cut at the output limit', async () => {
-    const r = await simulateFiles([counter], 'tb.sv', tbWith('  initial forever begin $display("spam spam spam spam spam spam"); #1; end'), { limits: { outputLimitBytes: 64 * 1024, simTimeLimitNs: null, timeoutS: 20 } });
+    const r = await simulateFiles(
+      [counter],
+      'tb.sv',
+      tbWith('  initial forever begin $display("spam spam spam spam spam spam"); #1; end'),
+      { limits: { outputLimitBytes: 64 * 1024, simTimeLimitNs: null, timeoutS: 20 } },
+    );
     expect(r.status).toBe('xrun_failed');
     expect(r.diagnostics.some((d) => d.code === 'CHORUS-OUTPUT')).toBe(true);
     expect(r.log.length).toBeLessThanOrEqual(70 * 1024);
@@ -150,7 +177,11 @@ describe('testbench failures are results with positions', () => {
 
 describe('safety', () => {
   it('$system is rejected before anything runs, at the exact position', async () => {
-    const r = await simulateFiles([counter], 'tb.sv', tbWith('  initial begin\n    void\'($system("touch /tmp/chorus_pwned"));\n    $finish;\n  end'));
+    const r = await simulateFiles(
+      [counter],
+      'tb.sv',
+      tbWith('  initial begin\n    void\'($system("touch /tmp/chorus_pwned"));\n    $finish;\n  end'),
+    );
     expect(r.status).toBe('rejected');
     expect(r.stage).toBe('check');
     expect(r.diagnostics[0]).toMatchObject({ code: 'CHORUS-SYSTEM', line: 9, column: 11 });
@@ -161,7 +192,11 @@ describe('safety', () => {
     const dpi = await simulateFiles([counter], 'tb.sv', tbWith('  import "DPI-C" function int getpid();\n  initial $finish;'));
     expect(dpi.status).toBe('rejected');
     expect(dpi.diagnostics[0].code).toBe('CHORUS-DPI');
-    const w = await simulateFiles([counter], 'tb.sv', tbWith('  integer fd;\n  initial begin fd = $fopen("/tmp/evil.txt", "w"); $finish; end'));
+    const w = await simulateFiles(
+      [counter],
+      'tb.sv',
+      tbWith('  integer fd;\n  initial begin fd = $fopen("/tmp/evil.txt", "w"); $finish; end'),
+    );
     expect(w.status).toBe('rejected');
     expect(w.diagnostics[0]).toMatchObject({ code: 'CHORUS-FILE', line: 9 });
   });
@@ -178,7 +213,13 @@ describe('safety', () => {
     rmSync(target, { force: true });
     const half = target.slice(0, 5);
     const rest = target.slice(5);
-    const r = await simulateFiles([counter], 'tb.sv', tbWith(`  integer fd; string p;\n  initial begin p = {"${half}", "${rest}"}; fd = $fopen(p, "w"); if (fd != 0) $fwrite(fd, "escaped"); $finish; end`));
+    const r = await simulateFiles(
+      [counter],
+      'tb.sv',
+      tbWith(
+        `  integer fd; string p;\n  initial begin p = {"${half}", "${rest}"}; fd = $fopen(p, "w"); if (fd != 0) $fwrite(fd, "escaped"); $finish; end`,
+      ),
+    );
     expect(r.protection.jail).toBe('bubblewrap');
     expect(r.status).toBe('success');
     expect(existsSync(target)).toBe(false);

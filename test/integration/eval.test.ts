@@ -16,7 +16,12 @@ const ve = join(benchData, 'verilog-eval-v2');
 const TASKS = ['Prob001_zero', 'Prob010_mt2015_q4a', 'Prob030_popcount255'];
 
 function counting(inner: Simulator): Simulator & { calls: number } {
-  const s = { name: inner.name, calls: 0, info: () => inner.info(), simulate: (req: Parameters<Simulator['simulate']>[0]) => (s.calls++, inner.simulate(req)) };
+  const s = {
+    name: inner.name,
+    calls: 0,
+    info: () => inner.info(),
+    simulate: (req: Parameters<Simulator['simulate']>[0]) => (s.calls++, inner.simulate(req)),
+  };
   return s;
 }
 
@@ -24,12 +29,17 @@ function counting(inner: Simulator): Simulator & { calls: number } {
 const essence = (r: EvalReport) => ({
   aggregate: { ...r.aggregate, wall_s: 0, sim_s: 0, model_s: 0, candidates: 0, candidates_per_min: 0, cached_samples: 0 },
   per_round: r.per_round,
-  tasks: r.tasks.map((t) => ({ ...t, samples: t.samples.map((s) => ({ ...s, wall_s: 0, rounds: s.rounds.map((x) => ({ ...x, sim_s: 0 })) })) })),
+  tasks: r.tasks.map((t) => ({
+    ...t,
+    samples: t.samples.map((s) => ({ ...s, wall_s: 0, rounds: s.rounds.map((x) => ({ ...x, sim_s: 0 })) })),
+  })),
 });
 
 function checkSchema(r: EvalReport): void {
   expect(r.schema_version).toBe(1);
-  expect(Object.keys(r.aggregate)).toEqual(expect.arrayContaining(['pass_at_1', 'pass_at_5', 'cov_at_1', 'cov_at_5', 'sim_pass', 'tasks', 'errors', 'tokens', 'wall_s']));
+  expect(Object.keys(r.aggregate)).toEqual(
+    expect.arrayContaining(['pass_at_1', 'pass_at_5', 'cov_at_1', 'cov_at_5', 'sim_pass', 'tasks', 'errors', 'tokens', 'wall_s']),
+  );
   for (const k of ['pass_at_1', 'pass_at_5', 'cov_at_1', 'cov_at_5', 'sim_pass'] as const) {
     expect(r.aggregate[k]).toBeGreaterThanOrEqual(0);
     expect(r.aggregate[k]).toBeLessThanOrEqual(1);
@@ -54,7 +64,8 @@ function checkSchema(r: EvalReport): void {
       expect(s.coverage).toBe(Math.max(0, ...s.rounds.map((x) => x.coverage ?? 0)));
     }
   }
-  for (const p of r.per_round.slice(1).map((p, i) => [r.per_round[i], p])) expect(p[1].cov_at_1).toBeGreaterThanOrEqual(p[0].cov_at_1 - 1e-12);
+  for (const p of r.per_round.slice(1).map((p, i) => [r.per_round[i], p]))
+    expect(p[1].cov_at_1).toBeGreaterThanOrEqual(p[0].cov_at_1 - 1e-12);
 }
 
 describe('chorus eval', () => {
@@ -63,7 +74,17 @@ describe('chorus eval', () => {
     const tasks = selectTasks(suite.tasks, TASKS);
     const run = async (outDir: string, workers: number, resume = false) => {
       const s = counting(sim);
-      const r = await runEvaluation({ suite, tasks, row: { kind: 'builtin' }, samples: 2, rounds: 1, workers, outDir, resume, simulator: s });
+      const r = await runEvaluation({
+        suite,
+        tasks,
+        row: { kind: 'builtin' },
+        samples: 2,
+        rounds: 1,
+        workers,
+        outDir,
+        resume,
+        simulator: s,
+      });
       return { r, calls: s.calls };
     };
     const outA = scratchDir();
@@ -117,7 +138,20 @@ describe('chorus eval', () => {
 
   it('per-task errors (malformed lines, a design that does not elaborate) never abort the run', async () => {
     const out = scratchDir();
-    const code = await runEval(['--suite', join(fixtures, 'eval', 'llm4cov_small.jsonl'), '--generator', 'builtin', '--samples', '1', '--rounds', '0', '--out', out, '--workers', '1']);
+    const code = await runEval([
+      '--suite',
+      join(fixtures, 'eval', 'llm4cov_small.jsonl'),
+      '--generator',
+      'builtin',
+      '--samples',
+      '1',
+      '--rounds',
+      '0',
+      '--out',
+      out,
+      '--workers',
+      '1',
+    ]);
     expect(code).toBe(0);
     const r = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as EvalReport;
     checkSchema(r);
@@ -141,11 +175,33 @@ describe('chorus eval', () => {
   end
 endmodule`;
     // First turns get an unparsable reply, refinements a passing testbench: the curve goes 0 -> 1.
-    const reply = (req: { messages: Array<{ role: string }> }) => (req.messages.length <= 2 ? 'I would need more detail.' : fencedReply(tb, 'tb_and2.sv'));
+    const reply = (req: { messages: Array<{ role: string }> }) =>
+      req.messages.length <= 2 ? 'I would need more detail.' : fencedReply(tb, 'tb_and2.sv');
     const server = await startScriptedServer([reply, reply, reply, reply]);
     try {
       const out = scratchDir();
-      const code = await runEval(['--suite', join(fixtures, 'eval', 'llm4cov_small.jsonl'), '--tasks', 'and2_ok', '--endpoint', server.url, '--model-name', 'scripted', '--samples', '2', '--rounds', '2', '--out', out, '--workers', '1', '--max-tokens', '2048', '--temperature', '0.6']);
+      const code = await runEval([
+        '--suite',
+        join(fixtures, 'eval', 'llm4cov_small.jsonl'),
+        '--tasks',
+        'and2_ok',
+        '--endpoint',
+        server.url,
+        '--model-name',
+        'scripted',
+        '--samples',
+        '2',
+        '--rounds',
+        '2',
+        '--out',
+        out,
+        '--workers',
+        '1',
+        '--max-tokens',
+        '2048',
+        '--temperature',
+        '0.6',
+      ]);
       expect(code).toBe(0);
       const r = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as EvalReport;
       checkSchema(r);

@@ -59,7 +59,11 @@ describe('built-in generator', () => {
   it('FIFO: the DUT assertion that fires is learned from (push/pop respect full/empty next round)', async () => {
     const { design, info } = await loadDesign({ files: [join(examples, 'fifo', 'sync_fifo.sv')] });
     const plan = initialPlan(info, design, {});
-    const first = await sim.simulate({ design, top: info.top, testbench: { name: 'tb.sv', content: (await import('../../src/core/generate/emit.js')).emitTestbench(plan) } });
+    const first = await sim.simulate({
+      design,
+      top: info.top,
+      testbench: { name: 'tb.sv', content: (await import('../../src/core/generate/emit.js')).emitTestbench(plan) },
+    });
     expect(first.diagnostics.some((d) => d.code === 'ASSERT' && d.origin === 'dut')).toBe(true);
     const next = refinePlan(plan, first, info);
     expect(next.respectFlags).toBe(true);
@@ -109,7 +113,11 @@ describe('chorus generate', () => {
 
   it('--json prints the run record', async () => {
     const dir = scratchDir('chorus-gen-');
-    const r = await execa(process.execPath, [cli, 'generate', '--json', '--out', join(dir, 'tb.sv'), join(examples, 'fsm', 'seq_detector.sv')], { reject: false });
+    const r = await execa(
+      process.execPath,
+      [cli, 'generate', '--json', '--out', join(dir, 'tb.sv'), join(examples, 'fsm', 'seq_detector.sv')],
+      { reject: false },
+    );
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.generator).toBe('builtin');

@@ -36,7 +36,10 @@ describe('built-in generator: protocols', () => {
   });
 
   it('AXI4-Lite and AHB-Lite slaves: every branch, error responses included, through legal transfers', async () => {
-    for (const [file, kind] of [['bus_slaves/axil_regs.sv', 'axi4-lite'], ['bus_slaves/ahb_regs.sv', 'ahb-lite']] as const) {
+    for (const [file, kind] of [
+      ['bus_slaves/axil_regs.sv', 'axi4-lite'],
+      ['bus_slaves/ahb_regs.sv', 'ahb-lite'],
+    ] as const) {
       const g = await gen(file);
       expect(g.best.result.status).toBe('success');
       // Only constant bits stay untoggled (bresp[0], the address bits no legal register has).
@@ -73,7 +76,9 @@ describe('built-in generator: protocols', () => {
     const g = await gen('long_timer/watchdog.sv');
     expect(g.scaledParams).toEqual([expect.objectContaining({ name: 'TIMEOUT_CYCLES', was: '10000000', value: '16' })]);
     expect(g.best.testbench).toMatch(/watchdog #\(\.TIMEOUT_CYCLES\(16\)\) uut \(/);
-    expect(g.best.testbench).toMatch(/\/\/ Parameter TIMEOUT_CYCLES scaled from 10000000 to 16: the design compares a count against 9999999/);
+    expect(g.best.testbench).toMatch(
+      /\/\/ Parameter TIMEOUT_CYCLES scaled from 10000000 to 16: the design compares a count against 9999999/,
+    );
     expect(g.best.result.coverage!.waived.overall).toBe(1);
   });
 

@@ -8,7 +8,7 @@ import { accessSync, constants, cpSync, existsSync, mkdirSync, readdirSync, read
 import { delimiter, join, relative } from 'node:path';
 import { loadDesign } from '../../src/core/design/load.js';
 import { DesignError } from '../../src/core/design/errors.js';
-import { fixtures, repoRoot, scratchDir, sim } from '../helpers.js';
+import { fixtures, scratchDir, sim } from '../helpers.js';
 
 const CI = process.env.CI === 'true' || process.env.CI === '1';
 
@@ -152,7 +152,10 @@ describe('FuseSoC', () => {
 
   it.runIf(fusesoc)('a module no listed file declares: names the manifest and its dependencies', async () => {
     const r = manifestRepo();
-    writeFileSync(join(r, 'fx_adder', 'fx_adder.sv'), 'module fx_adder #(parameter int WIDTH = 8) (input logic [WIDTH-1:0] a, b, output logic [WIDTH:0] sum);\n  fx_carry u (.a, .b, .sum);\nendmodule\n');
+    writeFileSync(
+      join(r, 'fx_adder', 'fx_adder.sv'),
+      'module fx_adder #(parameter int WIDTH = 8) (input logic [WIDTH-1:0] a, b, output logic [WIDTH:0] sum);\n  fx_carry u (.a, .b, .sum);\nendmodule\n',
+    );
     const e = await designError(loadDesign({ files: [], manifest: { path: join(r, 'fx_top', 'fx_top.core'), target: 'sim' }, cwd: r }));
     expect(e.message).toContain("No file FuseSoC listed for fx_top/fx_top.core declares module fx_carry: check the manifest's `depend`");
   });

@@ -41,10 +41,20 @@ endmodule
 `;
 
 const design = [{ name: 'counter.sv', content: counterSrc }];
-const item = (tb: string, extra: Record<string, unknown> = {}) => ({ design_files: design, top: 'counter', testbench: { name: 'tb.sv', content: tb }, ...extra });
+const item = (tb: string, extra: Record<string, unknown> = {}) => ({
+  design_files: design,
+  top: 'counter',
+  testbench: { name: 'tb.sv', content: tb },
+  ...extra,
+});
 
 async function post(url: string, body: unknown, init: RequestInit = {}): Promise<{ status: number; headers: Headers; body: any }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body), ...init });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...init,
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -105,7 +115,9 @@ describe('POST /v1/score', () => {
     broken = r.body;
     expect(broken).toMatchObject({ status: 'xrun_failed', reward: 0, coverage: 0, passed: false });
     expect(broken.err_msg).toMatch(/tb\.sv:9/);
-    expect(broken.diagnostics.some((d: { severity: string; origin: string }) => d.severity === 'error' && d.origin === 'testbench')).toBe(true);
+    expect(broken.diagnostics.some((d: { severity: string; origin: string }) => d.severity === 'error' && d.origin === 'testbench')).toBe(
+      true,
+    );
   });
 
   it('a batch is answered in order, design errors per item', async () => {
@@ -122,7 +134,10 @@ describe('POST /v1/score', () => {
     expect(r.status).toBe(422);
     expect(r.body).toMatchObject({ error: 'design_error', kind: 'unknown-top' });
     expect(r.body.message).toMatch(/no_such_top/);
-    const syn = await post(`${server.url}/v1/score`, { ...item(goodTb), design_files: [{ name: 'counter.sv', content: 'module counter(input a);\n  assign = ;\nendmodule\n' }] });
+    const syn = await post(`${server.url}/v1/score`, {
+      ...item(goodTb),
+      design_files: [{ name: 'counter.sv', content: 'module counter(input a);\n  assign = ;\nendmodule\n' }],
+    });
     expect(syn.status).toBe(422);
     expect(syn.body.kind).toBe('syntax');
     expect(syn.body.message).toMatch(/counter\.sv:2/);
@@ -216,8 +231,12 @@ describe('POST /v1/score', () => {
     expect(many.body.top).toBeNull();
     // A wrapper that instantiates both has exactly one candidate.
     const wrapped = `${two}module w(input x, output y1, output y2); a ua(.x(x), .y(y1)); b ub(.x(x), .y(y2)); endmodule\n`;
-    expect((await post(`${server.url}/v1/introspect`, { design_files: [{ name: 'w.sv', content: wrapped }] })).body.top_candidates).toEqual(['w']);
-    const broken = await post(`${server.url}/v1/introspect`, { design_files: [{ name: 'bad.sv', content: 'module bad(input x; endmodule\n' }] });
+    expect((await post(`${server.url}/v1/introspect`, { design_files: [{ name: 'w.sv', content: wrapped }] })).body.top_candidates).toEqual(
+      ['w'],
+    );
+    const broken = await post(`${server.url}/v1/introspect`, {
+      design_files: [{ name: 'bad.sv', content: 'module bad(input x; endmodule\n' }],
+    });
     expect(broken.status).toBe(422);
     expect(broken.body.kind).toBe('syntax');
     expect(broken.body.message).not.toContain('/tmp/');

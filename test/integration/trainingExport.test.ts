@@ -43,7 +43,10 @@ describe.skipIf(!have)('training export (training/tests/test_chain.py output)', 
     const b = createLocalBackend({ modelDir: exp.model_dir, dtype: 'fp32' });
     backends.push(b);
     expect(await b.countTokens(exp.messages)).toBe(exp.prompt_tokens);
-    const r = await b.complete({ messages: exp.messages, sampling: { temperature: 0, topP: 1, maxNewTokens: exp.max_new_tokens, seed: 0 } });
+    const r = await b.complete({
+      messages: exp.messages,
+      sampling: { temperature: 0, topP: 1, maxNewTokens: exp.max_new_tokens, seed: 0 },
+    });
     expect(r.promptTokens).toBe(exp.prompt_tokens);
     expect(r.completionTokens).toBe(exp.ids.length);
     expect(r.text).toBe(exp.text);

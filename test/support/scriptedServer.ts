@@ -68,14 +68,18 @@ export async function startScriptedServer(script: ScriptItem[], opts: ScriptedSe
   const server = createServer(async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (req.method === 'GET' && path === '/v1/models') {
-      return json(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', max_model_len: opts.maxModelLen ?? 32_768 })) });
+      return json(res, 200, {
+        object: 'list',
+        data: models.map((id) => ({ id, object: 'model', max_model_len: opts.maxModelLen ?? 32_768 })),
+      });
     }
     if (req.method === 'POST' && path === '/tokenize' && opts.tokenize) {
       const body = JSON.parse(await readBody(req)) as ChatRequest;
       const chars = body.messages.reduce((n, m) => n + m.content.length + 16, 0);
       return json(res, 200, { count: Math.ceil(chars / 4) });
     }
-    if (req.method !== 'POST' || path !== '/v1/chat/completions') return json(res, 404, { error: { message: `no route ${req.method} ${path}` } });
+    if (req.method !== 'POST' || path !== '/v1/chat/completions')
+      return json(res, 404, { error: { message: `no route ${req.method} ${path}` } });
     let body: ChatRequest;
     try {
       body = JSON.parse(await readBody(req)) as ChatRequest;
@@ -97,7 +101,12 @@ export async function startScriptedServer(script: ScriptItem[], opts: ScriptedSe
       return;
     }
     if (typeof item === 'object' && 'status' in item) {
-      return json(res, item.status, { error: { message: item.body ?? `scripted HTTP ${item.status}` } }, item.retryAfter !== undefined ? { 'retry-after': String(item.retryAfter) } : {});
+      return json(
+        res,
+        item.status,
+        { error: { message: item.body ?? `scripted HTTP ${item.status}` } },
+        item.retryAfter !== undefined ? { 'retry-after': String(item.retryAfter) } : {},
+      );
     }
     const r = typeof item === 'string' ? { text: item } : item;
     if (r.delayMs) await new Promise((ok) => setTimeout(ok, r.delayMs));
@@ -122,7 +131,12 @@ export async function startScriptedServer(script: ScriptItem[], opts: ScriptedSe
       if (r.chunkDelayMs) await new Promise((ok) => setTimeout(ok, r.chunkDelayMs));
     }
     send({ id: 'scripted', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: finish }] });
-    send({ id: 'scripted', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: pieces.length, total_tokens: promptTokens + pieces.length } });
+    send({
+      id: 'scripted',
+      object: 'chat.completion.chunk',
+      choices: [],
+      usage: { prompt_tokens: promptTokens, completion_tokens: pieces.length, total_tokens: promptTokens + pieces.length },
+    });
     res.end('data: [DONE]\n\n');
   });
 

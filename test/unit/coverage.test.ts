@@ -8,7 +8,17 @@ import { analyzeCoverage, type AnalyzeOptions } from '../../src/core/coverage/an
 import { toLcov } from '../../src/core/coverage/lcov.js';
 
 function pt(type: PointType, line: number, count: number, extra: Partial<CoveragePoint> = {}): CoveragePoint {
-  return { type, file: '/rtl/counter.sv', line, column: 1, module: 'counter', hier: 'tb.uut', label: type === 'branch' ? 'if' : 'block', count, ...extra };
+  return {
+    type,
+    file: '/rtl/counter.sv',
+    line,
+    column: 1,
+    module: 'counter',
+    hier: 'tb.uut',
+    label: type === 'branch' ? 'if' : 'block',
+    count,
+    ...extra,
+  };
 }
 
 const many = (n: number, make: (i: number) => CoveragePoint): CoveragePoint[] => Array.from({ length: n }, (_, i) => make(i));
@@ -70,7 +80,12 @@ describe('model: figures', () => {
   });
 
   it('uses the toggle figure alone for a design with only toggle points', () => {
-    const f = figures([pt('toggle', 1, 2, { label: 'a' }), pt('toggle', 1, 0, { label: 'b' }), pt('toggle', 1, 5, { label: 'c' }), pt('toggle', 1, 1, { label: 'd' })]);
+    const f = figures([
+      pt('toggle', 1, 2, { label: 'a' }),
+      pt('toggle', 1, 0, { label: 'b' }),
+      pt('toggle', 1, 5, { label: 'c' }),
+      pt('toggle', 1, 1, { label: 'd' }),
+    ]);
     expect(f.block).toBeNull();
     expect(f.line).toBeNull();
     expect(f.branch).toBeNull();
@@ -114,7 +129,12 @@ describe('model: figures', () => {
 
   it('keeps user (cover property) points out of overall and overallCovered', () => {
     const base = [pt('line', 1, 1), pt('toggle', 2, 0, { label: 'x' })];
-    const withUser = [...base, pt('user', 3, 0, { label: 'cover' }), pt('user', 4, 0, { label: 'cover' }), pt('user', 5, 3, { label: 'cover' })];
+    const withUser = [
+      ...base,
+      pt('user', 3, 0, { label: 'cover' }),
+      pt('user', 4, 0, { label: 'cover' }),
+      pt('user', 5, 3, { label: 'cover' }),
+    ];
     expect(figures(withUser).overall).toBe(figures(base).overall);
     expect(figures(withUser).overall).toBe(0.5);
     expect(figures(withUser).overallCovered).toBe(0.5);
@@ -147,7 +167,14 @@ describe('waivers: parseWaivers', () => {
       'a.sv:3:*   anything on line 3',
     ].join('\n');
     expect(parseWaivers(text)).toEqual<Waiver[]>([
-      { file: 'counter.sv', line: 27, type: 'branch', label: 'else', reason: 'default arm, unreachable in 2-state simulation', origin: 'waivers:2' },
+      {
+        file: 'counter.sv',
+        line: 27,
+        type: 'branch',
+        label: 'else',
+        reason: 'default arm, unreachable in 2-state simulation',
+        origin: 'waivers:2',
+      },
       { file: 'fifo.sv', line: '*', type: 'toggle', label: 'rdata[7]', reason: 'MSB tied off in this configuration', origin: 'waivers:4' },
       { file: 'top.sv', line: 12, type: '*', label: undefined, reason: 'whole line', origin: 'waivers:5' },
       { file: 'a.sv', line: 3, type: '*', label: undefined, reason: 'anything on line 3', origin: 'waivers:6' },
@@ -192,7 +219,9 @@ describe('waivers: parseWaivers', () => {
     try {
       const file = join(dir, 'cov.waive');
       writeFileSync(file, '\nq.sv:2:toggle:q[0]  stuck\n');
-      expect(loadWaivers(file)).toEqual<Waiver[]>([{ file: 'q.sv', line: 2, type: 'toggle', label: 'q[0]', reason: 'stuck', origin: `${file}:2` }]);
+      expect(loadWaivers(file)).toEqual<Waiver[]>([
+        { file: 'q.sv', line: 2, type: 'toggle', label: 'q[0]', reason: 'stuck', origin: `${file}:2` },
+      ]);
       expect(() => loadWaivers(join(dir, 'none.waive'))).toThrowError(WaiverError);
       expect(() => loadWaivers(join(dir, 'none.waive'))).toThrowError(`cannot read waiver file ${join(dir, 'none.waive')}`);
     } finally {
@@ -250,8 +279,26 @@ const TB = 'tb_counter.sv';
 
 /** DUT `counter` at tb.uut with a sub-instance `sub` at tb.uut.u_sub, plus testbench points. */
 function designPoints(): CoveragePoint[] {
-  const c = (type: PointType, line: number, count: number, label: string): CoveragePoint => ({ type, file: C, line, column: 3, module: 'counter', hier: 'tb.uut', label, count });
-  const s = (type: PointType, line: number, count: number, label: string): CoveragePoint => ({ type, file: S, line, column: 3, module: 'sub', hier: 'tb.uut.u_sub', label, count });
+  const c = (type: PointType, line: number, count: number, label: string): CoveragePoint => ({
+    type,
+    file: C,
+    line,
+    column: 3,
+    module: 'counter',
+    hier: 'tb.uut',
+    label,
+    count,
+  });
+  const s = (type: PointType, line: number, count: number, label: string): CoveragePoint => ({
+    type,
+    file: S,
+    line,
+    column: 3,
+    module: 'sub',
+    hier: 'tb.uut.u_sub',
+    label,
+    count,
+  });
   return [
     // testbench points: never part of the DUT
     { type: 'line', file: TB, line: 2, column: 1, module: 'tb', hier: 'tb', label: 'block', count: 0 },
@@ -274,8 +321,29 @@ function designPoints(): CoveragePoint[] {
 }
 
 const sources: Record<string, string> = {
-  [C]: ['module counter(', '  input logic clk,', '  output logic [1:0] q);', '  sub u_sub();', '  always_ff @(posedge clk) q <= q + 1;', '', '  if (en)', '', '     q <= 2\'d0;   ', '', '  cover property (@(posedge clk) q == 3);', 'endmodule'].join('\n'),
-  [S]: ['module sub(input logic a, b);', '', '  initial $display("never");   ', '  always_comb y = a;', '', '  if (a) z = 1;', 'endmodule'].join('\r\n'),
+  [C]: [
+    'module counter(',
+    '  input logic clk,',
+    '  output logic [1:0] q);',
+    '  sub u_sub();',
+    '  always_ff @(posedge clk) q <= q + 1;',
+    '',
+    '  if (en)',
+    '',
+    "     q <= 2'd0;   ",
+    '',
+    '  cover property (@(posedge clk) q == 3);',
+    'endmodule',
+  ].join('\n'),
+  [S]: [
+    'module sub(input logic a, b);',
+    '',
+    '  initial $display("never");   ',
+    '  always_comb y = a;',
+    '',
+    '  if (a) z = 1;',
+    'endmodule',
+  ].join('\r\n'),
 };
 
 const baseOpts = (extra: Partial<AnalyzeOptions> = {}): AnalyzeOptions => ({
@@ -353,7 +421,15 @@ describe('analyzeCoverage', () => {
     const reads: string[] = [];
     const cov = analyzeCoverage(designPoints(), baseOpts({ readSource: (f) => (reads.push(f), sources[f]) }));
     expect(cov.uncovered[0]).toEqual({ type: 'line', file: C, line: 9, label: 'block', hier: 'tb.uut', count: 0, source: "q <= 2'd0;" });
-    expect(cov.uncovered[1]).toEqual({ type: 'line', file: S, line: 3, label: 'block', hier: 'tb.uut.u_sub', count: 0, source: 'initial $display("never");' });
+    expect(cov.uncovered[1]).toEqual({
+      type: 'line',
+      file: S,
+      line: 3,
+      label: 'block',
+      hier: 'tb.uut.u_sub',
+      count: 0,
+      source: 'initial $display("never");',
+    });
     expect(cov.uncovered[3].source).toBe('if (a) z = 1;');
     expect(cov.uncovered[4].source).toBe('cover property (@(posedge clk) q == 3);');
     expect(cov.uncovered[5]).toMatchObject({ type: 'toggle', label: 'q[1]', count: 1, source: 'input logic clk,' });
@@ -439,7 +515,16 @@ describe('analyzeCoverage', () => {
 describe('toLcov', () => {
   const A = '/rtl/a.sv';
   const B = '/rtl/b.sv';
-  const p = (type: PointType, file: string, line: number, column: number, count: number, hier = 'tb.u', label = ''): CoveragePoint => ({ type, file, line, column, module: 'm', hier, label, count });
+  const p = (type: PointType, file: string, line: number, column: number, count: number, hier = 'tb.u', label = ''): CoveragePoint => ({
+    type,
+    file,
+    line,
+    column,
+    module: 'm',
+    hier,
+    label,
+    count,
+  });
 
   it('writes DA per line, BRDA per arm, BRF/BRH, LF/LH and end_of_record; toggles left out', () => {
     const points = [
@@ -483,12 +568,22 @@ describe('toLcov', () => {
 
   it('raises a line hit count to its best branch arm and names the test', () => {
     const out = toLcov([p('line', A, 4, 1, 1), p('branch', A, 4, 1, 6, 'tb.u', 'if'), p('branch', A, 4, 2, 6, 'tb.u', 'else')], 'run7');
-    expect(out).toBe(['TN:run7', 'SF:/rtl/a.sv', 'BRDA:4,0,0,6', 'BRDA:4,0,1,6', 'BRF:2', 'BRH:2', 'DA:4,6', 'LF:1', 'LH:1', 'end_of_record', ''].join('\n'));
+    expect(out).toBe(
+      ['TN:run7', 'SF:/rtl/a.sv', 'BRDA:4,0,0,6', 'BRDA:4,0,1,6', 'BRF:2', 'BRH:2', 'DA:4,6', 'LF:1', 'LH:1', 'end_of_record', ''].join(
+        '\n',
+      ),
+    );
   });
 
   it('numbers branch blocks per line in line order', () => {
     const out = toLcov([p('branch', A, 20, 1, 0), p('branch', A, 10, 1, 1), p('branch', A, 10, 5, 0)]);
-    expect(out.split('\n').filter((l) => l.startsWith('BR'))).toEqual(['BRDA:10,0,0,1', 'BRDA:10,0,1,-', 'BRDA:20,1,0,-', 'BRF:3', 'BRH:1']);
+    expect(out.split('\n').filter((l) => l.startsWith('BR'))).toEqual([
+      'BRDA:10,0,0,1',
+      'BRDA:10,0,1,-',
+      'BRDA:20,1,0,-',
+      'BRF:3',
+      'BRH:1',
+    ]);
     expect(out.split('\n').filter((l) => /^(DA|LF|LH)/.test(l))).toEqual(['DA:10,1', 'DA:20,0', 'LF:2', 'LH:1']);
   });
 

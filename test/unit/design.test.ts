@@ -53,7 +53,9 @@ describe('scanUnits', () => {
   });
 
   it('reads program, macromodule and lifetime qualifiers; ignores end* keywords', () => {
-    const u = scanUnits('program automatic test_prog; endprogram\nmacromodule mm; endmodule\nmodule static ms; endmodule\npackage automatic pa; endpackage');
+    const u = scanUnits(
+      'program automatic test_prog; endprogram\nmacromodule mm; endmodule\nmodule static ms; endmodule\npackage automatic pa; endpackage',
+    );
     expect(u.modules).toEqual(['test_prog', 'mm', 'ms']);
     expect(u.packages).toEqual(['pa']);
   });
@@ -97,7 +99,13 @@ describe('scanUnits', () => {
 
 describe('testbenchTops', () => {
   it('picks the module no other module of the file instantiates', () => {
-    const src = ['module helper(input logic a); endmodule', 'module tb_counter;', '  counter uut (.clk(clk));', '  helper h (.a(clk));', 'endmodule'].join('\n');
+    const src = [
+      'module helper(input logic a); endmodule',
+      'module tb_counter;',
+      '  counter uut (.clk(clk));',
+      '  helper h (.a(clk));',
+      'endmodule',
+    ].join('\n');
     expect(testbenchTops(src)).toEqual(['tb_counter']);
   });
 
@@ -114,7 +122,16 @@ describe('testbenchTops', () => {
   // and the unused helper `spare` is the only candidate (the backend would simulate `spare`).
   // Expected ['spare', 'tb']; actual ['spare'].
   it('is not misled by a call whose name extends the testbench module name by one character', () => {
-    const src = ['module spare; endmodule', 'module tb;', '  task tbx(); endtask', '  initial begin', '    #1;', '    tbx();', '  end', 'endmodule'].join('\n');
+    const src = [
+      'module spare; endmodule',
+      'module tb;',
+      '  task tbx(); endtask',
+      '  initial begin',
+      '    #1;',
+      '    tbx();',
+      '  end',
+      'endmodule',
+    ].join('\n');
     expect(testbenchTops(src)).toEqual(['spare', 'tb']);
   });
 
@@ -128,10 +145,12 @@ describe('testbenchTops', () => {
 });
 
 describe('orderFiles', () => {
-  const reader = (files: Record<string, string>) => (f: string): string => {
-    if (!(f in files)) throw new Error(`ENOENT ${f}`);
-    return files[f];
-  };
+  const reader =
+    (files: Record<string, string>) =>
+    (f: string): string => {
+      if (!(f in files)) throw new Error(`ENOENT ${f}`);
+      return files[f];
+    };
 
   it('puts a package file before the file that uses it, keeping other files as given', () => {
     const files = {
@@ -161,7 +180,11 @@ describe('orderFiles', () => {
   });
 
   it('keeps package files already in order as they are', () => {
-    const files = { '/a.sv': 'package a; endpackage', '/b.sv': 'package b; import a::*; endpackage', '/m.sv': 'module m; import b::*; endmodule' };
+    const files = {
+      '/a.sv': 'package a; endpackage',
+      '/b.sv': 'package b; import a::*; endpackage',
+      '/m.sv': 'module m; import b::*; endmodule',
+    };
     expect(orderFiles(['/a.sv', '/b.sv', '/m.sv'], reader(files)).files).toEqual(['/a.sv', '/b.sv', '/m.sv']);
   });
 

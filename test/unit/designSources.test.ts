@@ -156,11 +156,12 @@ describe('manifests before the tool runs', () => {
   });
 
   it('reads which packages a Bender.lock takes from git', () => {
-    const lock = 'packages:\n  a:\n    revision: x\n    source:\n      Git: https://h/a.git\n    dependencies: []\n  b:\n    source:\n      Path: ../b\n  c:\n    source:\n      Git: git@h:c.git\n';
+    const lock =
+      'packages:\n  a:\n    revision: x\n    source:\n      Git: https://h/a.git\n    dependencies: []\n  b:\n    source:\n      Path: ../b\n  c:\n    source:\n      Git: git@h:c.git\n';
     expect(gitDependencies(lock)).toEqual(['a', 'c']);
   });
 
-    it('a folder with two manifests asks which one', () => {
+  it('a folder with two manifests asks which one', () => {
     const d = tree({ 'Bender.yml': 'package: {name: x}\n', 'x.core': 'CAPI=2:\nname: a:b:x\n' });
     const e = thrown(() => findManifest(d));
     expect(e.message).toContain(`name the one to read: ${join(d, 'Bender.yml')} or ${join(d, 'x.core')}`);

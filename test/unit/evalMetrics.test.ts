@@ -5,14 +5,19 @@ import { passes } from '../../src/core/eval/task.js';
 import type { SimResult } from '../../src/core/sim/result.js';
 
 /** Outcomes from coverages against a threshold (null = the candidate did not run). */
-const samples = (tau: number, covs: Array<number | null>): Outcome[] => covs.map((c) => ({ ok: c !== null, coverage: c ?? 0, passed: c !== null && c >= tau }));
+const samples = (tau: number, covs: Array<number | null>): Outcome[] =>
+  covs.map((c) => ({ ok: c !== null, coverage: c ?? 0, passed: c !== null && c >= tau }));
 
 describe('eval metrics (PROTOCOL §5)', () => {
   it('the worked example: M = 3 tasks, N = 5 samples, thresholds 0.9 / 1.0 / 0.9', () => {
     // Task A (tau 0.90): 0.95 0.80 0.92 0.50 fail   -> passes 1 0 1 0 0, sum c = 3.17, max 0.95
     // Task B (tau 1.00): 1.00 0.99 1.00 1.00 0.70   -> passes 1 0 1 1 0, sum c = 4.69, max 1.00
     // Task C (tau 0.90): 0.50 0.60 0.70 0.80 0.89   -> passes 0 0 0 0 0, sum c = 3.49, max 0.89
-    const m = computeMetrics([samples(0.9, [0.95, 0.8, 0.92, 0.5, null]), samples(1, [1, 0.99, 1, 1, 0.7]), samples(0.9, [0.5, 0.6, 0.7, 0.8, 0.89])]);
+    const m = computeMetrics([
+      samples(0.9, [0.95, 0.8, 0.92, 0.5, null]),
+      samples(1, [1, 0.99, 1, 1, 0.7]),
+      samples(0.9, [0.5, 0.6, 0.7, 0.8, 0.89]),
+    ]);
     expect(m.pass_at_1).toBeCloseTo(5 / 15, 12); // (2 + 3 + 0) / (3 * 5)
     expect(m.pass_at_5).toBeCloseTo(2 / 3, 12); // A and B have a passing sample, C none
     expect(m.cov_at_1).toBeCloseTo((3.17 + 4.69 + 3.49) / 15, 12); // = 0.756666...
@@ -23,7 +28,12 @@ describe('eval metrics (PROTOCOL §5)', () => {
   });
 
   it('a threshold is met at equality; a failed run counts as coverage 0 whatever it reported', () => {
-    const m = computeMetrics([[{ ok: true, coverage: 0.9, passed: true }, { ok: false, coverage: 0.7, passed: false }]]);
+    const m = computeMetrics([
+      [
+        { ok: true, coverage: 0.9, passed: true },
+        { ok: false, coverage: 0.7, passed: false },
+      ],
+    ]);
     expect(m.pass_at_1).toBe(0.5);
     expect(m.cov_at_1).toBeCloseTo(0.45, 12);
     expect(m.cov_at_5).toBeCloseTo(0.9, 12);
@@ -64,10 +74,7 @@ describe('eval metrics (PROTOCOL §5)', () => {
     const o = (c: number | null, tau = 1): Outcome => ({ ok: c !== null, coverage: c ?? 0, passed: c !== null && c >= tau });
     // Task 1: sample 0 fails, then 0.6, then 1.0 (stops); sample 1 reaches 1.0 at once (stops).
     // Task 2: one sample: 0.5, 0.4, 0.9, 0.7 (tau 0.8).
-    const tasks = [
-      [[o(null), o(0.6), o(1)], [o(1)]],
-      [[o(0.5, 0.8), o(0.4, 0.8), o(0.9, 0.8), o(0.7, 0.8)]],
-    ];
+    const tasks = [[[o(null), o(0.6), o(1)], [o(1)]], [[o(0.5, 0.8), o(0.4, 0.8), o(0.9, 0.8), o(0.7, 0.8)]]];
     const c = roundCurve(tasks, 3);
     expect(c.map((p) => p.round)).toEqual([0, 1, 2, 3]);
     // round 0: task1 mean pass (0+1)/2 = 0.5, task2 0 -> 0.25; cov: task1 (0+1)/2=0.5, task2 0.5 -> 0.5
@@ -90,11 +97,26 @@ describe('eval metrics (PROTOCOL §5)', () => {
 
 describe('pass rule with LLM4Cov targets', () => {
   const row = (name: string, level: number, overall: number | null, block: number | null, fsm: number | null = null) => ({
-    name, level, 'Overall Average': overall, 'Overall Covered': null, 'Code Average': null, 'Code Covered': null, 'Fsm Average': fsm, 'Fsm Covered': null,
-    'Functional Average': null, 'Functional Covered': null, Toggle: null, Block: block, Assertion: null,
+    name,
+    level,
+    'Overall Average': overall,
+    'Overall Covered': null,
+    'Code Average': null,
+    'Code Covered': null,
+    'Fsm Average': fsm,
+    'Fsm Covered': null,
+    'Functional Average': null,
+    'Functional Covered': null,
+    Toggle: null,
+    Block: block,
+    Assertion: null,
   });
   const result = (overall: number, rows: ReturnType<typeof row>[]): SimResult =>
-    ({ status: 'success', coverage: { waived: { overall } }, cov_info: { summary: rows, detail: '', runtime_sec: 0 } }) as unknown as SimResult;
+    ({
+      status: 'success',
+      coverage: { waived: { overall } },
+      cov_info: { summary: rows, detail: '', runtime_sec: 0 },
+    }) as unknown as SimResult;
 
   it('threshold only: c >= tau', () => {
     const t = { threshold: 0.9, top: 'm', instance: 'uut' };

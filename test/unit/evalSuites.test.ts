@@ -31,7 +31,10 @@ describe('VerilogEval v2 folder', () => {
 
   it('--tasks by id or prefix, --limit after it', () => {
     const s = loadSuite(ve, { workDir: scratchDir() });
-    expect(selectTasks(s.tasks, ['Prob001', 'Prob010_mt2015_q4a', 'Prob999']).map((t) => t.id)).toEqual(['Prob001_zero', 'Prob010_mt2015_q4a']);
+    expect(selectTasks(s.tasks, ['Prob001', 'Prob010_mt2015_q4a', 'Prob999']).map((t) => t.id)).toEqual([
+      'Prob001_zero',
+      'Prob010_mt2015_q4a',
+    ]);
     expect(selectTasks(s.tasks, undefined, 3).map((t) => t.id)).toEqual(['Prob001_zero', 'Prob002_m2014_q4i', 'Prob003_step_one']);
   });
 
@@ -76,7 +79,15 @@ describe('CVDP JSONL', () => {
   it('malformed records become per-task errors with reasons; the rest still load', () => {
     const s = loadSuite(join(fx, 'cvdp_small.jsonl'), { workDir: scratchDir() });
     const by = Object.fromEntries(s.tasks.map((t) => [t.id, t]));
-    expect(s.tasks.map((t) => t.id)).toEqual(['cvdp_ok_0001', 'cvdp_no_env_0002', 'cvdp_no_target_0003', 'cvdp_no_src_0004', 'cvdp_inst_0006', 'cvdp_bad_dut_0007', 'line-8']);
+    expect(s.tasks.map((t) => t.id)).toEqual([
+      'cvdp_ok_0001',
+      'cvdp_no_env_0002',
+      'cvdp_no_target_0003',
+      'cvdp_no_src_0004',
+      'cvdp_inst_0006',
+      'cvdp_bad_dut_0007',
+      'line-8',
+    ]);
     expect(by.cvdp_ok_0001.error).toBeUndefined();
     expect(by.cvdp_no_env_0002.error).toMatch(/no src\/\.env/);
     expect(by.cvdp_no_target_0003.error).toMatch(/no TARGET/);

@@ -74,7 +74,14 @@ describe('readFileList: entries', () => {
     const { design, warnings } = read(list, true);
     expect(warnings).toEqual([]);
     expect(design).toEqual<DesignSpec>({
-      files: [join(PROJ, 'rtl/a.sv'), join(PROJ, 'rtl/b.sv'), '/abs/path/c.sv', join(PROJ, 'rtl/with space.sv'), join(PROJ, 'rtl/d.sv'), join(PROJ, 'rtl/e#1.sv')],
+      files: [
+        join(PROJ, 'rtl/a.sv'),
+        join(PROJ, 'rtl/b.sv'),
+        '/abs/path/c.sv',
+        join(PROJ, 'rtl/with space.sv'),
+        join(PROJ, 'rtl/d.sv'),
+        join(PROJ, 'rtl/e#1.sv'),
+      ],
       libraryFiles: [join(PROJ, 'lib/cells.v')],
       includeDirs: [join(PROJ, 'inc'), join(T, 'common')],
       defines: { X: '1', Y: null },
@@ -83,7 +90,10 @@ describe('readFileList: entries', () => {
   });
 
   it('reads -I, -D, -G in both spellings and accepts -sv, +libext+, -timescale silently', () => {
-    const list = put(join(PROJ, 'opts.f'), '-Iinc -I other -DA -D B=2 -GDEPTH=8 -G W=4 -sv +libext+.v+.sv -timescale 1ns/1ps +timescale+1ns/1ps rtl/a.sv\r\n');
+    const list = put(
+      join(PROJ, 'opts.f'),
+      '-Iinc -I other -DA -D B=2 -GDEPTH=8 -G W=4 -sv +libext+.v+.sv -timescale 1ns/1ps +timescale+1ns/1ps rtl/a.sv\r\n',
+    );
     const { design, warnings } = read(list, true);
     expect(warnings).toEqual([]);
     expect(design).toEqual<DesignSpec>({
@@ -155,7 +165,10 @@ describe('readFileList: relative paths', () => {
 describe('readFileList: environment variables', () => {
   it('expands $VAR and ${VAR} in paths, +incdir+ and -v', () => {
     process.env.CHORUS_FL_RTL = join(PROJ, 'rtl');
-    const list = put(join(PROJ, 'env.f'), '$CHORUS_FL_RTL/a.sv\n${CHORUS_FL_RTL}/b.sv\n+incdir+$CHORUS_FL_RTL/inc\n-v ${CHORUS_FL_RTL}/lib.v\n');
+    const list = put(
+      join(PROJ, 'env.f'),
+      '$CHORUS_FL_RTL/a.sv\n${CHORUS_FL_RTL}/b.sv\n+incdir+$CHORUS_FL_RTL/inc\n-v ${CHORUS_FL_RTL}/lib.v\n',
+    );
     const { design } = read(list, false);
     expect(design.files).toEqual([join(PROJ, 'rtl/a.sv'), join(PROJ, 'rtl/b.sv')]);
     expect(design.includeDirs).toEqual([join(PROJ, 'rtl/inc')]);
@@ -182,7 +195,10 @@ describe('readFileList: warnings and errors', () => {
   it('warns about options it does not understand and ignores them', () => {
     const list = put(join(PROJ, 'unk.f'), '-foo\nrtl/a.sv\n+bar+1\n');
     const { design, warnings } = read(list, true);
-    expect(warnings).toEqual([`${list} (entry 1): option '-foo' is not understood and was ignored`, `${list} (entry 3): option '+bar+1' is not understood and was ignored`]);
+    expect(warnings).toEqual([
+      `${list} (entry 1): option '-foo' is not understood and was ignored`,
+      `${list} (entry 3): option '+bar+1' is not understood and was ignored`,
+    ]);
     expect(design.files).toEqual([join(PROJ, 'rtl/a.sv')]);
   });
 
@@ -207,7 +223,7 @@ describe('readFileList: warnings and errors', () => {
     expect(e.message).toMatch(/^\/.*\/cyc\/[ab]\.f: file lists nest more than 16 deep \(a -f cycle\?\)$/);
   });
 
-  it("an option missing its argument is a filelist error", () => {
+  it('an option missing its argument is a filelist error', () => {
     const list = put(join(PROJ, 'noarg.f'), 'rtl/a.sv -v');
     const e = designError(() => read(list, true));
     expect(e.kind).toBe('filelist');

@@ -8,13 +8,35 @@ import { emitProtocols } from '../../src/core/generate/protocols/emit.js';
 import { scaleCandidates, scaleParams } from '../../src/core/generate/params.js';
 
 const port = (name: string, direction: PortInfo['direction'] = 'input', width = 1): PortInfo => ({
-  name, direction, width, packedDims: width > 1 ? [[width - 1, 0]] : [], unpackedDims: [], signed: false, typeName: 'logic', kind: 'basic', line: 1,
+  name,
+  direction,
+  width,
+  packedDims: width > 1 ? [[width - 1, 0]] : [],
+  unpackedDims: [],
+  signed: false,
+  typeName: 'logic',
+  kind: 'basic',
+  line: 1,
 });
 const param = (name: string, value: string, local = false): ParamInfo => ({ name, value, isType: false, local });
 const mod = (ports: PortInfo[], o: Partial<ModuleInfo> = {}): ModuleInfo => ({
-  name: 'dut', file: 'dut.sv', line: 1, ports, params: [], instantiates: [], edges: { clk: ['pos'] }, comparisons: {}, ...o,
+  name: 'dut',
+  file: 'dut.sv',
+  line: 1,
+  ports,
+  params: [],
+  instantiates: [],
+  edges: { clk: ['pos'] },
+  comparisons: {},
+  ...o,
 });
-const info = (m: ModuleInfo, extra: ModuleInfo[] = []): DesignInfo => ({ top: m.name, topCandidates: [m.name], modules: [m, ...extra], files: [], warnings: [] });
+const info = (m: ModuleInfo, extra: ModuleInfo[] = []): DesignInfo => ({
+  top: m.name,
+  topCandidates: [m.name],
+  modules: [m, ...extra],
+  files: [],
+  warnings: [],
+});
 const detect = (m: ModuleInfo) => detectProtocols(info(m), assignRoles(m));
 
 describe('protocol recognition', () => {
@@ -26,8 +48,22 @@ describe('protocol recognition', () => {
 
   it('APB slave: decoded addresses from the compared constants, unmapped ones past the last register', () => {
     const m = mod(
-      [port('PCLK'), port('PRESETn'), port('PSEL'), port('PENABLE'), port('PWRITE'), port('PADDR', 'input', 12), port('PWDATA', 'input', 32), port('PRDATA', 'output', 32), port('PREADY', 'output'), port('PSLVERR', 'output')],
-      { edges: { PCLK: ['pos'], PRESETn: ['neg'] }, comparisons: { PADDR: ["12'h0", "12'h4", "12'h8", "12'hc"], PWDATA: ["32'hc0de0001"] } },
+      [
+        port('PCLK'),
+        port('PRESETn'),
+        port('PSEL'),
+        port('PENABLE'),
+        port('PWRITE'),
+        port('PADDR', 'input', 12),
+        port('PWDATA', 'input', 32),
+        port('PRDATA', 'output', 32),
+        port('PREADY', 'output'),
+        port('PSLVERR', 'output'),
+      ],
+      {
+        edges: { PCLK: ['pos'], PRESETn: ['neg'] },
+        comparisons: { PADDR: ["12'h0", "12'h4", "12'h8", "12'hc"], PWDATA: ["32'hc0de0001"] },
+      },
     );
     const p = detect(m);
     expect(p.buses).toHaveLength(1);
@@ -46,17 +82,71 @@ describe('protocol recognition', () => {
   });
 
   it('AHB-Lite, AXI4-Lite and Wishbone slaves by their signal names', () => {
-    const ahb = detect(mod([port('clk'), port('HSEL'), port('HTRANS', 'input', 2), port('HWRITE'), port('HADDR', 'input', 32), port('HWDATA', 'input', 32), port('HSIZE', 'input', 3), port('HREADY'), port('HREADYOUT', 'output'), port('HRDATA', 'output', 32)]));
+    const ahb = detect(
+      mod([
+        port('clk'),
+        port('HSEL'),
+        port('HTRANS', 'input', 2),
+        port('HWRITE'),
+        port('HADDR', 'input', 32),
+        port('HWDATA', 'input', 32),
+        port('HSIZE', 'input', 3),
+        port('HREADY'),
+        port('HREADYOUT', 'output'),
+        port('HRDATA', 'output', 32),
+      ]),
+    );
     expect(ahb.buses[0].bus).toMatchObject({ kind: 'ahb-lite', readyOut: { name: 'HREADYOUT' }, readyIn: { name: 'HREADY' } });
-    const axi = detect(mod([port('clk'), port('s_axi_awaddr', 'input', 8), port('s_axi_awvalid'), port('s_axi_awready', 'output'), port('s_axi_wdata', 'input', 32), port('s_axi_wvalid'), port('s_axi_wready', 'output'), port('s_axi_bvalid', 'output'), port('s_axi_bready'), port('s_axi_araddr', 'input', 8), port('s_axi_arvalid'), port('s_axi_arready', 'output'), port('s_axi_rvalid', 'output'), port('s_axi_rready')]));
+    const axi = detect(
+      mod([
+        port('clk'),
+        port('s_axi_awaddr', 'input', 8),
+        port('s_axi_awvalid'),
+        port('s_axi_awready', 'output'),
+        port('s_axi_wdata', 'input', 32),
+        port('s_axi_wvalid'),
+        port('s_axi_wready', 'output'),
+        port('s_axi_bvalid', 'output'),
+        port('s_axi_bready'),
+        port('s_axi_araddr', 'input', 8),
+        port('s_axi_arvalid'),
+        port('s_axi_arready', 'output'),
+        port('s_axi_rvalid', 'output'),
+        port('s_axi_rready'),
+      ]),
+    );
     expect(axi.buses[0].bus.kind).toBe('axi4-lite');
     expect(axi.buses[0].sweep).toHaveLength(256);
-    const wb = detect(mod([port('clk_i'), port('wb_cyc_i'), port('wb_stb_i'), port('wb_we_i'), port('wb_adr_i', 'input', 4), port('wb_dat_i', 'input', 16), port('wb_ack_o', 'output')], { edges: { clk_i: ['pos'] } }));
+    const wb = detect(
+      mod(
+        [
+          port('clk_i'),
+          port('wb_cyc_i'),
+          port('wb_stb_i'),
+          port('wb_we_i'),
+          port('wb_adr_i', 'input', 4),
+          port('wb_dat_i', 'input', 16),
+          port('wb_ack_o', 'output'),
+        ],
+        { edges: { clk_i: ['pos'] } },
+      ),
+    );
     expect(wb.buses[0].bus).toMatchObject({ kind: 'wishbone', ack: { name: 'wb_ack_o' }, wdata: { name: 'wb_dat_i' } });
   });
 
   it('register-file ports: a read/write select whose name says 1 = read writes on 0', () => {
-    const p = detect(mod([port('clk'), port('i_addr', 'input', 8), port('i_data_in', 'input', 8), port('i_read_write_enable'), port('o_data_out', 'output', 8)], { comparisons: { i_addr: ["8'h0", "8'h1"], i_data_in: ["8'hab", "8'hcd"] } }));
+    const p = detect(
+      mod(
+        [
+          port('clk'),
+          port('i_addr', 'input', 8),
+          port('i_data_in', 'input', 8),
+          port('i_read_write_enable'),
+          port('o_data_out', 'output', 8),
+        ],
+        { comparisons: { i_addr: ["8'h0", "8'h1"], i_data_in: ["8'hab", "8'hcd"] } },
+      ),
+    );
     expect(p.buses[0].bus).toMatchObject({ kind: 'regfile', write: { port: { name: 'i_read_write_enable' }, active: 0 } });
     expect(p.buses[0].dataConstants).toEqual([0xabn, 0xcdn]);
     // Ordered pairs of code writes to the decoded addresses (unlock sequences).
@@ -66,13 +156,32 @@ describe('protocol recognition', () => {
   });
 
   it('an ALU with operands a/b and no write control is not a register file', () => {
-    expect(detect(mod([port('clk'), port('a', 'input', 8), port('b', 'input', 8), port('op', 'input', 2), port('y', 'output', 8)])).buses).toEqual([]);
+    expect(
+      detect(mod([port('clk'), port('a', 'input', 8), port('b', 'input', 8), port('op', 'input', 2), port('y', 'output', 8)])).buses,
+    ).toEqual([]);
   });
 
   it('start/done units: operands at the corners, waits bounded by the operand range', () => {
-    const p = detect(mod([port('clk'), port('rst'), port('start'), port('a', 'input', 8), port('b', 'input', 8), port('result', 'output', 8), port('done', 'output'), port('busy', 'output')]));
+    const p = detect(
+      mod([
+        port('clk'),
+        port('rst'),
+        port('start'),
+        port('a', 'input', 8),
+        port('b', 'input', 8),
+        port('result', 'output', 8),
+        port('done', 'output'),
+        port('busy', 'output'),
+      ]),
+    );
     expect(p.handshakes).toHaveLength(1);
-    expect(p.handshakes[0]).toMatchObject({ style: 'start-done', start: { name: 'start' }, done: { port: { name: 'done' }, active: 1 }, idleBefore: false, timeout: 272 });
+    expect(p.handshakes[0]).toMatchObject({
+      style: 'start-done',
+      start: { name: 'start' },
+      done: { port: { name: 'done' }, active: 1 },
+      idleBefore: false,
+      timeout: 272,
+    });
     expect(p.handshakes[0].operands.map((o) => o.name)).toEqual(['a', 'b']);
     const e = emitProtocols(p, {}, 1);
     expect(e.tasks.join('\n')).toMatch(/while \(!\(done == 1'b1\) && n < 272\)/);
@@ -85,21 +194,57 @@ describe('protocol recognition', () => {
   });
 
   it('AXI-Stream and valid/ready slaves: beats held until accepted, packets with last, backpressure', () => {
-    const p = detect(mod([port('clk'), port('s_axis_tvalid'), port('s_axis_tready', 'output'), port('s_axis_tdata', 'input', 32), port('s_axis_tlast'), port('m_axis_tready'), port('m_axis_tvalid', 'output'), port('cfg', 'input', 4)]));
-    expect(p.streams[0]).toMatchObject({ valid: { name: 's_axis_tvalid' }, ready: { name: 's_axis_tready' }, last: { name: 's_axis_tlast' }, outReady: { name: 'm_axis_tready' } });
+    const p = detect(
+      mod([
+        port('clk'),
+        port('s_axis_tvalid'),
+        port('s_axis_tready', 'output'),
+        port('s_axis_tdata', 'input', 32),
+        port('s_axis_tlast'),
+        port('m_axis_tready'),
+        port('m_axis_tvalid', 'output'),
+        port('cfg', 'input', 4),
+      ]),
+    );
+    expect(p.streams[0]).toMatchObject({
+      valid: { name: 's_axis_tvalid' },
+      ready: { name: 's_axis_tready' },
+      last: { name: 's_axis_tlast' },
+      outReady: { name: 'm_axis_tready' },
+    });
     expect(p.streams[0].data.map((d) => d.name)).toEqual(['s_axis_tdata']);
     expect(p.handshakes).toEqual([]);
     const e = emitProtocols(p, {}, 1);
     expect(e.tasks.join('\n')).toMatch(/task automatic st0_beat\(input logic is_last\);/);
     expect(e.phases.join('\n')).toMatch(/st0_beat\(b == len - 1\)/);
-    const vr = detect(mod([port('clk'), port('in_valid'), port('in_ready', 'output'), port('in_data', 'input', 8), port('out_valid', 'output'), port('out_ready')]));
+    const vr = detect(
+      mod([
+        port('clk'),
+        port('in_valid'),
+        port('in_ready', 'output'),
+        port('in_data', 'input', 8),
+        port('out_valid', 'output'),
+        port('out_ready'),
+      ]),
+    );
     expect(vr.streams[0]).toMatchObject({ valid: { name: 'in_valid' }, ready: { name: 'in_ready' }, outReady: { name: 'out_ready' } });
   });
 
   it('serial receivers: a prescale input gets small values, a parameter sets the bit period', () => {
     const pre = detect(mod([port('clk'), port('rst'), port('rxd'), port('prescale', 'input', 16), port('m_axis_tdata', 'output', 8)]));
-    expect(pre.serial[0]).toMatchObject({ line: { name: 'rxd' }, rate: { name: 'prescale' }, rateValues: [2, 4], bitCycles: [[2, 16, 32], [4, 32, 64]], dataBits: 8 });
-    const par = detect(mod([port('clk'), port('rx'), port('data', 'output', 8)], { params: [param('CLK_FREQ', "32'sh2710"), param('BAUD', "32'sh271")] }));
+    expect(pre.serial[0]).toMatchObject({
+      line: { name: 'rxd' },
+      rate: { name: 'prescale' },
+      rateValues: [2, 4],
+      bitCycles: [
+        [2, 16, 32],
+        [4, 32, 64],
+      ],
+      dataBits: 8,
+    });
+    const par = detect(
+      mod([port('clk'), port('rx'), port('data', 'output', 8)], { params: [param('CLK_FREQ', "32'sh2710"), param('BAUD', "32'sh271")] }),
+    );
     expect(par.serial[0].bitCycles).toEqual([[16]]);
     const e = emitProtocols(par, {}, 1).phases.join('\n');
     expect(e).toMatch(/ser0_frame\(16, 8'h55, 1\)/);
@@ -129,7 +274,12 @@ describe('roles', () => {
 
 describe('parameter scaling', () => {
   const timer = mod([port('clk')], {
-    params: [param('CLK_FREQ', "32'sh2faf080"), param('WIDTH', "32'sh10"), param('COUNTER_MAX', "32'h2faf07f", true), param('DEPTH', "32'sh1000")],
+    params: [
+      param('CLK_FREQ', "32'sh2faf080"),
+      param('WIDTH', "32'sh10"),
+      param('COUNTER_MAX', "32'h2faf07f", true),
+      param('DEPTH', "32'sh1000"),
+    ],
     comparisons: { counter: ["27'h2faf07f"], seconds: ["6'h3b"] },
   });
 
@@ -155,7 +305,10 @@ describe('parameter scaling', () => {
   });
 
   it('a scaling that collapses the count (a division becoming 0) is refused', async () => {
-    const uart = mod([port('clk')], { params: [param('CLK_FREQ', "32'sh5f5e100"), param('BAUD', "32'sh2580")], comparisons: { cnt: ["14'h28b0"] } });
+    const uart = mod([port('clk')], {
+      params: [param('CLK_FREQ', "32'sh5f5e100"), param('BAUD', "32'sh2580")],
+      comparisons: { cnt: ["14'h28b0"] },
+    });
     const elaborate = async (params: Record<string, string>): Promise<DesignInfo> => {
       const q = BigInt(params.CLK_FREQ) / 9600n;
       return info({ ...uart, comparisons: { cnt: [`14'h${(q > 0n ? q - 1n : 0n).toString(16)}`] } });

@@ -16,7 +16,10 @@ beforeAll(async () => {
   const wasm = readFileSync(join(require.resolve('vscode-oniguruma'), '..', 'onig.wasm'));
   await oniguruma.loadWASM(wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength));
   registry = new vsctm.Registry({
-    onigLib: Promise.resolve({ createOnigScanner: (p: string[]) => new oniguruma.OnigScanner(p), createOnigString: (s: string) => new oniguruma.OnigString(s) }),
+    onigLib: Promise.resolve({
+      createOnigScanner: (p: string[]) => new oniguruma.OnigScanner(p),
+      createOnigString: (s: string) => new oniguruma.OnigString(s),
+    }),
     loadGrammar: async (scope: string) => {
       const file = { 'source.systemverilog': 'systemverilog.tmLanguage.json', 'source.verilog': 'verilog.tmLanguage.json' }[scope];
       return file ? vsctm.parseRawGrammar(readFileSync(join(syntaxes, file), 'utf8'), join(syntaxes, file)) : null;
@@ -81,7 +84,12 @@ describe('SystemVerilog grammar', () => {
 
   it('a block comment spans lines and hides keywords inside it', async () => {
     const ts = await tokens('/* module fake;\n   always begin */ wire w;');
-    expect(ts.filter(([, s]) => s.startsWith('comment')).map(([t]) => t).join('')).toContain('always begin');
+    expect(
+      ts
+        .filter(([, s]) => s.startsWith('comment'))
+        .map(([t]) => t)
+        .join(''),
+    ).toContain('always begin');
     expect(scopeOf(ts, 'wire')).toBe('storage.type.systemverilog');
     expect(ts.some(([t, s]) => t === 'module' && !s.startsWith('comment'))).toBe(false);
   });
@@ -96,7 +104,9 @@ describe('SystemVerilog grammar', () => {
     const files = ['fsm/seq_detector.sv', 'counter/counter.sv'].map((f) => join(examples, f));
     for (const f of files) {
       const ts = await tokens(readFileSync(f, 'utf8'));
-      const bare = ts.filter(([t, s]) => /^(module|endmodule|always_ff|always|begin|end|case|endcase)$/.test(t.trim()) && s === 'source.systemverilog');
+      const bare = ts.filter(
+        ([t, s]) => /^(module|endmodule|always_ff|always|begin|end|case|endcase)$/.test(t.trim()) && s === 'source.systemverilog',
+      );
       expect(bare, f).toEqual([]);
     }
   });

@@ -112,9 +112,36 @@ describe('dutRow', () => {
 
 describe('renderImcTable', () => {
   const rows: ImcRow[] = [
-    { name: 'counter', level: 0, overallAverage: 0.9083, overallCovered: [47, 52], codeAverage: 0.9083, codeCovered: [47, 52], block: [11, 12], toggle: [36, 40] },
-    { name: 'u_sub', level: 1, overallAverage: null, overallCovered: null, codeAverage: null, codeCovered: null, block: null, toggle: [0, 0] },
-    { name: 'u_leaf', level: 2, overallAverage: 1, overallCovered: [3, 3], codeAverage: 1, codeCovered: [3, 3], block: [3, 3], toggle: null },
+    {
+      name: 'counter',
+      level: 0,
+      overallAverage: 0.9083,
+      overallCovered: [47, 52],
+      codeAverage: 0.9083,
+      codeCovered: [47, 52],
+      block: [11, 12],
+      toggle: [36, 40],
+    },
+    {
+      name: 'u_sub',
+      level: 1,
+      overallAverage: null,
+      overallCovered: null,
+      codeAverage: null,
+      codeCovered: null,
+      block: null,
+      toggle: [0, 0],
+    },
+    {
+      name: 'u_leaf',
+      level: 2,
+      overallAverage: 1,
+      overallCovered: [3, 3],
+      codeAverage: 1,
+      codeCovered: [3, 3],
+      block: [3, 3],
+      toggle: null,
+    },
   ];
 
   it('prints the IMC text layout', () => {
@@ -152,12 +179,26 @@ describe('renderImcTable', () => {
 
   it('builds rows from our own figures, with overall = mean(block, toggle)', () => {
     const p = (type: CoveragePoint['type'], count: number): CoveragePoint => ({
-      type, file: '/d/c.sv', line: 1, column: 1, module: 'c', hier: 'tb.dut', label: '', count,
+      type,
+      file: '/d/c.sv',
+      line: 1,
+      column: 1,
+      module: 'c',
+      hier: 'tb.dut',
+      label: '',
+      count,
     });
     const pts = [p('line', 1), p('line', 0), p('branch', 1), p('branch', 1), p('toggle', 2), p('toggle', 1)];
     const row = imcRowFromFigures('c', 0, figures(pts));
     expect(row).toEqual({
-      name: 'c', level: 0, overallAverage: 0.625, overallCovered: [4, 6], codeAverage: 0.625, codeCovered: [4, 6], block: [3, 4], toggle: [1, 2],
+      name: 'c',
+      level: 0,
+      overallAverage: 0.625,
+      overallCovered: [4, 6],
+      codeAverage: 0.625,
+      codeCovered: [4, 6],
+      block: [3, 4],
+      toggle: [1, 2],
     });
     expect(parseImcReport(renderImcTable([row]))[0]?.['Overall Average']).toBe(0.625);
   });

@@ -24,7 +24,9 @@ const EXCEPTIONS: Record<string, string> = {
 };
 
 function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /** Relative specifiers of `import ... from`, `export ... from`, `import '...'` and `import('...')`. */
@@ -42,7 +44,9 @@ function upwardImports(): string[] {
   for (const file of tsFiles(CORE)) {
     const from = relative(CORE, file).replaceAll('\\', '/');
     for (const spec of importsOf(readFileSync(file, 'utf8'))) {
-      const to = relative(CORE, resolve(dirname(file), spec)).replaceAll('\\', '/').replace(/\.js$/, '.ts');
+      const to = relative(CORE, resolve(dirname(file), spec))
+        .replaceAll('\\', '/')
+        .replace(/\.js$/, '.ts');
       if (to.startsWith('..')) {
         found.push(`${from} -> ${to} (outside src/core)`);
         continue;
@@ -55,7 +59,9 @@ function upwardImports(): string[] {
 
 describe('src/core layers', () => {
   it('every folder of src/core has a place in the table', () => {
-    const dirs = readdirSync(CORE, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    const dirs = readdirSync(CORE, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
     expect(dirs.filter((d) => !LAYERS.includes(d))).toEqual([]);
   });
 
@@ -69,11 +75,10 @@ describe('src/core layers', () => {
   });
 
   it('reads the import forms the code uses', () => {
-    expect(importsOf("import { a } from '../x.js';\nimport type { B } from './y.js';\nexport { c } from '../z.js';\nimport 'node:fs';\nconst m = await import('../w.js');")).toEqual([
-      '../x.js',
-      './y.js',
-      '../z.js',
-      '../w.js',
-    ]);
+    expect(
+      importsOf(
+        "import { a } from '../x.js';\nimport type { B } from './y.js';\nexport { c } from '../z.js';\nimport 'node:fs';\nconst m = await import('../w.js');",
+      ),
+    ).toEqual(['../x.js', './y.js', '../z.js', '../w.js']);
   });
 });

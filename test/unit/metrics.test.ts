@@ -23,7 +23,8 @@ describe('service metrics', () => {
     expect(text).toContain('# TYPE chorus_queue_depth gauge\n');
     expect(text).toContain('# TYPE chorus_request_duration_seconds histogram\n');
     const s = parseExposition(text);
-    const v = (name: string, labels: Record<string, string> = {}) => s.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
+    const v = (name: string, labels: Record<string, string> = {}) =>
+      s.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
     expect(v('chorus_runs_total', { status: 'rejected' })).toBe(0);
     expect(v('chorus_failures_total', { reason: 'aborted_shutdown' })).toBe(0);
     expect(v('chorus_design_cache_total', { result: 'miss' })).toBe(0);
@@ -39,7 +40,8 @@ describe('service metrics', () => {
     m.latency.observe({ route: '/a' }, 0.5);
     m.latency.observe({ route: '/a' }, 500);
     const s2 = parseExposition(await m.registry.metrics());
-    const v2 = (name: string, labels: Record<string, string> = {}) => s2.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
+    const v2 = (name: string, labels: Record<string, string> = {}) =>
+      s2.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
     expect(v2('chorus_queue_depth')).toBe(5);
     expect(v2('chorus_runs_total', { status: 'success' })).toBe(3);
     // Buckets are cumulative; +Inf equals the count.

@@ -61,7 +61,15 @@ describe('OpenAI-compatible backend', () => {
     expect(c.promptTokens).toBeGreaterThan(0);
     expect(c.firstTokenMs).not.toBeNull();
     const req = server.requests[0];
-    expect(req).toMatchObject({ model: 'scripted', temperature: 0.7, top_p: 0.8, max_tokens: 256, stream: true, seed: 7, chat_template_kwargs: { enable_thinking: false } });
+    expect(req).toMatchObject({
+      model: 'scripted',
+      temperature: 0.7,
+      top_p: 0.8,
+      max_tokens: 256,
+      stream: true,
+      seed: 7,
+      chat_template_kwargs: { enable_thinking: false },
+    });
     expect(req.messages).toEqual(msgs);
   });
 
@@ -93,7 +101,9 @@ describe('OpenAI-compatible backend', () => {
   });
 
   it('names a context overflow as such', async () => {
-    server = await startScriptedServer([{ status: 400, body: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens." }]);
+    server = await startScriptedServer([
+      { status: 400, body: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens." },
+    ]);
     const b = createOpenAIBackend({ baseUrl: server.url, model: 'scripted' });
     const err = await b.complete({ messages: msgs, sampling }).catch((e: ModelError) => e);
     expect(err).toBeInstanceOf(ModelError);
@@ -111,7 +121,10 @@ describe('OpenAI-compatible backend', () => {
 
   it('reads the context length from /models', async () => {
     server = await startScriptedServer([], { maxModelLen: 4096 });
-    expect(await createOpenAIBackend({ baseUrl: server.url, model: 'scripted' }).info()).toMatchObject({ kind: 'openai', contextLength: 4096 });
+    expect(await createOpenAIBackend({ baseUrl: server.url, model: 'scripted' }).info()).toMatchObject({
+      kind: 'openai',
+      contextLength: 4096,
+    });
   });
 
   it('says the server is down and how to start it when the connection is refused', async () => {

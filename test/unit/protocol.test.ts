@@ -4,8 +4,22 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  OUTPUT_FORMAT_REQ, SYSTEM_PROMPT, classifyLog, contextText, defaultInstruction, extractFilename, extractTestbench, feedbackFromLog, feedbackTurn, firstTurn,
-  parseReply, prioritizeErrors, replyFor, stripThink, userPrompt, type ChatMessage,
+  OUTPUT_FORMAT_REQ,
+  SYSTEM_PROMPT,
+  classifyLog,
+  contextText,
+  defaultInstruction,
+  extractFilename,
+  extractTestbench,
+  feedbackFromLog,
+  feedbackTurn,
+  firstTurn,
+  parseReply,
+  prioritizeErrors,
+  replyFor,
+  stripThink,
+  userPrompt,
+  type ChatMessage,
 } from '../../src/core/agent/protocol.js';
 import { designContext, testbenchName } from '../../src/core/agent/loop.js';
 import type { SimResult } from '../../src/core/sim/result.js';
@@ -26,7 +40,10 @@ describe('first turn (recorded from the reference)', () => {
   it('two RTL files and a spec file: files joined by a blank line, specs appended directly', () => {
     const alu = 'module alu(input [3:0] a, b, input op, output [3:0] y);\n  assign y = op ? a - b : a + b;\nendmodule\n';
     const ours = firstTurn(
-      [{ name: 'rtl/alu.sv', content: alu }, { name: 'counter.sv', content: counter }],
+      [
+        { name: 'rtl/alu.sv', content: alu },
+        { name: 'counter.sv', content: counter },
+      ],
       [{ name: 'docs/spec.md', content: 'The ALU adds when op=0.\n' }],
       defaultInstruction('alu', 'uut'),
     );
@@ -37,7 +54,9 @@ describe('first turn (recorded from the reference)', () => {
   it('default instruction names the top and the instance', () => {
     const ref = recorded<{ top: string; instance: string; text: string }>('default-instruction.json');
     expect(defaultInstruction(ref.top, ref.instance)).toBe(ref.text);
-    expect(firstTurn([{ name: 'c.sv', content: 'module c; endmodule' }], [], defaultInstruction('c'))[1].content).toContain("instance name in the testbench should be 'uut'");
+    expect(firstTurn([{ name: 'c.sv', content: 'module c; endmodule' }], [], defaultInstruction('c'))[1].content).toContain(
+      "instance name in the testbench should be 'uut'",
+    );
   });
 });
 
@@ -65,13 +84,20 @@ describe('parsing a reply (recorded from the reference)', () => {
 
 describe('parsing a reply', () => {
   it('strips <think> blocks, takes the first verilog/systemverilog/sv/untagged fence', () => {
-    const r = parseReply('<think>\nplan: toggle all\n</think>\nfilename: tb_counter.sv\n```python\nprint(1)\n```\n```SystemVerilog\nmodule tb; endmodule\n```\n```sv\nmodule other; endmodule\n```');
+    const r = parseReply(
+      '<think>\nplan: toggle all\n</think>\nfilename: tb_counter.sv\n```python\nprint(1)\n```\n```SystemVerilog\nmodule tb; endmodule\n```\n```sv\nmodule other; endmodule\n```',
+    );
     expect(r).toEqual({ status: 'success', testbench: 'module tb; endmodule', filename: 'tb_counter.sv', source: 'fence' });
     expect(stripThink('<think>a</think>  rest')).toBe('rest');
   });
 
   it('falls back to module ... endmodule, and reports an unparsable reply instead of failing', () => {
-    expect(parseReply('Here:\nmodule tb; initial $finish; endmodule\nthanks')).toMatchObject({ status: 'success', testbench: 'module tb; initial $finish; endmodule', source: 'module', filename: null });
+    expect(parseReply('Here:\nmodule tb; initial $finish; endmodule\nthanks')).toMatchObject({
+      status: 'success',
+      testbench: 'module tb; initial $finish; endmodule',
+      source: 'module',
+      filename: null,
+    });
     expect(parseReply('I cannot help with that.')).toMatchObject({ status: 'unparsable' });
   });
 
@@ -85,18 +111,45 @@ describe('parsing a reply', () => {
 });
 
 const base = (over: Partial<SimResult>): SimResult => ({
-  returncode: 0, status: 'success', err_msg: '', cov_info: null, reward: 0, stage: 'success', coverage: null, uncovered: [], diagnostics: [],
-  timings: { total: 1 }, simulator: { name: 'verilator', version: '5.006' },
-  protection: { scratchDir: null, staticCheck: true, jail: 'none', reads: 'static', wallClockLimitS: 60, simTimeLimitNs: null, outputLimitBytes: 1, memoryLimitMb: null },
-  tbTop: 'tb', dutTop: 'dut', log: '', ...over,
+  returncode: 0,
+  status: 'success',
+  err_msg: '',
+  cov_info: null,
+  reward: 0,
+  stage: 'success',
+  coverage: null,
+  uncovered: [],
+  diagnostics: [],
+  timings: { total: 1 },
+  simulator: { name: 'verilator', version: '5.006' },
+  protection: {
+    scratchDir: null,
+    staticCheck: true,
+    jail: 'none',
+    reads: 'static',
+    wallClockLimitS: 60,
+    simTimeLimitNs: null,
+    outputLimitBytes: 1,
+    memoryLimitMb: null,
+  },
+  tbTop: 'tb',
+  dutTop: 'dut',
+  log: '',
+  ...over,
 });
 
 describe('feedback turn', () => {
   for (const status of ['success', 'xrun_failed', 'imc_report_summary_failed'] as const) {
     it(`${status}: the one user message, byte for byte as the reference builds it`, () => {
-      const ref = recorded<{ eda_result: { status: typeof status; err_msg: string; cov_info?: { detail: string } }; message: ChatMessage }>(`feedback-${status}.json`);
+      const ref = recorded<{ eda_result: { status: typeof status; err_msg: string; cov_info?: { detail: string } }; message: ChatMessage }>(
+        `feedback-${status}.json`,
+      );
       const r = ref.eda_result;
-      const result = base({ status: r.status, err_msg: r.err_msg, cov_info: r.cov_info ? { summary: [], detail: r.cov_info.detail, runtime_sec: 1 } : null });
+      const result = base({
+        status: r.status,
+        err_msg: r.err_msg,
+        cov_info: r.cov_info ? { summary: [], detail: r.cov_info.detail, runtime_sec: 1 } : null,
+      });
       expect(feedbackTurn({ status: 'success', testbench: 'm', filename: 'tb.sv', source: 'fence' }, result)).toBe(ref.message.content);
       expect(ref.message.content.endsWith('endmodule\n```')).toBe(true);
     });
@@ -104,20 +157,43 @@ describe('feedback turn', () => {
 
   it('compile failure: xrun stage with the error lines; coverage failure: imc stage', () => {
     const failed = base({
-      status: 'xrun_failed', stage: 'lint', err_msg: 'tb.sv:7:43: PINNOTFOUND: Pin not found',
-      diagnostics: [{ file: 'tb.sv', origin: 'testbench', line: 7, column: 43, severity: 'error', code: 'PINNOTFOUND', message: "Pin not found: 'enn'", suggestion: 'en', stage: 'lint' }],
+      status: 'xrun_failed',
+      stage: 'lint',
+      err_msg: 'tb.sv:7:43: PINNOTFOUND: Pin not found',
+      diagnostics: [
+        {
+          file: 'tb.sv',
+          origin: 'testbench',
+          line: 7,
+          column: 43,
+          severity: 'error',
+          code: 'PINNOTFOUND',
+          message: "Pin not found: 'enn'",
+          suggestion: 'en',
+          stage: 'lint',
+        },
+      ],
     });
     const t = feedbackTurn({ status: 'success', testbench: 'm', filename: null, source: 'fence' }, failed);
-    expect(t).toContain("EDA result:\n- status: xrun_failed\n- stage: xrun\n- log: tb.sv:7:43: PINNOTFOUND: Pin not found: 'enn' (suggestion: en)");
+    expect(t).toContain(
+      "EDA result:\n- status: xrun_failed\n- stage: xrun\n- log: tb.sv:7:43: PINNOTFOUND: Pin not found: 'enn' (suggestion: en)",
+    );
     expect(t).toContain('Instruction for next round:\nFix the xrun failure by editing the testbench.\nOUTPUT REQUIREMENTS:');
-    const imc = feedbackTurn({ status: 'success', testbench: 'm', filename: null, source: 'fence' }, base({ status: 'imc_report_summary_failed', err_msg: 'no DUT points' }));
+    const imc = feedbackTurn(
+      { status: 'success', testbench: 'm', filename: null, source: 'fence' },
+      base({ status: 'imc_report_summary_failed', err_msg: 'no DUT points' }),
+    );
     expect(imc).toContain('- status: imc_report_summary_failed\n- stage: imc\n- log: no DUT points');
     expect(imc).toContain('Fix the coverage run failure (imc stage) by editing the testbench.');
   });
 
   it('an unparsable reply gets the reference training wording, with the format reminder', () => {
     const t = feedbackTurn({ status: 'unparsable', reason: 'no code' }, null);
-    expect(t.startsWith('Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: failed (could not extract a valid testbench from the response)\n\nInstruction for next round:\nFix the coverage run failure (imc stage) by editing the testbench.\n')).toBe(true);
+    expect(
+      t.startsWith(
+        'Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: failed (could not extract a valid testbench from the response)\n\nInstruction for next round:\nFix the coverage run failure (imc stage) by editing the testbench.\n',
+      ),
+    ).toBe(true);
     expect(t.endsWith(OUTPUT_FORMAT_REQ.trim())).toBe(true);
   });
 });
@@ -125,16 +201,22 @@ describe('feedback turn', () => {
 describe('feedback from a user-supplied log', () => {
   it('classifies Verilator, Xcelium and IMC logs and coverage reports', () => {
     expect(classifyLog("%Error: tb.sv:3:1: syntax error, unexpected 'endmodule'\n")).toBe('xrun');
-    expect(classifyLog('xmvlog: *E,UNDIDN (tb.sv,12|4): \'foo\': undeclared identifier.\n')).toBe('xrun');
+    expect(classifyLog("xmvlog: *E,UNDIDN (tb.sv,12|4): 'foo': undeclared identifier.\n")).toBe('xrun');
     expect(classifyLog('imc: *E,NOCOV: no coverage database found for the merge\n')).toBe('imc');
     expect(classifyLog('Name  Overall Average  Block  Toggle\ncounter 90.83% 91.67% 90.00%\n')).toBe('coverage');
     expect(classifyLog('simulation finished at 1200 ns\n')).toBe('coverage');
   });
 
   it('puts error lines first and bounds the length', () => {
-    const text = prioritizeErrors(['note: compiling', 'warning: unused', '%Error: tb.sv:9: bad', 'note: done', '%Error: tb.sv:9: bad'], 1000);
+    const text = prioritizeErrors(
+      ['note: compiling', 'warning: unused', '%Error: tb.sv:9: bad', 'note: done', '%Error: tb.sv:9: bad'],
+      1000,
+    );
     expect(text.split('\n')).toEqual(['%Error: tb.sv:9: bad', 'note: compiling', 'warning: unused', 'note: done']);
-    const long = prioritizeErrors(Array.from({ length: 500 }, (_, i) => `%Error: line ${i}`), 200);
+    const long = prioritizeErrors(
+      Array.from({ length: 500 }, (_, i) => `%Error: line ${i}`),
+      200,
+    );
     expect(long.length).toBeLessThan(260);
     expect(long).toMatch(/more characters\]$/);
   });
@@ -143,9 +225,12 @@ describe('feedback from a user-supplied log', () => {
     const f = feedbackFromLog('%Error: tb.sv:9:3: Cannot find module\n');
     expect(f).toBe(
       'Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: xrun_failed\n- stage: xrun\n- log: %Error: tb.sv:9:3: Cannot find module\n\n' +
-        'Instruction for next round:\nFix the xrun failure by editing the testbench.' + OUTPUT_FORMAT_REQ.trimEnd(),
+        'Instruction for next round:\nFix the xrun failure by editing the testbench.' +
+        OUTPUT_FORMAT_REQ.trimEnd(),
     );
-    expect(feedbackFromLog('Overall Average 50%', 'coverage')).toContain('- stage: success\n- coverage: Overall Average 50%\n\nInstruction for next round:\nImprove coverage');
+    expect(feedbackFromLog('Overall Average 50%', 'coverage')).toContain(
+      '- stage: success\n- coverage: Overall Average 50%\n\nInstruction for next round:\nImprove coverage',
+    );
     expect(feedbackFromLog('*E,IMC failed', 'imc')).toContain('- status: imc_report_summary_failed\n- stage: imc\n');
   });
 

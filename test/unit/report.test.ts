@@ -9,7 +9,18 @@ const C = '/rtl/counter.sv';
 const S = '/rtl/sub.sv';
 
 const sources: Record<string, string> = {
-  [C]: ['module counter(', '  input logic clk,', '  output logic [3:0] q,', '  output logic full);', '  always_ff @(posedge clk) q <= q + 1;', '', '  if (en)', '', "     q <= 4'd0;", 'endmodule'].join('\n'),
+  [C]: [
+    'module counter(',
+    '  input logic clk,',
+    '  output logic [3:0] q,',
+    '  output logic full);',
+    '  always_ff @(posedge clk) q <= q + 1;',
+    '',
+    '  if (en)',
+    '',
+    "     q <= 4'd0;",
+    'endmodule',
+  ].join('\n'),
   [S]: ['module sub(input logic [1:0] a);', '', '  initial $display("never");', '  always_comb y = a;', 'endmodule'].join('\n'),
 };
 
@@ -116,7 +127,13 @@ describe('summaryRows', () => {
     const u0 = at(C, 'counter', 'tb.u0');
     const u1 = at(C, 'counter', 'tb.u1');
     const sub0 = at(S, 'sub', 'tb.u0.u_sub');
-    const cov = analyze([u0('line', 5, 1, 'block'), u0('line', 9, 0, 'block'), sub0('line', 3, 1, 'block'), u1('line', 5, 1, 'block'), u1('toggle', 3, 2, 'q[0]')]);
+    const cov = analyze([
+      u0('line', 5, 1, 'block'),
+      u0('line', 9, 0, 'block'),
+      sub0('line', 3, 1, 'block'),
+      u1('line', 5, 1, 'block'),
+      u1('toggle', 3, 2, 'q[0]'),
+    ]);
     const rows = summaryRows(cov, 'counter');
     expect(rows.map((r) => [r.name, r.level, r['Overall Average'], r.Block, r.Toggle])).toEqual([
       ['counter', 0, (3 / 4 + 1) / 2, 3 / 4, 1],
@@ -135,7 +152,10 @@ describe('summaryRows', () => {
 
   it('fills the functional columns from cover-property points', () => {
     const c = at(C, 'counter', 'tb.uut');
-    const rows = summaryRows(analyze([c('line', 5, 1, 'block'), c('user', 9, 0, 'cover'), c('user', 9, 4, 'cover'), c('user', 9, 1, 'cover')]), 'counter');
+    const rows = summaryRows(
+      analyze([c('line', 5, 1, 'block'), c('user', 9, 0, 'cover'), c('user', 9, 4, 'cover'), c('user', 9, 1, 'cover')]),
+      'counter',
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]['Functional Average']).toBe(2 / 3);
     expect(rows[0]['Functional Covered']).toBe(2 / 3);
@@ -153,7 +173,9 @@ describe('coverageDetail', () => {
     const lines = coverageDetail(analyze(points()), 'counter').split('\n');
     expect(lines[0]).toMatch(/^name\s+Overall Average\s+Overall Covered\s+Code Average\s+Code Covered\s+Toggle\s+Block$/);
     expect(lines[1]).toMatch(/^-+$/);
-    expect(lines[2]).toMatch(/^uut \(counter\)\s+39\.29%\s+38\.46% \(5\/13\)\s+39\.29%\s+38\.46% \(5\/13\)\s+28\.57% \(2\/7\)\s+50\.00% \(3\/6\)$/);
+    expect(lines[2]).toMatch(
+      /^uut \(counter\)\s+39\.29%\s+38\.46% \(5\/13\)\s+39\.29%\s+38\.46% \(5\/13\)\s+28\.57% \(2\/7\)\s+50\.00% \(3\/6\)$/,
+    );
     expect(lines[3]).toMatch(/^\|--u_sub\s+50\.00%\s+50\.00% \(2\/4\)\s+50\.00%\s+50\.00% \(2\/4\)\s+50\.00% \(1\/2\)\s+50\.00% \(1\/2\)$/);
     expect(lines[4]).toBe('');
   });
@@ -184,7 +206,9 @@ describe('coverageDetail', () => {
   it('mentions waived points and the raw figure', () => {
     const text = coverageDetail(analyze(points(), 'counter.sv:9:line  reset path'), 'counter');
     // block 3/5 after the waiver; raw overall (0.5 + 2/7) / 2 = 39.29%
-    expect(text).toContain("DUT 'counter': overall 44.29% = mean(block 60.00%, toggle 28.57%); line 66.67%, branch 50.00%; 1 points waived (raw overall 39.29%)\n");
+    expect(text).toContain(
+      "DUT 'counter': overall 44.29% = mean(block 60.00%, toggle 28.57%); line 66.67%, branch 50.00%; 1 points waived (raw overall 39.29%)\n",
+    );
     expect(text).not.toContain('[line block] q <=');
   });
 

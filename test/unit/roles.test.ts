@@ -4,13 +4,32 @@ import type { ModuleInfo, PortInfo } from '../../src/core/design/types.js';
 import { cornerValues, literal, randomExpr, withNeighbours } from '../../src/core/generate/values.js';
 
 const port = (name: string, direction: PortInfo['direction'] = 'input', width = 1): PortInfo => ({
-  name, direction, width, packedDims: width > 1 ? [[width - 1, 0]] : [], unpackedDims: [], signed: false, typeName: 'logic', kind: 'basic', line: 1,
+  name,
+  direction,
+  width,
+  packedDims: width > 1 ? [[width - 1, 0]] : [],
+  unpackedDims: [],
+  signed: false,
+  typeName: 'logic',
+  kind: 'basic',
+  line: 1,
 });
-const mod = (ports: PortInfo[], edges: ModuleInfo['edges'] = {}): ModuleInfo => ({ name: 'm', file: 'm.sv', line: 1, ports, params: [], instantiates: [], edges, comparisons: {} });
+const mod = (ports: PortInfo[], edges: ModuleInfo['edges'] = {}): ModuleInfo => ({
+  name: 'm',
+  file: 'm.sv',
+  line: 1,
+  ports,
+  params: [],
+  instantiates: [],
+  edges,
+  comparisons: {},
+});
 
 describe('assignRoles', () => {
   it('async active-low reset from its negedge, clock from its posedge', () => {
-    const r = assignRoles(mod([port('clk'), port('rst_n'), port('en'), port('d', 'input', 8), port('q', 'output', 8)], { clk: ['pos'], rst_n: ['neg'] }));
+    const r = assignRoles(
+      mod([port('clk'), port('rst_n'), port('en'), port('d', 'input', 8), port('q', 'output', 8)], { clk: ['pos'], rst_n: ['neg'] }),
+    );
     expect(r.clocks.map((c) => c.port.name)).toEqual(['clk']);
     expect(r.resets).toMatchObject([{ port: { name: 'rst_n' }, activeLow: true, async: true }]);
     expect(r.data.map((p) => p.name)).toEqual(['en', 'd']);
@@ -18,14 +37,20 @@ describe('assignRoles', () => {
   });
 
   it('VerilogEval-style names: areset is async active-high, reset sync active-high, resetn sync active-low', () => {
-    expect(assignRoles(mod([port('clk'), port('areset')], { clk: ['pos'], areset: ['pos'] })).resets[0]).toMatchObject({ activeLow: false, async: true });
+    expect(assignRoles(mod([port('clk'), port('areset')], { clk: ['pos'], areset: ['pos'] })).resets[0]).toMatchObject({
+      activeLow: false,
+      async: true,
+    });
     expect(assignRoles(mod([port('clk'), port('reset')], { clk: ['pos'] })).resets[0]).toMatchObject({ activeLow: false, async: false });
     expect(assignRoles(mod([port('clk'), port('resetn')], { clk: ['pos'] })).resets[0]).toMatchObject({ activeLow: true, async: false });
   });
 
   it('several clocks get unrelated periods; a negedge-only design is sampled on negedge', () => {
     const r = assignRoles(mod([port('wclk'), port('rclk'), port('d', 'input', 4)], { wclk: ['pos'], rclk: ['neg'] }));
-    expect(r.clocks.map((c) => [c.port.name, c.halfPeriodNs, c.activeEdge])).toEqual([['wclk', 5, 'pos'], ['rclk', 7, 'neg']]);
+    expect(r.clocks.map((c) => [c.port.name, c.halfPeriodNs, c.activeEdge])).toEqual([
+      ['wclk', 5, 'pos'],
+      ['rclk', 7, 'neg'],
+    ]);
   });
 
   it('a wide input named like a clock is data; a combinational design has no clock', () => {

@@ -11,7 +11,8 @@ const JAILED = { jailed: true, file: 'tb_x.sv' };
 const OPEN = { jailed: false, file: 'tb_x.sv' };
 
 /** Wraps statements in an initial block: the first statement is on line 4. */
-const tb = (...stmts: string[]): string => ['module tb;', '  integer fd;', '  initial begin', ...stmts.map((s) => `    ${s}`), '  end', 'endmodule', ''].join('\n');
+const tb = (...stmts: string[]): string =>
+  ['module tb;', '  integer fd;', '  initial begin', ...stmts.map((s) => `    ${s}`), '  end', 'endmodule', ''].join('\n');
 
 const where = (ds: Diagnostic[]) => ds.map((d) => [d.code, d.line, d.column, d.endColumn]);
 
@@ -76,7 +77,12 @@ describe('checkTestbench: shell escapes', () => {
   });
 
   it('does not flag $system inside comments or strings', () => {
-    const src = tb('// $system("rm -rf /");', '/* $system("x"); */', '$display("$system is never called");', '$display("a // b"); /* $system */');
+    const src = tb(
+      '// $system("rm -rf /");',
+      '/* $system("x"); */',
+      '$display("$system is never called");',
+      '$display("a // b"); /* $system */',
+    );
     expect(checkTestbench(src, OPEN)).toEqual([]);
   });
 
@@ -92,7 +98,13 @@ describe('checkTestbench: shell escapes', () => {
 
 describe('checkTestbench: foreign code', () => {
   it('rejects import "DPI-C" and export "DPI-C" (and the old "DPI" form)', () => {
-    const src = ['module tb;', '  import "DPI-C" function int system(input string cmd);', '  export   "DPI-C" task t;', 'import "DPI" function void f();', 'endmodule'].join('\n');
+    const src = [
+      'module tb;',
+      '  import "DPI-C" function int system(input string cmd);',
+      '  export   "DPI-C" task t;',
+      'import "DPI" function void f();',
+      'endmodule',
+    ].join('\n');
     const ds = checkTestbench(src, JAILED);
     expect(where(ds)).toEqual([
       ['CHORUS-DPI', 2, 3, 17],
@@ -104,7 +116,9 @@ describe('checkTestbench: foreign code', () => {
   });
 
   it('does not flag a DPI import that is commented out', () => {
-    expect(checkTestbench('module tb;\n  // import "DPI-C" function int f();\n  /* export "DPI-C" task t; */\nendmodule\n', OPEN)).toEqual([]);
+    expect(checkTestbench('module tb;\n  // import "DPI-C" function int f();\n  /* export "DPI-C" task t; */\nendmodule\n', OPEN)).toEqual(
+      [],
+    );
   });
 
   it('rejects $c( and $cNN( inline C++ but not $cast or $clog2', () => {
@@ -159,7 +173,13 @@ describe('checkTestbench: file writes', () => {
   });
 
   it('allows plain relative file names, jailed or not', () => {
-    const src = tb('fd = $fopen("ok.txt","w");', 'fd = $fopen( "out/log.txt" , "a" );', '$dumpfile("waves.vcd");', '$writememh("mem.hex", mem);', 'fd = $fopen("x..y.txt", "w");');
+    const src = tb(
+      'fd = $fopen("ok.txt","w");',
+      'fd = $fopen( "out/log.txt" , "a" );',
+      '$dumpfile("waves.vcd");',
+      '$writememh("mem.hex", mem);',
+      'fd = $fopen("x..y.txt", "w");',
+    );
     expect(checkTestbench(src, OPEN)).toEqual([]);
     expect(checkTestbench(src, JAILED)).toEqual([]);
   });
@@ -168,7 +188,10 @@ describe('checkTestbench: file writes', () => {
   // print travels back to the model endpoint. Reads outside the run directory are refused.
   it('refuses reading an absolute or climbing path with mode "r", jailed or not; allows relative reads', () => {
     for (const opts of [OPEN, JAILED]) {
-      const ds = checkTestbench(tb('fd = $fopen("/etc/passwd","r");', 'fd = $fopen("../golden.txt", "r");', 'fd = $fopen("golden.txt", "r");'), opts);
+      const ds = checkTestbench(
+        tb('fd = $fopen("/etc/passwd","r");', 'fd = $fopen("../golden.txt", "r");', 'fd = $fopen("golden.txt", "r");'),
+        opts,
+      );
       expect(ds.map((d) => [d.code, d.line, d.column, d.endColumn, d.message])).toEqual([
         ['CHORUS-FILE', 4, 10, 35, "$fopen reads '/etc/passwd', outside the run and design directories"],
         ['CHORUS-FILE', 5, 10, 38, "$fopen reads '../golden.txt', outside the run and design directories"],
@@ -267,7 +290,13 @@ describe('checkPreprocessed: macros cannot hide an escape', () => {
     return execFileSync('verilator', ['-E', 'tb.sv'], { cwd: dir, encoding: 'utf8' });
   };
   it('rejects a DPI import whose "DPI-C" string comes from a macro', () => {
-    const src = ['`define DPI "DPI-C"', 'module tb;', '  import `DPI function int system(input string cmd);', '  initial void\'(system("id"));', 'endmodule'].join('\n');
+    const src = [
+      '`define DPI "DPI-C"',
+      'module tb;',
+      '  import `DPI function int system(input string cmd);',
+      '  initial void\'(system("id"));',
+      'endmodule',
+    ].join('\n');
     expect(checkTestbench(src, JAILED)).toEqual([]);
     const ds = checkPreprocessed(preprocess(src), JAILED);
     expect(ds.map((d) => [d.code, d.line])).toEqual([['CHORUS-DPI', 3]]);
@@ -308,13 +337,22 @@ describe('checkTestbench: string escapes and read modes', () => {
   // absolute one is refused as a read (not as a write).
   it('treats mode "rb" as a read', () => {
     expect(checkTestbench(tb('fd = $fopen("golden.bin","rb");'), OPEN)).toEqual([]);
-    expect(checkTestbench(tb('fd = $fopen("/data/golden.bin","rb");'), OPEN).map((d) => d.message)).toEqual(["$fopen reads '/data/golden.bin', outside the run and design directories"]);
+    expect(checkTestbench(tb('fd = $fopen("/data/golden.bin","rb");'), OPEN).map((d) => d.message)).toEqual([
+      "$fopen reads '/data/golden.bin', outside the run and design directories",
+    ]);
   });
 });
 
 describe('checkTestbench: reads and `include (issue 12)', () => {
   it('refuses `include of absolute, ~, .. or hidden names, with the directive underlined', () => {
-    const src = ['`include "/etc/shadow"', '`include <~/x.vh>', '`include "../up.vh"', '`include ".env"', '`include "defs.vh"', 'module tb; endmodule'].join('\n');
+    const src = [
+      '`include "/etc/shadow"',
+      '`include <~/x.vh>',
+      '`include "../up.vh"',
+      '`include ".env"',
+      '`include "defs.vh"',
+      'module tb; endmodule',
+    ].join('\n');
     const ds = checkTestbench(src, OPEN);
     expect(ds.map((d) => [d.code, d.line, d.column, d.endColumn])).toEqual([
       ['CHORUS-FILE', 1, 1, 23],
@@ -372,9 +410,20 @@ describe('checkTestbench: reads and `include (issue 12)', () => {
 
   it('every file the preprocessor entered must lie in the run or design directories', () => {
     const run = scratchDir('chorus-pp-run-');
-    const pre = ['`line 1 "tb.sv" 1', 'module tb;', '`line 2 "tb.sv" 0', '`line 1 "/etc/hostname" 1', 'host', '`line 2 "/etc/hostname" 2', '`line 3 "tb.sv" 0', 'endmodule'].join('\n');
+    const pre = [
+      '`line 1 "tb.sv" 1',
+      'module tb;',
+      '`line 2 "tb.sv" 0',
+      '`line 1 "/etc/hostname" 1',
+      'host',
+      '`line 2 "/etc/hostname" 2',
+      '`line 3 "tb.sv" 0',
+      'endmodule',
+    ].join('\n');
     const ds = includedFileProblems(pre, { ...JAILED, paths: { runDir: run, includeDirs: [], roots: [] } });
     expect(ds.map((d) => [d.code, d.file, d.line])).toEqual([['CHORUS-FILE', 'tb.sv', 2]]);
-    expect(ds[0].message).toBe("the preprocessor was made to include '/etc/hostname', outside the testbench and design directories (after macro expansion)");
+    expect(ds[0].message).toBe(
+      "the preprocessor was made to include '/etc/hostname', outside the testbench and design directories (after macro expansion)",
+    );
   });
 });

@@ -25,15 +25,23 @@ describe('generated schema files', () => {
 
 describe('chorus.json check', () => {
   it('refuses unknown keys (a typo must not pass silently) and names each bad field', () => {
-    expect(() => validateProject({ files: ['a.sv'], includeDir: ['inc'] }, 'x/chorus.json')).toThrow(/^x\/chorus\.json: "includeDir" unknown field \(allowed: files, /);
-    expect(() => validateProject({ files: ['a.sv'], params: ['W=1', 'D'], top: 3 })).toThrow(/"params\[1\]" must be NAME=VALUE, got parameter "D"; "top" must be a module name/);
+    expect(() => validateProject({ files: ['a.sv'], includeDir: ['inc'] }, 'x/chorus.json')).toThrow(
+      /^x\/chorus\.json: "includeDir" unknown field \(allowed: files, /,
+    );
+    expect(() => validateProject({ files: ['a.sv'], params: ['W=1', 'D'], top: 3 })).toThrow(
+      /"params\[1\]" must be NAME=VALUE, got parameter "D"; "top" must be a module name/,
+    );
     expect(validateProject({ files: ['a.sv'], top: '' })).toEqual({ files: ['a.sv'] });
     expect(validateProject({ manifest: 'Bender.yml', target: 'sim' })).toEqual({ files: [], manifest: 'Bender.yml', target: 'sim' });
   });
 });
 
 describe('reward service requests', () => {
-  const item = { design_files: [{ name: 'a.sv', content: 'module a; endmodule' }], top: 'a', testbench: { name: 'tb.sv', content: 'module tb; endmodule' } };
+  const item = {
+    design_files: [{ name: 'a.sv', content: 'module a; endmodule' }],
+    top: 'a',
+    testbench: { name: 'tb.sv', content: 'module tb; endmodule' },
+  };
 
   it('one 400 lists every bad field, unknown ones first', () => {
     let err: any;
@@ -52,9 +60,20 @@ describe('reward service requests', () => {
   });
 
   it('defaults and conversions match the documented request', () => {
-    const { items, batch } = validateScoreRequest({ items: [{ ...item, defines: { SIM: null, D: 16 }, params: { W: 8 }, timeout_s: null }] });
+    const { items, batch } = validateScoreRequest({
+      items: [{ ...item, defines: { SIM: null, D: 16 }, params: { W: 8 }, timeout_s: null }],
+    });
     expect(batch).toBe(true);
-    expect(items[0]).toMatchObject({ threshold: 1, timeout_s: null, seed: null, include_files: [], defines: { SIM: null, D: '16' }, params: { W: '8' } });
-    expect(() => validateScoreRequest({ ...item, include_files: [{ name: 'a.sv', content: '' }] })).toThrow(/^include_files\[0\]\.name: 'a\.sv' is also a design file$/);
+    expect(items[0]).toMatchObject({
+      threshold: 1,
+      timeout_s: null,
+      seed: null,
+      include_files: [],
+      defines: { SIM: null, D: '16' },
+      params: { W: '8' },
+    });
+    expect(() => validateScoreRequest({ ...item, include_files: [{ name: 'a.sv', content: '' }] })).toThrow(
+      /^include_files\[0\]\.name: 'a\.sv' is also a design file$/,
+    );
   });
 });

@@ -7,7 +7,18 @@ import { emptyDesign, type DesignSpec } from '../../src/core/design/types.js';
 const LIMITS: SimLimits = { timeoutS: 30, simTimeLimitNs: 5000, outputLimitBytes: 1024, memoryLimitMb: 512, buildTimeoutS: 100 };
 
 function run(fields: Partial<RunResult>): RunResult {
-  return { exitCode: 0, signal: null, stdout: '', stderr: '', all: '', timedOut: false, cancelled: false, outputOverflow: false, durationS: 0.1, ...fields };
+  return {
+    exitCode: 0,
+    signal: null,
+    stdout: '',
+    stderr: '',
+    all: '',
+    timedOut: false,
+    cancelled: false,
+    outputOverflow: false,
+    durationS: 0.1,
+    ...fields,
+  };
 }
 
 const runDiag = (code: string, message: string, severity: 'error' | 'warning' = 'error') => ({
@@ -66,12 +77,20 @@ describe('classifyRun', () => {
 
   it('exit 125 -> timeout with CHORUS-SIMTIME naming the simulated-time limit', () => {
     const m = 'the simulation reached the simulated-time limit of 5000 ns without $finish: add $finish after the stimulus';
-    expect(classifyRun(run({ exitCode: 125 }), LIMITS)).toEqual({ status: 'timeout', message: m, diagnostic: runDiag('CHORUS-SIMTIME', m) });
+    expect(classifyRun(run({ exitCode: 125 }), LIMITS)).toEqual({
+      status: 'timeout',
+      message: m,
+      diagnostic: runDiag('CHORUS-SIMTIME', m),
+    });
   });
 
   it('exit 3 (out of events) -> success with a CHORUS-NOFINISH warning', () => {
     const m = 'the simulation ran out of events without $finish; end the stimulus with $finish';
-    expect(classifyRun(run({ exitCode: 3 }), LIMITS)).toEqual({ status: 'success', message: m, diagnostic: runDiag('CHORUS-NOFINISH', m, 'warning') });
+    expect(classifyRun(run({ exitCode: 3 }), LIMITS)).toEqual({
+      status: 'success',
+      message: m,
+      diagnostic: runDiag('CHORUS-NOFINISH', m, 'warning'),
+    });
   });
 
   it('SIGABRT or exit 134 -> xrun_failed (aborted), no diagnostic', () => {
@@ -82,7 +101,11 @@ describe('classifyRun', () => {
 
   it('SIGXFSZ -> xrun_failed with CHORUS-OUTPUT naming the file-size limit', () => {
     const m = 'the testbench wrote a file larger than 1024 bytes and was stopped';
-    expect(classifyRun(run({ exitCode: null, signal: 'SIGXFSZ' }), LIMITS)).toEqual({ status: 'xrun_failed', message: m, diagnostic: runDiag('CHORUS-OUTPUT', m) });
+    expect(classifyRun(run({ exitCode: null, signal: 'SIGXFSZ' }), LIMITS)).toEqual({
+      status: 'xrun_failed',
+      message: m,
+      diagnostic: runDiag('CHORUS-OUTPUT', m),
+    });
   });
 
   it('any other signal -> xrun_failed naming the signal and the memory limit', () => {
@@ -113,7 +136,9 @@ describe('classifyRun', () => {
 
 describe('stopPositions', () => {
   it('lists base:line of every $fatal and $stop call, file by file', () => {
-    const tb = ['module tb;', '  initial begin', '    if (x) $fatal(1, "bad");', '    $stop;', '    $finish;', '  end', 'endmodule'].join('\n');
+    const tb = ['module tb;', '  initial begin', '    if (x) $fatal(1, "bad");', '    $stop;', '    $finish;', '  end', 'endmodule'].join(
+      '\n',
+    );
     const dut = ['module counter;', '  always @* if (q > 3) $stop();', 'endmodule'].join('\n');
     expect(
       stopPositions([
@@ -157,7 +182,17 @@ describe('designArgs', () => {
       defines: { SIM: null, WIDTH: '8', MSG: 'a b' },
       params: { DEPTH: '16' },
     };
-    expect(designArgs(req(design))).toEqual(['-I/rtl/inc', '-I/common', '-DSIM', '-DWIDTH=8', '-DMSG=a b', '-v', '/lib/cells.v', '-v', '/lib/ram.v']);
+    expect(designArgs(req(design))).toEqual([
+      '-I/rtl/inc',
+      '-I/common',
+      '-DSIM',
+      '-DWIDTH=8',
+      '-DMSG=a b',
+      '-v',
+      '/lib/cells.v',
+      '-v',
+      '/lib/ram.v',
+    ]);
   });
 
   it('leaves the library files out when asked', () => {

@@ -29,14 +29,75 @@ describe('parseVerilatorCoverage', () => {
 
   it('reads v_branch, v_toggle and v_user points', () => {
     const text = [
-      point([['f', 'counter.sv'], ['l', '27'], ['n', '9'], ['page', 'v_branch/counter'], ['o', 'else'], ['h', '.tb_counter.uut']], 0),
-      point([['f', 'counter.sv'], ['l', '4'], ['n', '22'], ['page', 'v_toggle/counter'], ['o', 'din[3]'], ['h', '.tb_counter.uut']], 5),
-      point([['f', 'counter.sv'], ['l', '40'], ['n', '3'], ['page', 'v_user/counter'], ['o', 'cover'], ['S', '40'], ['h', '.tb_counter.uut']], 2),
+      point(
+        [
+          ['f', 'counter.sv'],
+          ['l', '27'],
+          ['n', '9'],
+          ['page', 'v_branch/counter'],
+          ['o', 'else'],
+          ['h', '.tb_counter.uut'],
+        ],
+        0,
+      ),
+      point(
+        [
+          ['f', 'counter.sv'],
+          ['l', '4'],
+          ['n', '22'],
+          ['page', 'v_toggle/counter'],
+          ['o', 'din[3]'],
+          ['h', '.tb_counter.uut'],
+        ],
+        5,
+      ),
+      point(
+        [
+          ['f', 'counter.sv'],
+          ['l', '40'],
+          ['n', '3'],
+          ['page', 'v_user/counter'],
+          ['o', 'cover'],
+          ['S', '40'],
+          ['h', '.tb_counter.uut'],
+        ],
+        2,
+      ),
     ].join('\n');
     expect(parseVerilatorCoverage(text)).toEqual<CoveragePoint[]>([
-      { type: 'branch', file: 'counter.sv', line: 27, column: 9, span: undefined, module: 'counter', hier: 'tb_counter.uut', label: 'else', count: 0 },
-      { type: 'toggle', file: 'counter.sv', line: 4, column: 22, span: undefined, module: 'counter', hier: 'tb_counter.uut', label: 'din[3]', count: 5 },
-      { type: 'user', file: 'counter.sv', line: 40, column: 3, span: [40, 40], module: 'counter', hier: 'tb_counter.uut', label: 'cover', count: 2 },
+      {
+        type: 'branch',
+        file: 'counter.sv',
+        line: 27,
+        column: 9,
+        span: undefined,
+        module: 'counter',
+        hier: 'tb_counter.uut',
+        label: 'else',
+        count: 0,
+      },
+      {
+        type: 'toggle',
+        file: 'counter.sv',
+        line: 4,
+        column: 22,
+        span: undefined,
+        module: 'counter',
+        hier: 'tb_counter.uut',
+        label: 'din[3]',
+        count: 5,
+      },
+      {
+        type: 'user',
+        file: 'counter.sv',
+        line: 40,
+        column: 3,
+        span: [40, 40],
+        module: 'counter',
+        hier: 'tb_counter.uut',
+        label: 'cover',
+        count: 2,
+      },
     ]);
   });
 
@@ -47,8 +108,22 @@ describe('parseVerilatorCoverage', () => {
       'garbage that is not a point',
       "C 'not terminated 12",
       "C '\x01f\x02x.sv' notanumber",
-      point([['f', 'x.sv'], ['l', '1'], ['page', 'v_fsm_state/x'], ['h', '.tb.x']], 3), // unknown page
-      point([['f', 'x.sv'], ['l', '1']], 3), // no page at all
+      point(
+        [
+          ['f', 'x.sv'],
+          ['l', '1'],
+          ['page', 'v_fsm_state/x'],
+          ['h', '.tb.x'],
+        ],
+        3,
+      ), // unknown page
+      point(
+        [
+          ['f', 'x.sv'],
+          ['l', '1'],
+        ],
+        3,
+      ), // no page at all
       LINE_POINT,
       '# trailing comment',
     ].join('\n');
@@ -58,13 +133,42 @@ describe('parseVerilatorCoverage', () => {
   });
 
   it('reads a multi-range span as [first, last] line', () => {
-    const text = point([['f', 'a.sv'], ['l', '10'], ['n', '1'], ['page', 'v_line/a'], ['o', 'block'], ['S', '10-11,13-14'], ['h', '.tb.u']], 1);
+    const text = point(
+      [
+        ['f', 'a.sv'],
+        ['l', '10'],
+        ['n', '1'],
+        ['page', 'v_line/a'],
+        ['o', 'block'],
+        ['S', '10-11,13-14'],
+        ['h', '.tb.u'],
+      ],
+      1,
+    );
     expect(parseVerilatorCoverage(text)[0].span).toEqual([10, 14]);
   });
 
   it('takes the smallest and largest line of an unordered span; a single line gives [n, n]', () => {
-    const a = point([['f', 'a.sv'], ['l', '10'], ['page', 'v_line/a'], ['S', '20-22,12'], ['h', '.tb.u']], 1);
-    const b = point([['f', 'a.sv'], ['l', '7'], ['page', 'v_line/a'], ['S', '7'], ['h', '.tb.u']], 1);
+    const a = point(
+      [
+        ['f', 'a.sv'],
+        ['l', '10'],
+        ['page', 'v_line/a'],
+        ['S', '20-22,12'],
+        ['h', '.tb.u'],
+      ],
+      1,
+    );
+    const b = point(
+      [
+        ['f', 'a.sv'],
+        ['l', '7'],
+        ['page', 'v_line/a'],
+        ['S', '7'],
+        ['h', '.tb.u'],
+      ],
+      1,
+    );
     expect(parseVerilatorCoverage(`${a}\n${b}`).map((p) => p.span)).toEqual([
       [12, 22],
       [7, 7],
@@ -82,26 +186,72 @@ describe('parseVerilatorCoverage', () => {
   });
 
   it('strips only one leading dot of the hierarchy and keeps other hierarchies as they are', () => {
-    const a = point([['f', 'a.sv'], ['l', '1'], ['page', 'v_line/a'], ['h', 'TOP.tb.uut']], 1);
-    const b = point([['f', 'a.sv'], ['l', '2'], ['page', 'v_line/a'], ['h', '.tb.uut.u_sub']], 1);
-    const c = point([['f', 'a.sv'], ['l', '3'], ['page', 'v_line/a']], 1);
+    const a = point(
+      [
+        ['f', 'a.sv'],
+        ['l', '1'],
+        ['page', 'v_line/a'],
+        ['h', 'TOP.tb.uut'],
+      ],
+      1,
+    );
+    const b = point(
+      [
+        ['f', 'a.sv'],
+        ['l', '2'],
+        ['page', 'v_line/a'],
+        ['h', '.tb.uut.u_sub'],
+      ],
+      1,
+    );
+    const c = point(
+      [
+        ['f', 'a.sv'],
+        ['l', '3'],
+        ['page', 'v_line/a'],
+      ],
+      1,
+    );
     expect(parseVerilatorCoverage([a, b, c].join('\n')).map((p) => p.hier)).toEqual(['TOP.tb.uut', 'tb.uut.u_sub', '']);
   });
 
   it('gives an empty module for a page without a module and empty file/label when absent', () => {
-    const text = point([['l', '5'], ['page', 'v_line']], 9);
+    const text = point(
+      [
+        ['l', '5'],
+        ['page', 'v_line'],
+      ],
+      9,
+    );
     expect(parseVerilatorCoverage(text)).toEqual<CoveragePoint[]>([
       { type: 'line', file: '', line: 5, column: 0, span: undefined, module: '', hier: '', label: '', count: 9 },
     ]);
   });
 
   it('keeps a label that contains quotes and separators', () => {
-    const text = point([['f', 'a.sv'], ['l', '3'], ['page', 'v_user/a'], ['o', "cover 'x' : y"], ['h', '.tb.u']], 4);
+    const text = point(
+      [
+        ['f', 'a.sv'],
+        ['l', '3'],
+        ['page', 'v_user/a'],
+        ['o', "cover 'x' : y"],
+        ['h', '.tb.u'],
+      ],
+      4,
+    );
     expect(parseVerilatorCoverage(text)[0]).toMatchObject({ label: "cover 'x' : y", count: 4 });
   });
 
   it('reads large hit counts exactly', () => {
-    const text = point([['f', 'a.sv'], ['l', '3'], ['page', 'v_line/a'], ['h', '.tb.u']], 123456789012);
+    const text = point(
+      [
+        ['f', 'a.sv'],
+        ['l', '3'],
+        ['page', 'v_line/a'],
+        ['h', '.tb.u'],
+      ],
+      123456789012,
+    );
     expect(parseVerilatorCoverage(text)[0].count).toBe(123456789012);
   });
 
@@ -150,13 +300,36 @@ describe('parseVerilatorCoverage', () => {
 
 describe('parseVerilatorCoverage across Verilator versions', () => {
   const at = (o: string, count: number, page = 'v_toggle/counter', extra: Array<[string, string]> = []) =>
-    point([['f', 'counter.sv'], ['l', '11'], ['n', '28'], ['t', page.split('_')[1].split('/')[0]], ['page', page], ['o', o], ...extra, ['h', 'tb_counter.uut']], count);
+    point(
+      [
+        ['f', 'counter.sv'],
+        ['l', '11'],
+        ['n', '28'],
+        ['t', page.split('_')[1].split('/')[0]],
+        ['page', page],
+        ['o', o],
+        ...extra,
+        ['h', 'tb_counter.uut'],
+      ],
+      count,
+    );
 
   it('folds the per-direction toggle points of current releases into 5.006 single points (counts add)', () => {
-    const current = [at('din[0]:0->1', 1), at('din[0]:1->0', 1), at('din[1]:0->1', 2), at('din[1]:1->0', 0), at('up:0->1', 0), at('up:1->0', 0)].join('\n');
+    const current = [
+      at('din[0]:0->1', 1),
+      at('din[0]:1->0', 1),
+      at('din[1]:0->1', 2),
+      at('din[1]:1->0', 0),
+      at('up:0->1', 0),
+      at('up:1->0', 0),
+    ].join('\n');
     const old = [at('din[0]', 2), at('din[1]', 2), at('up', 0)].join('\n');
     const a = parseVerilatorCoverage(current);
-    expect(a.map((p) => [p.label, p.count])).toEqual([['din[0]', 2], ['din[1]', 2], ['up', 0]]);
+    expect(a.map((p) => [p.label, p.count])).toEqual([
+      ['din[0]', 2],
+      ['din[1]', 2],
+      ['up', 0],
+    ]);
     expect(a).toEqual(parseVerilatorCoverage(old));
     // Same covered/total, so the same c.
     expect(figures(a).tallies.toggle).toEqual({ covered: 2, total: 3 });

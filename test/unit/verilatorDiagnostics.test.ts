@@ -1,6 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { cxxToolProblem, didNotConverge, isNoise, loopSignals, parseVerilatorMessages, splitVarConfig, toolProblem, type FileClassifier } from '../../src/core/sim/verilator/diagnostics.js';
+import {
+  cxxToolProblem,
+  didNotConverge,
+  isNoise,
+  loopSignals,
+  parseVerilatorMessages,
+  splitVarConfig,
+  toolProblem,
+  type FileClassifier,
+} from '../../src/core/sim/verilator/diagnostics.js';
 import type { Diagnostic } from '../../src/core/sim/result.js';
 
 // Captured from Verilator 5.006 (see test/fixtures/unit/verilator/README.md).
@@ -117,8 +126,15 @@ describe('parseVerilatorMessages: run-time output', () => {
   });
 
   it('reads $fatal, $warning and $info forms, fractional times and an empty message', () => {
-    const log = ['%Fatal: tb.sv:12: boom', '[1500.5] %Warning: tb.sv:20: late response', '%Info: tb.sv:3:', '[7] %Error-USER: other.sv:9: custom'].join('\n');
-    expect(parseVerilatorMessages(log, classify, 'run').map((d) => [d.file, d.origin, d.line, d.severity, d.code, d.message, d.time])).toEqual([
+    const log = [
+      '%Fatal: tb.sv:12: boom',
+      '[1500.5] %Warning: tb.sv:20: late response',
+      '%Info: tb.sv:3:',
+      '[7] %Error-USER: other.sv:9: custom',
+    ].join('\n');
+    expect(
+      parseVerilatorMessages(log, classify, 'run').map((d) => [d.file, d.origin, d.line, d.severity, d.code, d.message, d.time]),
+    ).toEqual([
       ['tb.sv', 'testbench', 12, 'error', 'FATAL', 'boom', undefined],
       ['tb.sv', 'testbench', 20, 'warning', undefined, 'late response', '1500.5'],
       ['tb.sv', 'testbench', 3, 'info', undefined, '$info', undefined],
@@ -129,7 +145,8 @@ describe('parseVerilatorMessages: run-time output', () => {
 
 describe('parseVerilatorMessages: structure', () => {
   it('passes the stage through and accepts absolute paths and CRLF', () => {
-    const log = "%Warning-WIDTH: /rtl/counter.sv:5:12: Operator ASSIGN expects 4 bits\r\n    5 |   assign q = d;\r\n      |            ^\r\n";
+    const log =
+      '%Warning-WIDTH: /rtl/counter.sv:5:12: Operator ASSIGN expects 4 bits\r\n    5 |   assign q = d;\r\n      |            ^\r\n';
     expect(parseVerilatorMessages(log, classify, 'build')).toEqual<Diagnostic[]>([
       {
         file: '/rtl/counter.sv',
@@ -162,16 +179,24 @@ describe('parseVerilatorMessages: structure', () => {
 
   it('adds other "... " continuation lines to the message but not "In instance" or "note:"', () => {
     const log = [
-      '%Error: tb.sv:6:9: Duplicate declaration of signal: \'x\'',
-      "                 : ... Location of original declaration",
+      "%Error: tb.sv:6:9: Duplicate declaration of signal: 'x'",
+      '                 : ... Location of original declaration',
       '                 : ... In instance tb',
       '                 : ... note: In instance tb',
     ].join('\n');
-    expect(parseVerilatorMessages(log, classify, 'lint')[0].message).toBe("Duplicate declaration of signal: 'x' (Location of original declaration)");
+    expect(parseVerilatorMessages(log, classify, 'lint')[0].message).toBe(
+      "Duplicate declaration of signal: 'x' (Location of original declaration)",
+    );
   });
 
   it('ignores text before the first message and lines that are not messages', () => {
-    const log = ['- V e r i l a t i o n   R e p o r t', '    3 | echo with no message', "    : ... Suggested alternative: 'z'", '%Error: Exiting due to 2 error(s)', 'make: *** [all] Error 1'].join('\n');
+    const log = [
+      '- V e r i l a t i o n   R e p o r t',
+      '    3 | echo with no message',
+      "    : ... Suggested alternative: 'z'",
+      '%Error: Exiting due to 2 error(s)',
+      'make: *** [all] Error 1',
+    ].join('\n');
     expect(parseVerilatorMessages(log, classify, 'lint')).toEqual([]);
   });
 
@@ -181,7 +206,15 @@ describe('parseVerilatorMessages: structure', () => {
 });
 
 describe('isNoise', () => {
-  const d = (message: string): Diagnostic => ({ file: 'x', origin: 'other', line: 1, column: 1, severity: 'error', message, stage: 'lint' });
+  const d = (message: string): Diagnostic => ({
+    file: 'x',
+    origin: 'other',
+    line: 1,
+    column: 1,
+    severity: 'error',
+    message,
+    stage: 'lint',
+  });
   it('flags the trailing error count only', () => {
     expect(isNoise(d('Exiting due to 3 error(s)'))).toBe(true);
     expect(isNoise(d('Pin not found: ‘clkk’'))).toBe(false);
@@ -191,18 +224,30 @@ describe('isNoise', () => {
 
 describe('Verilator version differences in messages', () => {
   it('toolProblem: options a version refuses and missing installation files are tool problems', () => {
-    expect(toolProblem('%Error: Invalid option: --xml-only\n        ... See the manual at https://verilator.org/verilator_doc.html?v=0.000 for more assistance.\n')).toMatch(/does not accept the option --xml-only/);
-    expect(toolProblem('%Error: The following cannot be used together: --lint-only, --json-only. Suggest see manual\n')).toMatch(/--lint-only, --json-only/);
+    expect(
+      toolProblem(
+        '%Error: Invalid option: --xml-only\n        ... See the manual at https://verilator.org/verilator_doc.html?v=0.000 for more assistance.\n',
+      ),
+    ).toMatch(/does not accept the option --xml-only/);
+    expect(toolProblem('%Error: The following cannot be used together: --lint-only, --json-only. Suggest see manual\n')).toMatch(
+      /--lint-only, --json-only/,
+    );
     expect(toolProblem("Can't locate Pod/Usage.pm in @INC (you may need to install the Pod::Usage module)")).toMatch(/Perl wrapper/);
-    expect(toolProblem("%Error: /x/include/verilated_std.sv: Cannot find file\n")).toMatch(/verilated_std\.sv is missing/);
-    expect(toolProblem("%Error: Internal Error: tb.sv:132:141: /project/src/src/V3Ast.h:1053: AstNode is not of expected type, but instead has type 'XOR'\n")).toMatch(/internal error, a bug of this Verilator version/);
+    expect(toolProblem('%Error: /x/include/verilated_std.sv: Cannot find file\n')).toMatch(/verilated_std\.sv is missing/);
+    expect(
+      toolProblem(
+        "%Error: Internal Error: tb.sv:132:141: /project/src/src/V3Ast.h:1053: AstNode is not of expected type, but instead has type 'XOR'\n",
+      ),
+    ).toMatch(/internal error, a bug of this Verilator version/);
     // The design's own errors are not.
-    expect(toolProblem("%Error: counter.sv:3:1: syntax error, unexpected endmodule\n%Error: Exiting due to 1 error(s)\n")).toBeUndefined();
+    expect(toolProblem('%Error: counter.sv:3:1: syntax error, unexpected endmodule\n%Error: Exiting due to 1 error(s)\n')).toBeUndefined();
     expect(toolProblem("%Error: Specified --top-module 'nope' was not found in design.\n")).toBeUndefined();
   });
 
   it('cxxToolProblem: a missing runtime header or an unknown option is the toolchain, a C++ error in the model is not', () => {
-    expect(cxxToolProblem('chorus_unit0.cpp:1:10: fatal error: verilated.h: No such file or directory\ncompilation terminated.')).toMatch(/runtime header verilated\.h/);
+    expect(cxxToolProblem('chorus_unit0.cpp:1:10: fatal error: verilated.h: No such file or directory\ncompilation terminated.')).toMatch(
+      /runtime header verilated\.h/,
+    );
     expect(cxxToolProblem("g++: error: unrecognized command-line option '-fcoroutines'")).toMatch(/does not know the option -fcoroutines/);
     expect(cxxToolProblem('/usr/bin/ld: cannot find -latomic: No such file or directory')).toMatch(/libatomic/);
     expect(cxxToolProblem("Vtb___024root.cpp:12:5: error: 'foo' was not declared in this scope")).toBeUndefined();
@@ -210,16 +255,23 @@ describe('Verilator version differences in messages', () => {
 
   it('didNotConverge reads 5.006 and current wording', () => {
     expect(didNotConverge('%Error: tb_rd.sv:5: Active region did not converge.\nAborting...\n')).toEqual({ region: 'Active', limit: null });
-    expect(didNotConverge("%Error-DIDNOTCONVERGE: tb_rd.sv:5: Active region did not converge after '--converge-limit' of 10000 tries\nAborting...\n")).toEqual({ region: 'Active', limit: 10000 });
+    expect(
+      didNotConverge(
+        "%Error-DIDNOTCONVERGE: tb_rd.sv:5: Active region did not converge after '--converge-limit' of 10000 tries\nAborting...\n",
+      ),
+    ).toEqual({ region: 'Active', limit: 10000 });
     expect(didNotConverge('%Error: tb.sv:9: Assertion failed in tb\n')).toBeUndefined();
   });
 
   it('loopSignals names the looping signals below the DUT instance; splitVarConfig asks to split them', () => {
-    const log = "%Warning-UNOPTFLAT: /d/restore_division.sv:25:27: Signal unoptimizable: Circular combinational logic: 'tb_restoring_division.uut.next_count'\n";
+    const log =
+      "%Warning-UNOPTFLAT: /d/restore_division.sv:25:27: Signal unoptimizable: Circular combinational logic: 'tb_restoring_division.uut.next_count'\n";
     const diags = parseVerilatorMessages(log, (f) => ({ file: f, origin: 'dut' }), 'lint');
     const loops = loopSignals(diags);
     expect(loops.map((l) => l.name)).toEqual(['next_count']);
     expect(loops[0].at).toMatchObject({ file: '/d/restore_division.sv', line: 25, column: 27 });
-    expect(splitVarConfig(['next_count', 'u_a.acc[3]'])).toBe('`verilator_config\nsplit_var -module "*" -var "next_count"\nsplit_var -module "*" -var "acc"\n');
+    expect(splitVarConfig(['next_count', 'u_a.acc[3]'])).toBe(
+      '`verilator_config\nsplit_var -module "*" -var "next_count"\nsplit_var -module "*" -var "acc"\n',
+    );
   });
 });

@@ -14,7 +14,16 @@ function gate<T>(value: T) {
     await Promise.race([opened, new Promise((r) => s.addEventListener('abort', r, { once: true }))]);
     return value;
   };
-  return { task, open, get started() { return started; }, get signal() { return signal; } };
+  return {
+    task,
+    open,
+    get started() {
+      return started;
+    },
+    get signal() {
+      return signal;
+    },
+  };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 0));

@@ -12,12 +12,7 @@ import {
   simRunTcl,
   xrunCommand,
 } from '../../src/core/sim/xcelium/commands.js';
-import {
-  errorExcerpt,
-  parseXrunDiagnostics,
-  parseXrunVersion,
-  XceliumSimulator,
-} from '../../src/core/sim/xcelium/backend.js';
+import { errorExcerpt, parseXrunDiagnostics, parseXrunVersion, XceliumSimulator } from '../../src/core/sim/xcelium/backend.js';
 import { emptyDesign } from '../../src/core/design/types.js';
 import type { SimRequest } from '../../src/core/sim/simulator.js';
 
@@ -70,23 +65,37 @@ describe('xrunCommand', () => {
     expect(spec.cwd).toBe('/tmp/run1');
     expect(spec.args).toEqual([
       '-sv',
-      '-timescale', '1ns/1ps',
-      '-coverage', 'all',
-      '-covdut', 'counter',
-      '-covworkdir', '/tmp/run1/cov_work',
-      '-covscope', 'scope',
-      '-covtest', 'test',
+      '-timescale',
+      '1ns/1ps',
+      '-coverage',
+      'all',
+      '-covdut',
+      'counter',
+      '-covworkdir',
+      '/tmp/run1/cov_work',
+      '-covscope',
+      'scope',
+      '-covtest',
+      'test',
       '-covoverwrite',
-      '-l', 'xrun.log',
-      '-top', 'tb_counter',
-      '-svseed', '7',
-      '-input', 'run.tcl',
+      '-l',
+      'xrun.log',
+      '-top',
+      'tb_counter',
+      '-svseed',
+      '7',
+      '-input',
+      'run.tcl',
       '+incdir+/rtl/inc',
       '+define+SIM',
       '+define+WIDTH=8',
-      '-defparam', 'tb_counter.dut.W=16',
-      '-v', '/rtl/lib/cells.v',
-      '/rtl/pkg.sv', '/rtl/counter.sv', 'tb_counter.sv',
+      '-defparam',
+      'tb_counter.dut.W=16',
+      '-v',
+      '/rtl/lib/cells.v',
+      '/rtl/pkg.sv',
+      '/rtl/counter.sv',
+      'tb_counter.sv',
     ]);
   });
 
@@ -110,9 +119,7 @@ describe('IMC and simulator scripts', () => {
   });
 
   it('merges, then reports the metrics LLM4Cov used', () => {
-    expect(imcMergeScript('/tmp/r')).toBe(
-      'merge {/tmp/r/cov_work/scope/test} -out {/tmp/r/cov_work/scope/merged} -overwrite\nexit\n',
-    );
+    expect(imcMergeScript('/tmp/r')).toBe('merge {/tmp/r/cov_work/scope/test} -out {/tmp/r/cov_work/scope/merged} -overwrite\nexit\n');
     expect(imcReportScript('/tmp/r')).toBe(
       'load -run {/tmp/r/cov_work/scope/merged}\nreport -metrics overall:code:toggle:block -all -text -out {/tmp/r/imc_summary.txt}\nexit\n',
     );
@@ -141,11 +148,58 @@ describe('parseXrunDiagnostics', () => {
 
   it('maps positions (0-based column -> 1-based), origin, severity, stage and time', () => {
     expect(diags).toEqual([
-      { file: 'gen/tb_counter.sv', origin: 'testbench', line: 12, column: 18, severity: 'error', code: 'EXPSMC', message: "expecting a semicolon (';') [SystemVerilog].", stage: 'build' },
-      { file: '/rtl/counter.sv', origin: 'dut', line: 40, column: 1, severity: 'warning', code: 'LIBNOU', message: 'Library "worklib" does not contain unit.', stage: 'build' },
-      { file: '', origin: 'other', line: 1, column: 1, severity: 'error', code: 'CUVMUR', message: "instance 'tb_counter.dut' of design unit 'countr' is unresolved.", stage: 'build' },
-      { file: 'gen/tb_counter.sv', origin: 'testbench', line: 30, column: 1, severity: 'error', code: 'ASRTST', message: 'Assertion tb_counter.a1 has failed', time: '105 NS', stage: 'run' },
-      { file: '/other/model.sv', origin: 'other', line: 7, column: 1, severity: 'error', code: 'FATSEV', message: 'model gave up', time: '1 US', stage: 'run' },
+      {
+        file: 'gen/tb_counter.sv',
+        origin: 'testbench',
+        line: 12,
+        column: 18,
+        severity: 'error',
+        code: 'EXPSMC',
+        message: "expecting a semicolon (';') [SystemVerilog].",
+        stage: 'build',
+      },
+      {
+        file: '/rtl/counter.sv',
+        origin: 'dut',
+        line: 40,
+        column: 1,
+        severity: 'warning',
+        code: 'LIBNOU',
+        message: 'Library "worklib" does not contain unit.',
+        stage: 'build',
+      },
+      {
+        file: '',
+        origin: 'other',
+        line: 1,
+        column: 1,
+        severity: 'error',
+        code: 'CUVMUR',
+        message: "instance 'tb_counter.dut' of design unit 'countr' is unresolved.",
+        stage: 'build',
+      },
+      {
+        file: 'gen/tb_counter.sv',
+        origin: 'testbench',
+        line: 30,
+        column: 1,
+        severity: 'error',
+        code: 'ASRTST',
+        message: 'Assertion tb_counter.a1 has failed',
+        time: '105 NS',
+        stage: 'run',
+      },
+      {
+        file: '/other/model.sv',
+        origin: 'other',
+        line: 7,
+        column: 1,
+        severity: 'error',
+        code: 'FATSEV',
+        message: 'model gave up',
+        time: '1 US',
+        stage: 'run',
+      },
     ]);
   });
 
@@ -243,7 +297,9 @@ describe.skipIf(isWin)('XceliumSimulator', () => {
       expect(r.diagnostics.map((d) => d.code)).toEqual(['CHORUS-PARAM']);
       const args = readFileSync(path.join(r.protection.scratchDir!, 'xrun.args'), 'utf8');
       expect(args).toContain('-covdut binary_to_bcd');
-      expect(readFileSync(path.join(r.protection.scratchDir!, 'imc_report.tcl'), 'utf8')).toContain('report -metrics overall:code:toggle:block');
+      expect(readFileSync(path.join(r.protection.scratchDir!, 'imc_report.tcl'), 'utf8')).toContain(
+        'report -metrics overall:code:toggle:block',
+      );
     } finally {
       rmSync(r.protection.scratchDir!, { recursive: true, force: true });
     }

@@ -99,8 +99,7 @@ export function stripThink(reply: string): string {
 }
 
 export type ParsedReply =
-  | { status: 'success'; testbench: string; filename: string | null; source: 'fence' | 'module' }
-  | { status: 'unparsable'; reason: string };
+  { status: 'success'; testbench: string; filename: string | null; source: 'fence' | 'module' } | { status: 'unparsable'; reason: string };
 
 const FENCE = /```([A-Za-z0-9_+-]*)[^\S\n]*\n?([\s\S]*?)```/g;
 const FENCE_TAGS = new Set(['', 'verilog', 'systemverilog', 'sv']);
@@ -205,7 +204,12 @@ export function resultForEcho(result: SimResult, caps = ECHO_CAPS): SimResult {
     const keep = new Set([...new Set([...diagnostics.filter((d) => d.severity === 'error'), ...diagnostics])].slice(0, caps.diagnostics));
     diagnostics = diagnostics.filter((d) => keep.has(d));
   }
-  return { ...result, log: echoBounded(result.log ?? '', caps), err_msg: echoBounded(result.err_msg ?? '', caps), diagnostics: diagnostics.map(clip) };
+  return {
+    ...result,
+    log: echoBounded(result.log ?? '', caps),
+    err_msg: echoBounded(result.err_msg ?? '', caps),
+    diagnostics: diagnostics.map(clip),
+  };
 }
 
 export type LogKind = 'coverage' | 'xrun' | 'imc';
@@ -223,15 +227,26 @@ export function classifyLog(log: string): LogKind {
 /** The feedback turn for a log from the user's own simulator run (Verilator, Xcelium/IMC, plain
  * text): the same blocks as feedbackTurn, so the model sees what it was trained on. */
 export function feedbackFromLog(log: string, kind: LogKind = classifyLog(log), maxChars = 8000): string {
-  const parse = block('Response parse result:', [['status', 'success'], ['type', 'file']]);
+  const parse = block('Response parse result:', [
+    ['status', 'success'],
+    ['type', 'file'],
+  ]);
   let eda: string;
   let instruction: string;
   if (kind === 'coverage') {
     const text = log.trim();
-    eda = block('EDA result:', [['status', 'success'], ['stage', 'success'], ['coverage', text.length > maxChars ? text.slice(0, maxChars) : text]]);
+    eda = block('EDA result:', [
+      ['status', 'success'],
+      ['stage', 'success'],
+      ['coverage', text.length > maxChars ? text.slice(0, maxChars) : text],
+    ]);
     instruction = INSTRUCTIONS.success;
   } else {
-    eda = block('EDA result:', [['status', kind === 'imc' ? 'imc_report_summary_failed' : 'xrun_failed'], ['stage', kind], ['log', prioritizeErrors(log.split('\n'), maxChars)]]);
+    eda = block('EDA result:', [
+      ['status', kind === 'imc' ? 'imc_report_summary_failed' : 'xrun_failed'],
+      ['stage', kind],
+      ['log', prioritizeErrors(log.split('\n'), maxChars)],
+    ]);
     instruction = kind === 'imc' ? INSTRUCTIONS.imc : INSTRUCTIONS.xrun;
   }
   return [parse, eda, instructionBlock(instruction)].join('\n\n');
@@ -253,23 +268,41 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
       // The turn the checkpoints were trained on for a reply with no testbench (the reference's RL
       // rollouts, docs/protocol.md §3): parse block as for a file, an EDA block saying nothing could
       // be extracted, and the reference's instruction for a non-xrun failure.
-      block('Response parse result:', [['status', 'success'], ['type', 'file']]),
+      block('Response parse result:', [
+        ['status', 'success'],
+        ['type', 'file'],
+      ]),
       block('EDA result:', [['status', 'failed (could not extract a valid testbench from the response)']]),
       instructionBlock(INSTRUCTIONS.imc),
     ].join('\n\n');
   }
-  const parse = block('Response parse result:', [['status', 'success'], ['type', 'file']]);
+  const parse = block('Response parse result:', [
+    ['status', 'success'],
+    ['type', 'file'],
+  ]);
   let eda: string;
   let instruction: string;
   if (result.status === 'success') {
-    eda = block('EDA result:', [['status', 'success'], ['stage', 'success'], ['coverage', result.cov_info?.detail ?? '']]);
+    eda = block('EDA result:', [
+      ['status', 'success'],
+      ['stage', 'success'],
+      ['coverage', result.cov_info?.detail ?? ''],
+    ]);
     instruction = INSTRUCTIONS.success;
   } else if (result.status === 'imc_merge_failed' || result.status === 'imc_report_summary_failed') {
-    eda = block('EDA result:', [['status', result.status], ['stage', 'imc'], ['log', errorLog(result)]]);
+    eda = block('EDA result:', [
+      ['status', result.status],
+      ['stage', 'imc'],
+      ['log', errorLog(result)],
+    ]);
     instruction = INSTRUCTIONS.imc;
   } else {
     // Compile, elaboration, run failures, timeouts and rejections are all the xrun stage to the model.
-    eda = block('EDA result:', [['status', 'xrun_failed'], ['stage', 'xrun'], ['log', errorLog(result)]]);
+    eda = block('EDA result:', [
+      ['status', 'xrun_failed'],
+      ['stage', 'xrun'],
+      ['log', errorLog(result)],
+    ]);
     instruction = INSTRUCTIONS.xrun;
   }
   return [parse, eda, instructionBlock(instruction)].join('\n\n');

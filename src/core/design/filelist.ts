@@ -31,7 +31,14 @@ export function tokens(text: string): string[] {
   return noComments.match(/"[^"]*"|\S+/g)?.map((t) => t.replace(/^"|"$/g, '')) ?? [];
 }
 
-export function readFileList(path: string, relativeToList: boolean, into: DesignSpec, warnings: string[], cwd = process.cwd(), depth = 0): void {
+export function readFileList(
+  path: string,
+  relativeToList: boolean,
+  into: DesignSpec,
+  warnings: string[],
+  cwd = process.cwd(),
+  depth = 0,
+): void {
   if (depth > 16) throw new DesignError('filelist', `${path}: file lists nest more than 16 deep (a -f cycle?)`);
   const abs = resolve(cwd, path);
   if (!existsSync(abs)) throw new DesignError('missing-file', `file list not found: ${abs}`);

@@ -16,7 +16,31 @@ import { parseVerilatorMessages, isNoise, toolProblem } from '../sim/verilator/d
 
 type X = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const ARRAYS = new Set(['file', 'cells', 'cell', 'module', 'var', 'instance', 'basicdtype', 'refdtype', 'enumdtype', 'enumitem', 'structdtype', 'uniondtype', 'memberdtype', 'packarraydtype', 'unpackarraydtype', 'paramtypedtype', 'ifacerefdtype', 'voiddtype', 'const', 'range', 'typedef', 'package', 'iface']);
+const ARRAYS = new Set([
+  'file',
+  'cells',
+  'cell',
+  'module',
+  'var',
+  'instance',
+  'basicdtype',
+  'refdtype',
+  'enumdtype',
+  'enumitem',
+  'structdtype',
+  'uniondtype',
+  'memberdtype',
+  'packarraydtype',
+  'unpackarraydtype',
+  'paramtypedtype',
+  'ifacerefdtype',
+  'voiddtype',
+  'const',
+  'range',
+  'typedef',
+  'package',
+  'iface',
+]);
 
 const parser = new XMLParser({
   ignoreAttributes: false,
@@ -84,8 +108,18 @@ class TypeTable {
         const hasRange = node.left !== undefined;
         const l = Number(node.left ?? 0);
         const r = Number(node.right ?? 0);
-        const builtinWidths: Record<string, number> = { int: 32, integer: 32, shortint: 16, longint: 64, byte: 8, bit: 1, logic: 1, reg: 1, time: 64 };
-        const width = hasRange ? Math.abs(l - r) + 1 : builtinWidths[node.name] ?? 1;
+        const builtinWidths: Record<string, number> = {
+          int: 32,
+          integer: 32,
+          shortint: 16,
+          longint: 64,
+          byte: 8,
+          bit: 1,
+          logic: 1,
+          reg: 1,
+          time: 64,
+        };
+        const width = hasRange ? Math.abs(l - r) + 1 : (builtinWidths[node.name] ?? 1);
         return {
           width,
           packedDims: hasRange && !['int', 'integer', 'shortint', 'longint', 'byte', 'time'].includes(node.name) ? [[l, r]] : [],
@@ -98,7 +132,7 @@ class TypeTable {
       case 'refdtype':
       case 'paramtypedtype': {
         const s = this.shape(node.sub_dtype_id, depth + 1);
-        return { ...s, typeName: s.kind === 'basic' ? s.typeName : node.name ?? s.typeName };
+        return { ...s, typeName: s.kind === 'basic' ? s.typeName : (node.name ?? s.typeName) };
       }
       case 'enumdtype': {
         const s = this.shape(node.sub_dtype_id, depth + 1);
@@ -112,9 +146,23 @@ class TypeTable {
       }
       case 'structdtype':
       case 'uniondtype': {
-        const members = (node.memberdtype ?? []).map((m: X) => ({ name: m.name as string, width: this.shape(m.sub_dtype_id, depth + 1).width }));
-        const width = tag === 'structdtype' ? members.reduce((a: number, m: { width: number }) => a + m.width, 0) : Math.max(0, ...members.map((m: { width: number }) => m.width));
-        return { width, packedDims: [[width - 1, 0]], unpackedDims: [], signed: false, kind: tag === 'structdtype' ? 'struct' : 'union', typeName: node.name ?? tag, members };
+        const members = (node.memberdtype ?? []).map((m: X) => ({
+          name: m.name as string,
+          width: this.shape(m.sub_dtype_id, depth + 1).width,
+        }));
+        const width =
+          tag === 'structdtype'
+            ? members.reduce((a: number, m: { width: number }) => a + m.width, 0)
+            : Math.max(0, ...members.map((m: { width: number }) => m.width));
+        return {
+          width,
+          packedDims: [[width - 1, 0]],
+          unpackedDims: [],
+          signed: false,
+          kind: tag === 'structdtype' ? 'struct' : 'union',
+          typeName: node.name ?? tag,
+          members,
+        };
       }
       case 'packarraydtype': {
         const s = this.shape(node.sub_dtype_id, depth + 1);
@@ -227,7 +275,11 @@ function readNetlist(root: X): Omit<DesignInfo, 'top' | 'warnings'> {
         let s = types.shape(v.dtype_id);
         if (s.kind === 'basic' && v.vartype && s.unpackedDims.length === 0) s = types.enumNamed(String(v.vartype)) ?? s;
         // Prefer the package-qualified name (`bus_pkg::op_t`) so a testbench can name the type.
-        const declared = s.typeName.includes('::') ? s.typeName : v.vartype && !['logic', 'port', 'wire', 'reg', 'bit'].includes(v.vartype) ? String(v.vartype) : s.typeName;
+        const declared = s.typeName.includes('::')
+          ? s.typeName
+          : v.vartype && !['logic', 'port', 'wire', 'reg', 'bit'].includes(v.vartype)
+            ? String(v.vartype)
+            : s.typeName;
         ports.push({
           name: v.origName ?? v.name,
           direction: v.dir as PortInfo['direction'],
@@ -255,10 +307,20 @@ function readNetlist(root: X): Omit<DesignInfo, 'top' | 'warnings'> {
     const instantiates = [...new Set(collectInstances(m))];
     const { edges, comparisons } = collectBehaviour(m);
     const fileId = String(m.loc ?? '').split(',')[0];
-    modules.push({ name: m.origName ?? m.name, file: files.get(fileId) ?? '', line: locLine(m.loc), ports: ports.sort((a, b) => a.line - b.line), params, instantiates, edges, comparisons });
+    modules.push({
+      name: m.origName ?? m.name,
+      file: files.get(fileId) ?? '',
+      line: locLine(m.loc),
+      ports: ports.sort((a, b) => a.line - b.line),
+      params,
+      instantiates,
+      edges,
+      comparisons,
+    });
   }
   const topCandidates: string[] = [];
-  for (const c of (root.cells ?? []) as X[]) for (const cell of (c.cell ?? []) as X[]) if (cell.submodname) topCandidates.push(String(cell.submodname));
+  for (const c of (root.cells ?? []) as X[])
+    for (const cell of (c.cell ?? []) as X[]) if (cell.submodname) topCandidates.push(String(cell.submodname));
   const realFiles = [...files.values()].filter((f) => !f.startsWith('<'));
   return { topCandidates: [...new Set(topCandidates)], modules, files: realFiles };
 }
@@ -331,13 +393,16 @@ export interface IntrospectOptions {
 
 export function checkFilesExist(design: DesignSpec): void {
   for (const f of [...design.files, ...design.libraryFiles]) {
-    if (!existsSync(f)) throw new DesignError('missing-file', `design file not found: ${f} (check the path, or the file list that names it)`);
-    if (statSync(f).isDirectory()) throw new DesignError('missing-file', `${f} is a directory; pass the design files in it (or a -f file list)`);
+    if (!existsSync(f))
+      throw new DesignError('missing-file', `design file not found: ${f} (check the path, or the file list that names it)`);
+    if (statSync(f).isDirectory())
+      throw new DesignError('missing-file', `${f} is a directory; pass the design files in it (or a -f file list)`);
   }
   for (const d of design.includeDirs) {
     if (!existsSync(d)) throw new DesignError('missing-file', `include directory not found: ${d}`);
   }
-  if (design.files.length === 0) throw new DesignError('missing-file', 'no design files were given: name the RTL files (or a -f file list)');
+  if (design.files.length === 0)
+    throw new DesignError('missing-file', 'no design files were given: name the RTL files (or a -f file list)');
 }
 
 /** Reads the design with Verilator's front end. Puts package files first. */
@@ -379,12 +444,19 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
       }
       const text = errors.map((d) => formatDiagnostic(d, { code: false })).join('\n') || r.all.trim().slice(0, 2000);
       const missingTop = /Specified --top-module '([^']+)' was not found/.exec(r.all);
-      if (missingTop) throw new DesignError('unknown-top', `top module '${missingTop[1]}' is not declared in the design files; check --top`, errors);
+      if (missingTop)
+        throw new DesignError('unknown-top', `top module '${missingTop[1]}' is not declared in the design files; check --top`, errors);
       // 5.006: "Package/class 'p' not found" / "Importing from missing package 'p'"; current: "Import package not found: 'p'".
-      const pkg = /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'|Import package not found: '([^']+)'/.exec(r.all);
+      const pkg = /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'|Import package not found: '([^']+)'/.exec(
+        r.all,
+      );
       if (pkg) {
         const name = pkg[1] ?? pkg[2] ?? pkg[3];
-        throw new DesignError('missing-package', `package '${name}' is used but none of the design files declares it: add the file that declares 'package ${name}' (packages are compiled first automatically)\n${text}`, errors);
+        throw new DesignError(
+          'missing-package',
+          `package '${name}' is used but none of the design files declares it: add the file that declares 'package ${name}' (packages are compiled first automatically)\n${text}`,
+          errors,
+        );
       }
       throw new DesignError('syntax', `the design does not compile (a DUT error, not a testbench error):\n${text}`, errors);
     }
@@ -404,7 +476,12 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
       }
       top = net.topCandidates[0] ?? net.modules[0].name;
     }
-    return { ...net, top, warnings: diags.filter((d) => d.severity === 'warning').map((d) => `${d.file}:${d.line}: ${d.code ?? ''} ${d.message}`), design: { ...spec, top } };
+    return {
+      ...net,
+      top,
+      warnings: diags.filter((d) => d.severity === 'warning').map((d) => `${d.file}:${d.line}: ${d.code ?? ''} ${d.message}`),
+      design: { ...spec, top },
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -48,10 +48,60 @@ export interface FileUnits {
 }
 
 const KEYWORDS = new Set([
-  'module', 'endmodule', 'if', 'else', 'case', 'begin', 'end', 'assign', 'always', 'always_ff', 'always_comb', 'initial',
-  'for', 'while', 'repeat', 'forever', 'function', 'task', 'return', 'logic', 'reg', 'wire', 'input', 'output', 'inout',
-  'int', 'integer', 'bit', 'byte', 'parameter', 'localparam', 'typedef', 'struct', 'enum', 'import', 'package', 'wait',
-  'posedge', 'negedge', 'or', 'and', 'not', 'automatic', 'static', 'new', 'class', 'virtual', 'interface', 'property', 'assert', 'cover', 'foreach', 'fork', 'join',
+  'module',
+  'endmodule',
+  'if',
+  'else',
+  'case',
+  'begin',
+  'end',
+  'assign',
+  'always',
+  'always_ff',
+  'always_comb',
+  'initial',
+  'for',
+  'while',
+  'repeat',
+  'forever',
+  'function',
+  'task',
+  'return',
+  'logic',
+  'reg',
+  'wire',
+  'input',
+  'output',
+  'inout',
+  'int',
+  'integer',
+  'bit',
+  'byte',
+  'parameter',
+  'localparam',
+  'typedef',
+  'struct',
+  'enum',
+  'import',
+  'package',
+  'wait',
+  'posedge',
+  'negedge',
+  'or',
+  'and',
+  'not',
+  'automatic',
+  'static',
+  'new',
+  'class',
+  'virtual',
+  'interface',
+  'property',
+  'assert',
+  'cover',
+  'foreach',
+  'fork',
+  'join',
 ]);
 
 export function scanUnits(src: string): FileUnits {
@@ -64,7 +114,9 @@ export function scanUnits(src: string): FileUnits {
   const usesPackages = grab(/(?<![$\w])([A-Za-z_]\w*)\s*::/g).filter((p) => p !== 'std');
   // `type [#(...)] inst [dims] (`: the type and the instance name are separate identifiers, so
   // whitespace (or a parameter list) must stand between them; a call `foo(` is not a match.
-  const instantiated = grab(/(?<![$\w.])([A-Za-z_]\w*)(?:\s*#\s*\([^;]*?\)\s*|\s+)([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*\(/g).filter((n) => !KEYWORDS.has(n));
+  const instantiated = grab(/(?<![$\w.])([A-Za-z_]\w*)(?:\s*#\s*\([^;]*?\)\s*|\s+)([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*\(/g).filter(
+    (n) => !KEYWORDS.has(n),
+  );
   return { modules, packages, interfaces, usesPackages, instantiated };
 }
 

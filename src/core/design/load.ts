@@ -80,7 +80,10 @@ export async function prepareDesign(o: DesignOptions, signal?: AbortSignal): Pro
   let manifestRef = o.manifest ? { ...o.manifest, path: resolve(cwd, o.manifest.path) } : undefined;
   const setManifest = (path: string): void => {
     if (manifestRef && findManifest(manifestRef.path) !== path) {
-      throw new DesignError('manifest', `two manifests were named (${manifestRef.path} and ${path}); name one (its dependencies come with it)`);
+      throw new DesignError(
+        'manifest',
+        `two manifests were named (${manifestRef.path} and ${path}); name one (its dependencies come with it)`,
+      );
     }
     manifestRef = { ...(manifestRef ?? {}), path };
   };
@@ -110,7 +113,10 @@ export async function prepareDesign(o: DesignOptions, signal?: AbortSignal): Pro
     const absent = manifest.files.filter((f) => !existsSync(f));
     if (absent.length) {
       const tool = manifest.kind === 'fusesoc' ? 'FuseSoC' : 'Bender';
-      throw new DesignError('missing-file', `${tool} lists ${absent.map((f) => relative(cwd, f)).join(', ')} for ${relative(cwd, manifest.manifest)}, but ${absent.length === 1 ? 'that file does' : 'those files do'} not exist: fix the manifest's file list (or check out the missing files).`);
+      throw new DesignError(
+        'missing-file',
+        `${tool} lists ${absent.map((f) => relative(cwd, f)).join(', ')} for ${relative(cwd, manifest.manifest)}, but ${absent.length === 1 ? 'that file does' : 'those files do'} not exist: fix the manifest's file list (or check out the missing files).`,
+      );
     }
     // What the user typed wins over the manifest (a -D or -G on the command line is deliberate).
     d.files = [...new Set([...manifest.files, ...d.files])];
@@ -152,34 +158,60 @@ export function explainMissing(e: DesignError, p: PreparedDesign, cwd: string): 
   const text = e.message;
   const show = (x: string): string => relative(cwd, x) || '.';
   const disc = p.discovery;
-  const where = disc ? `${disc.searchedFiles} HDL files under ${disc.root}${disc.truncated ? ' (the search stopped at its bound)' : ''}` : '';
+  const where = disc
+    ? `${disc.searchedFiles} HDL files under ${disc.root}${disc.truncated ? ' (the search stopped at its bound)' : ''}`
+    : '';
   const inc = /Cannot find include file:? ['"]?([^\s'"]+)/.exec(text)?.[1];
   if (inc) {
     const amb = disc?.ambiguous.find((a) => a.kind === 'include' && a.name === inc);
     if (amb) {
-      return new DesignError('ambiguous', `\`include "${inc}" is in none of the include folders, and the repository holds it in several: ${amb.candidates.map(show).join(', ')}. Choose one with -I <folder> (chorus.json "includeDirs").`, e.diagnostics, amb.candidates);
+      return new DesignError(
+        'ambiguous',
+        `\`include "${inc}" is in none of the include folders, and the repository holds it in several: ${amb.candidates.map(show).join(', ')}. Choose one with -I <folder> (chorus.json "includeDirs").`,
+        e.diagnostics,
+        amb.candidates,
+      );
     }
     const searched = [...p.design.includeDirs.map(show), "the including file's folder"].join(', ');
-    const origin = p.manifest ? `the include folders ${p.manifest.kind === 'fusesoc' ? 'FuseSoC' : 'Bender'} gave (${searched})` : `the include folders (${searched})${where ? ` and ${where}` : ''}`;
-    return new DesignError('missing-include', `include file ${inc} was not found: searched ${origin}. Add the folder that holds it with -I <folder> (chorus.json "includeDirs")${p.manifest ? ", or fix the manifest's include_dirs / include_path" : ''}.${disc ? manifestHint(disc.root, show) : ''}`, e.diagnostics);
+    const origin = p.manifest
+      ? `the include folders ${p.manifest.kind === 'fusesoc' ? 'FuseSoC' : 'Bender'} gave (${searched})`
+      : `the include folders (${searched})${where ? ` and ${where}` : ''}`;
+    return new DesignError(
+      'missing-include',
+      `include file ${inc} was not found: searched ${origin}. Add the folder that holds it with -I <folder> (chorus.json "includeDirs")${p.manifest ? ", or fix the manifest's include_dirs / include_path" : ''}.${disc ? manifestHint(disc.root, show) : ''}`,
+      e.diagnostics,
+    );
   }
-  const pkg = /package '([^']+)' is used/.exec(text)?.[1] ?? /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'/.exec(text)?.slice(1).find(Boolean);
+  const pkg =
+    /package '([^']+)' is used/.exec(text)?.[1] ??
+    /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'/.exec(text)?.slice(1).find(Boolean);
   const mod = /Cannot find file containing module: '([^']+)'/.exec(text)?.[1];
   const name = pkg ?? mod;
   if (name) {
     const kind = pkg ? 'package' : 'module';
     const amb = disc?.ambiguous.find((a) => a.kind === kind && a.name === name);
     if (amb) {
-      return new DesignError('ambiguous', `${kind} ${name} is declared by none of the design files, and by several in the repository: ${amb.candidates.map(show).join(', ')}. Add the right one to the files (chorus.json "files").`, e.diagnostics, amb.candidates);
+      return new DesignError(
+        'ambiguous',
+        `${kind} ${name} is declared by none of the design files, and by several in the repository: ${amb.candidates.map(show).join(', ')}. Add the right one to the files (chorus.json "files").`,
+        e.diagnostics,
+        amb.candidates,
+      );
     }
     if (p.manifest) {
       const tool = p.manifest.kind === 'fusesoc' ? 'FuseSoC' : 'Bender';
       const deps = p.manifest.kind === 'fusesoc' ? '`depend`' : '`dependencies`';
       const top = p.design.top ? '' : `, or name the top with --top (chorus.json "top") so that modules it does not use are not elaborated`;
-      return new DesignError(e.kind, `${e.message}\nNo file ${tool} listed for ${show(p.manifest.manifest)} declares ${kind} ${name}: check the manifest's ${deps}${top}.`, e.diagnostics, e.candidates);
+      return new DesignError(
+        e.kind,
+        `${e.message}\nNo file ${tool} listed for ${show(p.manifest.manifest)} declares ${kind} ${name}: check the manifest's ${deps}${top}.`,
+        e.diagnostics,
+        e.candidates,
+      );
     }
     if (where && disc) {
-      const what = kind === 'package' ? `declares 'package ${name}'` : `declares 'module ${name}' (searched files named ${name}.sv / ${name}.v)`;
+      const what =
+        kind === 'package' ? `declares 'package ${name}'` : `declares 'module ${name}' (searched files named ${name}.sv / ${name}.v)`;
       return new DesignError(
         e.kind === 'missing-package' ? 'missing-package' : e.kind,
         `${e.message}\nSearched ${where}: no file there ${what}. Add the file that declares it (chorus.json "files"), or a -f file list.${manifestHint(disc.root, show)}`,
@@ -199,5 +231,7 @@ function manifestHint(root: string, show: (p: string) => string): string {
   } catch (e) {
     if (e instanceof DesignError && e.candidates.length) found = e.candidates[0];
   }
-  return found ? ` The repository has a manifest (${show(found)}): its dependencies may provide it; name the manifest instead of the files.` : '';
+  return found
+    ? ` The repository has a manifest (${show(found)}): its dependencies may provide it; name the manifest instead of the files.`
+    : '';
 }

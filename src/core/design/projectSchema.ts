@@ -21,7 +21,9 @@ export const projectFileSchema = strictObject({
   defines: list('NAME or NAME=VALUE.').optional(),
   params: z
     .array(
-      z.string({ error: 'must be a list of strings' }).regex(/^[^=]+=.*$/, { error: (iss) => `must be NAME=VALUE, got parameter ${JSON.stringify(iss.input)}` }),
+      z
+        .string({ error: 'must be a list of strings' })
+        .regex(/^[^=]+=.*$/, { error: (iss) => `must be NAME=VALUE, got parameter ${JSON.stringify(iss.input)}` }),
       { error: 'must be a list of strings' },
     )
     .optional()
@@ -34,15 +36,25 @@ export const projectFileSchema = strictObject({
     'the path of a FuseSoC .core file or a Bender.yml',
     'A FuseSoC .core file or a Bender.yml, relative to this file, read by the tool itself (fusesoc: `pip install fusesoc`; bender: `cargo install bender`, and Bender.lock from `bender update`).',
   ).optional(),
-  core: text('a FuseSoC core name (vendor:library:name[:version])', 'FuseSoC: the core to read, vendor:library:name[:version] (default: the one the .core file declares).').optional(),
-  target: text('a FuseSoC target or Bender targets (comma-separated)', "FuseSoC: the target (default 'default'). Bender: targets to enable, comma-separated.").optional(),
+  core: text(
+    'a FuseSoC core name (vendor:library:name[:version])',
+    'FuseSoC: the core to read, vendor:library:name[:version] (default: the one the .core file declares).',
+  ).optional(),
+  target: text(
+    'a FuseSoC target or Bender targets (comma-separated)',
+    "FuseSoC: the target (default 'default'). Bender: targets to enable, comma-separated.",
+  ).optional(),
   coresRoots: list("FuseSoC: folders searched for cores (default: the manifest's repository root).").optional(),
 })
   .superRefine((p, ctx) => {
     if (p.files.length === 0 && !p.fileLists?.length && !p.manifest)
       ctx.addIssue({ code: 'custom', path: [], message: '"files" (or "fileLists", or "manifest") must name at least one design file' });
     if (!p.manifest && (p.core || p.target || p.coresRoots))
-      ctx.addIssue({ code: 'custom', path: [], message: '"core", "target" and "coresRoots" belong to a "manifest"; name the manifest too' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: '"core", "target" and "coresRoots" belong to a "manifest"; name the manifest too',
+      });
   })
   .meta({ title: 'CHORUS project file' });
 

@@ -36,7 +36,15 @@ export function taskFingerprint(t: EvalTask): unknown {
   };
 }
 
-export function sampleKey(parts: { task: EvalTask; row: unknown; sample: number; seed: number; simulator: { name: string; version: string }; limits: unknown; testbench?: string | null }): string {
+export function sampleKey(parts: {
+  task: EvalTask;
+  row: unknown;
+  sample: number;
+  seed: number;
+  simulator: { name: string; version: string };
+  limits: unknown;
+  testbench?: string | null;
+}): string {
   const h = createHash('sha256');
   h.update(
     JSON.stringify({

@@ -78,8 +78,18 @@ export interface RoundPoint extends Omit<Metrics, 'tasks' | 'samples'> {
 export function roundCurve(tasks: Outcome[][][], maxRound: number, k = PASS_AT_K): RoundPoint[] {
   const out: RoundPoint[] = [];
   for (let r = 0; r <= maxRound; r++) {
-    const m = computeMetrics(tasks.map((samples) => samples.map((rounds) => bestAfter(rounds, r))), k);
-    out.push({ round: r, pass_at_1: m.pass_at_1, pass_at_5: m.pass_at_5, cov_at_1: m.cov_at_1, cov_at_5: m.cov_at_5, sim_pass: m.sim_pass });
+    const m = computeMetrics(
+      tasks.map((samples) => samples.map((rounds) => bestAfter(rounds, r))),
+      k,
+    );
+    out.push({
+      round: r,
+      pass_at_1: m.pass_at_1,
+      pass_at_5: m.pass_at_5,
+      cov_at_1: m.cov_at_1,
+      cov_at_5: m.cov_at_5,
+      sim_pass: m.sim_pass,
+    });
   }
   return out;
 }

@@ -115,7 +115,7 @@ export interface EvalReport {
 /** Deterministic per-sample seed in [1, 2^31-1]. */
 export function sampleSeed(base: number, taskId: string, sample: number): number {
   const h = createHash('sha256').update(`${base}:${taskId}:${sample}`).digest();
-  return (h.readUInt32BE(0) & 0x7fffffff) || 1;
+  return h.readUInt32BE(0) & 0x7fffffff || 1;
 }
 
 /** A simulator that runs at most n simulations at once (others wait their turn, in order). */
@@ -148,9 +148,19 @@ export function limitSimulator(sim: Simulator, n: number): Simulator {
   };
 }
 
-const toOutcome = (r: { coverage: number | null; passed: boolean }): Outcome => ({ ok: r.coverage !== null, coverage: r.coverage ?? 0, passed: r.passed });
+const toOutcome = (r: { coverage: number | null; passed: boolean }): Outcome => ({
+  ok: r.coverage !== null,
+  coverage: r.coverage ?? 0,
+  passed: r.passed,
+});
 
-function roundFromResult(task: EvalTask, top: string, round: number, result: SimResult | null, extra: Partial<RoundRecord> = {}): RoundRecord {
+function roundFromResult(
+  task: EvalTask,
+  top: string,
+  round: number,
+  result: SimResult | null,
+  extra: Partial<RoundRecord> = {},
+): RoundRecord {
   return {
     round,
     status: result?.status ?? 'unparsable',
@@ -181,7 +191,10 @@ function sampleFromRounds(sample: number, seed: number, rounds: RoundRecord[], w
     reward: b?.reward ?? 0,
     best_round: b ? b.round : null,
     rounds,
-    tokens: rounds.reduce((a, r) => ({ prompt: a.prompt + r.tokens.prompt, completion: a.completion + r.tokens.completion }), { prompt: 0, completion: 0 }),
+    tokens: rounds.reduce((a, r) => ({ prompt: a.prompt + r.tokens.prompt, completion: a.completion + r.tokens.completion }), {
+      prompt: 0,
+      completion: 0,
+    }),
     wall_s: wallS,
   };
 }
@@ -191,7 +204,15 @@ function rowLabel(row: EvalRow): string {
 }
 
 function rowIdentity(row: EvalRow, rounds: number): unknown {
-  if (row.kind === 'model') return { kind: 'model', label: row.label, identity: row.identity ?? null, history: row.history ?? 'markov', sampling: row.sampling ?? null, rounds };
+  if (row.kind === 'model')
+    return {
+      kind: 'model',
+      label: row.label,
+      identity: row.identity ?? null,
+      history: row.history ?? 'markov',
+      sampling: row.sampling ?? null,
+      rounds,
+    };
   if (row.kind === 'builtin') return { kind: 'builtin', rounds };
   return { kind: 'reference' };
 }
@@ -218,7 +239,14 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
   const tbDir = join(o.outDir, 'testbenches');
   const rowId = rowIdentity(row, rounds);
 
-  const records: TaskRecord[] = tasks.map((t) => ({ id: t.id, top: t.top, instance: t.instance, threshold: t.threshold, samples: [], ...(t.error ? { error: t.error } : {}) }));
+  const records: TaskRecord[] = tasks.map((t) => ({
+    id: t.id,
+    top: t.top,
+    instance: t.instance,
+    threshold: t.threshold,
+    samples: [],
+    ...(t.error ? { error: t.error } : {}),
+  }));
   const loads = new Map<number, Promise<Loaded>>();
   const load = (i: number): Promise<Loaded> => {
     let p = loads.get(i);
@@ -252,7 +280,13 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
   o.onProgress?.({ type: 'start', units: units.length, tasks: tasks.length, workers });
   // Tasks with nothing to run (errors) are reported first, in order.
   tasks.forEach((_, i) => {
-    if (remaining[i] === 0) o.onProgress?.({ type: 'task', task: records[i], done: tasks.filter((__, k) => remaining[k] === 0 && k <= i).length, tasks: tasks.length });
+    if (remaining[i] === 0)
+      o.onProgress?.({
+        type: 'task',
+        task: records[i],
+        done: tasks.filter((__, k) => remaining[k] === 0 && k <= i).length,
+        tasks: tasks.length,
+      });
   });
 
   const writeBest = (id: string, j: number, tb: { name: string; text: string }, record: SampleRecord): void => {
@@ -289,13 +323,31 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
     let bestTb: { name: string; text: string } | null = null;
     try {
       if (row.kind === 'reference') {
-        const result = await sim.simulate({ design: loaded.design, top, testbench: { name: basename(t.reference!), content: refText! }, limits, signal: o.signal });
+        const result = await sim.simulate({
+          design: loaded.design,
+          top,
+          testbench: { name: basename(t.reference!), content: refText! },
+          limits,
+          signal: o.signal,
+        });
         candidates++;
         record = sampleFromRounds(j, seed, [roundFromResult(t, top, 0, result)], wall());
       } else if (row.kind === 'builtin') {
-        const g = await generateTestbench(sim, loaded.design, loaded.info, { rounds: rounds + 1, target: t.threshold, instance: t.instance, seed, limits, signal: o.signal });
+        const g = await generateTestbench(sim, loaded.design, loaded.info, {
+          rounds: rounds + 1,
+          target: t.threshold,
+          instance: t.instance,
+          seed,
+          limits,
+          signal: o.signal,
+        });
         candidates += g.rounds.length;
-        record = sampleFromRounds(j, seed, g.rounds.map((r) => roundFromResult(t, top, r.round, r.result)), wall());
+        record = sampleFromRounds(
+          j,
+          seed,
+          g.rounds.map((r) => roundFromResult(t, top, r.round, r.result)),
+          wall(),
+        );
         const b = record.best_round === null ? undefined : g.rounds.find((r) => r.round === record.best_round);
         if (b) bestTb = { name: g.tbName, text: b.testbench };
       } else {
@@ -318,7 +370,12 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
         });
         const s = run.samples[0];
         const rs = (s?.rounds ?? []).map((r) =>
-          roundFromResult(t, top, r.round, r.result, { status: r.result?.status ?? (r.parsed.status === 'unparsable' ? 'unparsable' : 'none'), tokens: { ...r.tokens }, model_s: r.modelMs / 1000, sim_s: r.simMs / 1000 }),
+          roundFromResult(t, top, r.round, r.result, {
+            status: r.result?.status ?? (r.parsed.status === 'unparsable' ? 'unparsable' : 'none'),
+            tokens: { ...r.tokens },
+            model_s: r.modelMs / 1000,
+            sim_s: r.simMs / 1000,
+          }),
         );
         candidates += rs.filter((r) => r.status !== 'unparsable').length;
         record = sampleFromRounds(j, seed, rs, wall());
@@ -359,7 +416,17 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
           if (r.cacheable) cache.put(tasks[i].id, j, r.key, r.record, r.top);
         }
         unitsDone++;
-        if (r) o.onProgress?.({ type: 'sample', task: tasks[i].id, sample: j, cached: r.cached, done: unitsDone, units: units.length, coverage: r.record.coverage, passed: r.record.passed });
+        if (r)
+          o.onProgress?.({
+            type: 'sample',
+            task: tasks[i].id,
+            sample: j,
+            cached: r.cached,
+            done: unitsDone,
+            units: units.length,
+            coverage: r.record.coverage,
+            passed: r.record.passed,
+          });
         if (--remaining[i] === 0) {
           records[i].samples = records[i].error ? [] : perTask[i].filter((x): x is SampleRecord => x !== undefined);
           tasksDone++;
@@ -368,18 +435,32 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
       }
     }),
   );
-  for (let i = 0; i < tasks.length; i++) records[i].samples = records[i].error ? [] : perTask[i].filter((x): x is SampleRecord => x !== undefined);
+  for (let i = 0; i < tasks.length; i++)
+    records[i].samples = records[i].error ? [] : perTask[i].filter((x): x is SampleRecord => x !== undefined);
 
   const scored = records.filter((r) => !r.error);
   const m = computeMetrics(scored.map((r) => r.samples.map((s) => ({ ok: s.sim_ok, coverage: s.coverage, passed: s.passed }))));
-  const curve = roundCurve(scored.map((r) => r.samples.map((s) => s.rounds.map(toOutcome))), rounds);
+  const curve = roundCurve(
+    scored.map((r) => r.samples.map((s) => s.rounds.map(toOutcome))),
+    rounds,
+  );
   const all = scored.flatMap((r) => r.samples);
-  const tokens = all.reduce((a, s) => ({ prompt: a.prompt + s.tokens.prompt, completion: a.completion + s.tokens.completion }), { prompt: 0, completion: 0 });
+  const tokens = all.reduce((a, s) => ({ prompt: a.prompt + s.tokens.prompt, completion: a.completion + s.tokens.completion }), {
+    prompt: 0,
+    completion: 0,
+  });
   const wallS = (performance.now() - t0) / 1000;
   const sum = (f: (r: RoundRecord) => number): number => all.reduce((a, s) => a + s.rounds.reduce((b, r) => b + f(r), 0), 0);
   return {
     schema_version: REPORT_SCHEMA_VERSION,
-    suite: { name: o.suite.name, path: o.suite.path, format: o.suite.format, tasks_in_suite: o.suite.tasks.length, tasks_selected: tasks.length, skipped: o.suite.skipped },
+    suite: {
+      name: o.suite.name,
+      path: o.suite.path,
+      format: o.suite.format,
+      tasks_in_suite: o.suite.tasks.length,
+      tasks_selected: tasks.length,
+      skipped: o.suite.skipped,
+    },
     row: { kind: row.kind, label: rowLabel(row), ...(row.kind === 'model' && row.identity ? { model: row.identity } : {}) },
     config: {
       samples,

@@ -104,7 +104,11 @@ function rowFor(summary: CovSummaryRow[], name: string, top: string): CovSummary
  * Whether a result passes the task (PROTOCOL §5): c >= tau; with LLM4Cov targets, every target
  * is met (the DUT instance is the top row; a non-Overall metric the report lacks is skipped).
  */
-export function passes(task: Pick<EvalTask, 'threshold' | 'targets' | 'top' | 'instance'>, result: SimResult | null, top = task.top): boolean {
+export function passes(
+  task: Pick<EvalTask, 'threshold' | 'targets' | 'top' | 'instance'>,
+  result: SimResult | null,
+  top = task.top,
+): boolean {
   const c = overallCoverage(result);
   if (c === null || !result) return false;
   if (!task.targets?.length) return meetsTarget(c, task.threshold);

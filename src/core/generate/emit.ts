@@ -150,7 +150,9 @@ export function emitTestbench(plan: StimulusPlan): string {
 
   // Clocks
   for (const c of roles.clocks) {
-    L.push(`${ind(1)}// Clock ${c.port.name}: ${2 * c.halfPeriodNs} ns period${roles.clocks.length > 1 ? ' (unrelated to the other clocks)' : ''}.`);
+    L.push(
+      `${ind(1)}// Clock ${c.port.name}: ${2 * c.halfPeriodNs} ns period${roles.clocks.length > 1 ? ' (unrelated to the other clocks)' : ''}.`,
+    );
     L.push(`${ind(1)}initial ${c.port.name} = 1'b0;`);
     L.push(`${ind(1)}always #${c.halfPeriodNs} ${c.port.name} = ~${c.port.name};`);
   }
@@ -170,7 +172,9 @@ export function emitTestbench(plan: StimulusPlan): string {
     for (const p of shadowed) L.push(`${ind(1)}always @(${edge}) ${p.name} <= ${driveName(p)};`);
     L.push('');
   }
-  L.push(`${ind(1)}// One stimulus step: ${clk ? `wait for the ${stepEdge} of ${clk.port.name} (inputs change away from the sampling edge)` : 'let the combinational logic settle'}.`);
+  L.push(
+    `${ind(1)}// One stimulus step: ${clk ? `wait for the ${stepEdge} of ${clk.port.name} (inputs change away from the sampling edge)` : 'let the combinational logic settle'}.`,
+  );
   L.push(`${ind(1)}task automatic step();`);
   if (plan.respectFlags && ((push && full) || (pop && empty))) {
     // Whatever the phase assigned, never push into a full or pop from an empty design.
@@ -186,7 +190,9 @@ export function emitTestbench(plan: StimulusPlan): string {
   const assertReset = (r: Roles['resets'][number]): string => `${r.port.name} = 1'b${r.activeLow ? 0 : 1};`;
   const releaseReset = (r: Roles['resets'][number]): string => `${r.port.name} = 1'b${r.activeLow ? 1 : 0};`;
   if (roles.resets.length) {
-    L.push(`${ind(1)}// Reset: ${roles.resets.map((r) => `${r.port.name} (active-${r.activeLow ? 'low' : 'high'}, ${r.async ? 'asynchronous' : 'synchronous'})`).join(', ')}.`);
+    L.push(
+      `${ind(1)}// Reset: ${roles.resets.map((r) => `${r.port.name} (active-${r.activeLow ? 'low' : 'high'}, ${r.async ? 'asynchronous' : 'synchronous'})`).join(', ')}.`,
+    );
     L.push(`${ind(1)}task automatic apply_reset(int unsigned cycles);`);
     for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);
     L.push(`${ind(2)}repeat (cycles) step();`);
@@ -199,7 +205,9 @@ export function emitTestbench(plan: StimulusPlan): string {
   const proto = plan.protocols && clk ? emitProtocols(plan.protocols, plan.constants, plan.protocolScale ?? 1) : { tasks: [], phases: [] };
   L.push(...proto.tasks);
   // Constant walk: module-level tables of the constants each input is compared against.
-  const walk = clk ? roles.data.filter((p) => p.kind !== 'enum' && p.unpackedDims.length === 0 && (plan.constants[p.name]?.length ?? 0) > 0) : [];
+  const walk = clk
+    ? roles.data.filter((p) => p.kind !== 'enum' && p.unpackedDims.length === 0 && (plan.constants[p.name]?.length ?? 0) > 0)
+    : [];
   for (const p of walk) {
     const vals = [...new Set(plan.constants[p.name].flatMap((v) => withNeighbours(p.width, v)))].slice(0, 64);
     L.push(`${ind(1)}${packedLogic(p)} walk_${p.name} [${vals.length}] = '{${vals.map((v) => literal(p.width, v)).join(', ')}};`);
@@ -207,7 +215,7 @@ export function emitTestbench(plan: StimulusPlan): string {
   if (walk.length) L.push('');
 
   // Random drive of all data inputs, with handshake/flag awareness.
-  L.push(`${ind(1)}// Uniform random values on every data input${plan.respectFlags ? ', respecting the DUT\'s full/empty flags' : ''}.`);
+  L.push(`${ind(1)}// Uniform random values on every data input${plan.respectFlags ? ", respecting the DUT's full/empty flags" : ''}.`);
   L.push(`${ind(1)}task automatic drive_random();`);
   for (const p of roles.data) {
     for (const e of elements(p)) {
@@ -269,7 +277,8 @@ export function emitTestbench(plan: StimulusPlan): string {
     L.push(`${ind(2)}// Phase 2: corner values on each data input (zero, all ones, MSB only, LSB, alternating, walking ones).`);
     for (const p of roles.data) {
       if (p.kind === 'enum') {
-        for (const ev of p.enumValues ?? []) for (const e of elements(p).slice(0, 8)) L.push(`${ind(2)}${assignValue(p, e, ev.value)} step();`);
+        for (const ev of p.enumValues ?? [])
+          for (const e of elements(p).slice(0, 8)) L.push(`${ind(2)}${assignValue(p, e, ev.value)} step();`);
         continue;
       }
       const corners = cornerValues(p.width);
@@ -294,11 +303,14 @@ export function emitTestbench(plan: StimulusPlan): string {
       }
     }
     if (walk.length && (plan.walkCycles ?? 0) > 0) {
-      L.push(`${ind(2)}// Phase 3b: constant walk, ${plan.walkCycles} cycles: each of ${walk.map((p) => p.name).join(', ')} takes one of its compared`);
+      L.push(
+        `${ind(2)}// Phase 3b: constant walk, ${plan.walkCycles} cycles: each of ${walk.map((p) => p.name).join(', ')} takes one of its compared`,
+      );
       L.push(`${ind(2)}// constants (or a neighbour) three times in four, so sequences of them (codes, commands) occur.`);
       L.push(`${ind(2)}repeat (${plan.walkCycles}) begin`);
       L.push(`${ind(3)}drive_random();`);
-      for (const p of walk) L.push(`${ind(3)}if ($urandom_range(0, 3) != 0) ${p.name} = walk_${p.name}[$urandom_range(0, $size(walk_${p.name}) - 1)];`);
+      for (const p of walk)
+        L.push(`${ind(3)}if ($urandom_range(0, 3) != 0) ${p.name} = walk_${p.name}[$urandom_range(0, $size(walk_${p.name}) - 1)];`);
       L.push(`${ind(3)}step();`);
       L.push(`${ind(2)}end`);
     }
@@ -323,20 +335,28 @@ export function emitTestbench(plan: StimulusPlan): string {
       L.push(`${ind(2)}void'($urandom(${e.seed}));`);
       randomBody(e.cycles);
     }
-    L.push(`${ind(2)}// Phase 4: ${plan.randomCycles} cycles of uniform random stimulus${roles.resets.length ? ', with an occasional reset' : ''}.`);
+    L.push(
+      `${ind(2)}// Phase 4: ${plan.randomCycles} cycles of uniform random stimulus${roles.resets.length ? ', with an occasional reset' : ''}.`,
+    );
     if (plan.round > 0) L.push(`${ind(2)}void'($urandom(${segmentSeed(plan)}));`);
     randomBody(plan.randomCycles);
     // Held control inputs: long runs with each combination of 1-bit controls held still.
     if (clk && !ctrl.length && plan.holdCycles > 0) {
-      L.push(`${ind(2)}// Phase 5: one long run of ${plan.holdCycles} cycles with no reset, so counters and timers reach their terminal values.`);
+      L.push(
+        `${ind(2)}// Phase 5: one long run of ${plan.holdCycles} cycles with no reset, so counters and timers reach their terminal values.`,
+      );
       L.push(`${ind(2)}repeat (${plan.holdCycles}) begin drive_random(); step(); end`);
     }
     if (clk && ctrl.length && plan.holdCombos > 0 && plan.holdCycles > 0) {
       const combos = Math.min(plan.holdCombos, 2 ** Math.min(ctrl.length, 16));
-      L.push(`${ind(2)}// Phase 5: ${combos} combinations of the 1-bit controls (${ctrl.map((c) => c.name).join(', ')}) each held for ${plan.holdCycles} cycles,`);
+      L.push(
+        `${ind(2)}// Phase 5: ${combos} combinations of the 1-bit controls (${ctrl.map((c) => c.name).join(', ')}) each held for ${plan.holdCycles} cycles,`,
+      );
       L.push(`${ind(2)}// so counters and timers reach their terminal values; wide data stays random.`);
       L.push(`${ind(2)}for (int unsigned combo = 0; combo < ${combos}; combo++) begin`);
-      L.push(`${ind(3)}logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : `${ctrl.length}'($urandom)`};`);
+      L.push(
+        `${ind(3)}logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : `${ctrl.length}'($urandom)`};`,
+      );
       L.push(`${ind(3)}repeat (${plan.holdCycles}) begin`);
       L.push(`${ind(4)}drive_random();`);
       L.push(`${ind(4)}{${ctrl.map((c) => c.name).join(', ')}} = held;`);
@@ -351,7 +371,9 @@ export function emitTestbench(plan: StimulusPlan): string {
       L.push(`${ind(3)}repeat (${Math.max(8, Math.floor(plan.randomCycles / 8))}) begin drive_random(); step(); end`);
       const asyncReset = roles.resets.find((r) => r.async);
       if (asyncReset && clk) {
-        L.push(`${ind(3)}#${Math.max(1, Math.floor(clk.halfPeriodNs / 2))} ${assertReset(asyncReset)} // asynchronous: between clock edges`);
+        L.push(
+          `${ind(3)}#${Math.max(1, Math.floor(clk.halfPeriodNs / 2))} ${assertReset(asyncReset)} // asynchronous: between clock edges`,
+        );
         L.push(`${ind(3)}#2 ${releaseReset(asyncReset)}`);
       }
       L.push(`${ind(3)}apply_reset(2);`);

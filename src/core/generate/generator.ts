@@ -101,7 +101,13 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
 /** Next round's plan from what the last one left uncovered. */
 export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignInfo): StimulusPlan {
   const notes: string[] = [];
-  const next: StimulusPlan = { ...prev, round: prev.round + 1, seed: (prev.seed * 7919 + 17) % 2147483647, notes, constants: { ...prev.constants } };
+  const next: StimulusPlan = {
+    ...prev,
+    round: prev.round + 1,
+    seed: (prev.seed * 7919 + 17) % 2147483647,
+    notes,
+    constants: { ...prev.constants },
+  };
   const uncovered = result.uncovered;
   const blocks = uncovered.filter((u) => u.type !== 'toggle');
   const toggles = uncovered.filter((u) => u.type === 'toggle');
@@ -124,12 +130,15 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
     next.midRunResets = Math.min(prev.midRunResets + 1, 4);
     next.protocolScale = Math.min((prev.protocolScale ?? 1) * 2, 8);
     next.walkCycles = Math.min((prev.walkCycles ?? 256) * 4, 16_384);
-    notes.push(`${blocks.length} code points and ${toggles.length} toggle bits stayed uncovered: longer random and held runs, more held combinations`);
+    notes.push(
+      `${blocks.length} code points and ${toggles.length} toggle bits stayed uncovered: longer random and held runs, more held combinations`,
+    );
   }
   // Constants in the source of uncovered conditions, for every input of a matching width.
   const found = new Set<string>();
   for (const u of blocks) {
-    for (const lit of (u.source ?? '').matchAll(/\b(\d+)'([sS]?[hHdDbBoO])([0-9a-fA-F_]+)\b/g)) found.add(`${lit[1]}'${lit[2].toLowerCase()}${lit[3]}`);
+    for (const lit of (u.source ?? '').matchAll(/\b(\d+)'([sS]?[hHdDbBoO])([0-9a-fA-F_]+)\b/g))
+      found.add(`${lit[1]}'${lit[2].toLowerCase()}${lit[3]}`);
   }
   // Named constants too (`case (state) S_WAIT:`, `if (addr == REG_CTRL)`): the design's own
   // parameters and localparams, by name, give their values.
@@ -171,7 +180,9 @@ export async function generateTestbench(
   };
   const { scaled, info: planInfo } = await scaleParams(design, info, elaborate, { keepParams: opts.keepParams });
   info = planInfo;
-  const simDesign: DesignSpec = scaled.length ? { ...design, params: { ...design.params, ...Object.fromEntries(scaled.map((p) => [p.name, p.value])) } } : design;
+  const simDesign: DesignSpec = scaled.length
+    ? { ...design, params: { ...design.params, ...Object.fromEntries(scaled.map((p) => [p.name, p.value])) } }
+    : design;
   let plan = initialPlan(info, design, opts, scaled);
   const history: GeneratedRound[] = [];
   let best: GeneratedRound | undefined;
@@ -179,7 +190,14 @@ export async function generateTestbench(
   for (let i = 0; i < rounds; i++) {
     if (opts.signal?.aborted) break;
     const testbench = emitTestbench(plan);
-    const result = await simulator.simulate({ design: simDesign, top: info.top, testbench: { name: tbName, content: testbench }, limits: opts.limits, seed: plan.seed, signal: opts.signal });
+    const result = await simulator.simulate({
+      design: simDesign,
+      top: info.top,
+      testbench: { name: tbName, content: testbench },
+      limits: opts.limits,
+      seed: plan.seed,
+      signal: opts.signal,
+    });
     const round: GeneratedRound = { round: i, testbench, result, notes: plan.notes };
     history.push(round);
     opts.onRound?.(round);

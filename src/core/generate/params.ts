@@ -19,9 +19,11 @@ export const SCALE_ABOVE = 4096n;
 /** What the largest compared constant should become: small, yet a real count. */
 const AIM = 16n;
 /** Names of parameters that set sizes and codes, not durations: never scaled. */
-const SHAPE = /width|^w$|_w$|depth|size|addr|bits|data|code|key|poly|seed|init|mask|^id$|_id$|num|^n$|lanes|ports|ways|entries|stages|taps|order|coef|sel|mode|type|version/i;
+const SHAPE =
+  /width|^w$|_w$|depth|size|addr|bits|data|code|key|poly|seed|init|mask|^id$|_id$|num|^n$|lanes|ports|ways|entries|stages|taps|order|coef|sel|mode|type|version/i;
 /** Names of parameters that set durations and rates. */
-const TIMING = /freq|hz|clk|clock|baud|rate|div|prescal|timeout|time|period|count|cnt|cycle|delay|max|limit|wait|tick|debounce|interval|duration|terminal|ms$|us$|ns$|sec|second|minute|hour|refresh|overflow/i;
+const TIMING =
+  /freq|hz|clk|clock|baud|rate|div|prescal|timeout|time|period|count|cnt|cycle|delay|max|limit|wait|tick|debounce|interval|duration|terminal|ms$|us$|ns$|sec|second|minute|hour|refresh|overflow/i;
 
 function largestCompared(info: DesignInfo): bigint {
   let big = 0n;

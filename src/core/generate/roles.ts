@@ -27,7 +27,8 @@ export interface Roles {
 
 const CLOCK_NAME = /^(clk|clock|i_clk|clk_i|aclk|hclk|pclk|sclk|mclk)$|(^|_)(clk|clock)(_|$)|clk\d*$|^clk/i;
 // AMBA prefixes its reset with the bus letter: PRESETn, HRESETn.
-const RESET_NAME = /^(n?a?s?rst\w*|a?reset\w*|ar|areset\w*|nreset|resetb|clr|clear|i_rst\w*|rst_i\w*)$|(^|_)(a?rst|a?reset)(_?n|_b|b)?$|^[ph](reset|rst)(_?n|_b|b)?$/i;
+const RESET_NAME =
+  /^(n?a?s?rst\w*|a?reset\w*|ar|areset\w*|nreset|resetb|clr|clear|i_rst\w*|rst_i\w*)$|(^|_)(a?rst|a?reset)(_?n|_b|b)?$|^[ph](reset|rst)(_?n|_b|b)?$/i;
 const ACTIVE_LOW = /(_n|_b|n|b)$|^n(rst|reset)/i;
 /** Direction suffixes (`reset_in`, `rst_i`) say nothing about polarity: strip them first. */
 const DIR_SUFFIX = /_(in|i|inp|input)$/i;
@@ -73,7 +74,12 @@ export function assignRoles(m: ModuleInfo, modules: ModuleInfo[] = []): Roles {
     if (!single(p) || !isResetName(p.name)) continue;
     const edges = portEdges(m, p.name, modules);
     const bare = p.name.replace(DIR_SUFFIX, '');
-    const activeLow = edges.includes('neg') && !edges.includes('pos') ? true : edges.includes('pos') ? false : ACTIVE_LOW.test(bare) && !/^(areset|reset|ar|clr|clear)$/i.test(bare);
+    const activeLow =
+      edges.includes('neg') && !edges.includes('pos')
+        ? true
+        : edges.includes('pos')
+          ? false
+          : ACTIVE_LOW.test(bare) && !/^(areset|reset|ar|clr|clear)$/i.test(bare);
     resets.push({ port: p, activeLow, async: edges.length > 0 });
   }
   const isReset = (p: PortInfo): boolean => resets.some((r) => r.port === p);

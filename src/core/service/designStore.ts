@@ -10,7 +10,6 @@ import type { DesignSpec } from '../design/types.js';
 import type { NamedText } from '../agent/protocol.js';
 import type { ScoreItem } from './requests.js';
 
-
 interface DesignEntry {
   key: string;
   dir: string;
@@ -45,7 +44,10 @@ export class DesignStore {
   }
 
   /** The design's directory and checked spec; call release() when the run is over. */
-  async acquire(item: ScoreItem, signal: AbortSignal): Promise<{ design: DesignSpec; top: string; dir: string; cached: boolean; release: () => void }> {
+  async acquire(
+    item: ScoreItem,
+    signal: AbortSignal,
+  ): Promise<{ design: DesignSpec; top: string; dir: string; cached: boolean; release: () => void }> {
     const key = DesignStore.keyOf(item);
     let e = this.entries.get(key);
     const cached = e !== undefined;
@@ -130,7 +132,14 @@ export function writeFiles(dir: string, files: NamedText[]): void {
 
 /** The design a request describes, once its files are under `dir` (includes resolve there too). */
 export function designIn(dir: string, item: Pick<ScoreItem, 'design_files' | 'defines' | 'params'>, top: string | undefined): DesignSpec {
-  return { files: item.design_files.map((f) => join(dir, f.name)), libraryFiles: [], includeDirs: [dir], defines: item.defines, params: item.params, top };
+  return {
+    files: item.design_files.map((f) => join(dir, f.name)),
+    libraryFiles: [],
+    includeDirs: [dir],
+    defines: item.defines,
+    params: item.params,
+    top,
+  };
 }
 
 /** Every mention of `dir/` in a JSON-able value removed: paths become the client's file names. */

@@ -6,7 +6,14 @@ import { availableParallelism } from 'node:os';
 import { getSimulator } from '../sim/registry.js';
 import type { SimulatorInfo } from '../sim/simulator.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
-import { firstTurnMessages, parseReplyRequest, refinePrompt, ScoreService, validateIntrospectRequest, type ScoreOutcome } from './scoreService.js';
+import {
+  firstTurnMessages,
+  parseReplyRequest,
+  refinePrompt,
+  ScoreService,
+  validateIntrospectRequest,
+  type ScoreOutcome,
+} from './scoreService.js';
 import { ServiceError, validateScoreRequest } from './requests.js';
 import { PoolClosedError, QueueFullError, TaskAbortedError } from './workerPool.js';
 
@@ -130,7 +137,9 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
   /** Backpressure: the queue is full, come back after Retry-After. */
   const queueFull = (res: ServerResponse, e: QueueFullError): void => {
     m.rejected.inc();
-    json(res, 429, errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }), { 'Retry-After': String(e.retryAfterS) });
+    json(res, 429, errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }), {
+      'Retry-After': String(e.retryAfterS),
+    });
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -148,7 +157,8 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     });
 
     if (route === 'other') return json(res, 404, errorBody('not_found', `no route ${path}; routes: ${ROUTES.join(', ')}`));
-    if (req.method !== METHODS[route]) return json(res, 405, errorBody('method_not_allowed', `${path} takes ${METHODS[route]}`), { Allow: METHODS[route] });
+    if (req.method !== METHODS[route])
+      return json(res, 405, errorBody('method_not_allowed', `${path} takes ${METHODS[route]}`), { Allow: METHODS[route] });
     if (route === '/v1/health') return json(res, draining ? 503 : 200, service.health(simInfo, draining));
     if (route === '/metrics') {
       const text = await m.registry.metrics();
@@ -182,7 +192,12 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
       const { items, batch } = validateScoreRequest(body);
       if (draining) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
       if (items.length > service.pool.capacity) {
-        throw new ServiceError(413, 'batch_too_large', `a batch of ${items.length} items can never fit: the server holds at most ${service.pool.capacity} (workers + queue limit); split it`, { field: 'items' });
+        throw new ServiceError(
+          413,
+          'batch_too_large',
+          `a batch of ${items.length} items can never fit: the server holds at most ${service.pool.capacity} (workers + queue limit); split it`,
+          { field: 'items' },
+        );
       }
       let promises: Array<Promise<ScoreOutcome>>;
       try {
@@ -210,7 +225,16 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
       if (client.signal.aborted) return; // nobody to answer
       if (aborted) {
         // Shutdown aborted at least one item: say so explicitly (the completed ones ride along).
-        return json(res, 503, errorBody('shutting_down', `${aborted.reason}: the simulation was aborted ${aborted.started ? 'while running' : 'before it started'}; retry on another instance`, batch ? { results } : {}), { Connection: 'close' });
+        return json(
+          res,
+          503,
+          errorBody(
+            'shutting_down',
+            `${aborted.reason}: the simulation was aborted ${aborted.started ? 'while running' : 'before it started'}; retry on another instance`,
+            batch ? { results } : {},
+          ),
+          { Connection: 'close' },
+        );
       }
       if (batch) return json(res, 200, { results });
       const only = settled[0];

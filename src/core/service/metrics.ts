@@ -52,9 +52,24 @@ export function serviceMetrics(read: ServiceGauges): ServiceMetrics {
   gauge('chorus_queue_limit', 'Most score items allowed to wait.', read.queueLimit);
   gauge('chorus_uptime_seconds', 'Seconds since the service started.', read.uptimeSeconds);
   gauge('chorus_design_cache_entries', 'Designs kept on disk with their introspection.', read.designCacheEntries);
-  const runs = new Counter({ name: 'chorus_runs_total', help: 'Simulations finished, by result status.', labelNames: ['status'] as const, registers });
-  const failures = new Counter({ name: 'chorus_failures_total', help: 'Score items that produced no result record, by reason.', labelNames: ['reason'] as const, registers });
-  const designCache = new Counter({ name: 'chorus_design_cache_total', help: 'Design lookups, by result (hit: introspection reused).', labelNames: ['result'] as const, registers });
+  const runs = new Counter({
+    name: 'chorus_runs_total',
+    help: 'Simulations finished, by result status.',
+    labelNames: ['status'] as const,
+    registers,
+  });
+  const failures = new Counter({
+    name: 'chorus_failures_total',
+    help: 'Score items that produced no result record, by reason.',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  const designCache = new Counter({
+    name: 'chorus_design_cache_total',
+    help: 'Design lookups, by result (hit: introspection reused).',
+    labelNames: ['result'] as const,
+    registers,
+  });
   // Every known label value from the start: a dashboard's rate() needs the zero before the first event.
   for (const status of SIM_STATUSES) runs.inc({ status }, 0);
   for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
@@ -65,9 +80,24 @@ export function serviceMetrics(read: ServiceGauges): ServiceMetrics {
     runs,
     failures,
     designCache,
-    rejected: new Counter({ name: 'chorus_rejected_total', help: 'Score requests refused with 429 because the queue was full.', registers }),
-    requests: new Counter({ name: 'chorus_http_requests_total', help: 'HTTP requests answered, by route and status code.', labelNames: ['route', 'code'] as const, registers }),
-    latency: new Histogram({ name: 'chorus_request_duration_seconds', help: 'HTTP request latency, seconds, by route.', labelNames: ['route'] as const, buckets: DEFAULT_BUCKETS, registers }),
+    rejected: new Counter({
+      name: 'chorus_rejected_total',
+      help: 'Score requests refused with 429 because the queue was full.',
+      registers,
+    }),
+    requests: new Counter({
+      name: 'chorus_http_requests_total',
+      help: 'HTTP requests answered, by route and status code.',
+      labelNames: ['route', 'code'] as const,
+      registers,
+    }),
+    latency: new Histogram({
+      name: 'chorus_request_duration_seconds',
+      help: 'HTTP request latency, seconds, by route.',
+      labelNames: ['route'] as const,
+      buckets: DEFAULT_BUCKETS,
+      registers,
+    }),
   };
 }
 

@@ -3,11 +3,22 @@
 // document cannot drift from the code: test/unit/schemas.test.ts fails when the file is stale.
 import * as z from 'zod';
 import { SIM_STATUSES } from '../sim/result.js';
-import { firstTurnRequestSchema, introspectRequestSchema, parseReplyRequestSchema, refinePromptRequestSchema, scoreRequestSchema } from './requests.js';
+import {
+  firstTurnRequestSchema,
+  introspectRequestSchema,
+  parseReplyRequestSchema,
+  refinePromptRequestSchema,
+  scoreRequestSchema,
+} from './requests.js';
 
 const errorBody = z
   .looseObject({
-    error: z.string().meta({ description: 'bad_request, body_too_large, batch_too_large, queue_full, shutting_down, design_error, internal_error, not_found, ...' }),
+    error: z
+      .string()
+      .meta({
+        description:
+          'bad_request, body_too_large, batch_too_large, queue_full, shutting_down, design_error, internal_error, not_found, ...',
+      }),
     message: z.string().meta({ description: 'What is wrong; schema errors list each bad field as `path: what`, separated by `; `.' }),
     field: z.string().optional().meta({ description: 'The first bad field (400).' }),
     fields: z.array(z.string()).optional().meta({ description: 'Every bad field (400).' }),
@@ -32,7 +43,15 @@ const scoreRecord = z
     passed: z.boolean().meta({ description: 'coverage >= threshold.' }),
     threshold: z.number(),
     err_msg: z.string(),
-    diagnostics: z.array(z.looseObject({ file: z.string(), line: z.int(), column: z.int(), severity: z.enum(['error', 'warning', 'info']), message: z.string() })),
+    diagnostics: z.array(
+      z.looseObject({
+        file: z.string(),
+        line: z.int(),
+        column: z.int(),
+        severity: z.enum(['error', 'warning', 'info']),
+        message: z.string(),
+      }),
+    ),
     cov_info: z.looseObject({ detail: z.string() }).nullable(),
     coverage_breakdown: z.looseObject({}).nullable().meta({ description: 'Coverage figures after and before waivers.' }),
     design_cached: z.boolean(),
@@ -41,7 +60,12 @@ const scoreRecord = z
 
 const chatMessage = z.strictObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string() });
 const parsedReply = z.union([
-  z.strictObject({ status: z.literal('success'), testbench: z.string(), filename: z.string().nullable(), source: z.enum(['fence', 'module']) }),
+  z.strictObject({
+    status: z.literal('success'),
+    testbench: z.string(),
+    filename: z.string().nullable(),
+    source: z.enum(['fence', 'module']),
+  }),
   z.strictObject({ status: z.literal('unparsable'), reason: z.string() }),
 ]);
 
@@ -49,7 +73,13 @@ const introspectAnswer = z.strictObject({
   top_candidates: z.array(z.string()).meta({ description: 'Modules nobody instantiates; exactly one means the top is unambiguous.' }),
   top: z.string().nullable().meta({ description: 'The top the engine would simulate; null when ambiguous.' }),
   modules: z
-    .array(z.strictObject({ name: z.string(), ports: z.array(z.strictObject({ name: z.string(), direction: z.string(), width: z.int() })), instantiates: z.array(z.string()) }))
+    .array(
+      z.strictObject({
+        name: z.string(),
+        ports: z.array(z.strictObject({ name: z.string(), direction: z.string(), width: z.int() })),
+        instantiates: z.array(z.string()),
+      }),
+    )
     .optional(),
   warnings: z.array(z.string()).optional(),
 });
@@ -75,10 +105,20 @@ function schema(s: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
 const json = (s: z.ZodType, io: 'input' | 'output' = 'output') => ({ content: { 'application/json': { schema: schema(s, io) } } });
 const errors = (codes: Record<string, string>) =>
   Object.fromEntries(Object.entries(codes).map(([code, description]) => [code, { description, ...json(errorBody) }]));
-const common = { '400': 'A malformed body or a schema error, naming each bad field.', '413': 'The body is over --body-limit.', '503': 'The server is shutting down.' };
+const common = {
+  '400': 'A malformed body or a schema error, naming each bad field.',
+  '413': 'The body is over --body-limit.',
+  '503': 'The server is shutting down.',
+};
 
 function post(summary: string, request: z.ZodType, answer: z.ZodType, more: Record<string, unknown> = {}): Record<string, unknown> {
-  return { post: { summary, requestBody: { required: true, ...json(request, 'input') }, responses: { '200': { description: 'OK', ...json(answer) }, ...errors(common), ...more } } };
+  return {
+    post: {
+      summary,
+      requestBody: { required: true, ...json(request, 'input') },
+      responses: { '200': { description: 'OK', ...json(answer) }, ...errors(common), ...more },
+    },
+  };
 }
 
 export function rewardServiceOpenApi(): Record<string, unknown> {
@@ -87,28 +127,59 @@ export function rewardServiceOpenApi(): Record<string, unknown> {
     info: {
       title: 'CHORUS reward service (chorus serve)',
       version: '1',
-      description: 'Simulation as a service for RL training: the reward of a candidate testbench, and the protocol prompts. See docs/reward-service.md.',
+      description:
+        'Simulation as a service for RL training: the reward of a candidate testbench, and the protocol prompts. See docs/reward-service.md.',
     },
     servers: [{ url: 'http://127.0.0.1:8080' }],
     paths: {
-      '/v1/score': post('Simulate a testbench (or a batch) and return the result record with its reward.', scoreRequestSchema, z.union([scoreRecord, z.strictObject({ results: z.array(z.union([scoreRecord, itemError])) })]), {
-        ...errors({ '429': 'The queue is full; retry after Retry-After seconds.', '500': 'An internal error.' }),
-        '422': { description: 'The design does not elaborate (design_error, with kind, candidates, diagnostics).', ...json(itemError) },
-      }),
-      '/v1/introspect': post("The engine's view of a design: top candidates and the ports of each module.", introspectRequestSchema, introspectAnswer, {
-        ...errors({ '429': 'The queue is full.' }),
-        '422': { description: 'The design does not parse.', ...json(itemError) },
-      }),
-      '/v1/refine-prompt': post('The feedback turn for the next refinement, byte for byte what CHORUS sends.', refinePromptRequestSchema, z.strictObject({ content: z.string(), parsed: parsedReply })),
-      '/v1/first-turn': post('The first-turn messages (system and user) for a design.', firstTurnRequestSchema, z.strictObject({ messages: z.array(chatMessage) })),
-      '/v1/parse-reply': post("The protocol's parse of a raw model reply.", parseReplyRequestSchema, z.strictObject({ parsed: parsedReply })),
+      '/v1/score': post(
+        'Simulate a testbench (or a batch) and return the result record with its reward.',
+        scoreRequestSchema,
+        z.union([scoreRecord, z.strictObject({ results: z.array(z.union([scoreRecord, itemError])) })]),
+        {
+          ...errors({ '429': 'The queue is full; retry after Retry-After seconds.', '500': 'An internal error.' }),
+          '422': { description: 'The design does not elaborate (design_error, with kind, candidates, diagnostics).', ...json(itemError) },
+        },
+      ),
+      '/v1/introspect': post(
+        "The engine's view of a design: top candidates and the ports of each module.",
+        introspectRequestSchema,
+        introspectAnswer,
+        {
+          ...errors({ '429': 'The queue is full.' }),
+          '422': { description: 'The design does not parse.', ...json(itemError) },
+        },
+      ),
+      '/v1/refine-prompt': post(
+        'The feedback turn for the next refinement, byte for byte what CHORUS sends.',
+        refinePromptRequestSchema,
+        z.strictObject({ content: z.string(), parsed: parsedReply }),
+      ),
+      '/v1/first-turn': post(
+        'The first-turn messages (system and user) for a design.',
+        firstTurnRequestSchema,
+        z.strictObject({ messages: z.array(chatMessage) }),
+      ),
+      '/v1/parse-reply': post(
+        "The protocol's parse of a raw model reply.",
+        parseReplyRequestSchema,
+        z.strictObject({ parsed: parsedReply }),
+      ),
       '/v1/health': {
-        get: { summary: 'Liveness and load.', responses: { '200': { description: 'Serving.', ...json(health) }, '503': { description: 'Draining (shutting down).', ...json(health) } } },
+        get: {
+          summary: 'Liveness and load.',
+          responses: {
+            '200': { description: 'Serving.', ...json(health) },
+            '503': { description: 'Draining (shutting down).', ...json(health) },
+          },
+        },
       },
       '/metrics': {
         get: {
           summary: 'Prometheus text exposition (chorus_* series and process metrics).',
-          responses: { '200': { description: 'OK', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } } },
+          responses: {
+            '200': { description: 'OK', content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } } },
+          },
         },
       },
     },

@@ -20,10 +20,14 @@ export class ServiceError extends Error {
   }
 }
 
-export const bad = (field: string, what: string): ServiceError => new ServiceError(400, 'bad_request', `${field}: ${what}`, { field, fields: [field] });
+export const bad = (field: string, what: string): ServiceError =>
+  new ServiceError(400, 'bad_request', `${field}: ${what}`, { field, fields: [field] });
 
 function badFields(issues: FieldIssue[]): ServiceError {
-  return new ServiceError(400, 'bad_request', formatIssues(issues), { field: issues[0]?.field ?? 'body', fields: issues.map((i) => i.field) });
+  return new ServiceError(400, 'bad_request', formatIssues(issues), {
+    field: issues[0]?.field ?? 'body',
+    fields: issues.map((i) => i.field),
+  });
 }
 
 /** The body checked against `schema`, or a 400 listing every bad field. */
@@ -64,7 +68,9 @@ const fileName = (allowDirs: boolean) =>
       if (p) ctx.addIssue({ code: 'custom', message: p });
     })
     .meta({
-      description: allowDirs ? 'Relative path of plain segments (letters, digits, _ . + -); no absolute paths, no `..`.' : 'Plain file name (letters, digits, _ . + -), no directories.',
+      description: allowDirs
+        ? 'Relative path of plain segments (letters, digits, _ . + -); no absolute paths, no `..`.'
+        : 'Plain file name (letters, digits, _ . + -), no directories.',
       maxLength: 255,
     });
 
@@ -95,8 +101,13 @@ const between = (min: number, max: number, int = false) =>
     .max(max, { error: (iss) => `must be between ${min} and ${max}, got ${String(iss.input)}` });
 
 const defines = z
-  .record(z.string().regex(IDENT, 'not a macro name'), z.union([z.string(), z.number(), z.null()], { error: 'must be a string, a number or null' }))
-  .transform((o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v === null ? null : String(v)])) as Record<string, string | null>)
+  .record(
+    z.string().regex(IDENT, 'not a macro name'),
+    z.union([z.string(), z.number(), z.null()], { error: 'must be a string, a number or null' }),
+  )
+  .transform(
+    (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, v === null ? null : String(v)])) as Record<string, string | null>,
+  )
   .meta({ description: '`+define+`: NAME to value, null for a bare define.' });
 
 const params = z
@@ -107,7 +118,8 @@ const params = z
 /** Include files must not repeat a design file's name (the design directory holds both). */
 function noCollisions(o: { design_files: Array<{ name: string }>; include_files: Array<{ name: string }> }, ctx: z.RefinementCtx): void {
   o.include_files.forEach((f, i) => {
-    if (o.design_files.some((d) => d.name === f.name)) ctx.addIssue({ code: 'custom', path: ['include_files', i, 'name'], message: `'${f.name}' is also a design file` });
+    if (o.design_files.some((d) => d.name === f.name))
+      ctx.addIssue({ code: 'custom', path: ['include_files', i, 'name'], message: `'${f.name}' is also a design file` });
   });
 }
 
@@ -147,7 +159,9 @@ export const scoreItemSchema = strictObject({
 export type ScoreItem = z.output<typeof scoreItemSchema>;
 
 export const scoreBatchSchema = strictObject({
-  items: z.array(scoreItemSchema, { error: (iss) => (iss.code === 'invalid_type' ? 'must be an array of score requests' : undefined) }).min(1, 'must hold at least one request'),
+  items: z
+    .array(scoreItemSchema, { error: (iss) => (iss.code === 'invalid_type' ? 'must be an array of score requests' : undefined) })
+    .min(1, 'must hold at least one request'),
 });
 
 /** `POST /v1/score`: one item, or `{items: [...]}` (answered `{results: [...]}` in the same order). */
@@ -172,7 +186,9 @@ export const introspectRequestSchema = strictObject({
 }).superRefine(noCollisions);
 export type IntrospectItem = z.output<typeof introspectRequestSchema>;
 
-const parseStatus = z.enum(['success', 'unparsable', 'failed'], { error: (iss) => `must be 'success' or 'unparsable', got ${JSON.stringify(iss.input)}` });
+const parseStatus = z.enum(['success', 'unparsable', 'failed'], {
+  error: (iss) => `must be 'success' or 'unparsable', got ${JSON.stringify(iss.input)}`,
+});
 
 /** A result record as `/v1/score` or `chorus sim --json` gave it: checked where the feedback reads it. */
 const resultIn = z
@@ -193,7 +209,8 @@ export const refinePromptRequestSchema = strictObject({
   parse_status: parseStatus.optional().meta({ description: "Instead of `reply`: 'success' or 'unparsable'." }),
   parse_reason: z.string().min(1).optional().meta({ description: "With parse_status 'unparsable': why." }),
 }).superRefine((o, ctx) => {
-  if (o.reply !== undefined && o.parse_status !== undefined) ctx.addIssue({ code: 'custom', path: ['parse_status'], message: 'give either reply or parse_status, not both' });
+  if (o.reply !== undefined && o.parse_status !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['parse_status'], message: 'give either reply or parse_status, not both' });
   if (o.reply === undefined && o.parse_reason !== undefined && (o.parse_status ?? 'success') === 'success')
     ctx.addIssue({ code: 'custom', path: ['parse_reason'], message: "only with parse_status 'unparsable'" });
 });
@@ -203,13 +220,12 @@ export const parseReplyRequestSchema = strictObject({ reply: z.string().meta({ d
 
 export const firstTurnRequestSchema = strictObject({
   design_files: fileList(1),
-  specs: fileList(0)
-    .default([])
-    .meta({ description: 'Specification documents shown with the RTL.' }),
+  specs: fileList(0).default([]).meta({ description: 'Specification documents shown with the RTL.' }),
   top: z.string().min(1, 'must not be empty').optional().meta({ description: 'DUT top module; required unless `instruction` is given.' }),
   instance: identifier('an instance name').default('uut'),
   instruction: z.string().min(1, 'must not be empty').optional().meta({ description: 'Replaces the default instruction.' }),
 }).superRefine((o, ctx) => {
-  if (o.top === undefined && o.instruction === undefined) ctx.addIssue({ code: 'custom', path: ['top'], message: 'must be a string, got undefined (required unless `instruction` is given)' });
+  if (o.top === undefined && o.instruction === undefined)
+    ctx.addIssue({ code: 'custom', path: ['top'], message: 'must be a string, got undefined (required unless `instruction` is given)' });
 });
 export type FirstTurnRequest = z.output<typeof firstTurnRequestSchema>;

@@ -11,7 +11,15 @@ import { DEFAULT_LIMITS } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
 import { meetsTarget } from '../sim/ranking.js';
 import type { CoverageBreakdown } from '../coverage/model.js';
-import { defaultInstruction, feedbackTurn, firstTurn, parseReply, resultForEcho, type ChatMessage, type ParsedReply } from '../agent/protocol.js';
+import {
+  defaultInstruction,
+  feedbackTurn,
+  firstTurn,
+  parseReply,
+  resultForEcho,
+  type ChatMessage,
+  type ParsedReply,
+} from '../agent/protocol.js';
 import { serviceMetrics, type ServiceMetrics } from './metrics.js';
 
 export type { ServiceMetrics } from './metrics.js';
@@ -39,9 +47,13 @@ export function refinePrompt(raw: unknown): { content: string; parsed: ParsedRep
   let parsed: ParsedReply;
   if (o.reply !== undefined) parsed = parseReply(o.reply);
   else if ((o.parse_status ?? 'success') === 'success') parsed = { status: 'success', testbench: '', filename: null, source: 'fence' };
-  else parsed = { status: 'unparsable', reason: o.parse_reason ?? 'no fenced SystemVerilog block and no module ... endmodule in the reply' };
-  if (!o.result && parsed.status === 'success') throw bad('result', 'is required when the reply parsed (the feedback reports its simulation)');
-  const result = o.result ? ({ ...o.result, err_msg: o.result.err_msg ?? '', diagnostics: o.result.diagnostics ?? [] } as unknown as SimResult) : null;
+  else
+    parsed = { status: 'unparsable', reason: o.parse_reason ?? 'no fenced SystemVerilog block and no module ... endmodule in the reply' };
+  if (!o.result && parsed.status === 'success')
+    throw bad('result', 'is required when the reply parsed (the feedback reports its simulation)');
+  const result = o.result
+    ? ({ ...o.result, err_msg: o.result.err_msg ?? '', diagnostics: o.result.diagnostics ?? [] } as unknown as SimResult)
+    : null;
   return { content: feedbackTurn(parsed, result && resultForEcho(result)), parsed };
 }
 
@@ -154,7 +166,14 @@ export class ScoreService {
       if (signal.aborted) throw e;
       if (e instanceof DesignError) {
         this.metrics.failures.inc({ reason: 'design_error' });
-        const error: ItemError = { error: 'design_error', status: 422, kind: e.kind, message: e.message, candidates: e.candidates, diagnostics: e.diagnostics };
+        const error: ItemError = {
+          error: 'design_error',
+          status: 422,
+          kind: e.kind,
+          message: e.message,
+          candidates: e.candidates,
+          diagnostics: e.diagnostics,
+        };
         return { ok: false, error: relativize(error, join(this.designs.root, DesignStore.keyOf(item))) };
       }
       throw e;
@@ -165,7 +184,10 @@ export class ScoreService {
         design: got.design,
         top: got.top,
         testbench: item.testbench,
-        limits: { timeoutS: this.clampTimeout(item.timeout_s), buildTimeoutS: Math.min(DEFAULT_LIMITS.buildTimeoutS, Math.max(60, this.maxTimeoutS)) },
+        limits: {
+          timeoutS: this.clampTimeout(item.timeout_s),
+          buildTimeoutS: Math.min(DEFAULT_LIMITS.buildTimeoutS, Math.max(60, this.maxTimeoutS)),
+        },
         seed: item.seed ?? undefined,
         signal,
       });
@@ -176,7 +198,17 @@ export class ScoreService {
       const rel = relativize(resultForEcho(result), got.dir);
       const c = rel.status === 'success' ? (rel.coverage?.waived.overall ?? 0) : 0;
       const { coverage, ...rest } = rel;
-      return { ok: true, record: { ...rest, coverage: c, passed: meetsTarget(c, item.threshold), threshold: item.threshold, coverage_breakdown: coverage, design_cached: got.cached } };
+      return {
+        ok: true,
+        record: {
+          ...rest,
+          coverage: c,
+          passed: meetsTarget(c, item.threshold),
+          threshold: item.threshold,
+          coverage_breakdown: coverage,
+          design_cached: got.cached,
+        },
+      };
     } finally {
       got.release();
     }
@@ -187,7 +219,10 @@ export class ScoreService {
     return this.pool.submitAll([(s: AbortSignal) => this.introspectOne(item, s)], signal)[0];
   }
 
-  private async introspectOne(item: IntrospectItem, signal: AbortSignal): Promise<{ ok: true; answer: IntrospectAnswer } | { ok: false; error: ItemError }> {
+  private async introspectOne(
+    item: IntrospectItem,
+    signal: AbortSignal,
+  ): Promise<{ ok: true; answer: IntrospectAnswer } | { ok: false; error: ItemError }> {
     const dir = mkdtempSync(join(this.designs.root, '.introspect-'));
     try {
       writeFiles(dir, [...item.design_files, ...item.include_files]);
@@ -196,16 +231,34 @@ export class ScoreService {
         const answer: IntrospectAnswer = {
           top_candidates: info.topCandidates,
           top: info.top,
-          modules: info.modules.map((m) => ({ name: m.name, ports: m.ports.map((p) => ({ name: p.name, direction: p.direction, width: p.width })), instantiates: m.instantiates })),
+          modules: info.modules.map((m) => ({
+            name: m.name,
+            ports: m.ports.map((p) => ({ name: p.name, direction: p.direction, width: p.width })),
+            instantiates: m.instantiates,
+          })),
           warnings: info.warnings,
         };
         return { ok: true, answer: relativize(answer, dir) };
       } catch (e) {
         if (signal.aborted) throw e;
-        if (e instanceof DesignError && e.kind === 'multiple-tops') return { ok: true, answer: { top_candidates: e.candidates, top: null } };
+        if (e instanceof DesignError && e.kind === 'multiple-tops')
+          return { ok: true, answer: { top_candidates: e.candidates, top: null } };
         if (e instanceof DesignError && e.kind !== 'tool') {
           this.metrics.failures.inc({ reason: 'design_error' });
-          return { ok: false, error: relativize({ error: 'design_error', status: 422, kind: e.kind, message: e.message, candidates: e.candidates, diagnostics: e.diagnostics }, dir) };
+          return {
+            ok: false,
+            error: relativize(
+              {
+                error: 'design_error',
+                status: 422,
+                kind: e.kind,
+                message: e.message,
+                candidates: e.candidates,
+                diagnostics: e.diagnostics,
+              },
+              dir,
+            ),
+          };
         }
         throw e;
       }
@@ -216,7 +269,8 @@ export class ScoreService {
 
   /** Counts a task the pool aborted (client gone or shutdown). */
   countAbort(e: unknown): void {
-    if (e instanceof TaskAbortedError) this.metrics.failures.inc({ reason: /shut/i.test(e.reason) ? 'aborted_shutdown' : 'aborted_client' });
+    if (e instanceof TaskAbortedError)
+      this.metrics.failures.inc({ reason: /shut/i.test(e.reason) ? 'aborted_shutdown' : 'aborted_client' });
   }
 
   health(info: { name: string; version: string }, draining: boolean): Record<string, unknown> {

@@ -71,8 +71,10 @@ export class WorkerPool {
   completed = 0;
 
   constructor(opts: PoolOptions) {
-    if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) throw new Error(`concurrency must be an integer >= 1, got ${opts.concurrency}`);
-    if (!Number.isInteger(opts.queueLimit) || opts.queueLimit < 0) throw new Error(`queueLimit must be an integer >= 0, got ${opts.queueLimit}`);
+    if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1)
+      throw new Error(`concurrency must be an integer >= 1, got ${opts.concurrency}`);
+    if (!Number.isInteger(opts.queueLimit) || opts.queueLimit < 0)
+      throw new Error(`queueLimit must be an integer >= 0, got ${opts.queueLimit}`);
     this.concurrency = opts.concurrency;
     this.queueLimit = opts.queueLimit;
   }
@@ -121,7 +123,14 @@ export class WorkerPool {
     const promises = tasks.map((task) => {
       let entry!: Entry;
       const p = new Promise<T>((resolve, reject) => {
-        entry = { task: task as Task<unknown>, resolve: resolve as (v: unknown) => void, reject, controller: new AbortController(), started: false, detach: () => {} };
+        entry = {
+          task: task as Task<unknown>,
+          resolve: resolve as (v: unknown) => void,
+          reject,
+          controller: new AbortController(),
+          started: false,
+          detach: () => {},
+        };
       });
       if (signal) {
         const onAbort = (): void => this.abortEntry(entry, reasonText(signal.reason, 'the client went away'));

@@ -41,12 +41,21 @@ export function detectJail(): Promise<JailInfo> {
   if (process.env.CHORUS_NO_JAIL === '1') return Promise.resolve({ kind: 'none', reason: 'disabled by CHORUS_NO_JAIL=1', userns: false });
   probe ??= (async (): Promise<JailInfo> => {
     const base = ['--ro-bind', '/', '/', '--dev', '/dev', '--unshare-net', '--unshare-pid', '--die-with-parent'];
-    const user = await runBounded('bwrap', [...base, '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), 'true'], { timeoutS: 10, env: toolEnv() });
+    const user = await runBounded(
+      'bwrap',
+      [...base, '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID), 'true'],
+      { timeoutS: 10, env: toolEnv() },
+    );
     if (user.spawnError) return { kind: 'none', reason: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap', userns: false };
     if (user.exitCode === 0) return { kind: 'bubblewrap', userns: true };
     const plain = await runBounded('bwrap', [...base, ...rootCapDrop(), 'true'], { timeoutS: 10, env: toolEnv() });
-    if (plain.exitCode !== 0) return { kind: 'none', reason: `bubblewrap cannot create a sandbox here: ${plain.stderr.trim().split('\n')[0]}`, userns: false };
-    return { kind: 'bubblewrap', userns: false, reason: `user namespaces are not available (${user.stderr.trim().split('\n')[0]}): jailed processes keep the caller's uid, with every capability dropped` };
+    if (plain.exitCode !== 0)
+      return { kind: 'none', reason: `bubblewrap cannot create a sandbox here: ${plain.stderr.trim().split('\n')[0]}`, userns: false };
+    return {
+      kind: 'bubblewrap',
+      userns: false,
+      reason: `user namespaces are not available (${user.stderr.trim().split('\n')[0]}): jailed processes keep the caller's uid, with every capability dropped`,
+    };
   })();
   return probe;
 }
@@ -71,7 +80,22 @@ function rootCapDrop(): string[] {
 function isolation(jail: JailInfo): string[] {
   const id = jail.userns ? ['--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID)] : rootCapDrop();
   // /dev read-only: its devices still work, but /dev/shm cannot be filled.
-  return [...id, '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent', '--new-session', '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev'];
+  return [
+    ...id,
+    '--unshare-net',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    '--die-with-parent',
+    '--new-session',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--remount-ro',
+    '/dev',
+  ];
 }
 
 function mounts(view: JailView): string[] {
@@ -98,7 +122,23 @@ function mounts(view: JailView): string[] {
 function tooBroad(dir: string): boolean {
   const home = resolve(homedir());
   if (dir === '/' || dir === home || home.startsWith(dir + sep)) return true;
-  return ['/tmp', '/var/tmp', '/dev/shm', '/home', '/root', '/etc', '/var', '/run', '/proc', '/sys', '/usr', '/opt', '/mnt', '/media', '/srv'].includes(dir);
+  return [
+    '/tmp',
+    '/var/tmp',
+    '/dev/shm',
+    '/home',
+    '/root',
+    '/etc',
+    '/var',
+    '/run',
+    '/proc',
+    '/sys',
+    '/usr',
+    '/opt',
+    '/mnt',
+    '/media',
+    '/srv',
+  ].includes(dir);
 }
 
 function real(p: string): string | null {
@@ -148,7 +188,8 @@ export function designView(files: string[], includeDirs: string[]): DesignView {
     }
     narrowed.push(d);
     try {
-      for (const n of readdirSync(d)) if (!n.startsWith('.') && /\.(svh|vh|sv|v|h|inc|pkg)$/i.test(n) && statSync(join(d, n)).isFile()) singles.add(join(d, n));
+      for (const n of readdirSync(d))
+        if (!n.startsWith('.') && /\.(svh|vh|sv|v|h|inc|pkg)$/i.test(n) && statSync(join(d, n)).isFile()) singles.add(join(d, n));
     } catch {
       /* unreadable: show nothing of it */
     }
@@ -196,7 +237,12 @@ function systemMounts(): string[] {
  * that holds the toolchain (/usr plus `toolDirs`), `view` and a private /tmp. Without a jail: the
  * same command with the reduced environment.
  */
-export function toolchainCommand(jail: JailInfo, file: string, args: string[], view: JailView & { toolDirs: string[] }): { file: string; args: string[]; env: Record<string, string> } {
+export function toolchainCommand(
+  jail: JailInfo,
+  file: string,
+  args: string[],
+  view: JailView & { toolDirs: string[] },
+): { file: string; args: string[]; env: Record<string, string> } {
   if (jail.kind === 'none') return { file, args, env: toolEnv() };
   const env = toolEnv();
   const setenv = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
@@ -208,7 +254,8 @@ export function toolchainCommand(jail: JailInfo, file: string, args: string[], v
       ...systemMounts(),
       // The private /tmp first: a toolchain or checkout that lives under /tmp (a CI clone, a
       // wheel in a project cache there) is then bound on top of it instead of hidden by it.
-      '--tmpfs', '/tmp',
+      '--tmpfs',
+      '/tmp',
       ...extra.flatMap((d) => ['--ro-bind', d, d]),
       ...mounts(view),
       '--clearenv',
@@ -226,7 +273,8 @@ export function toolDirsOf(executable: string, ...roots: string[]): string[] {
   const out = new Set<string>(roots.filter((r) => r && isAbsolute(r)));
   let exe: string | null = null;
   if (executable.includes('/')) exe = real(resolve(executable));
-  else for (const d of (process.env.PATH ?? '').split(':')) if (d && !exe && existsSync(join(d, executable))) exe = real(join(d, executable));
+  else
+    for (const d of (process.env.PATH ?? '').split(':')) if (d && !exe && existsSync(join(d, executable))) exe = real(join(d, executable));
   if (exe) {
     const bin = dirname(exe);
     // The prefix (bin/..) holds lib/ and libexec/; a prefix that is a home directory is too broad: its bin/ alone.
@@ -256,10 +304,16 @@ export interface SharedLibraries {
 
 const libCache = new Map<string, Promise<SharedLibraries>>();
 /** Where the dynamic loader lives when ldd cannot say (no ldd installed). */
-const KNOWN_LOADERS = ['/lib64/ld-linux-x86-64.so.2', '/lib/ld-linux-aarch64.so.1', '/lib/ld-musl-x86_64.so.1', '/lib/ld-musl-aarch64.so.1'];
+const KNOWN_LOADERS = [
+  '/lib64/ld-linux-x86-64.so.2',
+  '/lib/ld-linux-aarch64.so.1',
+  '/lib/ld-musl-x86_64.so.1',
+  '/lib/ld-musl-aarch64.so.1',
+];
 
 function onPath(cmd: string): string {
-  for (const d of (process.env.PATH ?? '/usr/bin:/bin').split(':')) if (d && existsSync(join(d, cmd))) return real(join(d, cmd)) ?? join(d, cmd);
+  for (const d of (process.env.PATH ?? '/usr/bin:/bin').split(':'))
+    if (d && existsSync(join(d, cmd))) return real(join(d, cmd)) ?? join(d, cmd);
   return `/usr/bin/${cmd}`;
 }
 
@@ -287,9 +341,13 @@ export function sharedLibraries(exe: string, key: string): Promise<SharedLibrari
       const t = await runBounded('ldd', [timeout], { timeoutS: 30, env: toolEnv() });
       const tLibs = parseLdList(t.stdout);
       const loader = tLibs.find((l) => /\/ld-linux|\/ld64|\/ld-musl|\/ld\.so/.test(l)) ?? KNOWN_LOADERS.find((l) => existsSync(l));
-      if (!loader) throw new Error(`cannot find the dynamic loader ('ldd ${timeout}' printed: ${t.all.trim().slice(0, 200)}); run with CHORUS_NO_JAIL=1 to skip the jail`);
+      if (!loader)
+        throw new Error(
+          `cannot find the dynamic loader ('ldd ${timeout}' printed: ${t.all.trim().slice(0, 200)}); run with CHORUS_NO_JAIL=1 to skip the jail`,
+        );
       const l = await runBounded(loader, ['--list', exe], { timeoutS: 30, env: toolEnv() });
-      if (l.exitCode !== 0) throw new Error(`the dynamic loader cannot list the libraries of the simulation: ${l.all.trim().slice(0, 200)}`);
+      if (l.exitCode !== 0)
+        throw new Error(`the dynamic loader cannot list the libraries of the simulation: ${l.all.trim().slice(0, 200)}`);
       const files = [...new Set([...parseLdList(l.stdout), ...tLibs])].filter((f) => existsSync(f));
       const defaults = /^\/(?:usr\/)?lib(?:64|32)?(?:\/[^/]+-linux-gnu\w*)?$/;
       const searchPath = [...new Set(files.map((f) => dirname(f)))].filter((d) => !defaults.test(d));

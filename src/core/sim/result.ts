@@ -4,7 +4,15 @@ import type { CoverageBreakdown, CovSummaryRow, UncoveredPoint } from '../covera
 
 /** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit) and `rejected` (safety check).
  * The one list: request schemas, metrics labels and reports iterate it. */
-export const SIM_STATUSES = ['success', 'xrun_failed', 'imc_merge_failed', 'imc_report_summary_failed', 'exception', 'timeout', 'rejected'] as const;
+export const SIM_STATUSES = [
+  'success',
+  'xrun_failed',
+  'imc_merge_failed',
+  'imc_report_summary_failed',
+  'exception',
+  'timeout',
+  'rejected',
+] as const;
 export type SimStatus = (typeof SIM_STATUSES)[number];
 
 /** Where the run stopped; `success` when every stage passed. */

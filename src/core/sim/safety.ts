@@ -46,7 +46,8 @@ const RULES: Rule[] = [
 ];
 
 /** System tasks that name a file: the path is the first argument, $fopen's mode the second. */
-const FILE_TASKS = /\$(fopen|readmemh|readmemb|writememh|writememb|dumpfile|fdumpfile)\s*\(\s*("(?:[^"\\\n]|\\.)*"|[^,)]*)\s*(?:,\s*("(?:[^"\\\n]|\\.)*"|[^)]*))?\)/y;
+const FILE_TASKS =
+  /\$(fopen|readmemh|readmemb|writememh|writememb|dumpfile|fdumpfile)\s*\(\s*("(?:[^"\\\n]|\\.)*"|[^,)]*)\s*(?:,\s*("(?:[^"\\\n]|\\.)*"|[^)]*))?\)/y;
 /** Every mention of those tasks: a mention FILE_TASKS cannot read is refused rather than skipped. */
 const FILE_TASK_NAMES = /\$(fopen|readmemh|readmemb|writememh|writememb|dumpfile|fdumpfile)\b/g;
 const READERS = new Set(['readmemh', 'readmemb']);
@@ -109,7 +110,8 @@ function includeProblem(name: string, paths: SafetyPaths | undefined): string | 
   if (!paths) return null;
   for (const base of [...(paths.runDir ? [paths.runDir] : []), ...paths.includeDirs]) {
     const at = join(base, name);
-    if (existsSync(at) && !insideRoots(at, paths)) return `'${name}' (found in ${base}) leads outside the design directories (a symbolic link?)`;
+    if (existsSync(at) && !insideRoots(at, paths))
+      return `'${name}' (found in ${base}) leads outside the design directories (a symbolic link?)`;
   }
   return null;
 }
@@ -149,7 +151,8 @@ export function checkTestbench(src: string, opts: SafetyOptions): Diagnostic[] {
       add(m.index ?? 0, m[0].length, {
         code: 'CHORUS-FILE',
         message: `\`include ${literal ? `${arg} ` : ''}refused: ${problem}`,
-        suggestion: 'Include only the design\'s headers by a plain relative name (as in the design\'s own `include lines), or paste the declarations into the testbench.',
+        suggestion:
+          "Include only the design's headers by a plain relative name (as in the design's own `include lines), or paste the declarations into the testbench.",
       });
     }
   }
@@ -175,17 +178,22 @@ export function checkTestbench(src: string, opts: SafetyOptions): Diagnostic[] {
     if (literal) {
       const path = decodeSvString(literal[1]);
       if (!isSafeRelativePath(path)) {
-        add(m.index ?? 0, length, reads
-          ? {
-              code: 'CHORUS-FILE',
-              message: `$${task} reads '${path}', outside the run and design directories`,
-              suggestion: 'Read only files of the run directory by a plain relative name (no leading /, no ..), or put the data in the testbench.',
-            }
-          : {
-              code: 'CHORUS-FILE',
-              message: `$${task} writes to '${path}', outside the run directory`,
-              suggestion: 'Use a plain relative file name (no leading /, no ..) or drop the file output.',
-            });
+        add(
+          m.index ?? 0,
+          length,
+          reads
+            ? {
+                code: 'CHORUS-FILE',
+                message: `$${task} reads '${path}', outside the run and design directories`,
+                suggestion:
+                  'Read only files of the run directory by a plain relative name (no leading /, no ..), or put the data in the testbench.',
+              }
+            : {
+                code: 'CHORUS-FILE',
+                message: `$${task} writes to '${path}', outside the run directory`,
+                suggestion: 'Use a plain relative file name (no leading /, no ..) or drop the file output.',
+              },
+        );
       }
     } else if (!opts.jailed) {
       add(m.index ?? 0, length, {
@@ -244,7 +252,7 @@ export function checkPreprocessed(preprocessed: string, opts: SafetyOptions): Di
   const map = preprocessedLineMap(preprocessed);
   const found = checkTestbench(preprocessed, opts).map((d) => {
     const at = map[d.line - 1];
-    const file = at?.file ? at.file.split('/').pop() ?? opts.file : opts.file;
+    const file = at?.file ? (at.file.split('/').pop() ?? opts.file) : opts.file;
     return { ...d, file, line: at?.line ?? d.line, column: 1, endColumn: undefined, message: `${d.message} (after macro expansion)` };
   });
   return [...includedFileProblems(preprocessed, opts), ...found];
@@ -281,7 +289,7 @@ export function includedFileProblems(preprocessed: string, opts: SafetyOptions):
       severity: 'error',
       code: 'CHORUS-FILE',
       message: `the preprocessor was made to include '${file}', outside the testbench and design directories (after macro expansion)`,
-      suggestion: 'Include only the design\'s headers, by a plain relative name written as a string literal.',
+      suggestion: "Include only the design's headers, by a plain relative name written as a string literal.",
       stage: 'check',
     });
   }

@@ -39,7 +39,9 @@ export const readableErrors: z.core.$ZodErrorMap = (iss) => {
     case 'unrecognized_keys':
       return 'unknown field';
     case 'too_small':
-      return iss.origin === 'string' && Number(iss.minimum) === 1 ? 'must not be empty' : `must be at least ${String(iss.minimum)}, got ${describe(iss.input)}`;
+      return iss.origin === 'string' && Number(iss.minimum) === 1
+        ? 'must not be empty'
+        : `must be at least ${String(iss.minimum)}, got ${describe(iss.input)}`;
     case 'too_big':
       return `must be at most ${String(iss.maximum)}, got ${describe(iss.input)}`;
     case 'invalid_union':
@@ -81,7 +83,11 @@ export function formatIssues(issues: FieldIssue[]): string {
 }
 
 /** Parses with CHORUS's messages; the issues when it fails. */
-export function check<S extends z.ZodType>(schema: S, data: unknown, root = 'body'): { ok: true; value: z.output<S> } | { ok: false; issues: FieldIssue[] } {
+export function check<S extends z.ZodType>(
+  schema: S,
+  data: unknown,
+  root = 'body',
+): { ok: true; value: z.output<S> } | { ok: false; issues: FieldIssue[] } {
   const r = schema.safeParse(data, { error: readableErrors });
   return r.success ? { ok: true, value: r.data } : { ok: false, issues: fieldIssues(r.error, root) };
 }

@@ -9,7 +9,16 @@ import { generateSettings, modelConfig, workerEnv, SECRET_API_KEY } from '../../
 import { dashboardHtml } from '../../../src/extension/dashboard.js';
 import type { Diagnostic } from '../../../src/core/sim/result.js';
 
-const diag = (o: Partial<Diagnostic>): Diagnostic => ({ file: 'tb.sv', origin: 'testbench', line: 4, column: 42, severity: 'error', message: 'Pin not found', stage: 'lint', ...o });
+const diag = (o: Partial<Diagnostic>): Diagnostic => ({
+  file: 'tb.sv',
+  origin: 'testbench',
+  line: 4,
+  column: 42,
+  severity: 'error',
+  message: 'Pin not found',
+  stage: 'lint',
+  ...o,
+});
 
 beforeEach(() => fake.settings.clear());
 
@@ -25,7 +34,11 @@ describe('diagnostics', () => {
   });
   it('groups testbench messages on the testbench file and DUT messages on the design path', () => {
     const g = groupDiagnostics(
-      [diag({}), diag({ file: '/w/counter.sv', origin: 'dut', severity: 'warning' }), diag({ file: 'sub/x.sv', origin: 'dut', severity: 'info' })],
+      [
+        diag({}),
+        diag({ file: '/w/counter.sv', origin: 'dut', severity: 'warning' }),
+        diag({ file: 'sub/x.sv', origin: 'dut', severity: 'info' }),
+      ],
       'tb.sv',
       '/w/tb_counter_1.sv',
       '/w',
@@ -39,7 +52,17 @@ describe('settings', () => {
   it('defaults to the model-free generator and the documented generation settings', async () => {
     expect(await modelConfig(new fake.SecretStore() as never)).toEqual({ source: 'none' });
     const s = generateSettings();
-    expect(s).toMatchObject({ rounds: 4, samples: 1, target: 1, instance: 'uut', history: 'markov', simulator: 'verilator', temperature: 0.7, topP: 0.8, maxNewTokens: 16384 });
+    expect(s).toMatchObject({
+      rounds: 4,
+      samples: 1,
+      target: 1,
+      instance: 'uut',
+      history: 'markov',
+      simulator: 'verilator',
+      temperature: 0.7,
+      topP: 0.8,
+      maxNewTokens: 16384,
+    });
     expect(s.limits).toEqual({ timeoutS: 60, buildTimeoutS: 300 });
   });
   it('reads the OpenAI endpoint from settings and the API key from the secret store only', async () => {
@@ -49,7 +72,13 @@ describe('settings', () => {
     fake.settings.set('chorus.apiKey', 'from-settings-must-be-ignored');
     const secrets = new fake.SecretStore();
     await secrets.store(SECRET_API_KEY, 'sk-secret');
-    expect(await modelConfig(secrets as never)).toEqual({ source: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'm', apiKey: 'sk-secret', timeoutMs: 600_000 });
+    expect(await modelConfig(secrets as never)).toEqual({
+      source: 'openai',
+      baseUrl: 'http://127.0.0.1:9/v1',
+      model: 'm',
+      apiKey: 'sk-secret',
+      timeoutMs: 600_000,
+    });
   });
   it('says what to do when a model source is chosen but not configured', async () => {
     fake.settings.set('chorus.model.source', 'local');

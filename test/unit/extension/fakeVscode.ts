@@ -2,7 +2,10 @@
 // It implements just what the adapters under test touch; the real API is exercised end to end in
 // test/e2e against code-server.
 export class Position {
-  constructor(readonly line: number, readonly character: number) {}
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
 }
 export class Range {
   readonly start: Position;
@@ -21,10 +24,17 @@ export enum DiagnosticSeverity {
 export class Diagnostic {
   source?: string;
   code?: string | number;
-  constructor(readonly range: Range, readonly message: string, readonly severity: DiagnosticSeverity) {}
+  constructor(
+    readonly range: Range,
+    readonly message: string,
+    readonly severity: DiagnosticSeverity,
+  ) {}
 }
 export class Uri {
-  private constructor(readonly scheme: string, readonly path: string) {}
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+  ) {}
   get fsPath(): string {
     return this.path;
   }

@@ -3,7 +3,16 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findProjectFile, freeTestbenchPath, inferProject, looksLikeTestbench, projectToDesign, readProjectFile, validateProject, writeProjectFile } from '../../../src/extension/project.js';
+import {
+  findProjectFile,
+  freeTestbenchPath,
+  inferProject,
+  looksLikeTestbench,
+  projectToDesign,
+  readProjectFile,
+  validateProject,
+  writeProjectFile,
+} from '../../../src/extension/project.js';
 import { coverageByFile, lineHover } from '../../../src/extension/coverageData.js';
 import { previousTestbench, RunHistory, runView } from '../../../src/extension/history.js';
 import { coverageChartSvg, isWebviewMessage, pct } from '../../../src/extension/webviewProtocol.js';
@@ -37,7 +46,13 @@ describe('project file', () => {
   it('finds chorus.json upward, writes and reads it back, and resolves paths against its folder', () => {
     const d = tmp();
     mkdirSync(join(d, 'rtl/sub'), { recursive: true });
-    writeProjectFile(join(d, 'rtl/chorus.json'), { files: ['a.sv', 'sub/b.sv'], includeDirs: ['inc'], defines: ['X=1'], params: ['W=4'], top: 'a' });
+    writeProjectFile(join(d, 'rtl/chorus.json'), {
+      files: ['a.sv', 'sub/b.sv'],
+      includeDirs: ['inc'],
+      defines: ['X=1'],
+      params: ['W=4'],
+      top: 'a',
+    });
     const found = findProjectFile(join(d, 'rtl/sub'), d)!;
     expect(found).toBe(join(d, 'rtl/chorus.json'));
     const p = readProjectFile(found);
@@ -67,7 +82,17 @@ describe('project file', () => {
 });
 
 describe('per-line coverage', () => {
-  const pt = (o: Partial<CoveragePoint>): CoveragePoint => ({ type: 'line', file: '/d/a.sv', line: 1, column: 1, module: 'a', hier: 'tb.uut', label: 'block', count: 1, ...o });
+  const pt = (o: Partial<CoveragePoint>): CoveragePoint => ({
+    type: 'line',
+    file: '/d/a.sv',
+    line: 1,
+    column: 1,
+    module: 'a',
+    hier: 'tb.uut',
+    label: 'block',
+    count: 1,
+    ...o,
+  });
   it('merges instances per line, marks partly covered lines, keeps branch arms and toggles', () => {
     const files = coverageByFile([
       pt({ line: 3, count: 2 }),
@@ -99,11 +124,22 @@ describe('per-line coverage', () => {
 describe('history and dashboard data', () => {
   it('keeps runs newest first, with views and the previous testbench of a round', () => {
     const store = new Map<string, unknown>();
-    const memento = { get: <T>(k: string) => store.get(k) as T, update: async (k: string, v: unknown) => void store.set(k, v), keys: () => [...store.keys()] };
+    const memento = {
+      get: <T>(k: string) => store.get(k) as T,
+      update: async (k: string, v: unknown) => void store.set(k, v),
+      keys: () => [...store.keys()],
+    };
     const h = new RunHistory(memento as never);
     let changes = 0;
     h.onChange(() => changes++);
-    const run = h.start({ kind: 'generate', top: 'counter', model: 'model-free generator', simulator: 'verilator', testbenchPath: null, designDir: '/d' });
+    const run = h.start({
+      kind: 'generate',
+      top: 'counter',
+      model: 'model-free generator',
+      simulator: 'verilator',
+      testbenchPath: null,
+      designDir: '/d',
+    });
     h.addRound(run, roundRecord(0, 0, 'module a; endmodule', null));
     h.addRound(run, roundRecord(0, 1, 'module b;\nendmodule', null));
     h.update(run, { best: 1, state: 'done' });

@@ -4,14 +4,40 @@ import type { RunRecord } from '../../../src/extension/history.js';
 import type { RoundRecord } from '../../../src/extension/workerProtocol.js';
 
 const round = (o: Partial<RoundRecord>): RoundRecord => ({
-  sample: 0, round: 0, testbench: 'module tb; endmodule', status: 'success', coverage: null, uncovered: [], diagnostics: [], notes: [], errMsg: '', ...o,
+  sample: 0,
+  round: 0,
+  testbench: 'module tb; endmodule',
+  status: 'success',
+  coverage: null,
+  uncovered: [],
+  diagnostics: [],
+  notes: [],
+  errMsg: '',
+  ...o,
 });
 const cov = (overall: number) => ({ overall }) as RoundRecord['coverage'];
-const point = (line: number) => ({ type: 'line' as const, file: 'rtl/counter.sv', line, label: 'if', hier: 'tb.uut', count: 0, source: 'if (en)' });
+const point = (line: number) => ({
+  type: 'line' as const,
+  file: 'rtl/counter.sv',
+  line,
+  label: 'if',
+  hier: 'tb.uut',
+  count: 0,
+  source: 'if (en)',
+});
 
 const run: RunRecord = {
-  id: 'r1', kind: 'generate', startedAt: '2026-12-03T10:00:00Z', top: 'counter', model: 'model-free', simulator: 'verilator 5.006',
-  state: 'done', message: '', best: 1, testbenchPath: '/w/tb_counter_1.sv', designDir: '/w',
+  id: 'r1',
+  kind: 'generate',
+  startedAt: '2026-12-03T10:00:00Z',
+  top: 'counter',
+  model: 'model-free',
+  simulator: 'verilator 5.006',
+  state: 'done',
+  message: '',
+  best: 1,
+  testbenchPath: '/w/tb_counter_1.sv',
+  designDir: '/w',
   rounds: [
     round({ round: 0, coverage: cov(0.5), uncovered: [point(12), point(19)] }),
     round({ round: 1, coverage: cov(0.9), uncovered: Array.from({ length: 80 }, (_, i) => point(i + 1)) }),

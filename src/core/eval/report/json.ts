@@ -12,7 +12,8 @@ export function renderJson(r: EvalReport): string {
 
 export function readReport(path: string): EvalReport {
   const r = JSON.parse(readFileSync(path, 'utf8')) as EvalReport;
-  if (r.schema_version !== REPORT_SCHEMA_VERSION) throw new Error(`${path}: report schema ${r.schema_version}, this build reads ${REPORT_SCHEMA_VERSION}`);
+  if (r.schema_version !== REPORT_SCHEMA_VERSION)
+    throw new Error(`${path}: report schema ${r.schema_version}, this build reads ${REPORT_SCHEMA_VERSION}`);
   return r;
 }
 

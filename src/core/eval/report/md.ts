@@ -17,15 +17,35 @@ export function renderMarkdown(r: EvalReport): string {
       (r.complete ? '' : ' **Incomplete run** (interrupted): metrics cover the samples that finished.'),
     '',
   );
-  L.push('| Pass@1 | Pass@5 | Cov@1 | Cov@5 | sim pass | tasks | errors | samples | tokens | wall |', '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-  L.push(`| ${pct(a.pass_at_1)} | ${pct(a.pass_at_5)} | ${pct(a.cov_at_1)} | ${pct(a.cov_at_5)} | ${pct(a.sim_pass)} | ${a.tasks} | ${a.errors} | ${a.samples} | ${a.tokens.total} | ${a.wall_s.toFixed(1)} s |`, '');
-  L.push(`Candidates simulated: ${a.candidates} (${a.candidates_per_min.toFixed(1)}/min)${a.cached_samples ? `; ${a.cached_samples} samples from the cache` : ''}. Pass@5/Cov@5 use the first min(5, samples) samples.`, '');
+  L.push(
+    '| Pass@1 | Pass@5 | Cov@1 | Cov@5 | sim pass | tasks | errors | samples | tokens | wall |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  );
+  L.push(
+    `| ${pct(a.pass_at_1)} | ${pct(a.pass_at_5)} | ${pct(a.cov_at_1)} | ${pct(a.cov_at_5)} | ${pct(a.sim_pass)} | ${a.tasks} | ${a.errors} | ${a.samples} | ${a.tokens.total} | ${a.wall_s.toFixed(1)} s |`,
+    '',
+  );
+  L.push(
+    `Candidates simulated: ${a.candidates} (${a.candidates_per_min.toFixed(1)}/min)${a.cached_samples ? `; ${a.cached_samples} samples from the cache` : ''}. Pass@5/Cov@5 use the first min(5, samples) samples.`,
+    '',
+  );
   if (r.per_round.length > 1) {
-    L.push('## Per round (best candidate so far)', '', '| after round | Pass@1 | Pass@5 | Cov@1 | Cov@5 | sim pass |', '|---:|---:|---:|---:|---:|---:|');
-    for (const p of r.per_round) L.push(`| ${p.round} | ${pct(p.pass_at_1)} | ${pct(p.pass_at_5)} | ${pct(p.cov_at_1)} | ${pct(p.cov_at_5)} | ${pct(p.sim_pass)} |`);
+    L.push(
+      '## Per round (best candidate so far)',
+      '',
+      '| after round | Pass@1 | Pass@5 | Cov@1 | Cov@5 | sim pass |',
+      '|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const p of r.per_round)
+      L.push(`| ${p.round} | ${pct(p.pass_at_1)} | ${pct(p.pass_at_5)} | ${pct(p.cov_at_1)} | ${pct(p.cov_at_5)} | ${pct(p.sim_pass)} |`);
     L.push('');
   }
-  L.push('## Tasks', '', '| task | threshold | samples passed | best coverage | mean coverage | coverage per sample | note |', '|---|---:|---:|---:|---:|---|---|');
+  L.push(
+    '## Tasks',
+    '',
+    '| task | threshold | samples passed | best coverage | mean coverage | coverage per sample | note |',
+    '|---|---:|---:|---:|---:|---|---|',
+  );
   for (const t of r.tasks) {
     if (t.error) {
       L.push(`| ${esc(t.id)} | ${pct(t.threshold, 0)} | | | | | error: ${esc(t.error).slice(0, 300)} |`);

@@ -50,13 +50,23 @@ export function instanceFromPrompt(prompt: string): string | null {
 export function chooseTop(dutTexts: string[], tbPath: string | null, prompt: string): string {
   const mods = [...new Set(dutTexts.flatMap(declaredModules))];
   if (mods.length === 1) return mods[0];
-  const base = tbPath?.split('/').pop()?.replace(/\.s?v$/i, '').replace(/^tb_|_tb$|_testbench$/gi, '');
+  const base = tbPath
+    ?.split('/')
+    .pop()
+    ?.replace(/\.s?v$/i, '')
+    .replace(/^tb_|_tb$|_testbench$/gi, '');
   if (base && mods.includes(base)) return base;
   const named = mods.filter((m) => new RegExp(`\`${m}\`|\\b${m}\\s+module\\b|module\\s+\`?${m}\\b`).test(prompt));
   if (named.length === 1) return named[0];
-  const all = dutTexts.join('\n').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+  const all = dutTexts
+    .join('\n')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\/\/.*$/gm, '');
   // Instantiated somewhere: `name #(` or `name inst (`.
-  const used = (m: string): boolean => new RegExp(`(^|[;\\s])${m}\\s*(#\\s*\\(|[A-Za-z_][A-Za-z0-9_]*\\s*\\()`, 'm').test(all.replace(new RegExp(`\\bmodule\\s+${m}\\b`, 'g'), ''));
+  const used = (m: string): boolean =>
+    new RegExp(`(^|[;\\s])${m}\\s*(#\\s*\\(|[A-Za-z_][A-Za-z0-9_]*\\s*\\()`, 'm').test(
+      all.replace(new RegExp(`\\bmodule\\s+${m}\\b`, 'g'), ''),
+    );
   const roots = mods.filter((m) => !used(m));
   return roots.length === 1 ? roots[0] : '';
 }
@@ -78,14 +88,26 @@ export function cvdpTask(r: Rec, workDir: string, fallbackId: string): EvalTask 
   const outCtx = textMap(isObj(r.output) ? r.output.context : r.patch);
   const dut = Object.entries(harness).filter(([p]) => /^src\//.test(p) && HDL.test(p));
   const rtl = dut.length ? dut : Object.entries(inCtx).filter(([p]) => /^rtl\//.test(p) && HDL.test(p));
-  const tbEntry = Object.entries(outCtx).find(([p]) => /^verif\//.test(p) && HDL.test(p)) ?? Object.entries(outCtx).find(([p]) => HDL.test(p));
+  const tbEntry =
+    Object.entries(outCtx).find(([p]) => /^verif\//.test(p) && HDL.test(p)) ?? Object.entries(outCtx).find(([p]) => HDL.test(p));
   const threshold = cvdpThreshold(harness['src/.env']);
   if (!rtl.length) return { ...task, error: 'no DUT: the harness has no src/*.sv file' };
-  if (threshold === null) return { ...task, error: harness['src/.env'] === undefined ? 'no src/.env in the harness (it holds TARGET, the coverage threshold)' : 'src/.env has no TARGET = N line' };
+  if (threshold === null)
+    return {
+      ...task,
+      error:
+        harness['src/.env'] === undefined
+          ? 'no src/.env in the harness (it holds TARGET, the coverage threshold)'
+          : 'src/.env has no TARGET = N line',
+    };
   task.threshold = threshold;
   task.instruction = prompt || undefined;
   task.instance = instanceFromPrompt(prompt) ?? 'uut';
-  task.top = chooseTop(rtl.map(([, t]) => t), tbEntry?.[0] ?? null, prompt);
+  task.top = chooseTop(
+    rtl.map(([, t]) => t),
+    tbEntry?.[0] ?? null,
+    prompt,
+  );
   const dir = taskDir(workDir, id);
   task.designFiles = rtl.map(([p, t]) => writeInside(dir, p, t));
   // Documents in the input context (specs, plans) are spec files; RTL and testbenches are not.

@@ -47,14 +47,19 @@ export function loadSuite(pathIn: string, o: LoadSuiteOptions): EvalSuite {
   if (!existsSync(path)) throw new SuiteError(`suite not found: ${path}`);
   const name = basename(path).replace(/\.jsonl$/i, '');
   if (statSync(path).isDirectory()) {
-    if (o.format && o.format !== 'verilog-eval') throw new SuiteError(`${path} is a folder; --suite-format ${o.format} needs a .jsonl file`);
-    if (!o.format && !isVerilogEvalDir(path)) throw new SuiteError(`${path} holds no *_ref.sv files: not a VerilogEval v2 folder (a JSONL suite is a .jsonl file)`);
+    if (o.format && o.format !== 'verilog-eval')
+      throw new SuiteError(`${path} is a folder; --suite-format ${o.format} needs a .jsonl file`);
+    if (!o.format && !isVerilogEvalDir(path))
+      throw new SuiteError(`${path} holds no *_ref.sv files: not a VerilogEval v2 folder (a JSONL suite is a .jsonl file)`);
     return { name, path, format: 'verilog-eval', tasks: loadVerilogEval(path), skipped: [] };
   }
   if (o.format === 'verilog-eval') throw new SuiteError(`${path} is a file; the VerilogEval layout is a folder`);
   const lines = parseLines(readFileSync(path, 'utf8'));
   const format = o.format ?? detectJsonlFormat(lines.map((l) => l.value));
-  if (!format) throw new SuiteError(`${path}: no record looks like a CVDP record ({id, categories, harness, ...}) or an LLM4Cov record ({id, rtl_files, targets, ...}); name the kind with --suite-format`);
+  if (!format)
+    throw new SuiteError(
+      `${path}: no record looks like a CVDP record ({id, categories, harness, ...}) or an LLM4Cov record ({id, rtl_files, targets, ...}); name the kind with --suite-format`,
+    );
   const tasks: EvalTask[] = [];
   const skipped: EvalSuite['skipped'] = [];
   const seen = new Map<string, number>();
@@ -62,14 +67,33 @@ export function loadSuite(pathIn: string, o: LoadSuiteOptions): EvalSuite {
     const fallbackId = `line-${l.line}`;
     let task: EvalTask;
     if (l.error !== undefined) {
-      task = { id: fallbackId, designFiles: [], specFiles: [], top: '', instance: 'uut', threshold: 1, error: `line ${l.line}: not valid JSON (${l.error})` };
+      task = {
+        id: fallbackId,
+        designFiles: [],
+        specFiles: [],
+        top: '',
+        instance: 'uut',
+        threshold: 1,
+        error: `line ${l.line}: not valid JSON (${l.error})`,
+      };
     } else if (format === 'cvdp') {
       if (!looksLikeCvdp(l.value)) {
-        task = { id: fallbackId, designFiles: [], specFiles: [], top: '', instance: 'uut', threshold: 1, error: `line ${l.line}: not a CVDP record (needs categories and harness)` };
+        task = {
+          id: fallbackId,
+          designFiles: [],
+          specFiles: [],
+          top: '',
+          instance: 'uut',
+          threshold: 1,
+          error: `line ${l.line}: not a CVDP record (needs categories and harness)`,
+        };
       } else {
         const r = l.value as Record<string, unknown>;
         if (!isCid012(r)) {
-          skipped.push({ id: String(r.id ?? fallbackId), reason: `category ${(r.categories as unknown[]).join('/')} is not cid012 (testbench stimulus)` });
+          skipped.push({
+            id: String(r.id ?? fallbackId),
+            reason: `category ${(r.categories as unknown[]).join('/')} is not cid012 (testbench stimulus)`,
+          });
           continue;
         }
         task = cvdpTask(r, o.workDir, fallbackId);
@@ -77,7 +101,15 @@ export function loadSuite(pathIn: string, o: LoadSuiteOptions): EvalSuite {
     } else {
       task = looksLikeLlm4cov(l.value)
         ? llm4covTask(l.value as Record<string, unknown>, o.workDir, fallbackId)
-        : { id: fallbackId, designFiles: [], specFiles: [], top: '', instance: 'uut', threshold: 1, error: `line ${l.line}: not an LLM4Cov record (needs rtl_files, dut_module_name, targets)` };
+        : {
+            id: fallbackId,
+            designFiles: [],
+            specFiles: [],
+            top: '',
+            instance: 'uut',
+            threshold: 1,
+            error: `line ${l.line}: not an LLM4Cov record (needs rtl_files, dut_module_name, targets)`,
+          };
     }
     // Ids key the cache and the reports: keep them unique.
     const n = seen.get(task.id) ?? 0;

@@ -138,7 +138,10 @@ export interface ProtocolPlan {
 
 /** `i_paddr` / `paddr_i` / `s_apb_paddr` -> `paddr`-ish stem for matching, lower case. */
 export function stem(name: string): string {
-  return name.toLowerCase().replace(/^(i|o|in|out|io)_/, '').replace(/_(i|o|in|out|io|reg)$/, '');
+  return name
+    .toLowerCase()
+    .replace(/^(i|o|in|out|io)_/, '')
+    .replace(/_(i|o|in|out|io|reg)$/, '');
 }
 
 type Dir = 'in' | 'out';
@@ -163,7 +166,11 @@ function detectApb(ports: PortInfo[]): ApbBus | undefined {
   const addr = pick(ports, /(^|_)paddr$/, 'in');
   if (!sel || !enable || !write || !addr) return undefined;
   return {
-    kind: 'apb', sel, enable, write, addr,
+    kind: 'apb',
+    sel,
+    enable,
+    write,
+    addr,
     wdata: pick(ports, /(^|_)pwdata$/, 'in'),
     strb: pick(ports, /(^|_)pstrb$/, 'in'),
     prot: pick(ports, /(^|_)pprot$/, 'in'),
@@ -178,7 +185,10 @@ function detectAhb(ports: PortInfo[]): AhbBus | undefined {
   const addr = pick(ports, /(^|_)haddr$/, 'in');
   if (!trans || !write || !addr) return undefined;
   return {
-    kind: 'ahb-lite', trans, write, addr,
+    kind: 'ahb-lite',
+    trans,
+    write,
+    addr,
     sel: pick(ports, /(^|_)hsel(x|\d*)?$/, 'in', one),
     wdata: pick(ports, /(^|_)hwdata$/, 'in'),
     size: pick(ports, /(^|_)hsize$/, 'in'),
@@ -194,7 +204,10 @@ function detectAxiLite(ports: PortInfo[]): AxiLiteBus | undefined {
   const wvalid = pick(ports, /(^|_)wvalid$/, 'in', one);
   if (!awaddr || !awvalid || !wvalid) return undefined;
   return {
-    kind: 'axi4-lite', awaddr, awvalid, wvalid,
+    kind: 'axi4-lite',
+    awaddr,
+    awvalid,
+    wvalid,
     awready: pick(ports, /(^|_)awready$/, 'out', one),
     wdata: pick(ports, /(^|_)wdata$/, 'in'),
     wstrb: pick(ports, /(^|_)wstrb$/, 'in'),
@@ -216,7 +229,11 @@ function detectWishbone(ports: PortInfo[]): WishboneBus | undefined {
   const cyc = pick(ports, /(^|_)(wb_)?cyc$/, 'in', one);
   if (!stb || !we || !addr || !cyc) return undefined;
   return {
-    kind: 'wishbone', cyc, stb, we, addr,
+    kind: 'wishbone',
+    cyc,
+    stb,
+    we,
+    addr,
     wdata: ports.find((p) => p.direction === 'input' && /(^|_)(wb_)?dat(a)?(_i|_in)?$/i.test(p.name.toLowerCase().replace(/^i_/, ''))),
     sel: pick(ports, /(^|_)(wb_)?sel$/, 'in'),
     ack: pick(ports, /(^|_)(wb_)?ack$/, 'out', one),
@@ -234,14 +251,23 @@ function detectRegFile(ports: PortInfo[], taken: Set<PortInfo>): RegFileBus | un
   const t = new Set([...taken, addr]);
   const raddr = pick(ports, /(^|_)(raddr|rd_addr|rdaddr|read_addr)$/, 'in', multi, t);
   if (raddr) t.add(raddr);
-  const wrPort = pick(ports, /(^|_)(we|wen|we_n|wr|wr_n|wr_en|wren|write|write_en|write_enable|wr_enable|rw|r_w|rnw|rd_wr|read_write|read_write_enable|rw_en|wr_rd|cmd_write)$/, 'in', one, t);
+  const wrPort = pick(
+    ports,
+    /(^|_)(we|wen|we_n|wr|wr_n|wr_en|wren|write|write_en|write_enable|wr_enable|rw|r_w|rnw|rd_wr|read_write|read_write_enable|rw_en|wr_rd|cmd_write)$/,
+    'in',
+    one,
+    t,
+  );
   const rdPort = pick(ports, /(^|_)(re|ren|re_n|rd|rd_en|rden|read|read_en|read_enable|rd_enable)$/, 'in', one, t);
   if (!wrPort && !rdPort) return undefined;
   const wdata = pick(ports, /(^|_)(wdata|wr_data|write_data|data_in|din|wdat|data|d|wd|dat)$/, 'in', multi, t);
   const ws = wrPort ? stem(wrPort.name) : '';
   const lowActive = (s: string): boolean => /(_n|_b)$/.test(s);
   return {
-    kind: 'regfile', addr, raddr, wdata,
+    kind: 'regfile',
+    addr,
+    raddr,
+    wdata,
     write: wrPort ? { port: wrPort, active: readHigh(ws) || lowActive(ws) ? 0 : 1 } : undefined,
     read: rdPort ? { port: rdPort, active: lowActive(stem(rdPort.name)) ? 0 : 1 } : undefined,
   };
@@ -258,7 +284,9 @@ function comparedOn(info: DesignInfo, m: ModuleInfo, port: PortInfo): bigint[] {
 }
 
 function busPorts(b: Bus): PortInfo[] {
-  return Object.values(b).flatMap((v) => (v && typeof v === 'object' && 'port' in v ? [(v as Level).port] : v && typeof v === 'object' && 'name' in v ? [v as PortInfo] : []));
+  return Object.values(b).flatMap((v) =>
+    v && typeof v === 'object' && 'port' in v ? [(v as Level).port] : v && typeof v === 'object' && 'name' in v ? [v as PortInfo] : [],
+  );
 }
 
 export function busAddr(b: Bus): PortInfo {
@@ -274,8 +302,10 @@ function planBus(info: DesignInfo, m: ModuleInfo, bus: Bus): BusPlan {
   const aw = addr.width;
   const mask = (1n << BigInt(aw)) - 1n;
   let mapped = comparedOn(info, m, addr);
-  if (bus.kind === 'axi4-lite' && bus.araddr) mapped = [...new Set([...mapped, ...comparedOn(info, m, bus.araddr)])].sort((a, b) => (a < b ? -1 : 1));
-  if (bus.kind === 'regfile' && bus.raddr) mapped = [...new Set([...mapped, ...comparedOn(info, m, bus.raddr)])].sort((a, b) => (a < b ? -1 : 1));
+  if (bus.kind === 'axi4-lite' && bus.araddr)
+    mapped = [...new Set([...mapped, ...comparedOn(info, m, bus.araddr)])].sort((a, b) => (a < b ? -1 : 1));
+  if (bus.kind === 'regfile' && bus.raddr)
+    mapped = [...new Set([...mapped, ...comparedOn(info, m, bus.raddr)])].sort((a, b) => (a < b ? -1 : 1));
   mapped = mapped.slice(0, 48);
   const wd = busWdata(bus);
   const dataWidth = wd?.width ?? 8;
@@ -302,7 +332,11 @@ function planBus(info: DesignInfo, m: ModuleInfo, bus: Bus): BusPlan {
     for (let a = 0n; a < 16n; a++) sweep.push(a);
     for (let a = 16n; a < 64n; a += 4n) sweep.push(a);
   }
-  const dataConstants = wd ? comparedOn(info, m, wd).filter((v) => v < 1n << BigInt(wd.width)).slice(0, 8) : [];
+  const dataConstants = wd
+    ? comparedOn(info, m, wd)
+        .filter((v) => v < 1n << BigInt(wd.width))
+        .slice(0, 8)
+    : [];
   return { bus, addrWidth: aw, dataWidth, mapped, unmapped: [...unmapped].slice(0, 4), sweep, dataConstants };
 }
 
@@ -310,7 +344,9 @@ function detectStream(roles: Roles, taken: Set<PortInfo>): StreamPlan[] {
   const ins = roles.data.filter((p) => !taken.has(p) && p.unpackedDims.length === 0);
   const outs = roles.outputs.filter((p) => p.unpackedDims.length === 0);
   // AXI-Stream by its t-prefixed names; plain valid/ready when the design answers with a ready.
-  const valid = ins.find((p) => p.width === 1 && /(^|_)(s_axis_)?tvalid$|^s_axis_valid$/.test(stem(p.name))) ?? ins.find((p) => p.width === 1 && /(^|_)(in_valid|valid_in|s_valid|valid|vld)$/.test(stem(p.name)));
+  const valid =
+    ins.find((p) => p.width === 1 && /(^|_)(s_axis_)?tvalid$|^s_axis_valid$/.test(stem(p.name))) ??
+    ins.find((p) => p.width === 1 && /(^|_)(in_valid|valid_in|s_valid|valid|vld)$/.test(stem(p.name)));
   if (!valid) return [];
   const axis = /tvalid$/.test(stem(valid.name));
   const ready = axis
@@ -318,17 +354,36 @@ function detectStream(roles: Roles, taken: Set<PortInfo>): StreamPlan[] {
     : outs.find((p) => p.width === 1 && /(^|_)(in_ready|ready_out|s_ready|ready|rdy)$/.test(stem(p.name)));
   if (!ready) return [];
   const last = ins.find((p) => p.width === 1 && /(^|_)t?last$/.test(stem(p.name)) && (!axis || /tlast$/.test(stem(p.name))));
-  const outReady = ins.find((p) => p.width === 1 && p !== valid && (axis ? /(^|_)m_axis_tready$|^m_tready$/.test(stem(p.name)) : /(^|_)(out_ready|ready_in|m_ready|ds_ready|downstream_ready|ready)$/.test(stem(p.name))));
-  const data = ins.filter((p) => p !== valid && p !== last && p !== outReady && p.width > 1 && p.kind !== 'enum' && (!axis || /t(data|keep|strb|user|id|dest)$/.test(stem(p.name))));
+  const outReady = ins.find(
+    (p) =>
+      p.width === 1 &&
+      p !== valid &&
+      (axis
+        ? /(^|_)m_axis_tready$|^m_tready$/.test(stem(p.name))
+        : /(^|_)(out_ready|ready_in|m_ready|ds_ready|downstream_ready|ready)$/.test(stem(p.name))),
+  );
+  const data = ins.filter(
+    (p) =>
+      p !== valid &&
+      p !== last &&
+      p !== outReady &&
+      p.width > 1 &&
+      p.kind !== 'enum' &&
+      (!axis || /t(data|keep|strb|user|id|dest)$/.test(stem(p.name))),
+  );
   return [{ kind: 'stream', valid, ready, data, last, outReady }];
 }
 
-const START = /(^|_)(start|go|req|request|trigger|kick|launch|begin|valid|vld|in_valid|valid_in|s_valid|start_conv|start_div|calc|compute|run)$/;
-const DONE = /(^|_)(done|finish|finished|complete|completed|ready|rdy|valid|vld|out_valid|valid_out|o_valid|m_valid|ack|busy|result_valid|data_valid|dv)$/;
+const START =
+  /(^|_)(start|go|req|request|trigger|kick|launch|begin|valid|vld|in_valid|valid_in|s_valid|start_conv|start_div|calc|compute|run)$/;
+const DONE =
+  /(^|_)(done|finish|finished|complete|completed|ready|rdy|valid|vld|out_valid|valid_out|o_valid|m_valid|ack|busy|result_valid|data_valid|dv)$/;
 const SERIAL = /(^|_)(rx|rxd|uart_rx|rx_in|serial_in|serial_rx|sin|rx_serial|rx_line|rx_data_in|rxd_in|rx_bit|rx_pin|uart_rxd)$/;
 const SERIAL_IF_RATE = /(^|_)(sdi|miso|sdin|serial|din_serial|data_serial|s_in)$/;
-const RATE = /(prescale|prescaler|baud|baud_div|baudrate|divisor|divider|clk_div|clkdiv|clks_per_bit|cpb|bit_period|bit_time|cycles_per_bit|tick_div|sample_rate|oversample)/;
-const RATE_PARAM = /clks?_per_bit|cycles_per_bit|bit_period|bit_time|prescale|divisor|divider|baud_div|clk_div|ticks_per_bit|counts_per_bit|bit_cnt_max/i;
+const RATE =
+  /(prescale|prescaler|baud|baud_div|baudrate|divisor|divider|clk_div|clkdiv|clks_per_bit|cpb|bit_period|bit_time|cycles_per_bit|tick_div|sample_rate|oversample)/;
+const RATE_PARAM =
+  /clks?_per_bit|cycles_per_bit|bit_period|bit_time|prescale|divisor|divider|baud_div|clk_div|ticks_per_bit|counts_per_bit|bit_cnt_max/i;
 const DATA_BITS_PARAM = /^(data_bits|data_width|dbit|nbits|n_bits|num_bits|word_len|word_size|data_len|bits|dwidth|frame_bits)$/i;
 
 function paramValue(m: ModuleInfo, re: RegExp): number[] {
@@ -344,7 +399,9 @@ function paramValue(m: ModuleInfo, re: RegExp): number[] {
 function detectSerial(m: ModuleInfo, roles: Roles, taken: Set<PortInfo>): SerialPlan[] {
   const ins = roles.data.filter((p) => !taken.has(p));
   const rate = ins.find((p) => p.width > 1 && RATE.test(stem(p.name)));
-  const lines = ins.filter((p) => p.width === 1 && p.unpackedDims.length === 0 && (SERIAL.test(stem(p.name)) || (rate && SERIAL_IF_RATE.test(stem(p.name)))));
+  const lines = ins.filter(
+    (p) => p.width === 1 && p.unpackedDims.length === 0 && (SERIAL.test(stem(p.name)) || (rate && SERIAL_IF_RATE.test(stem(p.name)))),
+  );
   if (!lines.length) return [];
   const dataBits = paramValue(m, DATA_BITS_PARAM).find((v) => v >= 5 && v <= 16) ?? 8;
   const out: SerialPlan[] = [];
@@ -352,7 +409,14 @@ function detectSerial(m: ModuleInfo, roles: Roles, taken: Set<PortInfo>): Serial
     if (rate) {
       // A prescale of P means P, 8P or 16P cycles per bit in the designs seen: send each.
       const values = [2, 4].filter((v) => v < 2 ** rate.width);
-      out.push({ kind: 'serial-rx', line, rate, rateValues: values, bitCycles: values.map((v) => [...new Set([v, 8 * v, 16 * v])]), dataBits });
+      out.push({
+        kind: 'serial-rx',
+        line,
+        rate,
+        rateValues: values,
+        bitCycles: values.map((v) => [...new Set([v, 8 * v, 16 * v])]),
+        dataBits,
+      });
     } else {
       // The rate is a parameter: clocks per bit directly, or the clock over the baud rate.
       const cands = new Set<number>(paramValue(m, RATE_PARAM).filter((v) => v >= 1 && v <= 8192));
@@ -385,15 +449,17 @@ function detectHandshakes(roles: Roles, taken: Set<PortInfo>, hasClock: boolean)
   const idle = busy || /(^|_)(ready|rdy)$/.test(s);
   const operands = ins.filter((p) => p !== start && p.width > 1 && p.kind !== 'enum').slice(0, 4);
   const maxW = Math.max(1, ...operands.map((p) => p.width));
-  return [{
-    kind: 'handshake',
-    style: reqAck ? 'req-ack' : 'start-done',
-    start,
-    done: { port: doneP, active: busy ? 0 : 1 },
-    idleBefore: idle,
-    operands,
-    timeout: Math.min(1024, Math.max(64, 2 ** Math.min(maxW, 12) + 16)),
-  }];
+  return [
+    {
+      kind: 'handshake',
+      style: reqAck ? 'req-ack' : 'start-done',
+      start,
+      done: { port: doneP, active: busy ? 0 : 1 },
+      idleBefore: idle,
+      operands,
+      timeout: Math.min(1024, Math.max(64, 2 ** Math.min(maxW, 12) + 16)),
+    },
+  ];
 }
 
 export function detectProtocols(info: DesignInfo, roles: Roles): ProtocolPlan {
@@ -429,10 +495,28 @@ export function describeProtocols(p: ProtocolPlan): string[] {
   const out: string[] = [];
   for (const b of p.buses) {
     const a = busAddr(b.bus).name;
-    out.push(`${b.bus.kind} slave on ${a}: ${b.mapped.length} decoded address(es)${b.mapped.length ? ` (${b.mapped.slice(0, 6).map((x) => `'h${x.toString(16)}`).join(', ')}${b.mapped.length > 6 ? ', ...' : ''})` : ''}, ${b.unmapped.length} unmapped${b.sweep.length ? `, all ${b.sweep.length} addresses swept` : ''}`);
+    out.push(
+      `${b.bus.kind} slave on ${a}: ${b.mapped.length} decoded address(es)${
+        b.mapped.length
+          ? ` (${b.mapped
+              .slice(0, 6)
+              .map((x) => `'h${x.toString(16)}`)
+              .join(', ')}${b.mapped.length > 6 ? ', ...' : ''})`
+          : ''
+      }, ${b.unmapped.length} unmapped${b.sweep.length ? `, all ${b.sweep.length} addresses swept` : ''}`,
+    );
   }
-  for (const h of p.handshakes) out.push(`${h.style} handshake: ${h.start.name} -> ${h.done.active ? '' : '!'}${h.done.port.name}, operands ${h.operands.map((o) => o.name).join(', ') || 'none'}, waits of at most ${h.timeout} cycles`);
-  for (const st of p.streams) out.push(`stream slave: ${st.valid.name}/${st.ready?.name} carrying ${st.data.map((d) => d.name).join(', ') || 'no data'}${st.last ? `, packets ended by ${st.last.name}` : ''}${st.outReady ? `, backpressure on ${st.outReady.name}` : ''}`);
-  for (const s of p.serial) out.push(`serial receiver on ${s.line.name}${s.rate ? ` (rate input ${s.rate.name} = ${s.rateValues.join(' or ')})` : ''}: ${s.dataBits}-bit frames at ${[...new Set(s.bitCycles.flat())].join('/')} cycles per bit`);
+  for (const h of p.handshakes)
+    out.push(
+      `${h.style} handshake: ${h.start.name} -> ${h.done.active ? '' : '!'}${h.done.port.name}, operands ${h.operands.map((o) => o.name).join(', ') || 'none'}, waits of at most ${h.timeout} cycles`,
+    );
+  for (const st of p.streams)
+    out.push(
+      `stream slave: ${st.valid.name}/${st.ready?.name} carrying ${st.data.map((d) => d.name).join(', ') || 'no data'}${st.last ? `, packets ended by ${st.last.name}` : ''}${st.outReady ? `, backpressure on ${st.outReady.name}` : ''}`,
+    );
+  for (const s of p.serial)
+    out.push(
+      `serial receiver on ${s.line.name}${s.rate ? ` (rate input ${s.rate.name} = ${s.rateValues.join(' or ')})` : ''}: ${s.dataBits}-bit frames at ${[...new Set(s.bitCycles.flat())].join('/')} cycles per bit`,
+    );
   return out;
 }

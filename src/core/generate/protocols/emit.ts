@@ -57,7 +57,10 @@ function busTasks(b: BusPlan, i: number): string[] {
     }
     case 'ahb-lite': {
       const sz = bus.size ? Math.min(Math.max(0, Math.round(Math.log2(Math.max(8, dw) / 8))), 2 ** bus.size.width - 1) : 0;
-      if (bus.size) L.push(`${ind(1)}logic [${bus.size.width - 1}:0] ${pre}_size = ${bus.size.width}'d${sz}; // transfer size (an illegal one is tried below)`);
+      if (bus.size)
+        L.push(
+          `${ind(1)}logic [${bus.size.width - 1}:0] ${pre}_size = ${bus.size.width}'d${sz}; // transfer size (an illegal one is tried below)`,
+        );
       const addrPhase = (write: 0 | 1): string =>
         `${ind(2)}${bus.sel ? `${bus.sel.name} = 1'b1; ` : ''}${bus.trans.name} = 2'b10; ${bus.write.name} = 1'b${write}; ${bus.addr.name} = ${bus.addr.width}'(a); ${bus.size ? `${bus.size.name} = ${pre}_size; ` : ''}${bus.burst ? `${bus.burst.name} = '0; ` : ''}${bus.readyIn ? `${bus.readyIn.name} = 1'b1; ` : ''}step(); // address phase (NONSEQ)`;
       const dataPhase = (write: 0 | 1, d: string): string[] => [
@@ -74,7 +77,9 @@ function busTasks(b: BusPlan, i: number): string[] {
       L.push(`${ind(1)}// AXI4-Lite: address and data channels handshake independently; then the response channel.`);
       L.push(`${ind(1)}${wr}`);
       L.push(`${ind(2)}logic aw_ok, w_ok; int unsigned n = 0;`);
-      L.push(`${ind(2)}${bus.awaddr.name} = ${bus.awaddr.width}'(a); ${bus.awvalid.name} = 1'b1; ${setData('d')}${bus.wstrb ? `${bus.wstrb.name} = '1; ` : ''}${bus.wvalid.name} = 1'b1;${bus.bready ? ` ${bus.bready.name} = 1'b0;` : ''}`);
+      L.push(
+        `${ind(2)}${bus.awaddr.name} = ${bus.awaddr.width}'(a); ${bus.awvalid.name} = 1'b1; ${setData('d')}${bus.wstrb ? `${bus.wstrb.name} = '1; ` : ''}${bus.wvalid.name} = 1'b1;${bus.bready ? ` ${bus.bready.name} = 1'b0;` : ''}`,
+      );
       L.push(`${ind(2)}while ((${bus.awvalid.name} || ${bus.wvalid.name}) && n < ${WAIT}) begin`);
       L.push(`${ind(3)}#1; aw_ok = ${bus.awready ? bus.awready.name : "1'b1"}; w_ok = ${bus.wready ? bus.wready.name : "1'b1"};`);
       L.push(`${ind(3)}step(); n++;`);
@@ -88,8 +93,12 @@ function busTasks(b: BusPlan, i: number): string[] {
       L.push(`${ind(1)}${rd}`);
       if (bus.araddr && bus.arvalid) {
         L.push(`${ind(2)}logic ar_ok; int unsigned n = 0;`);
-        L.push(`${ind(2)}${bus.araddr.name} = ${bus.araddr.width}'(a); ${bus.arvalid.name} = 1'b1;${bus.rready ? ` ${bus.rready.name} = 1'b0;` : ''}`);
-        L.push(`${ind(2)}while (${bus.arvalid.name} && n < ${WAIT}) begin #1; ar_ok = ${bus.arready ? bus.arready.name : "1'b1"}; step(); n++; if (ar_ok) ${bus.arvalid.name} = 1'b0; end`);
+        L.push(
+          `${ind(2)}${bus.araddr.name} = ${bus.araddr.width}'(a); ${bus.arvalid.name} = 1'b1;${bus.rready ? ` ${bus.rready.name} = 1'b0;` : ''}`,
+        );
+        L.push(
+          `${ind(2)}while (${bus.arvalid.name} && n < ${WAIT}) begin #1; ar_ok = ${bus.arready ? bus.arready.name : "1'b1"}; step(); n++; if (ar_ok) ${bus.arvalid.name} = 1'b0; end`,
+        );
         L.push(`${ind(2)}${bus.arvalid.name} = 1'b0;`);
         if (bus.rready) L.push(`${ind(2)}${bus.rready.name} = 1'b1;`);
         if (bus.rvalid) L.push(waitFor(bus.rvalid.name, WAIT, 2));
@@ -116,13 +125,19 @@ function busTasks(b: BusPlan, i: number): string[] {
       const w = bus.write;
       const r = bus.read;
       const idle = `${w ? lvl(w.port, (1 - w.active) as 0 | 1) + ' ' : ''}${r ? lvl(r.port, (1 - r.active) as 0 | 1) : ''}`;
-      L.push(`${ind(1)}// Register-file port: address, data and ${w ? `${w.port.name} (write when ${w.active})` : ''}${w && r ? ', ' : ''}${r ? `${r.port.name} (read when ${r.active})` : ''}.`);
+      L.push(
+        `${ind(1)}// Register-file port: address, data and ${w ? `${w.port.name} (write when ${w.active})` : ''}${w && r ? ', ' : ''}${r ? `${r.port.name} (read when ${r.active})` : ''}.`,
+      );
       L.push(`${ind(1)}${wr}`);
-      L.push(`${ind(2)}${bus.addr.name} = ${bus.addr.width}'(a); ${setData('d')}${w ? lvl(w.port, w.active) : ''}${r ? ' ' + lvl(r.port, (1 - r.active) as 0 | 1) : ''} step();`);
+      L.push(
+        `${ind(2)}${bus.addr.name} = ${bus.addr.width}'(a); ${setData('d')}${w ? lvl(w.port, w.active) : ''}${r ? ' ' + lvl(r.port, (1 - r.active) as 0 | 1) : ''} step();`,
+      );
       L.push(`${ind(2)}${idle}`);
       L.push(`${ind(1)}endtask`);
       L.push(`${ind(1)}${rd}`);
-      L.push(`${ind(2)}${bus.raddr ? `${bus.raddr.name} = ${bus.raddr.width}'(a); ` : ''}${bus.addr.name} = ${bus.addr.width}'(a); ${w ? lvl(w.port, (1 - w.active) as 0 | 1) : ''}${r ? ' ' + lvl(r.port, r.active) : ''} step();`);
+      L.push(
+        `${ind(2)}${bus.raddr ? `${bus.raddr.name} = ${bus.raddr.width}'(a); ` : ''}${bus.addr.name} = ${bus.addr.width}'(a); ${w ? lvl(w.port, (1 - w.active) as 0 | 1) : ''}${r ? ' ' + lvl(r.port, r.active) : ''} step();`,
+      );
       L.push(`${ind(2)}${idle}`);
       L.push(`${ind(1)}endtask`);
       break;
@@ -144,8 +159,12 @@ function busPhase(b: BusPlan, i: number, transfers: number): string[] {
   const D = (v: bigint): string => literal(dw, v);
   const all = addrList(b);
   const patterns = [ones(dw), 0n, alt(dw), ones(dw) ^ alt(dw)];
-  L.push(`${ind(2)}// Phase P${i}a: ${b.bus.kind} transfers on ${busAddr(b.bus).name}: each address (decoded registers, unmapped ones for the`);
-  L.push(`${ind(2)}// error response${b.sweep.length ? ', the whole space' : ''}) written with all-ones, zeros and alternating bits, each write read back.`);
+  L.push(
+    `${ind(2)}// Phase P${i}a: ${b.bus.kind} transfers on ${busAddr(b.bus).name}: each address (decoded registers, unmapped ones for the`,
+  );
+  L.push(
+    `${ind(2)}// error response${b.sweep.length ? ', the whole space' : ''}) written with all-ones, zeros and alternating bits, each write read back.`,
+  );
   L.push(`${ind(2)}foreach (${pre}_addrs[k]) begin`);
   for (const v of patterns) L.push(`${ind(3)}${pre}_write(${pre}_addrs[k], ${D(v)}); ${pre}_read(${pre}_addrs[k]);`);
   L.push(`${ind(2)}end`);
@@ -155,7 +174,9 @@ function busPhase(b: BusPlan, i: number, transfers: number): string[] {
   const pairs = keys.flatMap((a) => b.dataConstants.map((d) => [a, d] as const));
   if (pairs.length && pairs.length <= 16) {
     const others = all.filter((a) => !keys.includes(a)).slice(0, 3);
-    L.push(`${ind(2)}// Phase P${i}b: every ordered pair of writes of the compared data constants (${b.dataConstants.map(D).join(', ')}) to the`);
+    L.push(
+      `${ind(2)}// Phase P${i}b: every ordered pair of writes of the compared data constants (${b.dataConstants.map(D).join(', ')}) to the`,
+    );
     L.push(`${ind(2)}// decoded addresses (unlock and command sequences), then accesses in the state the pair left.`);
     L.push(`${ind(2)}begin`);
     L.push(`${ind(3)}logic [${aw - 1}:0] pa [${pairs.length}] = '{${pairs.map(([a]) => A(a)).join(', ')}};`);
@@ -168,7 +189,10 @@ function busPhase(b: BusPlan, i: number, transfers: number): string[] {
     L.push(`${ind(4)}foreach (pk[k]) if (pk[k] != pa[x] && pk[k] != pa[y]) begin`);
     for (const v of patterns) L.push(`${ind(5)}${pre}_write(pk[k], ${D(v)}); ${pre}_read(pk[k]);`);
     L.push(`${ind(4)}end`);
-    for (const a of others) L.push(`${ind(4)}${pre}_write(${A(a)}, ${D(ones(dw))}); ${pre}_read(${A(a)}); ${pre}_write(${A(a)}, ${dw}'($urandom)); ${pre}_read(${A(a)}); ${pre}_write(${A(a)}, '0); ${pre}_read(${A(a)});`);
+    for (const a of others)
+      L.push(
+        `${ind(4)}${pre}_write(${A(a)}, ${D(ones(dw))}); ${pre}_read(${A(a)}); ${pre}_write(${A(a)}, ${dw}'($urandom)); ${pre}_read(${A(a)}); ${pre}_write(${A(a)}, '0); ${pre}_read(${A(a)});`,
+      );
     for (const a of keys) L.push(`${ind(4)}${pre}_read(${A(a)});`);
     L.push(`${ind(4)}${pre}_write(pa[y], ${dw}'($urandom));`);
     L.push(`${ind(3)}end`);
@@ -181,14 +205,23 @@ function busPhase(b: BusPlan, i: number, transfers: number): string[] {
   L.push(`${ind(2)}// writes), some to random addresses, with occasional idle cycles between them.`);
   L.push(`${ind(2)}repeat (${transfers}) begin`);
   // (Declared, then assigned: an initializer in a loop body of a static block runs only once.)
-  L.push(`${ind(3)}logic [${aw - 1}:0] a; a = ($urandom_range(0, 7) == 0) ? ${aw}'(${aw > 32 ? `{$urandom, $urandom}` : '$urandom'}) : ${pre}_addrs[$urandom_range(0, ${all.length - 1})];`);
-  if (b.bus.kind === 'apb' && b.bus.strb) L.push(`${ind(3)}${pre}_strb = ($urandom_range(0, 3) == 0) ? ${b.bus.strb.width}'($urandom) : '1;`);
-  if (b.bus.kind === 'ahb-lite' && b.bus.size) L.push(`${ind(3)}${pre}_size = ($urandom_range(0, 7) == 0) ? ${b.bus.size.width}'($urandom) : ${pre}_size;`);
-  L.push(`${ind(3)}if ($urandom_range(0, 1)) begin ${pre}_write(a, ${dw}'(${dw > 32 ? `{$urandom, $urandom}` : '$urandom'})); if ($urandom_range(0, 1)) ${pre}_read(a); end`);
+  L.push(
+    `${ind(3)}logic [${aw - 1}:0] a; a = ($urandom_range(0, 7) == 0) ? ${aw}'(${aw > 32 ? `{$urandom, $urandom}` : '$urandom'}) : ${pre}_addrs[$urandom_range(0, ${all.length - 1})];`,
+  );
+  if (b.bus.kind === 'apb' && b.bus.strb)
+    L.push(`${ind(3)}${pre}_strb = ($urandom_range(0, 3) == 0) ? ${b.bus.strb.width}'($urandom) : '1;`);
+  if (b.bus.kind === 'ahb-lite' && b.bus.size)
+    L.push(`${ind(3)}${pre}_size = ($urandom_range(0, 7) == 0) ? ${b.bus.size.width}'($urandom) : ${pre}_size;`);
+  L.push(
+    `${ind(3)}if ($urandom_range(0, 1)) begin ${pre}_write(a, ${dw}'(${dw > 32 ? `{$urandom, $urandom}` : '$urandom'})); if ($urandom_range(0, 1)) ${pre}_read(a); end`,
+  );
   L.push(`${ind(3)}else ${pre}_read(a);`);
   L.push(`${ind(3)}if ($urandom_range(0, 3) == 0) repeat ($urandom_range(1, 3)) step();`);
   L.push(`${ind(2)}end`);
-  if (b.bus.kind === 'ahb-lite' && b.bus.size) L.push(`${ind(2)}${pre}_size = ${b.bus.size.width}'d${Math.min(Math.max(0, Math.round(Math.log2(Math.max(8, dw) / 8))), 2 ** b.bus.size.width - 1)};`);
+  if (b.bus.kind === 'ahb-lite' && b.bus.size)
+    L.push(
+      `${ind(2)}${pre}_size = ${b.bus.size.width}'d${Math.min(Math.max(0, Math.round(Math.log2(Math.max(8, dw) / 8))), 2 ** b.bus.size.width - 1)};`,
+    );
   return L;
 }
 
@@ -197,8 +230,12 @@ function handshakeTask(h: HandshakePlan, i: number): string[] {
   const pre = `hs${i}`;
   const done = `${h.done.port.name} == 1'b${h.done.active}`;
   const args = h.operands.map((p, k) => `input ${vec(p.width)} x${k}`);
-  L.push(`${ind(1)}// ${h.style === 'req-ack' ? 'Four-phase req/ack' : 'Start/done'} operation on ${h.start.name}: set the operands, ${h.style === 'req-ack' ? 'raise the request until acknowledged, then drop it' : 'pulse (or hold) the start'},`);
-  L.push(`${ind(1)}// and wait for ${h.done.active ? '' : '!'}${h.done.port.name} with a bound of ${h.timeout} cycles instead of a fixed number of cycles.`);
+  L.push(
+    `${ind(1)}// ${h.style === 'req-ack' ? 'Four-phase req/ack' : 'Start/done'} operation on ${h.start.name}: set the operands, ${h.style === 'req-ack' ? 'raise the request until acknowledged, then drop it' : 'pulse (or hold) the start'},`,
+  );
+  L.push(
+    `${ind(1)}// and wait for ${h.done.active ? '' : '!'}${h.done.port.name} with a bound of ${h.timeout} cycles instead of a fixed number of cycles.`,
+  );
   L.push(`${ind(1)}task automatic ${pre}_run(${[...args, 'input int unsigned hold'].join(', ')});`);
   if (h.idleBefore) L.push(waitFor(done, h.timeout, 2) + ' // idle before starting');
   for (const [k, p] of h.operands.entries()) L.push(`${ind(2)}${p.name} = x${k};`);
@@ -225,7 +262,16 @@ function handshakePhase(h: HandshakePlan, i: number, constants: Record<string, b
   const pre = `hs${i}`;
   const ops = h.operands;
   const V = (p: PortInfo, v: bigint): string => literal(p.width, v);
-  const corner = (p: PortInfo): bigint[] => [0n, 1n, ones(p.width), ones(p.width) - 1n, 1n << BigInt(p.width - 1), alt(p.width), 2n, ...(constants[p.name] ?? []).slice(0, 6)];
+  const corner = (p: PortInfo): bigint[] => [
+    0n,
+    1n,
+    ones(p.width),
+    ones(p.width) - 1n,
+    1n << BigInt(p.width - 1),
+    alt(p.width),
+    2n,
+    ...(constants[p.name] ?? []).slice(0, 6),
+  ];
   const calls: string[][] = [];
   if (ops.length === 0) calls.push([]);
   else if (ops.length === 1) for (const v of corner(ops[0])) calls.push([V(ops[0], v)]);
@@ -247,8 +293,15 @@ function handshakePhase(h: HandshakePlan, i: number, constants: Record<string, b
   L.push(`${ind(2)}repeat (${randomOps}) begin`);
   if (ops.length >= 2) {
     L.push(`${ind(3)}${vec(ops[0].width)} r0; ${vec(ops[1].width)} r1;`);
-    L.push(`${ind(3)}r0 = ${ops[0].width}'($urandom); r1 = ($urandom_range(0, 3) == 0) ? ${ops[1].width}'(r0) : ${ops[1].width}'($urandom_range(0, 3) == 0 ? $urandom_range(0, 3) : $urandom);`);
-    L.push(`${ind(3)}${pre}_run(r0, r1${ops.slice(2).map((p) => `, ${p.width}'($urandom)`).join('')}, $urandom_range(0, 3) == 0 ? 2 : 0);`);
+    L.push(
+      `${ind(3)}r0 = ${ops[0].width}'($urandom); r1 = ($urandom_range(0, 3) == 0) ? ${ops[1].width}'(r0) : ${ops[1].width}'($urandom_range(0, 3) == 0 ? $urandom_range(0, 3) : $urandom);`,
+    );
+    L.push(
+      `${ind(3)}${pre}_run(r0, r1${ops
+        .slice(2)
+        .map((p) => `, ${p.width}'($urandom)`)
+        .join('')}, $urandom_range(0, 3) == 0 ? 2 : 0);`,
+    );
   } else {
     L.push(`${ind(3)}${pre}_run(${ops.map((p) => `${p.width}'($urandom), `).join('')}$urandom_range(0, 3) == 0 ? 2 : 0);`);
   }
@@ -260,11 +313,17 @@ function serialTask(s: SerialPlan, i: number): string[] {
   const L: string[] = [];
   const nb = s.dataBits;
   const line = s.line.name;
-  L.push(`${ind(1)}// Serial frame on ${line} at \`bitc\` cycles per bit: start bit, ${nb} data bits LSB first, optional parity, stop bit.`);
+  L.push(
+    `${ind(1)}// Serial frame on ${line} at \`bitc\` cycles per bit: start bit, ${nb} data bits LSB first, optional parity, stop bit.`,
+  );
   L.push(`${ind(1)}// kind: 0 no parity, 1 even parity, 2 odd parity, 3 bad stop bit, 4 break, 5 glitch shorter than a bit.`);
   L.push(`${ind(1)}task automatic ser${i}_frame(input int unsigned bitc, input logic [${nb - 1}:0] d, input int unsigned kind);`);
-  L.push(`${ind(2)}if (kind == 4) begin ${line} = 1'b0; repeat (bitc * ${2 * (nb + 4)}) step(); ${line} = 1'b1; repeat (bitc * 2) step(); return; end`);
-  L.push(`${ind(2)}if (kind == 5) begin ${line} = 1'b0; repeat ((bitc + 3) / 4) step(); ${line} = 1'b1; repeat (bitc * 2) step(); return; end`);
+  L.push(
+    `${ind(2)}if (kind == 4) begin ${line} = 1'b0; repeat (bitc * ${2 * (nb + 4)}) step(); ${line} = 1'b1; repeat (bitc * 2) step(); return; end`,
+  );
+  L.push(
+    `${ind(2)}if (kind == 5) begin ${line} = 1'b0; repeat ((bitc + 3) / 4) step(); ${line} = 1'b1; repeat (bitc * 2) step(); return; end`,
+  );
   L.push(`${ind(2)}${line} = 1'b0; repeat (bitc) step();`);
   L.push(`${ind(2)}for (int b = 0; b < ${nb}; b++) begin ${line} = d[b]; repeat (bitc) step(); end`);
   L.push(`${ind(2)}if (kind == 1 || kind == 2) begin ${line} = (kind == 1) ? ^d : ~^d; repeat (bitc) step(); end`);
@@ -280,7 +339,9 @@ function serialPhase(s: SerialPlan, i: number, frames: number): string[] {
   const D = (v: bigint): string => literal(nb, v);
   const fixed = [0n, ones(nb), alt(nb), ones(nb) ^ alt(nb)];
   const groups = s.rate ? s.rateValues.map((v, k) => ({ v, bits: s.bitCycles[k] })) : [{ v: -1, bits: s.bitCycles[0] }];
-  L.push(`${ind(2)}// Phase S${i}: framed traffic on ${s.line.name}${s.rate ? ` with ${s.rate.name} at small legal values` : ''}; every frame kind (no parity, even,`);
+  L.push(
+    `${ind(2)}// Phase S${i}: framed traffic on ${s.line.name}${s.rate ? ` with ${s.rate.name} at small legal values` : ''}; every frame kind (no parity, even,`,
+  );
   L.push(`${ind(2)}// odd, bad stop bit, break, glitch) at each candidate bit period, the line idle high in between.`);
   for (const g of groups) {
     if (s.rate) L.push(`${ind(2)}${s.rate.name} = ${s.rate.width}'d${g.v};`);
@@ -298,8 +359,11 @@ function serialPhase(s: SerialPlan, i: number, frames: number): string[] {
 
 function streamTask(st: StreamPlan, i: number): string[] {
   const L: string[] = [];
-  const rnd = (p: PortInfo): string => `${p.name} = ${p.width}'(${p.width > 32 ? `{${Array.from({ length: Math.ceil(p.width / 32) }, () => '$urandom').join(', ')}}` : '$urandom'});`;
-  L.push(`${ind(1)}// One beat on ${st.valid.name}: data held until ${st.ready?.name ?? 'the next edge'} accepts it (bounded), ${st.outReady ? `${st.outReady.name} varied for backpressure` : 'then valid drops'}.`);
+  const rnd = (p: PortInfo): string =>
+    `${p.name} = ${p.width}'(${p.width > 32 ? `{${Array.from({ length: Math.ceil(p.width / 32) }, () => '$urandom').join(', ')}}` : '$urandom'});`;
+  L.push(
+    `${ind(1)}// One beat on ${st.valid.name}: data held until ${st.ready?.name ?? 'the next edge'} accepts it (bounded), ${st.outReady ? `${st.outReady.name} varied for backpressure` : 'then valid drops'}.`,
+  );
   L.push(`${ind(1)}task automatic st${i}_beat(input logic is_last);`);
   L.push(`${ind(2)}${st.valid.name} = 1'b1; ${st.data.map(rnd).join(' ')}${st.last ? ` ${st.last.name} = is_last;` : ''}`);
   if (st.outReady) L.push(`${ind(2)}${st.outReady.name} = $urandom_range(0, 3) != 0;`);
@@ -334,7 +398,9 @@ export function emitProtocols(pp: ProtocolPlan, constants: Record<string, bigint
   const phases: string[] = [];
   for (const [i, b] of pp.buses.entries()) {
     const all = addrList(b);
-    tasks.push(`${ind(1)}logic [${b.addrWidth - 1}:0] bus${i}_addrs [${all.length}] = '{${all.map((a) => literal(b.addrWidth, a)).join(', ')}};`);
+    tasks.push(
+      `${ind(1)}logic [${b.addrWidth - 1}:0] bus${i}_addrs [${all.length}] = '{${all.map((a) => literal(b.addrWidth, a)).join(', ')}};`,
+    );
     tasks.push(...busTasks(b, i), '');
     phases.push(...busPhase(b, i, 64 * scale));
   }

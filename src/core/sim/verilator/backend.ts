@@ -13,15 +13,46 @@ import { assetPath } from '../../util/assets.js';
 import { cacheRoot } from '../../util/cache.js';
 import { formatDiagnostic } from '../../util/format.js';
 import { checkPreprocessed, checkTestbench, includedFileProblems, insideRoots, type SafetyOptions } from '../safety.js';
-import { designView, detectJail, jailCommand, sharedLibraries, toolchainCommand, toolDirsOf, type DesignView, type JailInfo, type SharedLibraries } from '../jail.js';
+import {
+  designView,
+  detectJail,
+  jailCommand,
+  sharedLibraries,
+  toolchainCommand,
+  toolDirsOf,
+  type DesignView,
+  type JailInfo,
+  type SharedLibraries,
+} from '../jail.js';
 import { blankComments, testbenchTops } from '../../design/lexer.js';
 import { parseVerilatorCoverage } from '../../coverage/verilatorDat.js';
 import type { CoveragePoint } from '../../coverage/model.js';
 import { dutLibrary, type DutLibrary } from './dutLibrary.js';
 import { analyzeCoverage } from '../../coverage/analyze.js';
 import { coverageDetail, summaryRows } from '../../coverage/report.js';
-import { parseVerilatorMessages, isNoise, withholdForeignSource, didNotConverge, loopSignals, splitVarConfig, toolProblem, cxxToolProblem, type FileClassifier } from './diagnostics.js';
-import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, ensureRuntime, findToolchain, includeFlags, linkerFlags, readClassLists, ToolchainError, versionFlags } from './toolchain.js';
+import {
+  parseVerilatorMessages,
+  isNoise,
+  withholdForeignSource,
+  didNotConverge,
+  loopSignals,
+  splitVarConfig,
+  toolProblem,
+  cxxToolProblem,
+  type FileClassifier,
+} from './diagnostics.js';
+import {
+  CXX_CANDIDATE_OPT,
+  CXX_COMMON,
+  CXX_DEFINES,
+  ensureRuntime,
+  findToolchain,
+  includeFlags,
+  linkerFlags,
+  readClassLists,
+  ToolchainError,
+  versionFlags,
+} from './toolchain.js';
 
 /** Verilator flags for every candidate. Why each: docs/environment.md "Verilator 5.006". */
 export const VERILATOR_FLAGS = [
@@ -109,7 +140,11 @@ export class VerilatorSimulator implements Simulator {
     };
     const finish = (status: SimStatus, stage: SimStage, fields: Partial<SimResult>): SimResult => {
       timings.total = (performance.now() - t0) / 1000;
-      if (jail.kind !== 'none') protection.sandbox = sandboxInfo(jail, [...steps], view, runLibs?.files.length ?? 0, ['PWD', ...(runLibs?.searchPath.length ? ['LD_LIBRARY_PATH'] : [])]);
+      if (jail.kind !== 'none')
+        protection.sandbox = sandboxInfo(jail, [...steps], view, runLibs?.files.length ?? 0, [
+          'PWD',
+          ...(runLibs?.searchPath.length ? ['LD_LIBRARY_PATH'] : []),
+        ]);
       const r: SimResult = {
         ...base,
         returncode: status === 'success' ? 0 : 1,
@@ -143,7 +178,17 @@ export class VerilatorSimulator implements Simulator {
     if (rejected.length) return reject(rejected);
     const tops = testbenchTops(req.testbench.content);
     if (tops.length === 0) {
-      const d: Diagnostic = { file: tbName, origin: 'testbench', line: 1, column: 1, severity: 'error', code: 'CHORUS-NOMODULE', message: 'the testbench declares no module', suggestion: 'Wrap the stimulus in `module tb; ... endmodule`.', stage: 'lint' };
+      const d: Diagnostic = {
+        file: tbName,
+        origin: 'testbench',
+        line: 1,
+        column: 1,
+        severity: 'error',
+        code: 'CHORUS-NOMODULE',
+        message: 'the testbench declares no module',
+        suggestion: 'Wrap the stimulus in `module tb; ... endmodule`.',
+        stage: 'lint',
+      };
       return finish('xrun_failed', 'lint', { err_msg: `${tbName}:1:1: ${d.message}`, diagnostics: [d] });
     }
     const tbTop = tops.includes(`tb_${req.top}`) ? `tb_${req.top}` : tops[0];
@@ -177,8 +222,20 @@ export class VerilatorSimulator implements Simulator {
     // Compile steps read the testbench, the design and the toolchain only: in the jail nothing
     // else exists; without it the static check above refused every other path.
     const toolDirs = [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)];
-    const tool = (step: 'preprocess' | 'front-end' | 'c++', file: string, args: string[], opts: { cwd: string; timeoutS: number; outputLimitBytes?: number }, readOnly: string[] = []): Promise<RunResult> => {
-      const c = toolchainCommand(jail, file, args, { writable: [runDir], readOnly: [...view.paths, ...readOnly], hidden: view.hidden, cwd: opts.cwd, toolDirs });
+    const tool = (
+      step: 'preprocess' | 'front-end' | 'c++',
+      file: string,
+      args: string[],
+      opts: { cwd: string; timeoutS: number; outputLimitBytes?: number },
+      readOnly: string[] = [],
+    ): Promise<RunResult> => {
+      const c = toolchainCommand(jail, file, args, {
+        writable: [runDir],
+        readOnly: [...view.paths, ...readOnly],
+        hidden: view.hidden,
+        cwd: opts.cwd,
+        toolDirs,
+      });
       if (jail.kind !== 'none') steps.add(step);
       return runBounded(c.file, c.args, { ...opts, signal: req.signal, env: c.env });
     };
@@ -191,11 +248,16 @@ export class VerilatorSimulator implements Simulator {
       // check the preprocessed text too (only needed when the testbench uses the preprocessor).
       if (needsPreprocessing(req.testbench.content)) {
         ts = performance.now();
-        const pre = await tool('preprocess', tc.verilator, ['-E', ...designArgs(req, false), tbName], { cwd: runDir, timeoutS: 60, outputLimitBytes: 32 * 1024 * 1024 });
+        const pre = await tool('preprocess', tc.verilator, ['-E', ...designArgs(req, false), tbName], {
+          cwd: runDir,
+          timeoutS: 60,
+          outputLimitBytes: 32 * 1024 * 1024,
+        });
         timings.check = (timings.check ?? 0) + (performance.now() - ts) / 1000;
         // Even a failed pass names the files it entered: one outside the design is refused here,
         // before the front end could quote it.
-        const hidden = pre.exitCode === 0 ? checkPreprocessed(pre.stdout, safety(runDir)) : includedFileProblems(pre.stdout, safety(runDir));
+        const hidden =
+          pre.exitCode === 0 ? checkPreprocessed(pre.stdout, safety(runDir)) : includedFileProblems(pre.stdout, safety(runDir));
         if (hidden.length) return reject(hidden);
       }
 
@@ -209,14 +271,31 @@ export class VerilatorSimulator implements Simulator {
         const got = await dutLibrary(tc, runtime, req.design, req.top, { timeoutS: limits.buildTimeoutS, signal: req.signal });
         if (!got.ok) fallbackReason = got.reason;
         else if (req.build === 'dut-library' || got.lib.compileSeconds >= dutLibraryMinSeconds()) lib = got.lib;
-        else fallbackReason = `the DUT compiles in ${got.lib.compileSeconds.toFixed(2)}s: below ${dutLibraryMinSeconds()}s the flat build is as fast`;
+        else
+          fallbackReason = `the DUT compiles in ${got.lib.compileSeconds.toFixed(2)}s: below ${dutLibraryMinSeconds()}s the flat build is as fast`;
       }
       const verilate = async (sources: string[], withLibraries: boolean): Promise<RunResult> => {
-        const r = await tool('front-end', tc.verilator, [...versionFlags(tc, VERILATOR_FLAGS), ...(retry?.flags ?? []), ...(retry?.vlt ? ['chorus_split.vlt'] : []), '--top-module', tbTop, '-Mdir', 'obj', ...designArgs(req, withLibraries), ...sources], {
-          cwd: runDir,
-          timeoutS: limits.buildTimeoutS,
-          outputLimitBytes: 8 * 1024 * 1024,
-        }, lib ? [lib.dir] : []);
+        const r = await tool(
+          'front-end',
+          tc.verilator,
+          [
+            ...versionFlags(tc, VERILATOR_FLAGS),
+            ...(retry?.flags ?? []),
+            ...(retry?.vlt ? ['chorus_split.vlt'] : []),
+            '--top-module',
+            tbTop,
+            '-Mdir',
+            'obj',
+            ...designArgs(req, withLibraries),
+            ...sources,
+          ],
+          {
+            cwd: runDir,
+            timeoutS: limits.buildTimeoutS,
+            outputLimitBytes: 8 * 1024 * 1024,
+          },
+          lib ? [lib.dir] : [],
+        );
         // The last layer: never quote a file that is not the testbench's, the design's or the toolchain's.
         const own = (t: string): string => withholdForeignSource(t, ownOrToolchain);
         return { ...r, all: own(r.all), stdout: own(r.stdout), stderr: own(r.stderr) };
@@ -236,7 +315,8 @@ export class VerilatorSimulator implements Simulator {
       timings.lint = (performance.now() - ts) / 1000;
       const lintDiags = parseVerilatorMessages(v.all, classify, 'lint').filter((d) => !isNoise(d));
       if (v.cancelled) return finish('exception', 'lint', { err_msg: 'cancelled', diagnostics: lintDiags });
-      if (v.timedOut) return finish('timeout', 'lint', { err_msg: `Verilator did not finish within ${limits.buildTimeoutS}s`, diagnostics: lintDiags });
+      if (v.timedOut)
+        return finish('timeout', 'lint', { err_msg: `Verilator did not finish within ${limits.buildTimeoutS}s`, diagnostics: lintDiags });
       if (v.exitCode !== 0) {
         // An option this Verilator refuses, or its own files missing: the tool's problem.
         const tool = toolProblem(v.all);
@@ -249,7 +329,13 @@ export class VerilatorSimulator implements Simulator {
         // -G reaches the DUT only through the library build; flat, the testbench's own
         // instantiation decides the parameters. Say so instead of silently differing.
         warnings.push({
-          file: tbName, origin: 'testbench', line: 1, column: 1, severity: 'warning', code: 'CHORUS-PARAM', stage: 'lint',
+          file: tbName,
+          origin: 'testbench',
+          line: 1,
+          column: 1,
+          severity: 'warning',
+          code: 'CHORUS-PARAM',
+          stage: 'lint',
           message: `parameter overrides (${overrides.map(([k, v]) => `${k}=${v}`).join(', ')}) are not applied in the flat build: the testbench's instantiation of '${req.top}' decides its parameters`,
           suggestion: `instantiate it as ${req.top} #(${overrides.map(([k, v]) => `.${k}(${v})`).join(', ')}) ...`,
         });
@@ -258,15 +344,31 @@ export class VerilatorSimulator implements Simulator {
       // 3. C++ compile against the prebuilt runtime and precompiled header, then link.
       ts = performance.now();
       const cxxDirs = [runtime.dir, assetPath('chorus_model.cpp', 'sim/verilator'), ...(lib ? [lib.dir] : [])];
-      const build = await this.compile(tc, runtime, runDir, limits, req.signal, lib ? [lib.object] : [], (file, args, opts) => tool('c++', file, args, opts, cxxDirs));
+      const build = await this.compile(tc, runtime, runDir, limits, req.signal, lib ? [lib.object] : [], (file, args, opts) =>
+        tool('c++', file, args, opts, cxxDirs),
+      );
       timings.build = (performance.now() - ts) / 1000;
       if (build.cancelled) return finish('exception', 'build', { err_msg: 'cancelled', diagnostics: warnings });
-      if (build.timedOut) return finish('timeout', 'build', { err_msg: `the C++ build did not finish within ${limits.buildTimeoutS}s`, diagnostics: warnings });
+      if (build.timedOut)
+        return finish('timeout', 'build', {
+          err_msg: `the C++ build did not finish within ${limits.buildTimeoutS}s`,
+          diagnostics: warnings,
+        });
       if (build.exitCode !== 0) {
         const tool = cxxToolProblem(build.all);
-        if (tool) return finish('exception', 'build', { err_msg: toolchainMessage(tc, tool, true), returncode: 2, log: bounded(build.all) });
+        if (tool)
+          return finish('exception', 'build', { err_msg: toolchainMessage(tc, tool, true), returncode: 2, log: bounded(build.all) });
         const msg = `C++ compilation of the Verilated model failed (a construct Verilator translated but g++ rejects):\n${bounded(build.all, 8000)}`;
-        const d: Diagnostic = { file: tbName, origin: 'testbench', line: 1, column: 1, severity: 'error', code: 'CHORUS-CXX', message: msg.split('\n').slice(0, 6).join(' '), stage: 'build' };
+        const d: Diagnostic = {
+          file: tbName,
+          origin: 'testbench',
+          line: 1,
+          column: 1,
+          severity: 'error',
+          code: 'CHORUS-CXX',
+          message: msg.split('\n').slice(0, 6).join(' '),
+          stage: 'build',
+        };
         return finish('xrun_failed', 'build', { err_msg: msg, diagnostics: [...warnings, d], log: bounded(build.all) });
       }
 
@@ -274,7 +376,10 @@ export class VerilatorSimulator implements Simulator {
       ts = performance.now();
       const simArgs = ['+chorus+cov+coverage.dat', `+verilator+seed+${req.seed ?? 1}`, '+verilator+rand+reset+0'];
       if (limits.simTimeLimitNs !== null) simArgs.push(`+chorus+maxtime_ns+${limits.simTimeLimitNs}`);
-      const stops = stopPositions([{ name: tbName, content: req.testbench.content }, ...req.design.files.map((f) => ({ name: f, content: readSource(f) }))]);
+      const stops = stopPositions([
+        { name: tbName, content: req.testbench.content },
+        ...req.design.files.map((f) => ({ name: f, content: readSource(f) })),
+      ]);
       if (stops.length) simArgs.push(`+chorus+stops+${stops.join(';')}`);
       // The jail holds the run directory, the design directories and the libraries Vtb links:
       // every candidate links the same ones, so they are listed once per runtime build.
@@ -283,19 +388,36 @@ export class VerilatorSimulator implements Simulator {
         libs = jail.kind === 'none' ? undefined : await sharedLibraries(join(runDir, 'Vtb'), runtime.dir);
       } catch (e) {
         // Fail closed: never run unjailed because the jail could not be built.
-        return finish('exception', 'run', { err_msg: `the simulation jail cannot be set up: ${(e as Error).message}`, diagnostics: warnings });
+        return finish('exception', 'run', {
+          err_msg: `the simulation jail cannot be set up: ${(e as Error).message}`,
+          diagnostics: warnings,
+        });
       }
-      const cmd = jailCommand(jail, runDir, join(runDir, 'Vtb'), simArgs, {
-        memoryLimitMb: limits.memoryLimitMb,
-        fileSizeLimitBytes: limits.outputLimitBytes,
-        timeoutS: limits.timeoutS,
-      }, libs && { design: view, libs });
+      const cmd = jailCommand(
+        jail,
+        runDir,
+        join(runDir, 'Vtb'),
+        simArgs,
+        {
+          memoryLimitMb: limits.memoryLimitMb,
+          fileSizeLimitBytes: limits.outputLimitBytes,
+          timeoutS: limits.timeoutS,
+        },
+        libs && { design: view, libs },
+      );
       if (libs) {
         steps.add('run');
         runLibs = libs;
       }
       // The outer limit is a backstop: `timeout` inside the jail fires first and lets coverage out.
-      const run = await runBounded(cmd.file, cmd.args, { cwd: runDir, timeoutS: limits.timeoutS + 10, signal: req.signal, outputLimitBytes: limits.outputLimitBytes, graceS: 2, env: cmd.env });
+      const run = await runBounded(cmd.file, cmd.args, {
+        cwd: runDir,
+        timeoutS: limits.timeoutS + 10,
+        signal: req.signal,
+        outputLimitBytes: limits.outputLimitBytes,
+        graceS: 2,
+        env: cmd.env,
+      });
       timings.run = (performance.now() - ts) / 1000;
       const runDiags = parseVerilatorMessages(run.all, classify, 'run').filter((d) => !isNoise(d));
       const diagnostics = [...warnings, ...runDiags];
@@ -313,7 +435,11 @@ export class VerilatorSimulator implements Simulator {
         outcome = combLoopOutcome(
           warnings,
           unsettled,
-          retry ? `retried with ${describeRetry(retry)}, it still does not settle` : tc.caps.convergeLimit ? 'nothing Verilator offers applies to it' : 'this Verilator offers no --converge-limit to retry with',
+          retry
+            ? `retried with ${describeRetry(retry)}, it still does not settle`
+            : tc.caps.convergeLimit
+              ? 'nothing Verilator offers applies to it'
+              : 'this Verilator offers no --converge-limit to retry with',
         );
         const rest = runDiags.filter((d) => d.code !== 'DIDNOTCONVERGE' && !/region did not converge/.test(d.message));
         runDiags.splice(0, runDiags.length, ...rest);
@@ -325,11 +451,13 @@ export class VerilatorSimulator implements Simulator {
       const covPath = join(runDir, 'coverage.dat');
       const covText = existsSync(covPath) ? readFileSync(covPath, 'utf8') : '';
       timings.coverage = (performance.now() - ts) / 1000;
-      if (outcome.status === 'exception') return finish('exception', 'run', { err_msg: outcome.message, diagnostics, log: bounded(run.all) });
+      if (outcome.status === 'exception')
+        return finish('exception', 'run', { err_msg: outcome.message, diagnostics, log: bounded(run.all) });
       if (!covText) {
         const status: SimStatus = outcome.status === 'success' ? 'imc_merge_failed' : outcome.status;
         return finish(status, outcome.status === 'success' ? 'coverage' : 'run', {
-          err_msg: outcome.status === 'success' ? 'the simulation wrote no coverage database' : errorText(run.all, runDiags, outcome.message),
+          err_msg:
+            outcome.status === 'success' ? 'the simulation wrote no coverage database' : errorText(run.all, runDiags, outcome.message),
           diagnostics,
           log: bounded(run.all),
         });
@@ -388,10 +516,16 @@ export class VerilatorSimulator implements Simulator {
     limits: SimLimits,
     signal?: AbortSignal,
     extraObjects: string[] = [],
-    run: (file: string, args: string[], opts: { cwd: string; timeoutS: number; outputLimitBytes?: number }) => Promise<RunResult> = (file, args, opts) => runBounded(file, args, { ...opts, signal }),
+    run: (file: string, args: string[], opts: { cwd: string; timeoutS: number; outputLimitBytes?: number }) => Promise<RunResult> = (
+      file,
+      args,
+      opts,
+    ) => runBounded(file, args, { ...opts, signal }),
   ): Promise<RunResult> {
     const obj = join(runDir, 'obj');
-    const classes = readClassLists(join(obj, 'Vtb_classes.mk')).map((c) => `${c}.cpp`).filter((f) => existsSync(join(obj, f)));
+    const classes = readClassLists(join(obj, 'Vtb_classes.mk'))
+      .map((c) => `${c}.cpp`)
+      .filter((f) => existsSync(join(obj, f)));
     const shim = assetPath('chorus_model.cpp', 'sim/verilator');
     // Unity build: one translation unit pays the header cost once; two halves when the model is big.
     const sizes = classes.map((f) => statSync(join(obj, f)).size);
@@ -407,32 +541,43 @@ export class VerilatorSimulator implements Simulator {
         load[k] += s;
       });
     units[0].push(shim);
-    const flags = [
-      '-I.',
-      ...includeFlags(tc),
-      ...CXX_DEFINES,
-      ...CXX_COMMON,
-      ...CXX_CANDIDATE_OPT,
-      '-include',
-      runtime.pchHeader,
-    ];
+    const flags = ['-I.', ...includeFlags(tc), ...CXX_DEFINES, ...CXX_COMMON, ...CXX_CANDIDATE_OPT, '-include', runtime.pchHeader];
     const compiles = units.map((u, i) => {
       const src = join(obj, `chorus_unit${i}.cpp`);
       writeFileSync(src, u.map((f) => `#include "${f}"`).join('\n') + '\n');
-      return run(tc.cxx, [...flags, '-c', '-o', join(obj, `chorus_unit${i}.o`), src], { cwd: obj, timeoutS: limits.buildTimeoutS, outputLimitBytes: 1024 * 1024 });
+      return run(tc.cxx, [...flags, '-c', '-o', join(obj, `chorus_unit${i}.o`), src], {
+        cwd: obj,
+        timeoutS: limits.buildTimeoutS,
+        outputLimitBytes: 1024 * 1024,
+      });
     });
     const results = await Promise.all(compiles);
     const bad = results.find((r) => r.exitCode !== 0 || r.timedOut || r.cancelled);
     if (bad) return bad;
     return run(
       tc.cxx,
-      [...(await linkerFlags(tc)), '-o', join(runDir, 'Vtb'), ...units.map((_, i) => join(obj, `chorus_unit${i}.o`)), ...extraObjects, ...runtime.objects, '-pthread', '-latomic'],
+      [
+        ...(await linkerFlags(tc)),
+        '-o',
+        join(runDir, 'Vtb'),
+        ...units.map((_, i) => join(obj, `chorus_unit${i}.o`)),
+        ...extraObjects,
+        ...runtime.objects,
+        '-pthread',
+        '-latomic',
+      ],
       { cwd: obj, timeoutS: limits.buildTimeoutS, outputLimitBytes: 1024 * 1024 },
     );
   }
 }
 
-function sandboxInfo(jail: JailInfo, steps: NonNullable<Protection['sandbox']>['steps'], view: DesignView, libraries: number, environment: string[]): NonNullable<Protection['sandbox']> {
+function sandboxInfo(
+  jail: JailInfo,
+  steps: NonNullable<Protection['sandbox']>['steps'],
+  view: DesignView,
+  libraries: number,
+  environment: string[],
+): NonNullable<Protection['sandbox']> {
   return {
     steps,
     filesystem: `run directory (read-write); ${view.note}${view.hidden.length ? ` (${view.hidden.length} dot-entries hidden)` : ''}; ${libraries} shared libraries (read-only); nothing else`,
@@ -444,7 +589,26 @@ function sandboxInfo(jail: JailInfo, steps: NonNullable<Protection['sandbox']>['
 }
 
 /** Compiler directives that cannot build text: a testbench using only these needs no -E pass. */
-const PLAIN_DIRECTIVES = new Set(['timescale', 'default_nettype', 'resetall', 'celldefine', 'endcelldefine', 'unconnected_drive', 'nounconnected_drive', 'begin_keywords', 'end_keywords', 'ifdef', 'ifndef', 'elsif', 'else', 'endif', 'undef', 'undefineall', 'line', 'pragma']);
+const PLAIN_DIRECTIVES = new Set([
+  'timescale',
+  'default_nettype',
+  'resetall',
+  'celldefine',
+  'endcelldefine',
+  'unconnected_drive',
+  'nounconnected_drive',
+  'begin_keywords',
+  'end_keywords',
+  'ifdef',
+  'ifndef',
+  'elsif',
+  'else',
+  'endif',
+  'undef',
+  'undefineall',
+  'line',
+  'pragma',
+]);
 
 /** True when macros or `include could assemble something the plain-text check would miss. */
 export function needsPreprocessing(src: string): boolean {
@@ -522,7 +686,13 @@ async function settleRetry(
   if (again.status === 'success') {
     const at = loops[0]?.at;
     again.diagnostics.push({
-      file: at?.file ?? req.design.files[0] ?? '', origin: 'dut', line: at?.line ?? 1, column: at?.column ?? 1, severity: 'warning', code: 'CHORUS-COMBLOOP', stage: 'run',
+      file: at?.file ?? req.design.files[0] ?? '',
+      origin: 'dut',
+      line: at?.line ?? 1,
+      column: at?.column ?? 1,
+      severity: 'warning',
+      code: 'CHORUS-COMBLOOP',
+      stage: 'run',
       message: `the DUT's combinational logic${loops.length ? ` (a loop through ${loops.map((l) => l.name).join(', ')})` : ''} settled only when retried with ${what}: fix the loop in the design`,
     });
   }
@@ -546,7 +716,17 @@ function combLoopOutcome(warnings: Diagnostic[], unsettled: { region: string; li
   return {
     status: 'xrun_failed',
     message,
-    diagnostic: { file: at?.file ?? '', origin: 'dut', line: at?.line ?? 1, column: at?.column ?? 1, endColumn: at?.endColumn, severity: 'error', code: 'CHORUS-COMBLOOP', message, stage: 'run' },
+    diagnostic: {
+      file: at?.file ?? '',
+      origin: 'dut',
+      line: at?.line ?? 1,
+      column: at?.column ?? 1,
+      endColumn: at?.endColumn,
+      severity: 'error',
+      code: 'CHORUS-COMBLOOP',
+      message,
+      stage: 'run',
+    },
   };
 }
 
@@ -594,14 +774,17 @@ export function classifyRun(run: RunResult, limits: SimLimits): RunOutcome {
     const m = `the testbench wrote a file larger than ${limits.outputLimitBytes} bytes and was stopped`;
     return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
   }
-  if (run.signal) return { status: 'xrun_failed', message: `the simulation was killed by ${run.signal} (memory limit ${limits.memoryLimitMb} MiB?)` };
+  if (run.signal)
+    return { status: 'xrun_failed', message: `the simulation was killed by ${run.signal} (memory limit ${limits.memoryLimitMb} MiB?)` };
   if (run.exitCode === 0 || run.exitCode === 1) return { status: 'success', message: '' };
   return { status: 'xrun_failed', message: `the simulation exited with code ${run.exitCode}` };
 }
 
 /** err_msg: the error lines first (what a model needs to fix), then the tail of the log. */
 function errorText(log: string, diags: Diagnostic[], headline?: string): string {
-  const errs = diags.filter((d) => d.severity === 'error').map((d) => `${formatDiagnostic(d)}${d.suggestion ? ` (did you mean '${d.suggestion}'?)` : ''}`);
+  const errs = diags
+    .filter((d) => d.severity === 'error')
+    .map((d) => `${formatDiagnostic(d)}${d.suggestion ? ` (did you mean '${d.suggestion}'?)` : ''}`);
   const parts = [headline, ...errs].filter(Boolean);
   const text = parts.join('\n');
   return text || bounded(log, 4000);

@@ -85,7 +85,13 @@ export function parseVerilatorMessages(log: string, classify: FileClassifier, st
     // Continuation lines (": ... In instance tb") add context to the message.
     const cont = /^\s+: \.\.\. (.*)$/.exec(text);
     // (Current releases add "Location of instance's module declaration" pointers: not context.)
-    if (cont && !/^In instance/.test(cont[1]) && !/^note:/.test(cont[1]) && !/^Location of instance's module declaration/.test(cont[1]) && last.message.length < 400) {
+    if (
+      cont &&
+      !/^In instance/.test(cont[1]) &&
+      !/^note:/.test(cont[1]) &&
+      !/^Location of instance's module declaration/.test(cont[1]) &&
+      last.message.length < 400
+    ) {
       last.message += ` (${cont[1].trim()})`;
     }
   }
@@ -110,7 +116,8 @@ export function toolProblem(log: string): string | undefined {
   const own = /%Error:[^\n]*?(verilated_std(?:_waiver)?\.(?:sv|vlt)|verilated\.v)\b[^\n]*/.exec(log);
   if (own && /not found|Cannot find|Cannot open|No such file/i.test(own[0])) return `its own file ${own[1]} is missing (${own[0].trim()})`;
   const internal = /%Error: Internal Error: ([^\n]+)/.exec(log);
-  if (internal) return `Verilator crashed with an internal error, a bug of this Verilator version rather than of the sources (${internal[1].trim().slice(0, 300)}); another version may work`;
+  if (internal)
+    return `Verilator crashed with an internal error, a bug of this Verilator version rather than of the sources (${internal[1].trim().slice(0, 300)}); another version may work`;
   const perl = /Can't locate \S+ in @INC[^\n]*/.exec(log);
   if (perl) return `its Perl wrapper cannot start: ${perl[0].slice(0, 200)}`;
   const bin = /[^\n]*verilator_bin(?:_dbg)?[^\n]*(?:No such file|not found|Permission denied|cannot execute)[^\n]*/i.exec(log);
@@ -152,7 +159,9 @@ export function withholdForeignSource(log: string, allowed: (file: string) => bo
       hiding = !allowed(file);
       if (hiding) {
         const where = c ? `${c[3]}:${c[4]}:${c[5]}` : `${r![4]}:${r![5]}`;
-        out.push(`%${c ? c[1] : r![2]}${(c ? c[2] : r![3]) ? '-' + (c ? c[2] : r![3]) : ''}: ${where}: [text withheld: the file is not part of the testbench or the design]`);
+        out.push(
+          `%${c ? c[1] : r![2]}${(c ? c[2] : r![3]) ? '-' + (c ? c[2] : r![3]) : ''}: ${where}: [text withheld: the file is not part of the testbench or the design]`,
+        );
         continue;
       }
     } else if (hiding && (/^\s/.test(text) || text === '')) continue;

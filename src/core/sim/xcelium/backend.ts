@@ -50,8 +50,7 @@ export interface XceliumOptions {
 
 // `xmvlog: *E,CODE (file,line|col): message`, `xmelab: *E,CODE: message`, `xmsim: *W,CODE (file,line): ...`
 // The column after `|` is 0-based (the caret xrun draws sits under that character).
-const DIAG =
-  /^\s*(xm\w+|xrun|nc\w+|irun)(?:\(64\))?:\s*\*([EWFN]),([A-Za-z0-9_]+)(?:\s*\((.+?),(\d+)(?:\|(\d+))?\))?\s*:?\s*(.*)$/;
+const DIAG = /^\s*(xm\w+|xrun|nc\w+|irun)(?:\(64\))?:\s*\*([EWFN]),([A-Za-z0-9_]+)(?:\s*\((.+?),(\d+)(?:\|(\d+))?\))?\s*:?\s*(.*)$/;
 /** Benign notices that are not faults of the testbench. */
 const BENIGN = new Set(['RNQUIE']);
 
@@ -135,7 +134,13 @@ export function errorExcerpt(log: string, maxChars = 8000): string {
     // A fatal's message can sit on the next line.
     if (/\*F,/.test(l) && lines[i + 1] !== undefined) keep.add(i + 1);
   });
-  const text = keep.size > 0 ? [...keep].sort((a, b) => a - b).map((i) => lines[i]).join('\n') : log.trim().slice(-4000);
+  const text =
+    keep.size > 0
+      ? [...keep]
+          .sort((a, b) => a - b)
+          .map((i) => lines[i])
+          .join('\n')
+      : log.trim().slice(-4000);
   return text.length > maxChars ? text.slice(0, maxChars) + '\n...' : text;
 }
 
@@ -188,7 +193,7 @@ export class XceliumSimulator implements Simulator {
       );
     }
     if (!(await findExecutable(this.imc))) throw new Error(`imc ('${this.imc}') was not found. ${TOOL_HINT}`);
-    this.version = parseXrunVersion(r.all) ?? (r.all.trim().split('\n')[0] ?? 'unknown');
+    this.version = parseXrunVersion(r.all) ?? r.all.trim().split('\n')[0] ?? 'unknown';
     return { name: this.name, version: this.version };
   }
 
@@ -258,10 +263,22 @@ export class XceliumSimulator implements Simulator {
       const plan = { tbFile, tbTop, dutInstances, inputTcl: tcl ? 'run.tcl' : null };
       const dropped = droppedParams(req, plan);
       if (dropped.length > 0) {
-        diagnostics.push(warning(req.testbench.name, 'CHORUS-PARAM', `parameter override(s) ${dropped.join(', ')} not applied: no instance of '${req.top}' found in the testbench`));
+        diagnostics.push(
+          warning(
+            req.testbench.name,
+            'CHORUS-PARAM',
+            `parameter override(s) ${dropped.join(', ')} not applied: no instance of '${req.top}' found in the testbench`,
+          ),
+        );
       }
       if ((req.waivers?.length ?? 0) > 0) {
-        diagnostics.push(warning('', 'CHORUS-WAIVERS', 'waivers are not applied by the xcelium backend (IMC reports no per-point list); use an IMC refinement file'));
+        diagnostics.push(
+          warning(
+            '',
+            'CHORUS-WAIVERS',
+            'waivers are not applied by the xcelium backend (IMC reports no per-point list); use an IMC refinement file',
+          ),
+        );
       }
 
       // --- xrun: compile + elaborate + simulate ---
@@ -274,13 +291,23 @@ export class XceliumSimulator implements Simulator {
       version ??= parseXrunVersion(xr.all);
       diagnostics.push(...parseXrunDiagnostics(xr.all, req.testbench.name, req.design.files));
       const xStage: SimStage = diagnostics.some((d) => d.severity === 'error' && d.stage === 'run') || simStarted(xr.all) ? 'run' : 'build';
-      if (xr.spawnError) return done('exception', 'build', { returncode: -1, err_msg: `Cannot start xrun ('${this.xrun}': ${xr.spawnError}). ${TOOL_HINT}` });
+      if (xr.spawnError)
+        return done('exception', 'build', {
+          returncode: -1,
+          err_msg: `Cannot start xrun ('${this.xrun}': ${xr.spawnError}). ${TOOL_HINT}`,
+        });
       if (xr.cancelled) return done('exception', xStage, { returncode: -1, err_msg: 'cancelled' });
       if (xr.timedOut) {
-        return done('timeout', xStage, { returncode: -1, err_msg: `xrun exceeded the wall-clock limit of ${limits.buildTimeoutS + limits.timeoutS}s\n${errorExcerpt(xr.all)}` });
+        return done('timeout', xStage, {
+          returncode: -1,
+          err_msg: `xrun exceeded the wall-clock limit of ${limits.buildTimeoutS + limits.timeoutS}s\n${errorExcerpt(xr.all)}`,
+        });
       }
       if (xr.outputOverflow) {
-        return done('xrun_failed', xStage, { returncode: -1, err_msg: `xrun output exceeded ${limits.outputLimitBytes} bytes and was stopped` });
+        return done('xrun_failed', xStage, {
+          returncode: -1,
+          err_msg: `xrun output exceeded ${limits.outputLimitBytes} bytes and was stopped`,
+        });
       }
       if (xr.exitCode !== 0) {
         const stage = diagnostics.some((d) => d.severity === 'error' && d.stage === 'build') ? 'build' : xStage;
@@ -296,7 +323,11 @@ export class XceliumSimulator implements Simulator {
       const mg = await run(imcCommand('imc_merge.tcl', dir, this.imc), imcTimeout);
       timings.coverage = mg.durationS;
       if (mg.cancelled) return done('exception', 'coverage', { returncode: -1, err_msg: 'cancelled' });
-      if (mg.spawnError) return done('exception', 'coverage', { returncode: -1, err_msg: `Cannot start imc ('${this.imc}': ${mg.spawnError}). ${TOOL_HINT}` });
+      if (mg.spawnError)
+        return done('exception', 'coverage', {
+          returncode: -1,
+          err_msg: `Cannot start imc ('${this.imc}': ${mg.spawnError}). ${TOOL_HINT}`,
+        });
       const mgFail = imcFailure(mg);
       if (mgFail) return done('imc_merge_failed', 'coverage', { returncode: mg.exitCode ?? -1, err_msg: mgFail });
 
@@ -306,7 +337,11 @@ export class XceliumSimulator implements Simulator {
       const rp = await run(imcCommand('imc_report.tcl', dir, this.imc), imcTimeout);
       timings.coverage += rp.durationS;
       if (rp.cancelled) return done('exception', 'coverage', { returncode: -1, err_msg: 'cancelled' });
-      if (rp.spawnError) return done('exception', 'coverage', { returncode: -1, err_msg: `Cannot start imc ('${this.imc}': ${rp.spawnError}). ${TOOL_HINT}` });
+      if (rp.spawnError)
+        return done('exception', 'coverage', {
+          returncode: -1,
+          err_msg: `Cannot start imc ('${this.imc}': ${rp.spawnError}). ${TOOL_HINT}`,
+        });
       const report = await readFile(reportFile, 'utf8').catch(() => null);
       const rpFail = imcFailure(rp) ?? (report === null ? `IMC wrote no report at ${reportFile}` : null);
       if (rpFail || report === null) {

@@ -42,7 +42,10 @@ export function findTbTop(tbText: string): string | null {
 /** Instance names of `dutModule` in the testbench (`counter #(.W(8)) dut (...)` -> `dut`). */
 export function findDutInstances(tbText: string, dutModule: string): string[] {
   const esc = dutModule.replace(/[$]/g, '\\$');
-  const re = new RegExp(`(?:^|[^\\w$.])${esc}(?![\\w$])\\s*(?:#\\s*\\([\\s\\S]*?\\)\\s*)?([A-Za-z_][\\w$]*)\\s*(?:\\[[^\\]]*\\]\\s*)?\\(`, 'g');
+  const re = new RegExp(
+    `(?:^|[^\\w$.])${esc}(?![\\w$])\\s*(?:#\\s*\\([\\s\\S]*?\\)\\s*)?([A-Za-z_][\\w$]*)\\s*(?:\\[[^\\]]*\\]\\s*)?\\(`,
+    'g',
+  );
   const out: string[] = [];
   for (const m of stripComments(tbText).matchAll(re)) {
     const name = m[1]!;
@@ -147,11 +150,7 @@ const tclPath = (p: string): string => `{${p}}`;
  * step gives the same failure point (imc_merge_failed) LLM4Cov reported.
  */
 export function imcMergeScript(runDir: string): string {
-  return [
-    `merge ${tclPath(covTestDir(runDir))} -out ${tclPath(covMergedDir(runDir))} -overwrite`,
-    'exit',
-    '',
-  ].join('\n');
+  return [`merge ${tclPath(covTestDir(runDir))} -out ${tclPath(covMergedDir(runDir))} -overwrite`, 'exit', ''].join('\n');
 }
 
 export interface ImcReportOptions {

@@ -34,7 +34,8 @@ const clean = (x: number): number => Math.round(x * 1e10) / 1e10;
 
 // Metric names IMC uses as column heads (text and HTML spellings). Used to split header words
 // when columns are separated by a single space, and to map columns to LLM4Cov fields.
-const METRIC = /\b(overall|code|fsm|functional|covergroup|block|toggle|expression|statement|branch|assertion)(?:\s+(average|covered))?(?:\s+grade)?\b/gi;
+const METRIC =
+  /\b(overall|code|fsm|functional|covergroup|block|toggle|expression|statement|branch|assertion)(?:\s+(average|covered))?(?:\s+grade)?\b/gi;
 const HAS_METRIC = new RegExp(METRIC.source, 'i');
 
 const GROUP_FIELDS: Record<string, [SummaryField, SummaryField]> = {
@@ -48,7 +49,11 @@ const SINGLE_FIELDS: Record<string, SummaryField> = { block: 'Block', toggle: 'T
 
 /** What a column contributes; [] for metrics with no LLM4Cov field (expression, branch...). */
 export function columnAssignments(header: string): Assign[] {
-  const words = header.toLowerCase().replace(/\s+grade$/, '').trim().split(/\s+/);
+  const words = header
+    .toLowerCase()
+    .replace(/\s+grade$/, '')
+    .trim()
+    .split(/\s+/);
   const metric = words[0] ?? '';
   const aspect = words[1]; // 'average' | 'covered' | undefined
   const group = GROUP_FIELDS[metric];
