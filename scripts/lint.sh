@@ -2,7 +2,7 @@
 # The one style gate (`npm run lint`; part of `npm test`, so CI runs it): ESLint and Prettier for
 # TypeScript/JavaScript, ruff (lint + format check) for the Python of training/. `--fix` applies
 # every automatic fix instead of checking. ruff comes from training/.venv when that exists, else
-# from a small venv of its own under the project cache (installed once from PyPI).
+# from a small venv of its own in the per-machine CHORUS cache (installed once from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fix=0
@@ -11,7 +11,7 @@ RUFF_VERSION=0.17.6
 
 ruff_bin() {
   if [[ -x training/.venv/bin/ruff ]]; then echo training/.venv/bin/ruff; return; fi
-  local venv="${CHORUS_CACHE_DIR:-$PWD/.chorus-cache}/ruff-$RUFF_VERSION"
+  local venv="${CHORUS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/chorus}/ruff-$RUFF_VERSION"
   if [[ ! -x "$venv/bin/ruff" ]]; then
     python3 -m venv "$venv" >/dev/null && "$venv/bin/pip" install -q --disable-pip-version-check "ruff==$RUFF_VERSION" >&2
   fi

