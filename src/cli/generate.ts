@@ -80,24 +80,29 @@ interface Ctx {
 }
 
 export async function runGenerate(argv: string[]): Promise<number> {
-  const args = parseCommand('generate', argv, {
-    ...MODEL_OPTIONS,
-    rounds: { type: 'string' },
-    samples: { type: 'string' },
-    history: { type: 'string' },
-    spec: { type: 'string', multiple: true },
-    instruction: { type: 'string' },
-    target: { type: 'string' },
-    instance: { type: 'string' },
-    seed: { type: 'string' },
-    timeout: { type: 'string' },
-    stream: { type: 'boolean' },
-    'warm-start': { type: 'boolean' },
-    'keep-params': { type: 'boolean' },
-    out: { type: 'string' },
-    force: { type: 'boolean' },
-    json: { type: 'boolean' },
-  } as const, HELP);
+  const args = parseCommand(
+    'generate',
+    argv,
+    {
+      ...MODEL_OPTIONS,
+      rounds: { type: 'string' },
+      samples: { type: 'string' },
+      history: { type: 'string' },
+      spec: { type: 'string', multiple: true },
+      instruction: { type: 'string' },
+      target: { type: 'string' },
+      instance: { type: 'string' },
+      seed: { type: 'string' },
+      timeout: { type: 'string' },
+      stream: { type: 'boolean' },
+      'warm-start': { type: 'boolean' },
+      'keep-params': { type: 'boolean' },
+      out: { type: 'string' },
+      force: { type: 'boolean' },
+      json: { type: 'boolean' },
+    } as const,
+    HELP,
+  );
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
   let cliDesign: CliDesign;
@@ -146,9 +151,29 @@ export async function runGenerate(argv: string[]): Promise<number> {
     for (const n of notes) process.stderr.write(`note: ${n}\n`);
     for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
     if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
-    const ctx: Ctx = { design, info, rounds, target, seed, keepParams: o['keep-params'] === true, instance: o.instance ?? 'uut', limits: { timeoutS }, signal: controller.signal, log, status };
+    const ctx: Ctx = {
+      design,
+      info,
+      rounds,
+      target,
+      seed,
+      keepParams: o['keep-params'] === true,
+      instance: o.instance ?? 'uut',
+      limits: { timeoutS },
+      signal: controller.signal,
+      log,
+      status,
+    };
     const outcome = model
-      ? await withModel(ctx, model, { samples, history, specs, instruction: o.instruction, sampling: samplingFrom(o, seed), stream: o.stream ?? false, warmStart: o['warm-start'] ?? false })
+      ? await withModel(ctx, model, {
+          samples,
+          history,
+          specs,
+          instruction: o.instruction,
+          sampling: samplingFrom(o, seed),
+          stream: o.stream ?? false,
+          warmStart: o['warm-start'] ?? false,
+        })
       : await builtin(ctx);
     status.clear();
     if (!outcome.best) {
@@ -158,7 +183,9 @@ export async function runGenerate(argv: string[]): Promise<number> {
     }
     // Beside the top module's file (the first file may be a package from a dependency).
     const topFile = info.modules.find((m) => m.name === info.top)?.file;
-    const outPath = o.out ? resolve(o.out) : freeName(join(dirname(topFile && existsSync(topFile) ? topFile : design.files[design.files.length - 1]), outcome.best.name));
+    const outPath = o.out
+      ? resolve(o.out)
+      : freeName(join(dirname(topFile && existsSync(topFile) ? topFile : design.files[design.files.length - 1]), outcome.best.name));
     mkdirSync(dirname(outPath), { recursive: true });
     writeFileSync(outPath, outcome.best.testbench.endsWith('\n') ? outcome.best.testbench : outcome.best.testbench + '\n');
     if (o.json) {
@@ -189,7 +216,9 @@ interface Outcome {
 async function builtin(c: Ctx): Promise<Outcome> {
   const total = c.rounds + 1;
   c.log(`No model configured: using the built-in stimulus generator (model-free, coverage-directed constrained-random).\n`);
-  c.log(`design: ${c.info.top} (${c.design.files.length} file${c.design.files.length === 1 ? '' : 's'}), up to ${total} round${total === 1 ? '' : 's'}, target ${pct(c.target)}\n`);
+  c.log(
+    `design: ${c.info.top} (${c.design.files.length} file${c.design.files.length === 1 ? '' : 's'}), up to ${total} round${total === 1 ? '' : 's'}, target ${pct(c.target)}\n`,
+  );
   const onRound = (r: GeneratedRound): void => {
     const cov = r.result.coverage?.waived;
     c.log(
@@ -208,14 +237,22 @@ async function builtin(c: Ctx): Promise<Outcome> {
     signal: c.signal,
     onRound,
   });
-  for (const p of gen.scaledParams) c.log(`parameter ${p.name} instantiated as ${p.value} instead of ${p.was}: ${p.why} (--keep-params keeps it)\n`);
+  for (const p of gen.scaledParams)
+    c.log(`parameter ${p.name} instantiated as ${p.value} instead of ${p.was}: ${p.why} (--keep-params keeps it)\n`);
   return {
     best: { testbench: gen.best.testbench, name: gen.tbName, result: gen.best.result, label: `round ${gen.best.round + 1}` },
     record: {
       generator: 'builtin',
       top: c.info.top,
       scaled_params: gen.scaledParams,
-      rounds: gen.rounds.map((r) => ({ sample: 0, round: r.round, parse_status: 'builtin', notes: r.notes, testbench: r.testbench, result: r.result })),
+      rounds: gen.rounds.map((r) => ({
+        sample: 0,
+        round: r.round,
+        parse_status: 'builtin',
+        notes: r.notes,
+        testbench: r.testbench,
+        result: r.result,
+      })),
       best: { sample: 0, round: gen.best.round, reward: gen.best.result.reward, coverage: overallCoverage(gen.best.result) },
     },
   };
@@ -224,24 +261,43 @@ async function builtin(c: Ctx): Promise<Outcome> {
 async function withModel(
   c: Ctx,
   model: ModelConfig,
-  a: { samples: number; history: HistoryMode; specs: NamedText[]; instruction?: string; sampling: ReturnType<typeof samplingFrom>; stream: boolean; warmStart: boolean },
+  a: {
+    samples: number;
+    history: HistoryMode;
+    specs: NamedText[];
+    instruction?: string;
+    sampling: ReturnType<typeof samplingFrom>;
+    stream: boolean;
+    warmStart: boolean;
+  },
 ): Promise<Outcome> {
   const total = c.rounds + 1;
   c.log(`model: ${describeModel(model)}\n`);
   if (model.kind === 'local') {
-    model.onProgress = (p) => c.status.set(`loading model: ${p.file} ${p.total ? `${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : p.status}`);
+    model.onProgress = (p) =>
+      c.status.set(`loading model: ${p.file} ${p.total ? `${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : p.status}`);
     model.onMessage = (m) => c.log(`note: ${m}\n`);
   }
   let warmStart: { testbench: string; filename: string; result: NonNullable<GeneratedRound['result']> } | undefined;
   if (a.warmStart) {
     c.log(`warm start: the built-in generator's best testbench is round 1; the model refines it\n`);
-    const gen = await generateTestbench(getSimulator('verilator'), c.design, c.info, { rounds: total, target: c.target, seed: c.seed, keepParams: c.keepParams, instance: c.instance, limits: c.limits, signal: c.signal });
+    const gen = await generateTestbench(getSimulator('verilator'), c.design, c.info, {
+      rounds: total,
+      target: c.target,
+      seed: c.seed,
+      keepParams: c.keepParams,
+      instance: c.instance,
+      limits: c.limits,
+      signal: c.signal,
+    });
     warmStart = { testbench: gen.best.testbench, filename: gen.tbName, result: gen.best.result };
   }
   const backend = await createBackend(model);
   try {
-    c.log(`design: ${c.info.top} (${c.design.files.length} file${c.design.files.length === 1 ? '' : 's'}), 1 generation + up to ${c.rounds} refinement round${c.rounds === 1 ? '' : 's'}` +
-      `${a.samples > 1 ? `, ${a.samples} samples` : ''}, ${a.history} history, target ${pct(c.target)}\n`);
+    c.log(
+      `design: ${c.info.top} (${c.design.files.length} file${c.design.files.length === 1 ? '' : 's'}), 1 generation + up to ${c.rounds} refinement round${c.rounds === 1 ? '' : 's'}` +
+        `${a.samples > 1 ? `, ${a.samples} samples` : ''}, ${a.history} history, target ${pct(c.target)}\n`,
+    );
     const tokens = new Map<string, number>();
     const run = await runAgent({
       backend,
@@ -274,10 +330,11 @@ async function withModel(
         } else if (e.type === 'round-end') {
           const r = e.entry;
           const cov = r.result?.coverage?.waived;
-          const what =
-            r.error ? `model error (${r.error.kind}): ${r.error.message}` :
-            r.parsed.status !== 'success' ? `unparsable reply (${r.parsed.reason})` :
-            `${r.result!.status}${cov ? `  coverage ${pct(cov.overall)} (block ${pct(cov.block)}, toggle ${pct(cov.toggle)})` : ''}`;
+          const what = r.error
+            ? `model error (${r.error.kind}): ${r.error.message}`
+            : r.parsed.status !== 'success'
+              ? `unparsable reply (${r.parsed.reason})`
+              : `${r.result!.status}${cov ? `  coverage ${pct(cov.overall)} (block ${pct(cov.block)}, toggle ${pct(cov.toggle)})` : ''}`;
           const cost = r.warmStart
             ? 'built-in generator (warm start)'
             : `${r.tokens.completion} tokens, model ${(r.modelMs / 1000).toFixed(1)}s` +

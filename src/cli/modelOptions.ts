@@ -66,17 +66,29 @@ export function modelConfig(v: ModelValues): ModelConfig | null {
   }
   if (v['model-name']) throw new Error('--model-name goes with --endpoint; for a local model directory use --model <dir>');
   if (!v.model) {
-    if (v.engine || v.threads || v.gpu || v['no-lookup']) throw new Error('--engine, --threads, --gpu and --no-lookup go with --model <dir>');
+    if (v.engine || v.threads || v.gpu || v['no-lookup'])
+      throw new Error('--engine, --threads, --gpu and --no-lookup go with --model <dir>');
     return null;
   }
   const dtype = v.dtype ?? 'q4';
   if (dtype !== 'fp32' && dtype !== 'q4' && dtype !== 'q4f16') throw new Error(`--dtype must be fp32, q4 or q4f16, got '${dtype}'`);
   const engine = v.engine ?? 'auto';
-  if (engine !== 'auto' && engine !== 'llama' && engine !== 'onnx') throw new Error(`--engine must be auto, llama or onnx, got '${engine}'`);
+  if (engine !== 'auto' && engine !== 'llama' && engine !== 'onnx')
+    throw new Error(`--engine must be auto, llama or onnx, got '${engine}'`);
   const gpu = v.gpu ?? 'auto';
   if (gpu !== 'auto' && gpu !== 'cpu') throw new Error(`--gpu must be auto or cpu, got '${gpu}'`);
   const threads = v.threads ? Math.floor(numberOption('threads', v.threads, 0, 1)) : undefined;
-  return { kind: 'local', modelDir: v.model, engine, dtype, allowDownload: v['allow-download'] ?? false, contextLength: ctx, threads, gpu, lookup: !v['no-lookup'] };
+  return {
+    kind: 'local',
+    modelDir: v.model,
+    engine,
+    dtype,
+    allowDownload: v['allow-download'] ?? false,
+    contextLength: ctx,
+    threads,
+    gpu,
+    lookup: !v['no-lookup'],
+  };
 }
 
 export function samplingFrom(v: ModelValues, seed?: number): SamplingParams {

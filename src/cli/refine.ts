@@ -46,27 +46,35 @@ Output:
 `;
 
 export async function runRefine(argv: string[]): Promise<number> {
-  const args = parseCommand('refine', argv, {
-    ...MODEL_OPTIONS,
-    tb: { type: 'string' },
-    log: { type: 'string' },
-    'log-kind': { type: 'string' },
-    spec: { type: 'string', multiple: true },
-    instance: { type: 'string' },
-    seed: { type: 'string' },
-    timeout: { type: 'string' },
-    'no-check': { type: 'boolean' },
-    out: { type: 'string' },
-    force: { type: 'boolean' },
-    json: { type: 'boolean' },
-  } as const, HELP);
+  const args = parseCommand(
+    'refine',
+    argv,
+    {
+      ...MODEL_OPTIONS,
+      tb: { type: 'string' },
+      log: { type: 'string' },
+      'log-kind': { type: 'string' },
+      spec: { type: 'string', multiple: true },
+      instance: { type: 'string' },
+      seed: { type: 'string' },
+      timeout: { type: 'string' },
+      'no-check': { type: 'boolean' },
+      out: { type: 'string' },
+      force: { type: 'boolean' },
+      json: { type: 'boolean' },
+    } as const,
+    HELP,
+  );
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
   if (!o.tb) return fail('name the testbench to refine with --tb <file>');
   const tbPath = resolve(o.tb);
   let cliDesign: CliDesign;
   try {
-    cliDesign = designFromArgs(o, args.positionals.filter((p) => resolve(p) !== tbPath));
+    cliDesign = designFromArgs(
+      o,
+      args.positionals.filter((p) => resolve(p) !== tbPath),
+    );
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -138,7 +146,10 @@ export async function runRefine(argv: string[]): Promise<number> {
     status.clear();
     if (outcome.parsed.status !== 'success') {
       say(`the model's reply held no testbench (${outcome.parsed.reason}); nothing written\n`);
-      if (o.json) process.stdout.write(JSON.stringify({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }, null, 2) + '\n');
+      if (o.json)
+        process.stdout.write(
+          JSON.stringify({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }, null, 2) + '\n',
+        );
       return 1;
     }
     mkdirSync(dirname(outPath), { recursive: true });
@@ -147,7 +158,13 @@ export async function runRefine(argv: string[]): Promise<number> {
     let after: SimResult | null = null;
     if (!o['no-check']) {
       status.set('simulating the revision');
-      after = await simulator.simulate({ design, top: info.top, testbench: { name: outcome.filename!, content: outcome.testbench! }, limits: { timeoutS }, signal: controller.signal });
+      after = await simulator.simulate({
+        design,
+        top: info.top,
+        testbench: { name: outcome.filename!, content: outcome.testbench! },
+        limits: { timeoutS },
+        signal: controller.signal,
+      });
       status.clear();
       if (!o.json) {
         const b = overallCoverage(before);
@@ -157,7 +174,23 @@ export async function runRefine(argv: string[]): Promise<number> {
       }
     }
     if (o.json) {
-      process.stdout.write(JSON.stringify({ out: outPath, messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status, filename: outcome.filename, testbench: outcome.testbench, tokens: outcome.tokens, before, result: after }, null, 2) + '\n');
+      process.stdout.write(
+        JSON.stringify(
+          {
+            out: outPath,
+            messages: outcome.messages,
+            reply: outcome.reply,
+            parse_status: outcome.parsed.status,
+            filename: outcome.filename,
+            testbench: outcome.testbench,
+            tokens: outcome.tokens,
+            before,
+            result: after,
+          },
+          null,
+          2,
+        ) + '\n',
+      );
     }
     if (controller.signal.aborted) return 130;
     return after && after.status !== 'success' ? 1 : 0;

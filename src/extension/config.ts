@@ -22,14 +22,23 @@ export async function modelConfig(secrets: vscode.SecretStorage): Promise<ModelC
   if (source === 'openai') {
     const baseUrl = c.get<string>('model.endpoint', '').trim();
     const model = c.get<string>('model.name', '').trim();
-    if (!baseUrl || !model) throw new Error('chorus.model.source is "openai" but chorus.model.endpoint or chorus.model.name is empty: run "CHORUS: Select Model"');
+    if (!baseUrl || !model)
+      throw new Error(
+        'chorus.model.source is "openai" but chorus.model.endpoint or chorus.model.name is empty: run "CHORUS: Select Model"',
+      );
     const apiKey = (await secrets.get(SECRET_API_KEY)) || undefined;
     return { source, baseUrl, model, apiKey, timeoutMs: c.get<number>('model.requestTimeoutSeconds', 600) * 1000 };
   }
   if (source === 'local') {
     const modelDir = c.get<string>('model.localPath', '').trim();
     if (!modelDir) throw new Error('chorus.model.source is "local" but chorus.model.localPath is empty: run "CHORUS: Select Model"');
-    return { source, modelDir, dtype: c.get<string>('model.dtype', 'q4'), allowDownload: c.get<boolean>('model.allowDownload', false), engine: c.get<string>('model.engine', 'auto') };
+    return {
+      source,
+      modelDir,
+      dtype: c.get<string>('model.dtype', 'q4'),
+      allowDownload: c.get<boolean>('model.allowDownload', false),
+      engine: c.get<string>('model.engine', 'auto'),
+    };
   }
   return { source: 'none' };
 }

@@ -45,7 +45,11 @@ export class Controller implements vscode.Disposable {
   private lastProjectPath: string | null = null;
   private readonly subs: vscode.Disposable[] = [];
 
-  constructor(private readonly ctx: vscode.ExtensionContext, workerScript: string, workerEnv: () => NodeJS.ProcessEnv) {
+  constructor(
+    private readonly ctx: vscode.ExtensionContext,
+    workerScript: string,
+    workerEnv: () => NodeJS.ProcessEnv,
+  ) {
     this.output = vscode.window.createOutputChannel('CHORUS');
     this.status = vscode.window.createStatusBarItem('chorus.status', vscode.StatusBarAlignment.Left, 10);
     this.status.name = 'CHORUS';
@@ -69,7 +73,12 @@ export class Controller implements vscode.Disposable {
       openRound: (id, i) => this.openRound(id, i),
       diffRound: (id, i) => this.diffRound(id, i),
       command: (c) => {
-        const map = { generate: 'chorus.generateTestbench', runCoverage: 'chorus.runCoverage', selectModel: 'chorus.selectModel', cancel: 'chorus.cancel' } as const;
+        const map = {
+          generate: 'chorus.generateTestbench',
+          runCoverage: 'chorus.runCoverage',
+          selectModel: 'chorus.selectModel',
+          cancel: 'chorus.cancel',
+        } as const;
         void vscode.commands.executeCommand(map[c]);
       },
     });
@@ -91,7 +100,10 @@ export class Controller implements vscode.Disposable {
     const icon = state === 'busy' ? '$(sync~spin)' : state === 'error' ? '$(error)' : state === 'done' ? '$(check)' : '$(beaker)';
     this.status.text = `${icon} CHORUS${text ? `: ${text}` : ''}`;
     const model = modelSource() === 'none' ? 'model-free generator' : `model: ${this.modelInUse ?? modelSource()}`;
-    this.status.tooltip = state === 'busy' ? `CHORUS is working (${model}) — click for the dashboard; run "CHORUS: Cancel" to stop` : `CHORUS (${model}) — click for the dashboard`;
+    this.status.tooltip =
+      state === 'busy'
+        ? `CHORUS is working (${model}) — click for the dashboard; run "CHORUS: Cancel" to stop`
+        : `CHORUS (${model}) — click for the dashboard`;
   }
 
   private trusted(): boolean {
@@ -151,7 +163,10 @@ export class Controller implements vscode.Disposable {
       return await run(r.design);
     } catch (e) {
       if (e instanceof WorkerError && e.kind === 'multiple-tops' && e.info.candidates?.length) {
-        const top = await vscode.window.showQuickPick(e.info.candidates, { title: 'CHORUS: the design has several top modules — which one is the DUT?', ignoreFocusOut: true });
+        const top = await vscode.window.showQuickPick(e.info.candidates, {
+          title: 'CHORUS: the design has several top modules — which one is the DUT?',
+          ignoreFocusOut: true,
+        });
         if (!top) throw new WorkerError({ message: 'cancelled', kind: 'cancelled' });
         r.project = { ...r.project, top };
         r.design = { ...r.design, top };
@@ -200,10 +215,27 @@ export class Controller implements vscode.Disposable {
     this.lastProjectPath = resolved.projectPath;
     const settings = generateSettings();
     const ctl = this.begin();
-    const modelName = model.source === 'none' ? 'model-free generator' : model.source === 'openai' ? `${model.model} @ ${model.baseUrl}` : `local ${model.modelDir}`;
-    if (model.source === 'none') this.output.appendLine('[CHORUS] no model configured: using the built-in model-free generator ("CHORUS: Select Model" to configure one)');
-    this.output.appendLine(`[CHORUS] generating a testbench for ${resolved.design.files.map((f) => basename(f)).join(', ') || resolved.design.fileLists?.join(', ')} with the ${modelName}`);
-    const run = this.history.start({ kind: 'generate', top: resolved.project.top ?? '', model: modelName, simulator: settings.simulator, testbenchPath: null, designDir: resolved.dir });
+    const modelName =
+      model.source === 'none'
+        ? 'model-free generator'
+        : model.source === 'openai'
+          ? `${model.model} @ ${model.baseUrl}`
+          : `local ${model.modelDir}`;
+    if (model.source === 'none')
+      this.output.appendLine(
+        '[CHORUS] no model configured: using the built-in model-free generator ("CHORUS: Select Model" to configure one)',
+      );
+    this.output.appendLine(
+      `[CHORUS] generating a testbench for ${resolved.design.files.map((f) => basename(f)).join(', ') || resolved.design.fileLists?.join(', ')} with the ${modelName}`,
+    );
+    const run = this.history.start({
+      kind: 'generate',
+      top: resolved.project.top ?? '',
+      model: modelName,
+      simulator: settings.simulator,
+      testbenchPath: null,
+      designDir: resolved.dir,
+    });
     this.setStatus('busy', 'generating…');
     try {
       const outcome = await vscode.window.withProgress(
@@ -218,12 +250,17 @@ export class Controller implements vscode.Disposable {
               progress.report({ message, increment: inc });
             });
           };
-          return this.withTop(resolved, (design) => this.worker.request('generate', { design, model, settings }, { signal: ctl.signal, onProgress }));
+          return this.withTop(resolved, (design) =>
+            this.worker.request('generate', { design, model, settings }, { signal: ctl.signal, onProgress }),
+          );
         },
       );
       return await this.finishGenerate(outcome, resolved, run);
     } catch (e) {
-      this.history.update(run, { state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed', message: (e as Error).message });
+      this.history.update(run, {
+        state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
+        message: (e as Error).message,
+      });
       this.reportError('generation', e);
       return null;
     } finally {
@@ -265,7 +302,14 @@ export class Controller implements vscode.Disposable {
 
   private async finishGenerate(o: GenerateOutcome, r: ResolvedDesign, run: RunRecord): Promise<string | null> {
     const best = o.best !== null ? o.rounds[o.best] : null;
-    this.history.update(run, { top: o.top, rounds: o.rounds, best: o.best, model: o.model, simulator: o.simulator, state: o.cancelled ? 'cancelled' : 'done' });
+    this.history.update(run, {
+      top: o.top,
+      rounds: o.rounds,
+      best: o.best,
+      model: o.model,
+      simulator: o.simulator,
+      state: o.cancelled ? 'cancelled' : 'done',
+    });
     offerProjectFile(r, o.top);
     if ((!best || !best.testbench) && o.cancelled) {
       this.history.update(run, { state: 'cancelled', message: 'cancelled before any testbench' });
@@ -276,11 +320,17 @@ export class Controller implements vscode.Disposable {
     if (!best || !best.testbench) {
       this.history.update(run, { state: 'failed', message: 'no round produced a testbench' });
       this.setStatus('error', 'no testbench');
-      void vscode.window.showErrorMessage('CHORUS: no round produced a usable testbench (see the CHORUS output)', 'Show Output').then((p) => p && this.output.show(true));
+      void vscode.window
+        .showErrorMessage('CHORUS: no round produced a usable testbench (see the CHORUS output)', 'Show Output')
+        .then((p) => p && this.output.show(true));
       return null;
     }
     const outDir = outputDirectory();
-    const dir = outDir ? (isAbsolute(outDir) ? outDir : resolve(vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.dir))?.uri.fsPath ?? r.dir, outDir)) : r.dir;
+    const dir = outDir
+      ? isAbsolute(outDir)
+        ? outDir
+        : resolve(vscode.workspace.getWorkspaceFolder(vscode.Uri.file(r.dir))?.uri.fsPath ?? r.dir, outDir)
+      : r.dir;
     mkdirSync(dir, { recursive: true });
     // Never overwrites: the first free tb_<top>[_N].sv.
     const path = freeTestbenchPath(dir, o.top);
@@ -315,16 +365,22 @@ export class Controller implements vscode.Disposable {
     this.lastProjectPath = r.projectPath;
     onStatus?.(`simulating ${basename(tb.fsPath)}`);
     const settings = generateSettings();
-    const out = await this.withTop(r, (design) => this.worker.request('simulate', { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, settings }, { signal }));
+    const out = await this.withTop(r, (design) =>
+      this.worker.request('simulate', { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, settings }, { signal }),
+    );
     this.last.set(tb.fsPath, { design: r.design, result: out.result });
     // Problems panel: every file of this run, replaced as a whole.
     this.diagnostics.clear();
-    for (const [file, ds] of groupDiagnostics(out.result.diagnostics, basename(tb.fsPath), tb.fsPath, r.dir)) this.diagnostics.set(vscode.Uri.file(file), ds);
+    for (const [file, ds] of groupDiagnostics(out.result.diagnostics, basename(tb.fsPath), tb.fsPath, r.dir))
+      this.diagnostics.set(vscode.Uri.file(file), ds);
     this.decorations.set(out.files);
     return { out, r };
   }
 
-  private async coverageForTest(tb: vscode.Uri, token: vscode.CancellationToken): Promise<{ passed: boolean; message: string; files: FileLineCoverage[] } | null> {
+  private async coverageForTest(
+    tb: vscode.Uri,
+    token: vscode.CancellationToken,
+  ): Promise<{ passed: boolean; message: string; files: FileLineCoverage[] } | null> {
     if (!this.trusted()) return null;
     const ctl = this.begin();
     token.onCancellationRequested(() => ctl.abort());
@@ -346,7 +402,14 @@ export class Controller implements vscode.Disposable {
     const ctl = this.begin();
     const t0 = Date.now();
     this.setStatus('busy', 'simulating…');
-    const run = this.history.start({ kind: 'coverage', top: '', model: '-', simulator: generateSettings().simulator, testbenchPath: tb.fsPath, designDir: dirname(tb.fsPath) });
+    const run = this.history.start({
+      kind: 'coverage',
+      top: '',
+      model: '-',
+      simulator: generateSettings().simulator,
+      testbenchPath: tb.fsPath,
+      designDir: dirname(tb.fsPath),
+    });
     try {
       const { out } = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: 'CHORUS: running coverage', cancellable: true },
@@ -357,7 +420,14 @@ export class Controller implements vscode.Disposable {
       );
       const res = out.result;
       const doc = await vscode.workspace.openTextDocument(tb);
-        this.history.update(run, { top: res.dutTop, simulator: `${res.simulator.name} ${res.simulator.version}`, rounds: [roundRecord(0, 0, doc.getText(), res)], best: 0, state: res.status === 'success' ? 'done' : 'failed', message: res.status === 'success' ? res.status : `${res.status}: ${res.err_msg.split('\n')[0]}` });
+      this.history.update(run, {
+        top: res.dutTop,
+        simulator: `${res.simulator.name} ${res.simulator.version}`,
+        rounds: [roundRecord(0, 0, doc.getText(), res)],
+        best: 0,
+        state: res.status === 'success' ? 'done' : 'failed',
+        message: res.status === 'success' ? res.status : `${res.status}: ${res.err_msg.split('\n')[0]}`,
+      });
       const passed = res.status === 'success';
       const c = res.coverage?.waived;
       const summary = passed
@@ -368,12 +438,23 @@ export class Controller implements vscode.Disposable {
       this.setStatus(passed ? 'done' : 'error', passed ? pct(c?.overall) : res.status);
       // Show the design file with its decorations beside the testbench.
       const dut = out.files[0]?.file;
-      if (dut && existsSync(dut)) await vscode.window.showTextDocument(vscode.Uri.file(dut), { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: true });
+      if (dut && existsSync(dut))
+        await vscode.window.showTextDocument(vscode.Uri.file(dut), {
+          viewColumn: vscode.ViewColumn.Beside,
+          preserveFocus: true,
+          preview: true,
+        });
       if (passed) void vscode.window.showInformationMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`);
-      else void vscode.window.showErrorMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`, 'Show Problems').then((p) => p && vscode.commands.executeCommand('workbench.actions.view.problems'));
+      else
+        void vscode.window
+          .showErrorMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`, 'Show Problems')
+          .then((p) => p && vscode.commands.executeCommand('workbench.actions.view.problems'));
       return res;
     } catch (e) {
-      this.history.update(run, { state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed', message: (e as Error).message });
+      this.history.update(run, {
+        state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
+        message: (e as Error).message,
+      });
       this.reportError('coverage run', e);
       return null;
     } finally {
@@ -403,7 +484,11 @@ export class Controller implements vscode.Disposable {
       );
       if (!pick) return;
       if (pick.id === 'log') {
-        const f = await vscode.window.showOpenDialog({ canSelectMany: false, openLabel: 'Use this log', filters: { Logs: ['log', 'txt', 'rpt'], All: ['*'] } });
+        const f = await vscode.window.showOpenDialog({
+          canSelectMany: false,
+          openLabel: 'Use this log',
+          filters: { Logs: ['log', 'txt', 'rpt'], All: ['*'] },
+        });
         if (!f?.[0]) return;
         log = readFileSync(f[0].fsPath, 'utf8');
       }
@@ -419,25 +504,49 @@ export class Controller implements vscode.Disposable {
     }
     const ctl = this.begin();
     const settings = generateSettings();
-    const run = this.history.start({ kind: 'refine', top: '', model: model.source, simulator: settings.simulator, testbenchPath: tb.fsPath, designDir: r.dir });
+    const run = this.history.start({
+      kind: 'refine',
+      top: '',
+      model: model.source,
+      simulator: settings.simulator,
+      testbenchPath: tb.fsPath,
+      designDir: r.dir,
+    });
     this.setStatus('busy', 'refining…');
     try {
-      const out = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'CHORUS: refining testbench', cancellable: true }, async (progress, token) => {
-        token.onCancellationRequested(() => ctl.abort());
-        return this.withTop(r, (design) =>
-          this.worker.request('refine', { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, last, log, model, settings }, {
-            signal: ctl.signal,
-            onProgress: (ev) => this.onProgress(ev, run, (m) => progress.report({ message: m })),
-          }),
-        );
-      });
+      const out = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'CHORUS: refining testbench', cancellable: true },
+        async (progress, token) => {
+          token.onCancellationRequested(() => ctl.abort());
+          return this.withTop(r, (design) =>
+            this.worker.request(
+              'refine',
+              { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, last, log, model, settings },
+              {
+                signal: ctl.signal,
+                onProgress: (ev) => this.onProgress(ev, run, (m) => progress.report({ message: m })),
+              },
+            ),
+          );
+        },
+      );
       last = out.result;
-      this.history.update(run, { rounds: [out.record], best: 0, model: out.model, state: 'done', top: out.result?.dutTop ?? '', message: `revision: ${pct(out.record.coverage?.overall)}` });
+      this.history.update(run, {
+        rounds: [out.record],
+        best: 0,
+        model: out.model,
+        state: 'done',
+        top: out.result?.dutTop ?? '',
+        message: `revision: ${pct(out.record.coverage?.overall)}`,
+      });
       this.setStatus('done', `revision ${pct(out.record.coverage?.overall)}`);
       const accepted = await this.showRevision(tb, out.testbench, `revision: ${pct(out.record.coverage?.overall)}`);
       if (accepted) this.last.set(tb.fsPath, { design: r.design, result: out.result });
     } catch (e) {
-      this.history.update(run, { state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed', message: (e as Error).message });
+      this.history.update(run, {
+        state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
+        message: (e as Error).message,
+      });
       this.reportError('refinement', e);
     } finally {
       this.end(ctl);
@@ -497,8 +606,16 @@ export class Controller implements vscode.Disposable {
     const pick = await vscode.window.showQuickPick(
       [
         { label: '$(circuit-board) Model-free generator', description: 'built in, no model needed', id: 'none' as const },
-        { label: '$(folder) Local model directory…', description: 'ONNX export (config.json, tokenizer, onnx/model*.onnx)', id: 'local' as const },
-        { label: '$(globe) OpenAI-compatible endpoint…', description: 'vLLM, SGLang, llama.cpp server, Ollama, LM Studio', id: 'openai' as const },
+        {
+          label: '$(folder) Local model directory…',
+          description: 'ONNX export (config.json, tokenizer, onnx/model*.onnx)',
+          id: 'local' as const,
+        },
+        {
+          label: '$(globe) OpenAI-compatible endpoint…',
+          description: 'vLLM, SGLang, llama.cpp server, Ollama, LM Studio',
+          id: 'openai' as const,
+        },
       ],
       { title: 'CHORUS: where should testbenches come from?' },
     );
@@ -518,15 +635,33 @@ export class Controller implements vscode.Disposable {
       const hasGguf = readdirSync(dir[0].fsPath).some((f) => f.endsWith('.gguf'));
       const hasOnnx = existsSync(join(dir[0].fsPath, 'onnx'));
       const engines = [
-        { label: 'llama.cpp', description: hasGguf ? 'the folder\'s GGUF, in-process (node-llama-cpp); a GPU when a build for it loads' : 'needs a .gguf in the folder (chorus-train export --gguf q4_k_m)', id: 'llama' },
-        { label: 'ONNX', description: hasOnnx ? 'onnx/model_*.onnx, in-process on the CPU (onnxruntime)' : 'needs onnx/model_q4.onnx in the folder (chorus-train export)', id: 'onnx' },
+        {
+          label: 'llama.cpp',
+          description: hasGguf
+            ? "the folder's GGUF, in-process (node-llama-cpp); a GPU when a build for it loads"
+            : 'needs a .gguf in the folder (chorus-train export --gguf q4_k_m)',
+          id: 'llama',
+        },
+        {
+          label: 'ONNX',
+          description: hasOnnx
+            ? 'onnx/model_*.onnx, in-process on the CPU (onnxruntime)'
+            : 'needs onnx/model_q4.onnx in the folder (chorus-train export)',
+          id: 'onnx',
+        },
       ].sort((a, b) => Number(b.id === 'llama' ? hasGguf : hasOnnx) - Number(a.id === 'llama' ? hasGguf : hasOnnx));
       const engine = await vscode.window.showQuickPick(engines, { title: 'CHORUS: inference engine (both run in the editor, offline)' });
       if (!engine) return;
-      const dtype = engine.id === 'onnx' ? await vscode.window.showQuickPick(['q4', 'q4f16', 'fp32'], { title: 'CHORUS: model precision (dtype)' }) : c.get<string>('model.dtype', 'q4');
+      const dtype =
+        engine.id === 'onnx'
+          ? await vscode.window.showQuickPick(['q4', 'q4f16', 'fp32'], { title: 'CHORUS: model precision (dtype)' })
+          : c.get<string>('model.dtype', 'q4');
       if (!dtype) return;
       const model: ModelConfig = { source: 'local', modelDir: dir[0].fsPath, dtype, allowDownload: false, engine: engine.id };
-      const check = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'CHORUS: loading the model to check it' }, () => this.worker.request('checkModel', { model }));
+      const check = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'CHORUS: loading the model to check it' },
+        () => this.worker.request('checkModel', { model }),
+      );
       if (!check.ok) {
         void vscode.window.showErrorMessage(`CHORUS: ${dir[0].fsPath} does not load: ${check.message}`);
         return;
@@ -547,7 +682,12 @@ export class Controller implements vscode.Disposable {
       ignoreFocusOut: true,
     });
     if (!baseUrl) return;
-    const key = await vscode.window.showInputBox({ title: 'CHORUS: API key (stored in the secret store; leave empty for none)', password: true, ignoreFocusOut: true, placeHolder: 'empty: keep the stored key / none' });
+    const key = await vscode.window.showInputBox({
+      title: 'CHORUS: API key (stored in the secret store; leave empty for none)',
+      password: true,
+      ignoreFocusOut: true,
+      placeHolder: 'empty: keep the stored key / none',
+    });
     if (key === undefined) return;
     if (key) await this.ctx.secrets.store(SECRET_API_KEY, key);
     const apiKey = key || (await this.ctx.secrets.get(SECRET_API_KEY)) || undefined;
@@ -558,7 +698,12 @@ export class Controller implements vscode.Disposable {
     }
     let name: string | undefined;
     if (probe.models?.length) name = await vscode.window.showQuickPick(probe.models, { title: 'CHORUS: served model' });
-    else name = await vscode.window.showInputBox({ title: 'CHORUS: served model name', value: c.get<string>('model.name') ?? '', ignoreFocusOut: true });
+    else
+      name = await vscode.window.showInputBox({
+        title: 'CHORUS: served model name',
+        value: c.get<string>('model.name') ?? '',
+        ignoreFocusOut: true,
+      });
     if (!name) return;
     await c.update('model.endpoint', baseUrl.trim(), target);
     await c.update('model.name', name, target);
@@ -589,4 +734,3 @@ export class Controller implements vscode.Disposable {
     this.subs.forEach((s) => s.dispose());
   }
 }
-

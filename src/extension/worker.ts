@@ -72,7 +72,8 @@ export async function releaseModel(): Promise<void> {
 }
 
 export async function makeBackend(m: ModelConfig, onProgress?: (s: string) => void): Promise<ModelBackend | null> {
-  if (m.source === 'openai') return createOpenAIBackend({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, timeoutMs: m.timeoutMs, maxRetries: m.maxRetries });
+  if (m.source === 'openai')
+    return createOpenAIBackend({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, timeoutMs: m.timeoutMs, maxRetries: m.maxRetries });
   if (m.source !== 'local') return null;
   onHeldProgress = onProgress;
   const key = JSON.stringify(m);
@@ -87,7 +88,8 @@ export async function makeBackend(m: ModelConfig, onProgress?: (s: string) => vo
           modelDir: m.modelDir,
           dtype: (['fp32', 'q4', 'q4f16'].includes(m.dtype) ? m.dtype : 'q4') as LocalDtype,
           allowDownload: m.allowDownload,
-          onProgress: (p) => progress(`loading model: ${p.file} ${p.status}${p.total ? ` ${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : ''}`),
+          onProgress: (p) =>
+            progress(`loading model: ${p.file} ${p.status}${p.total ? ` ${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : ''}`),
         });
   held = { key, backend };
   return shared(backend);
@@ -169,8 +171,15 @@ async function generate(
     progress({ kind: 'model', label });
     let warmStart: Parameters<typeof runAgent>[0]['warmStart'];
     if (s.warmStart) {
-      progress({ kind: 'status', message: "warm start: running the built-in generator; the model refines its best testbench" });
-      const g = await generateTestbench(simulator, loaded.design, loaded.info, { rounds: s.rounds, target: s.target, instance: s.instance, seed: s.seed, limits: s.limits, signal });
+      progress({ kind: 'status', message: 'warm start: running the built-in generator; the model refines its best testbench' });
+      const g = await generateTestbench(simulator, loaded.design, loaded.info, {
+        rounds: s.rounds,
+        target: s.target,
+        instance: s.instance,
+        seed: s.seed,
+        limits: s.limits,
+        signal,
+      });
       warmStart = { testbench: g.best.testbench, filename: g.tbName, result: g.best.result };
     }
     const run = await runAgent({
@@ -192,7 +201,13 @@ async function generate(
         else if (e.type === 'text') progress({ kind: 'text', piece: e.piece });
         else if (e.type === 'sim-start') progress({ kind: 'status', message: `simulating round ${e.round + 1}` });
         else if (e.type === 'round-end') {
-          const rec = roundRecord(e.sample, e.round, e.entry.testbench, e.entry.result, e.entry.parsed.status === 'unparsable' ? [e.entry.parsed.reason] : []);
+          const rec = roundRecord(
+            e.sample,
+            e.round,
+            e.entry.testbench,
+            e.entry.result,
+            e.entry.parsed.status === 'unparsable' ? [e.entry.parsed.reason] : [],
+          );
           rounds.push(rec);
           progress({ kind: 'round-end', record: rec, bestCoverage: e.bestCoverage, rounds: s.rounds + 1 });
         }
@@ -201,7 +216,8 @@ async function generate(
     // Rounds from the run record (complete even when events were missed), in sample/round order.
     const all: RoundRecord[] = [];
     for (const sample of run.samples)
-      for (const r of sample.rounds) all.push(roundRecord(r.sample, r.round, r.testbench, r.result, r.parsed.status === 'unparsable' ? [r.parsed.reason] : []));
+      for (const r of sample.rounds)
+        all.push(roundRecord(r.sample, r.round, r.testbench, r.result, r.parsed.status === 'unparsable' ? [r.parsed.reason] : []));
     const final = all.length ? all : rounds;
     const best = run.best ? final.findIndex((r) => r.sample === run.best!.sample && r.round === run.best!.round) : -1;
     return {
@@ -219,10 +235,23 @@ async function generate(
   }
 }
 
-async function simulate(design: DesignOptions, testbench: { name: string; content: string }, s: GenerateSettings, signal: AbortSignal): Promise<SimulateOutcome> {
+async function simulate(
+  design: DesignOptions,
+  testbench: { name: string; content: string },
+  s: GenerateSettings,
+  signal: AbortSignal,
+): Promise<SimulateOutcome> {
   const loaded = await loadDesign(design, signal);
   const simulator = getSimulator(s.simulator);
-  const result = await simulator.simulate({ design: loaded.design, top: loaded.info.top, testbench, limits: s.limits, seed: s.seed, keepRunDir: true, signal });
+  const result = await simulator.simulate({
+    design: loaded.design,
+    top: loaded.info.top,
+    testbench,
+    limits: s.limits,
+    seed: s.seed,
+    keepRunDir: true,
+    signal,
+  });
   let files: SimulateOutcome['files'] = [];
   try {
     if (result.coverageFile) {
@@ -260,13 +289,24 @@ async function refine(
       limits: req.settings.limits,
       signal,
     });
-    return { testbench: r.best.testbench, result: r.best.result, record: roundRecord(0, r.best.round, r.best.testbench, r.best.result, r.best.notes), model: modelLabel(req.model) };
+    return {
+      testbench: r.best.testbench,
+      result: r.best.result,
+      record: roundRecord(0, r.best.round, r.best.testbench, r.best.result, r.best.notes),
+      model: modelLabel(req.model),
+    };
   }
   try {
     let last: SimResult | null = req.last;
     if (!last && !req.log) {
       progress({ kind: 'status', message: 'simulating the current testbench' });
-      last = await simulator.simulate({ design: loaded.design, top: loaded.info.top, testbench: req.testbench, limits: req.settings.limits, signal });
+      last = await simulator.simulate({
+        design: loaded.design,
+        top: loaded.info.top,
+        testbench: req.testbench,
+        limits: req.settings.limits,
+        signal,
+      });
     }
     progress({ kind: 'status', message: 'asking the model for a revision' });
     const out = await refineOnce({
@@ -276,11 +316,17 @@ async function refine(
       testbench: req.testbench,
       feedback: last ? { result: last } : { log: req.log ?? '' },
       instance: req.settings.instance,
-      sampling: { temperature: req.settings.temperature, topP: req.settings.topP, maxNewTokens: req.settings.maxNewTokens, seed: req.settings.seed },
+      sampling: {
+        temperature: req.settings.temperature,
+        topP: req.settings.topP,
+        maxNewTokens: req.settings.maxNewTokens,
+        seed: req.settings.seed,
+      },
       signal,
       onText: (piece) => progress({ kind: 'text', piece }),
     });
-    if (!out.testbench) throw new Error(`the model's reply held no testbench${out.parsed.status === 'unparsable' ? `: ${out.parsed.reason}` : ''}`);
+    if (!out.testbench)
+      throw new Error(`the model's reply held no testbench${out.parsed.status === 'unparsable' ? `: ${out.parsed.reason}` : ''}`);
     progress({ kind: 'status', message: 'simulating the revision' });
     const result = await simulator.simulate({
       design: loaded.design,
@@ -289,7 +335,12 @@ async function refine(
       limits: req.settings.limits,
       signal,
     });
-    return { testbench: out.testbench, result, record: roundRecord(0, 1, out.testbench, result), model: modelLabel(req.model, await backend.info()) };
+    return {
+      testbench: out.testbench,
+      result,
+      record: roundRecord(0, 1, out.testbench, result),
+      model: modelLabel(req.model, await backend.info()),
+    };
   } finally {
     await backend.dispose().catch(() => undefined);
   }
@@ -301,7 +352,10 @@ async function checkModel(m: ModelConfig, signal: AbortSignal): Promise<ModelChe
     const base = m.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '') + '/v1';
     let res: Response;
     try {
-      res = await fetch(`${base}/models`, { headers: m.apiKey ? { authorization: `Bearer ${m.apiKey}` } : {}, signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });
+      res = await fetch(`${base}/models`, {
+        headers: m.apiKey ? { authorization: `Bearer ${m.apiKey}` } : {},
+        signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]),
+      });
     } catch (e) {
       return { ok: false, message: `${base}/models did not answer (${(e as Error).message}); is the server running?` };
     }
@@ -309,7 +363,8 @@ async function checkModel(m: ModelConfig, signal: AbortSignal): Promise<ModelChe
     if (!res.ok) return { ok: false, message: `${base}/models answered HTTP ${res.status}` };
     const body = (await res.json().catch(() => ({}))) as { data?: Array<{ id?: string }> };
     const models = (body.data ?? []).map((d) => d.id ?? '').filter(Boolean);
-    if (m.model && models.length && !models.includes(m.model)) return { ok: false, models, message: `the server does not serve '${m.model}'; it serves: ${models.join(', ')}` };
+    if (m.model && models.length && !models.includes(m.model))
+      return { ok: false, models, message: `the server does not serve '${m.model}'; it serves: ${models.join(', ')}` };
     return { ok: true, models, message: `the server answers; models: ${models.join(', ') || '(none listed)'}` };
   }
   // Checking a model is choosing it: the one held so far is released first (makeBackend).
@@ -317,7 +372,10 @@ async function checkModel(m: ModelConfig, signal: AbortSignal): Promise<ModelChe
   try {
     const info = await backend!.info();
     const engine = info.engine === 'llama' ? `llama.cpp on ${info.device ?? 'cpu'}` : 'ONNX on cpu';
-    return { ok: true, message: `loaded ${info.model} with ${engine}${info.contextLength ? ` (context ${info.contextLength} tokens)` : ''}` };
+    return {
+      ok: true,
+      message: `loaded ${info.model} with ${engine}${info.contextLength ? ` (context ${info.contextLength} tokens)` : ''}`,
+    };
   } catch (e) {
     return { ok: false, message: (e as Error).message };
   } finally {

@@ -32,7 +32,8 @@ afterEach(async () => {
   server = null;
 });
 
-const backend = (opts: Partial<Parameters<typeof createOpenAIBackend>[0]> = {}) => createOpenAIBackend({ baseUrl: server!.url, model: 'scripted', backoffMs: 5, ...opts });
+const backend = (opts: Partial<Parameters<typeof createOpenAIBackend>[0]> = {}) =>
+  createOpenAIBackend({ baseUrl: server!.url, model: 'scripted', backoffMs: 5, ...opts });
 
 describe('agent loop', () => {
   it('refines through a broken testbench and an unparsable reply to 100% (memoryless)', async () => {
@@ -66,11 +67,17 @@ describe('agent loop', () => {
     expect(r1[2].content.startsWith('filename: tb_counter.sv')).toBe(true);
     expect(r1[2].content).not.toContain('<think>');
     expect(r1[3].content).toBe(s.rounds[0].feedback);
-    expect(r1[3].content).toMatch(/^Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: xrun_failed\n- stage: xrun\n- log: /);
-    expect(r1[3].content.endsWith('Instruction for next round:\nFix the xrun failure by editing the testbench.' + OUTPUT_FORMAT_REQ.trimEnd())).toBe(true);
+    expect(r1[3].content).toMatch(
+      /^Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: xrun_failed\n- stage: xrun\n- log: /,
+    );
+    expect(
+      r1[3].content.endsWith('Instruction for next round:\nFix the xrun failure by editing the testbench.' + OUTPUT_FORMAT_REQ.trimEnd()),
+    ).toBe(true);
     // Round 2: the unparsable reply is not the best, so the memoryless snapshot did not move.
     expect(server.requests[2].messages).toEqual(r1);
-    expect(s.rounds[1].feedback).toMatch(/^Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: failed \(could not extract a valid testbench/);
+    expect(s.rounds[1].feedback).toMatch(
+      /^Response parse result:\n- status: success\n- type: file\n\nEDA result:\n- status: failed \(could not extract a valid testbench/,
+    );
     // Round 3: the weak testbench became the best; its coverage report is the feedback.
     const r3 = server.requests[3].messages;
     expect(r3).toHaveLength(4);
@@ -96,7 +103,16 @@ describe('agent loop', () => {
   it('runs several samples and picks the best over all of them', async () => {
     // Sample 0 always writes the weak testbench, sample 1 the good one (by the sampling seed).
     server = await startScriptedServer(Array.from({ length: 8 }, () => (req) => fencedReply((req.seed ?? 0) >= 1000 ? good : weak)));
-    const run = await runAgent({ backend: backend(), simulator, design, info, rounds: 1, samples: 2, sampling: { seed: 0 }, simConcurrency: 2 });
+    const run = await runAgent({
+      backend: backend(),
+      simulator,
+      design,
+      info,
+      rounds: 1,
+      samples: 2,
+      sampling: { seed: 0 },
+      simConcurrency: 2,
+    });
     expect(run.samples).toHaveLength(2);
     expect(run.samples[0].passed).toBe(false);
     expect(run.samples[1].passed).toBe(true);
@@ -163,10 +179,18 @@ describe('refine one step', () => {
   it('returns the revised testbench from the model', async () => {
     server = await startScriptedServer([fencedReply(good, 'tb_counter_v2.sv')]);
     const weakResult = await simulator.simulate({ design, top: 'counter', testbench: { name: 'tb_counter_weak.sv', content: weak } });
-    const out = await refineOnce({ backend: backend(), design, top: 'counter', testbench: { name: 'tb_counter_weak.sv', content: weak }, feedback: { result: weakResult } });
+    const out = await refineOnce({
+      backend: backend(),
+      design,
+      top: 'counter',
+      testbench: { name: 'tb_counter_weak.sv', content: weak },
+      feedback: { result: weakResult },
+    });
     expect(out.parsed.status).toBe('success');
     expect(out.filename).toBe('tb_counter_v2.sv');
     expect(out.testbench).toBe(good.trim());
-    expect(server.requests[0].messages[3].content).toBe(feedbackTurn({ status: 'success', testbench: weak, filename: 'tb_counter_weak.sv', source: 'fence' }, weakResult));
+    expect(server.requests[0].messages[3].content).toBe(
+      feedbackTurn({ status: 'success', testbench: weak, filename: 'tb_counter_weak.sv', source: 'fence' }, weakResult),
+    );
   });
 });

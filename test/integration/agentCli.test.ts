@@ -27,7 +27,11 @@ describe('chorus generate with a model endpoint', () => {
   it('prints each round, stops at the target and writes the best testbench under the model file name', async () => {
     server = await startScriptedServer([fencedReply(weak, 'tb_counter_weak.sv'), fencedReply(good, 'tb_counter_full.sv'), 'unused']);
     const dir = counterDir();
-    const r = await execa(process.execPath, [cli, 'generate', '--endpoint', server.url, '--model-name', 'scripted', join(dir, 'counter.sv')], { reject: false });
+    const r = await execa(
+      process.execPath,
+      [cli, 'generate', '--endpoint', server.url, '--model-name', 'scripted', join(dir, 'counter.sv')],
+      { reject: false },
+    );
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/model: scripted at http:\/\/127\.0\.0\.1:\d+\/v1/);
@@ -42,7 +46,24 @@ describe('chorus generate with a model endpoint', () => {
   it('--json carries every round with its parse status, testbench and result, and the best', async () => {
     server = await startScriptedServer(['no code here', fencedReply(weak), fencedReply(weak)]);
     const dir = counterDir();
-    const r = await execa(process.execPath, [cli, 'generate', '--json', '--rounds', '2', '--endpoint', server.url, '--model-name', 'scripted', '--out', join(dir, 'tb.sv'), join(dir, 'counter.sv')], { reject: false });
+    const r = await execa(
+      process.execPath,
+      [
+        cli,
+        'generate',
+        '--json',
+        '--rounds',
+        '2',
+        '--endpoint',
+        server.url,
+        '--model-name',
+        'scripted',
+        '--out',
+        join(dir, 'tb.sv'),
+        join(dir, 'counter.sv'),
+      ],
+      { reject: false },
+    );
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.generator).toBe('model');
@@ -61,14 +82,20 @@ describe('chorus generate with a model endpoint', () => {
     const probe = await startScriptedServer([]);
     const url = probe.url;
     await probe.close();
-    const r = await execa(process.execPath, [cli, 'generate', '--endpoint', url, '--model-name', 'm', join(dir, 'counter.sv')], { reject: false });
+    const r = await execa(process.execPath, [cli, 'generate', '--endpoint', url, '--model-name', 'm', join(dir, 'counter.sv')], {
+      reject: false,
+    });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain(`model error (connection): cannot reach the model server at ${url} (connection refused). Start the server`);
     expect(existsSync(join(dir, 'tb_counter.sv'))).toBe(false);
   });
 
   it('rejects contradictory model options', async () => {
-    const r = await execa(process.execPath, [cli, 'generate', '--endpoint', 'http://127.0.0.1:9', join(examples, 'counter', 'counter.sv')], { reject: false });
+    const r = await execa(
+      process.execPath,
+      [cli, 'generate', '--endpoint', 'http://127.0.0.1:9', join(examples, 'counter', 'counter.sv')],
+      { reject: false },
+    );
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/--endpoint needs --model-name/);
   });
@@ -79,8 +106,27 @@ describe('chorus refine', () => {
     server = await startScriptedServer([fencedReply(good, 'tb_counter.sv')]);
     const dir = counterDir();
     writeFileSync(join(dir, 'tb.sv'), weak);
-    writeFileSync(join(dir, 'sim.log'), "%Error: tb.sv:12:5: Can't find definition of variable: 'cnt'\n%Error: Exiting due to 1 error(s)\n");
-    const r = await execa(process.execPath, [cli, 'refine', '--tb', join(dir, 'tb.sv'), '--log', join(dir, 'sim.log'), '--endpoint', server.url, '--model-name', 'scripted', join(dir, 'counter.sv')], { reject: false });
+    writeFileSync(
+      join(dir, 'sim.log'),
+      "%Error: tb.sv:12:5: Can't find definition of variable: 'cnt'\n%Error: Exiting due to 1 error(s)\n",
+    );
+    const r = await execa(
+      process.execPath,
+      [
+        cli,
+        'refine',
+        '--tb',
+        join(dir, 'tb.sv'),
+        '--log',
+        join(dir, 'sim.log'),
+        '--endpoint',
+        server.url,
+        '--model-name',
+        'scripted',
+        join(dir, 'counter.sv'),
+      ],
+      { reject: false },
+    );
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/revision written to .*tb_refined\.sv/);
     expect(readFileSync(join(dir, 'tb_refined.sv'), 'utf8')).toBe(good.trim() + '\n');
@@ -95,14 +141,22 @@ describe('chorus refine', () => {
     server = await startScriptedServer([fencedReply(good)]);
     const dir = counterDir();
     writeFileSync(join(dir, 'tb.sv'), weak);
-    const r = await execa(process.execPath, [cli, 'refine', '--tb', join(dir, 'tb.sv'), '--endpoint', server.url, '--model-name', 'scripted', join(dir, 'counter.sv')], { reject: false });
+    const r = await execa(
+      process.execPath,
+      [cli, 'refine', '--tb', join(dir, 'tb.sv'), '--endpoint', server.url, '--model-name', 'scripted', join(dir, 'counter.sv')],
+      { reject: false },
+    );
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/coverage: \d+\.\d+% -> 100\.00%/);
     expect(server.requests[0].messages[3].content).toContain('- coverage: ');
   });
 
   it('needs a model', async () => {
-    const r = await execa(process.execPath, [cli, 'refine', '--tb', join(examples, 'counter', 'tb_counter_weak.sv'), join(examples, 'counter', 'counter.sv')], { reject: false });
+    const r = await execa(
+      process.execPath,
+      [cli, 'refine', '--tb', join(examples, 'counter', 'tb_counter_weak.sv'), join(examples, 'counter', 'counter.sv')],
+      { reject: false },
+    );
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/refine needs a model/);
   });

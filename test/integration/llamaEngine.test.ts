@@ -46,7 +46,11 @@ const testbench = [
 ].join('\n');
 const first: ChatMessage[] = [
   { role: 'system', content: 'You are a testbench expert. Reply with one SystemVerilog testbench.' },
-  { role: 'user', content: 'Design:\n```systemverilog\nmodule counter(input clk, input rst, output logic [3:0] q);\n  always_ff @(posedge clk) q <= rst ? 0 : q + 1;\nendmodule\n```\nWrite a testbench.' },
+  {
+    role: 'user',
+    content:
+      'Design:\n```systemverilog\nmodule counter(input clk, input rst, output logic [3:0] q);\n  always_ff @(posedge clk) q <= rst ? 0 : q + 1;\nendmodule\n```\nWrite a testbench.',
+  },
 ];
 const refine: ChatMessage[] = [
   ...first,
@@ -69,7 +73,11 @@ describe('engines: llama.cpp and ONNX', () => {
   it('build the same prompt token ids for the same conversation (chat template, thinking off)', async () => {
     const llama = keep(createLlamaBackend({ modelPath: both, gpu: 'cpu', threads: 1, contextLength: 2048 }));
     const onnx = keep(createLocalBackend({ modelDir: fixture, dtype: 'q4' }));
-    for (const conv of [first, refine, [{ role: 'user', content: 'ünïcödé 🙂 \t tabs  and\n\nnewlines <|im_end|> literal' }] as ChatMessage[]]) {
+    for (const conv of [
+      first,
+      refine,
+      [{ role: 'user', content: 'ünïcödé 🙂 \t tabs  and\n\nnewlines <|im_end|> literal' }] as ChatMessage[],
+    ]) {
       const a = await llama.promptIds!(conv);
       const b = await onnx.promptIds!(conv);
       expect(a.length).toBeGreaterThan(10);
@@ -139,8 +147,15 @@ describe('engines: llama.cpp and ONNX', () => {
       let accepted = 0;
       // a refinement prompt holds the previous reply, which the next one resembles
       const previous = await plain.complete({ messages: first, sampling: { ...greedy, maxNewTokens: 32 } });
-      const again: ChatMessage[] = [...first, { role: 'assistant', content: previous.text }, { role: 'user', content: 'Coverage 40%. Improve the testbench.' }];
-      for (const sampling of [{ ...greedy, maxNewTokens: 32 }, { ...sampled, maxNewTokens: 32 }]) {
+      const again: ChatMessage[] = [
+        ...first,
+        { role: 'assistant', content: previous.text },
+        { role: 'user', content: 'Coverage 40%. Improve the testbench.' },
+      ];
+      for (const sampling of [
+        { ...greedy, maxNewTokens: 32 },
+        { ...sampled, maxNewTokens: 32 },
+      ]) {
         for (const messages of [again, refine]) {
           const a: Completion = await plain.complete({ messages, sampling });
           const b: Completion = await drafted.complete({ messages, sampling });

@@ -42,7 +42,26 @@ describe('chorus generate on a local model', () => {
     it(`--engine ${engine}: the --json record gives per round the prompt tokens evaluated and reused`, async () => {
       const r = await execa(
         process.execPath,
-        [cli, 'generate', '--json', '--model', both, '--engine', engine, '--threads', '1', '--gpu', 'cpu', '--rounds', '2', '--max-tokens', '8', '--temperature', '0', counter()],
+        [
+          cli,
+          'generate',
+          '--json',
+          '--model',
+          both,
+          '--engine',
+          engine,
+          '--threads',
+          '1',
+          '--gpu',
+          'cpu',
+          '--rounds',
+          '2',
+          '--max-tokens',
+          '8',
+          '--temperature',
+          '0',
+          counter(),
+        ],
         { reject: false },
       );
       expect(r.exitCode).toBe(1); // the random model writes no testbench
@@ -63,12 +82,20 @@ describe('chorus generate on a local model', () => {
   }
 
   it('auto picks llama.cpp when the folder has a GGUF and ONNX when it has none', async () => {
-    const a = await execa(process.execPath, [cli, 'generate', '--json', '--model', both, '--threads', '1', '--rounds', '0', '--max-tokens', '2', counter()], { reject: false });
+    const a = await execa(
+      process.execPath,
+      [cli, 'generate', '--json', '--model', both, '--threads', '1', '--rounds', '0', '--max-tokens', '2', counter()],
+      { reject: false },
+    );
     const am = JSON.parse(a.stdout).model;
     expect(am.engine).toBe('llama');
     // --gpu auto (the default): on a machine where no GPU build loads, a message and the CPU
     if (am.device === 'cpu') expect(a.stderr).toMatch(/note: llama\.cpp found no usable GPU build here .*running on the CPU/);
-    const b = await execa(process.execPath, [cli, 'generate', '--json', '--model', fixture, '--rounds', '0', '--max-tokens', '2', counter()], { reject: false });
+    const b = await execa(
+      process.execPath,
+      [cli, 'generate', '--json', '--model', fixture, '--rounds', '0', '--max-tokens', '2', counter()],
+      { reject: false },
+    );
     expect(JSON.parse(b.stdout).model.engine).toBe('onnx');
     const bad = await execa(process.execPath, [cli, 'generate', '--model', both, '--engine', 'vllm', counter()], { reject: false });
     expect(bad.exitCode).toBe(2);
@@ -77,7 +104,26 @@ describe('chorus generate on a local model', () => {
 
   for (const engine of ['llama', 'onnx'] as const) {
     it(`--engine ${engine}: Ctrl-C stops decoding and the command exits 130`, async () => {
-      const p = execa(process.execPath, [cli, 'generate', '--stream', '--model', both, '--engine', engine, '--threads', '1', '--rounds', '0', '--max-tokens', '100000', counter()], { reject: false });
+      const p = execa(
+        process.execPath,
+        [
+          cli,
+          'generate',
+          '--stream',
+          '--model',
+          both,
+          '--engine',
+          engine,
+          '--threads',
+          '1',
+          '--rounds',
+          '0',
+          '--max-tokens',
+          '100000',
+          counter(),
+        ],
+        { reject: false },
+      );
       let text = 0;
       let header = '';
       await new Promise<void>((ok) => {

@@ -48,7 +48,10 @@ describe('local backend on the tiny Qwen3 fixture', () => {
     env.allowRemoteModels = false;
     env.localModelPath = dirname(fixture) + '/';
     const tok = await AutoTokenizer.from_pretrained('tiny-qwen3');
-    const rendered = tok.apply_chat_template(messages as never, { tokenize: false, add_generation_prompt: true, enable_thinking: false } as never) as unknown as string;
+    const rendered = tok.apply_chat_template(
+      messages as never,
+      { tokenize: false, add_generation_prompt: true, enable_thinking: false } as never,
+    ) as unknown as string;
     expect(rendered.startsWith('<|im_start|>system\n')).toBe(true);
     expect(rendered.endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
     expect(rendered).toBe(expectedPrompt);
@@ -70,7 +73,11 @@ describe('local backend on the tiny Qwen3 fixture', () => {
       expect(info).toMatchObject({ kind: 'local', location: fixture, contextLength: 40960 });
       expect(b.parallelism).toBe(1);
       const pieces: string[] = [];
-      const r = await b.complete({ messages, sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 12, seed: 7 }, onText: (p) => pieces.push(p) });
+      const r = await b.complete({
+        messages,
+        sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 12, seed: 7 },
+        onText: (p) => pieces.push(p),
+      });
       expect(r.promptTokens).toBe(await b.countTokens(messages));
       expect(r.completionTokens).toBe(12);
       expect(r.finishReason).toBe('length');
@@ -96,7 +103,9 @@ describe('local backend on the tiny Qwen3 fixture', () => {
     const b = backend('q4');
     const pre = new AbortController();
     pre.abort();
-    expect((await modelError(b.complete({ messages, sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 8 }, signal: pre.signal }))).kind).toBe('cancelled');
+    expect(
+      (await modelError(b.complete({ messages, sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 8 }, signal: pre.signal }))).kind,
+    ).toBe('cancelled');
 
     const ac = new AbortController();
     let pieces = 0;
@@ -128,7 +137,9 @@ describe('local backend on the tiny Qwen3 fixture', () => {
     expect(r.finishReason).toBe('length');
     const tiny = createLocalBackend({ modelDir: fixture, dtype: 'q4', contextLength: 10 });
     backends.push(tiny);
-    expect((await modelError(tiny.complete({ messages, sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 5 } }))).kind).toBe('context-overflow');
+    expect((await modelError(tiny.complete({ messages, sampling: { temperature: 0.7, topP: 0.8, maxNewTokens: 5 } }))).kind).toBe(
+      'context-overflow',
+    );
   });
 
   it('names the problem: missing directory, missing dtype file, hub name without downloads, corrupt ONNX', async () => {

@@ -37,7 +37,21 @@ describe('chorus generate --warm-start', () => {
     copyFileSync(join(examples, 'fsm', 'seq_detector.sv'), join(dir, 'seq_detector.sv'));
     const r = await execa(
       process.execPath,
-      [cli, 'generate', '--json', '--warm-start', '--rounds', '3', '--endpoint', server.url, '--model-name', 'scripted', '--out', join(dir, 'tb.sv'), join(dir, 'seq_detector.sv')],
+      [
+        cli,
+        'generate',
+        '--json',
+        '--warm-start',
+        '--rounds',
+        '3',
+        '--endpoint',
+        server.url,
+        '--model-name',
+        'scripted',
+        '--out',
+        join(dir, 'tb.sv'),
+        join(dir, 'seq_detector.sv'),
+      ],
       { reject: false },
     );
     expect(r.exitCode).toBe(0);

@@ -39,13 +39,30 @@ export function shapeFromConfig(configPath: string): Qwen3Shape {
   };
 }
 
-export const QWEN3_4B: Qwen3Shape = { hidden: 2560, layers: 36, heads: 32, kvHeads: 8, headDim: 128, intermediate: 9728, vocab: 151_936, contextLength: 40_960, ropeTheta: 1_000_000, rmsEps: 1e-6 };
+export const QWEN3_4B: Qwen3Shape = {
+  hidden: 2560,
+  layers: 36,
+  heads: 32,
+  kvHeads: 8,
+  headDim: 128,
+  intermediate: 9728,
+  vocab: 151_936,
+  contextLength: 40_960,
+  ropeTheta: 1_000_000,
+  rmsEps: 1e-6,
+};
 
 const T = { U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9 } as const;
 const GGML = { F32: 0, F16: 1, Q4_0: 2 } as const;
 const ALIGN = 32;
 
-type KV = [string, 'u32', number] | [string, 'f32', number] | [string, 'bool', boolean] | [string, 'str', string] | [string, 'strs', string[]] | [string, 'i32s', number[]];
+type KV =
+  | [string, 'u32', number]
+  | [string, 'f32', number]
+  | [string, 'bool', boolean]
+  | [string, 'str', string]
+  | [string, 'strs', string[]]
+  | [string, 'i32s', number[]];
 
 class Bytes {
   private chunks: Buffer[] = [];
@@ -77,12 +94,40 @@ class Bytes {
 function writeKv(o: Bytes, [key, kind, value]: KV): void {
   o.str(key);
   switch (kind) {
-    case 'u32': o.u32(T.U32); o.u32(value); break;
-    case 'f32': { o.u32(T.F32); const b = Buffer.alloc(4); b.writeFloatLE(value); o.push(b); break; }
-    case 'bool': o.u32(T.BOOL); o.push(Buffer.from([value ? 1 : 0])); break;
-    case 'str': o.u32(T.STRING); o.str(value); break;
-    case 'strs': o.u32(T.ARRAY); o.u32(T.STRING); o.u64(value.length); for (const s of value) o.str(s); break;
-    case 'i32s': { o.u32(T.ARRAY); o.u32(T.I32); o.u64(value.length); const b = Buffer.alloc(4 * value.length); value.forEach((v, i) => b.writeInt32LE(v, 4 * i)); o.push(b); break; }
+    case 'u32':
+      o.u32(T.U32);
+      o.u32(value);
+      break;
+    case 'f32': {
+      o.u32(T.F32);
+      const b = Buffer.alloc(4);
+      b.writeFloatLE(value);
+      o.push(b);
+      break;
+    }
+    case 'bool':
+      o.u32(T.BOOL);
+      o.push(Buffer.from([value ? 1 : 0]));
+      break;
+    case 'str':
+      o.u32(T.STRING);
+      o.str(value);
+      break;
+    case 'strs':
+      o.u32(T.ARRAY);
+      o.u32(T.STRING);
+      o.u64(value.length);
+      for (const s of value) o.str(s);
+      break;
+    case 'i32s': {
+      o.u32(T.ARRAY);
+      o.u32(T.I32);
+      o.u64(value.length);
+      const b = Buffer.alloc(4 * value.length);
+      value.forEach((v, i) => b.writeInt32LE(v, 4 * i));
+      o.push(b);
+      break;
+    }
   }
 }
 
@@ -232,7 +277,9 @@ export function writeQwen3Gguf(out: string, o: GgufOptions): void {
     );
   }
   tensors.push({ name: 'output_norm.weight', dims: [s.hidden], type: GGML.F32, fill: 'norm' });
-  if (wType === GGML.Q4_0) for (const t of tensors) if (t.type === GGML.Q4_0 && t.dims[0] % 32) throw new Error(`${t.name}: rows of ${t.dims[0]} are not a multiple of 32; write f16`);
+  if (wType === GGML.Q4_0)
+    for (const t of tensors)
+      if (t.type === GGML.Q4_0 && t.dims[0] % 32) throw new Error(`${t.name}: rows of ${t.dims[0]} are not a multiple of 32; write f16`);
 
   const head = new Bytes();
   head.push(Buffer.from('GGUF', 'latin1'));
@@ -273,6 +320,13 @@ export function writeQwen3Gguf(out: string, o: GgufOptions): void {
 /** The tiny fixture's shapes as a GGUF (F16: its rows of 16 are too short for 4-bit blocks),
  * written once per path. */
 export function ensureTinyGguf(fixtureDir: string, out: string): string {
-  if (!existsSync(out)) writeQwen3Gguf(out, { shape: shapeFromConfig(join(fixtureDir, 'config.json')), tokenizerDir: fixtureDir, type: 'f16', name: 'tiny-qwen3', embeddingStd: 0.5 });
+  if (!existsSync(out))
+    writeQwen3Gguf(out, {
+      shape: shapeFromConfig(join(fixtureDir, 'config.json')),
+      tokenizerDir: fixtureDir,
+      type: 'f16',
+      name: 'tiny-qwen3',
+      embeddingStd: 0.5,
+    });
   return out;
 }

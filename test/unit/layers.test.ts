@@ -17,10 +17,6 @@ const EXCEPTIONS: Record<string, string> = {
   'design/introspect.ts -> sim/verilator/diagnostics.ts': 'Verilator message parser',
   'design/errors.ts -> sim/result.ts': 'the Diagnostic type (type-only)',
   // The chat message type belongs to the protocol; the local engines are being reworked (issue 17).
-  'llm/backend.ts -> agent/protocol.ts': 'ChatMessage (type-only)',
-  'llm/openai.ts -> agent/protocol.ts': 'ChatMessage (type-only)',
-  'llm/llama.ts -> agent/protocol.ts': 'ChatMessage (type-only)',
-  'llm/local.ts -> agent/protocol.ts': 'ChatMessage (type-only)',
 };
 
 function tsFiles(dir: string): string[] {

@@ -1,6 +1,6 @@
 // Prompt-lookup drafting (src/core/llm/lookup.ts): what the ONNX decode loop proposes.
 import { describe, expect, it } from 'vitest';
-import { lookupDraft } from '../../src/core/llm/lookup.js';
+import { Drafter, lookupDraft } from '../../src/core/llm/lookup.js';
 
 describe('lookupDraft', () => {
   it('proposes what followed the latest earlier occurrence of the last n-gram', () => {
@@ -24,5 +24,26 @@ describe('lookupDraft', () => {
     expect(lookupDraft([1, 2, 9, 1, 2], { minNgram: 2 })).toEqual([9, 1, 2]);
     expect(lookupDraft([7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7], { maxDraft: 4 })).toHaveLength(4);
     expect(lookupDraft([])).toEqual([]);
+  });
+});
+
+describe('Drafter', () => {
+  it('pauses drafting after drafts keep failing, and drafts again later', () => {
+    const d = new Drafter();
+    const seq = [1, 2, 3, 1, 2];
+    expect(d.draft(seq)).toEqual([3, 1, 2]);
+    d.record(8, 0);
+    expect(d.draft(seq).length).toBeGreaterThan(0);
+    d.record(8, 1); // 1 of 16 kept: pause
+    for (let i = 0; i < 32; i++) expect(d.draft(seq)).toEqual([]);
+    expect(d.draft(seq)).toEqual([3, 1, 2]);
+  });
+
+  it('keeps drafting while drafts are kept', () => {
+    const d = new Drafter();
+    for (let i = 0; i < 50; i++) {
+      expect(d.draft([4, 5, 6, 4, 5])).toEqual([6, 4, 5]);
+      d.record(3, 3);
+    }
   });
 });

@@ -173,20 +173,36 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
     let mode: HistoryMode = sh.history;
     const anchor = best ?? (rounds.length ? rounds.length - 1 : null);
     const markov = (): ChatMessage[] =>
-      anchor === null ? sh.first : [...sh.first, { role: 'assistant', content: stripThink(rounds[anchor].reply) }, { role: 'user', content: rounds[anchor].feedback }];
+      anchor === null
+        ? sh.first
+        : [
+            ...sh.first,
+            { role: 'assistant', content: stripThink(rounds[anchor].reply) },
+            { role: 'user', content: rounds[anchor].feedback },
+          ];
     let messages = round === 0 ? sh.first : mode === 'full' ? [...full] : markov();
 
     let sampling = sh.sampling;
     if (sh.contextLength !== null) {
       let need = await promptTokens(o.backend, messages);
       if (need + MIN_REPLY_TOKENS > sh.contextLength && mode === 'full') {
-        sh.emit({ type: 'warning', sample, round, message: `the full history (${need} tokens) no longer fits the ${sh.contextLength}-token context: this round sees the best candidate only` });
+        sh.emit({
+          type: 'warning',
+          sample,
+          round,
+          message: `the full history (${need} tokens) no longer fits the ${sh.contextLength}-token context: this round sees the best candidate only`,
+        });
         mode = 'markov';
         messages = markov();
         need = await promptTokens(o.backend, messages);
       }
       if (need + MIN_REPLY_TOKENS > sh.contextLength) {
-        sh.emit({ type: 'warning', sample, round, message: `the refinement prompt (${need} tokens) does not fit the ${sh.contextLength}-token context: stopping this sample` });
+        sh.emit({
+          type: 'warning',
+          sample,
+          round,
+          message: `the refinement prompt (${need} tokens) does not fit the ${sh.contextLength}-token context: stopping this sample`,
+        });
         stop = 'context';
         break;
       }
@@ -199,7 +215,8 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
     let completion;
     try {
       completion = await sh.modelSem.run(
-        () => o.backend.complete({ messages, sampling, signal: o.signal, onText: (piece) => sh.emit({ type: 'text', sample, round, piece }) }),
+        () =>
+          o.backend.complete({ messages, sampling, signal: o.signal, onText: (piece) => sh.emit({ type: 'text', sample, round, piece }) }),
         o.signal,
       );
     } catch (e) {
@@ -352,7 +369,10 @@ export function refineMessages(o: Omit<RefineOptions, 'backend' | 'signal' | 'on
   const instruction = o.instruction ?? defaultInstruction(o.top, o.instance ?? 'uut');
   const feedback =
     'result' in o.feedback
-      ? feedbackTurn({ status: 'success', testbench: o.testbench.content, filename: o.testbench.name, source: 'fence' }, resultForEcho(o.feedback.result))
+      ? feedbackTurn(
+          { status: 'success', testbench: o.testbench.content, filename: o.testbench.name, source: 'fence' },
+          resultForEcho(o.feedback.result),
+        )
       : feedbackFromLog(o.feedback.log, o.feedback.kind);
   return [
     ...firstTurn(designContext(o.design), o.specs ?? [], instruction),
@@ -368,7 +388,10 @@ export async function refineOnce(o: RefineOptions): Promise<RefineOutcome> {
   if (info.contextLength !== null) {
     const need = await promptTokens(o.backend, messages);
     if (need + MIN_REPLY_TOKENS > info.contextLength) {
-      const files = [...designContext(o.design), o.testbench, ...(o.specs ?? [])].map((f) => ({ name: f.name, tokens: estimateTokens(f.content) }));
+      const files = [...designContext(o.design), o.testbench, ...(o.specs ?? [])].map((f) => ({
+        name: f.name,
+        tokens: estimateTokens(f.content),
+      }));
       throw new ContextBudgetError(need, info.contextLength, files);
     }
     if (need + sampling.maxNewTokens > info.contextLength) sampling.maxNewTokens = info.contextLength - need;

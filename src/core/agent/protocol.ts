@@ -5,10 +5,9 @@
 import type { SimResult } from '../sim/result.js';
 import { formatDiagnostic } from '../util/format.js';
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
+// The message type belongs to the model interface (llm/backend.ts); the protocol builds on it.
+import type { ChatMessage } from '../llm/backend.js';
+export type { ChatMessage };
 
 export interface NamedText {
   name: string;

@@ -38,12 +38,26 @@ export function resolveEngine(c: { modelDir: string; engine?: LocalEngine }): 'l
 export async function createBackend(c: ModelConfig): Promise<ModelBackend> {
   if (c.kind === 'openai') {
     if (!c.model) throw new ModelError('unknown-model', `name the served model (--model-name) for the endpoint ${c.baseUrl}`);
-    return createOpenAIBackend({ baseUrl: c.baseUrl, model: c.model, apiKey: c.apiKey ?? apiKeyFromEnv(), timeoutMs: c.timeoutMs, parallelism: c.parallelism, contextLength: c.contextLength });
+    return createOpenAIBackend({
+      baseUrl: c.baseUrl,
+      model: c.model,
+      apiKey: c.apiKey ?? apiKeyFromEnv(),
+      timeoutMs: c.timeoutMs,
+      parallelism: c.parallelism,
+      contextLength: c.contextLength,
+    });
   }
   const engine = resolveEngine(c);
   if (engine === 'llama') {
     const { createLlamaBackend } = await import('./llama.js');
-    const llama = createLlamaBackend({ modelPath: c.modelDir, contextLength: c.contextLength, threads: c.threads, gpu: c.gpu, lookup: c.lookup, onMessage: c.onMessage });
+    const llama = createLlamaBackend({
+      modelPath: c.modelDir,
+      contextLength: c.contextLength,
+      threads: c.threads,
+      gpu: c.gpu,
+      lookup: c.lookup,
+      onMessage: c.onMessage,
+    });
     if (c.engine !== 'auto' && c.engine !== undefined) return llama;
     // auto: a machine where no llama.cpp binary loads still has the ONNX engine, when the folder has it.
     try {
@@ -58,7 +72,15 @@ export async function createBackend(c: ModelConfig): Promise<ModelBackend> {
   }
   // Loaded on demand: onnxruntime is large and most commands never need it.
   const { createLocalBackend } = await import('./local.js');
-  return createLocalBackend({ modelDir: c.modelDir, dtype: c.dtype, allowDownload: c.allowDownload, onProgress: c.onProgress, contextLength: c.contextLength, threads: c.threads, lookup: c.lookup });
+  return createLocalBackend({
+    modelDir: c.modelDir,
+    dtype: c.dtype,
+    allowDownload: c.allowDownload,
+    onProgress: c.onProgress,
+    contextLength: c.contextLength,
+    threads: c.threads,
+    lookup: c.lookup,
+  });
 }
 
 /** A short human description for logs and reports. */

@@ -6,9 +6,9 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
-import type { ChatMessage } from '../agent/protocol.js';
+import type { ChatMessage } from './backend.js';
 import { sampleToken, seededRandom } from './sampling.js';
-import { lookupDraft } from './lookup.js';
+import { Drafter } from './lookup.js';
 import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 
 export type LocalDtype = 'fp32' | 'q4' | 'q4f16';
@@ -110,7 +110,10 @@ function resolveModel(opts: LocalBackendOptions, dtype: LocalDtype): Resolved {
         );
       return { root: '', id: opts.modelDir, location: opts.modelDir, remote: true };
     }
-    throw new ModelError('not-found', `Model directory ${dir} does not exist. Check the model path (it must hold config.json, tokenizer.json and onnx/${ONNX_FILE[dtype]}).`);
+    throw new ModelError(
+      'not-found',
+      `Model directory ${dir} does not exist. Check the model path (it must hold config.json, tokenizer.json and onnx/${ONNX_FILE[dtype]}).`,
+    );
   }
   if (!statSync(dir).isDirectory())
     throw new ModelError('not-found', `Model path ${dir} is a file, not a directory. Give the directory that holds config.json and onnx/.`);
@@ -143,7 +146,10 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions): 
   try {
     tf = await import('@huggingface/transformers');
   } catch (e) {
-    throw new ModelError('not-found', `The local model runtime (@huggingface/transformers with onnxruntime-node) is not installed: ${(e as Error).message}. Run npm ci.`);
+    throw new ModelError(
+      'not-found',
+      `The local model runtime (@huggingface/transformers with onnxruntime-node) is not installed: ${(e as Error).message}. Run npm ci.`,
+    );
   }
   const contextLength = readContextLength(r.location, r.remote);
   const run = async (): Promise<Loaded> => {
@@ -160,7 +166,10 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions): 
     try {
       tokenizer = (await tf.AutoTokenizer.from_pretrained(r.id, { progress_callback: progress })) as unknown as Tokenizer;
     } catch (e) {
-      throw new ModelError('corrupt', `Could not load the tokenizer of ${r.location} (tokenizer.json, tokenizer_config.json): ${(e as Error).message}`);
+      throw new ModelError(
+        'corrupt',
+        `Could not load the tokenizer of ${r.location} (tokenizer.json, tokenizer_config.json): ${(e as Error).message}`,
+      );
     }
     let model: CausalLM;
     try {
@@ -293,10 +302,11 @@ async function decode(
     return gen.length < maxNew;
   };
 
+  const drafter = lookup ? new Drafter() : null;
   let next = draw(logits!, 0);
   while (take(next)) {
     if (req.signal?.aborted) throw cancelled();
-    const draft = lookup ? lookupDraft([...prompt, ...gen]).slice(0, Math.max(0, maxNew - gen.length - 1)) : [];
+    const draft = drafter ? drafter.draft([...prompt, ...gen]).slice(0, Math.max(0, maxNew - gen.length - 1)) : [];
     const base = kvTokens.length;
     const rows = await forward([next, ...draft], draft.length + 1);
     proposed += draft.length;
@@ -309,6 +319,7 @@ async function decode(
       if (!(going = take(tok))) break;
       tok = draw(rows, i);
     }
+    drafter?.record(draft.length, i);
     if (!going) break;
     // keep the cache for the fed token and the accepted drafts only
     if (i < draft.length) {
@@ -375,7 +386,14 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
 
     async info(): Promise<BackendInfo> {
       const l = await get();
-      return { kind: 'local', engine: 'onnx', device: 'cpu', model: opts.modelDir, location: where?.location ?? opts.modelDir, contextLength: contextOf(l) };
+      return {
+        kind: 'local',
+        engine: 'onnx',
+        device: 'cpu',
+        model: opts.modelDir,
+        location: where?.location ?? opts.modelDir,
+        contextLength: contextOf(l),
+      };
     },
 
     async countTokens(messages: ChatMessage[]): Promise<number | null> {

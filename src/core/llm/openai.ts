@@ -1,7 +1,7 @@
 // OpenAI-compatible chat backend (`/v1/chat/completions`, streamed): vLLM, SGLang, llama.cpp
 // server, Ollama, LM Studio. Retries 429/5xx with backoff, turns the usual failures (refused
 // connection, unknown model, context overflow) into ModelErrors that say what to do.
-import type { ChatMessage } from '../agent/protocol.js';
+import type { ChatMessage } from './backend.js';
 import { ModelError, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 
 export interface OpenAIBackendOptions {
@@ -35,7 +35,8 @@ export function normalizeBaseUrl(url: string): string {
   } catch {
     throw new ModelError('connection', `'${url}' is not a URL; give the server's base URL, e.g. http://127.0.0.1:8000/v1`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ModelError('connection', `'${url}': only http and https endpoints are supported`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new ModelError('connection', `'${url}': only http and https endpoints are supported`);
   let path = u.pathname.replace(/\/+$/, '');
   if (path.endsWith('/chat/completions')) path = path.slice(0, -'/chat/completions'.length);
   if (!/\/v\d+$/.test(path)) path += '/v1';
@@ -61,7 +62,8 @@ function causeCode(e: unknown): string | undefined {
   return c?.code ?? c?.errors?.[0]?.code;
 }
 
-const CONTEXT_OVERFLOW = /context length|context window|maximum context|too many tokens|exceeds? the (?:model'?s? )?(?:max|context)|prompt is too long|n_ctx|input tokens exceed/i;
+const CONTEXT_OVERFLOW =
+  /context length|context window|maximum context|too many tokens|exceeds? the (?:model'?s? )?(?:max|context)|prompt is too long|n_ctx|input tokens exceed/i;
 
 export class OpenAIBackend implements ModelBackend {
   readonly parallelism: number;
@@ -87,7 +89,10 @@ export class OpenAIBackend implements ModelBackend {
   private connectionError(e: unknown, what: string): ModelError {
     const code = causeCode(e);
     if (code === 'ECONNREFUSED') {
-      return new ModelError('connection', `cannot reach the model server at ${this.base} (connection refused). Start the server (e.g. \`vllm serve <model>\`, \`llama-server -m model.gguf\`, \`ollama serve\`) or fix the endpoint URL.`);
+      return new ModelError(
+        'connection',
+        `cannot reach the model server at ${this.base} (connection refused). Start the server (e.g. \`vllm serve <model>\`, \`llama-server -m model.gguf\`, \`ollama serve\`) or fix the endpoint URL.`,
+      );
     }
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
       return new ModelError('connection', `cannot resolve the host of ${this.base} (${code}). Check the endpoint URL.`);
@@ -111,7 +116,12 @@ export class OpenAIBackend implements ModelBackend {
     } catch (e) {
       throw this.connectionError(e, 'listing models at');
     }
-    if (res.status === 401 || res.status === 403) throw new ModelError('auth', `the server at ${this.base} refused the API key (HTTP ${res.status}). Set CHORUS_API_KEY (or OPENAI_API_KEY) to a valid key.`, res.status);
+    if (res.status === 401 || res.status === 403)
+      throw new ModelError(
+        'auth',
+        `the server at ${this.base} refused the API key (HTTP ${res.status}). Set CHORUS_API_KEY (or OPENAI_API_KEY) to a valid key.`,
+        res.status,
+      );
     let contextLength = this.o.contextLength ?? null;
     if (res.ok) {
       const body = (await res.json().catch(() => null)) as { data?: Array<Record<string, unknown>> } | null;
@@ -119,7 +129,10 @@ export class OpenAIBackend implements ModelBackend {
       if (models.length) {
         const m = models.find((x) => x.id === this.o.model);
         if (!m) {
-          throw new ModelError('unknown-model', `the server at ${this.base} does not serve a model named '${this.o.model}'. It serves: ${models.map((x) => String(x.id)).join(', ')}.`);
+          throw new ModelError(
+            'unknown-model',
+            `the server at ${this.base} does not serve a model named '${this.o.model}'. It serves: ${models.map((x) => String(x.id)).join(', ')}.`,
+          );
         }
         // vLLM: max_model_len; SGLang: max_model_len / context_length; llama.cpp: meta.n_ctx_train.
         const ctx = m.max_model_len ?? m.context_length ?? (m.meta as Record<string, unknown> | undefined)?.n_ctx_train;
@@ -138,7 +151,12 @@ export class OpenAIBackend implements ModelBackend {
       const res = await this.fetch(`${root}/tokenize`, {
         method: 'POST',
         headers: this.headers(),
-        body: JSON.stringify({ model: this.o.model, messages, add_generation_prompt: true, ...(this.sendTemplateKwargs ? { chat_template_kwargs: { enable_thinking: false } } : {}) }),
+        body: JSON.stringify({
+          model: this.o.model,
+          messages,
+          add_generation_prompt: true,
+          ...(this.sendTemplateKwargs ? { chat_template_kwargs: { enable_thinking: false } } : {}),
+        }),
         signal: AbortSignal.timeout(15_000),
       });
       const body = res.ok ? ((await res.json().catch(() => null)) as { count?: number; tokens?: unknown[] } | null) : null;
@@ -160,7 +178,9 @@ export class OpenAIBackend implements ModelBackend {
         return await this.once(req);
       } catch (e) {
         const me = e as ModelError & { retryAfterMs?: number };
-        const transient = me instanceof ModelError && (me.kind === 'http' ? me.status === 429 || (me.status ?? 0) >= 500 : me.kind === 'connection' && me.message.includes('reset'));
+        const transient =
+          me instanceof ModelError &&
+          (me.kind === 'http' ? me.status === 429 || (me.status ?? 0) >= 500 : me.kind === 'connection' && me.message.includes('reset'));
         if (!transient || attempt >= retries) throw e;
         await sleep(me.retryAfterMs ?? delay, req.signal);
         delay *= 2;
@@ -188,7 +208,11 @@ export class OpenAIBackend implements ModelBackend {
 
     const fail = (e: unknown): never => {
       if (req.signal?.aborted) throw new ModelError('cancelled', 'model call cancelled');
-      if (timeout.aborted) throw new ModelError('timeout', `the model server at ${this.base} did not finish within ${Math.round(timeoutMs / 1000)} s; raise the timeout or lower max new tokens`);
+      if (timeout.aborted)
+        throw new ModelError(
+          'timeout',
+          `the model server at ${this.base} did not finish within ${Math.round(timeoutMs / 1000)} s; raise the timeout or lower max new tokens`,
+        );
       if (e instanceof ModelError) throw e;
       const code = causeCode(e);
       if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') throw new ModelError('connection', `connection reset by ${this.base}`);
@@ -197,13 +221,22 @@ export class OpenAIBackend implements ModelBackend {
 
     let res: Response;
     try {
-      res = await this.fetch(`${this.base}/chat/completions`, { method: 'POST', headers: this.headers(), body: JSON.stringify(body), signal });
+      res = await this.fetch(`${this.base}/chat/completions`, {
+        method: 'POST',
+        headers: this.headers(),
+        body: JSON.stringify(body),
+        signal,
+      });
     } catch (e) {
       return fail(e);
     }
     if (!res.ok) {
       const text = await res.text().catch(() => '');
-      if (res.status === 400 && this.sendTemplateKwargs && /chat_template_kwargs|unrecognized|unknown (?:field|parameter)|extra (?:fields|inputs)/i.test(text)) {
+      if (
+        res.status === 400 &&
+        this.sendTemplateKwargs &&
+        /chat_template_kwargs|unrecognized|unknown (?:field|parameter)|extra (?:fields|inputs)/i.test(text)
+      ) {
         // The server does not take template arguments: drop them for this and later calls.
         this.sendTemplateKwargs = false;
         return this.once(req);
@@ -250,7 +283,12 @@ export class OpenAIBackend implements ModelBackend {
             } catch {
               throw new ModelError('protocol', `the server at ${this.base} sent a stream chunk that is not JSON: ${data.slice(0, 200)}`);
             }
-            if (chunk.error) throw new ModelError('http', `the server at ${this.base} reported an error mid-stream: ${chunk.error.message ?? JSON.stringify(chunk.error)}`, 500);
+            if (chunk.error)
+              throw new ModelError(
+                'http',
+                `the server at ${this.base} reported an error mid-stream: ${chunk.error.message ?? JSON.stringify(chunk.error)}`,
+                500,
+              );
             const c = chunk.choices?.[0];
             const piece = c?.delta?.content ?? '';
             if (piece) {
@@ -272,7 +310,14 @@ export class OpenAIBackend implements ModelBackend {
     }
     if (!completionTokens) completionTokens = pieces;
     if (finish === 'error') throw new ModelError('http', `the server at ${this.base} ended the reply with an error`, 500);
-    return { text, promptTokens, completionTokens, finishReason: finish === 'length' ? 'length' : 'stop', firstTokenMs, totalMs: performance.now() - t0 };
+    return {
+      text,
+      promptTokens,
+      completionTokens,
+      finishReason: finish === 'length' ? 'length' : 'stop',
+      firstTokenMs,
+      totalMs: performance.now() - t0,
+    };
   }
 
   private httpError(res: Response, text: string): ModelError {
@@ -285,15 +330,35 @@ export class OpenAIBackend implements ModelBackend {
     }
     msg = msg.slice(0, 500);
     const s = res.status;
-    if (s === 401 || s === 403) return new ModelError('auth', `the server at ${this.base} refused the request (HTTP ${s}): ${msg}. Set CHORUS_API_KEY (or OPENAI_API_KEY).`, s);
+    if (s === 401 || s === 403)
+      return new ModelError(
+        'auth',
+        `the server at ${this.base} refused the request (HTTP ${s}): ${msg}. Set CHORUS_API_KEY (or OPENAI_API_KEY).`,
+        s,
+      );
     if ((s === 404 || s === 400) && /model/i.test(msg) && /not (?:found|exist)|does not exist|unknown|no such/i.test(msg)) {
-      return new ModelError('unknown-model', `the server at ${this.base} does not know the model '${this.o.model}': ${msg}. List its models with GET ${this.base}/models.`, s);
+      return new ModelError(
+        'unknown-model',
+        `the server at ${this.base} does not know the model '${this.o.model}': ${msg}. List its models with GET ${this.base}/models.`,
+        s,
+      );
     }
     if ((s === 400 || s === 413 || s === 422) && CONTEXT_OVERFLOW.test(msg)) {
-      return new ModelError('context-overflow', `the prompt does not fit the context of '${this.o.model}' at ${this.base}: ${msg}. Lower max new tokens, leave out spec files, or serve the model with a longer context.`, s);
+      return new ModelError(
+        'context-overflow',
+        `the prompt does not fit the context of '${this.o.model}' at ${this.base}: ${msg}. Lower max new tokens, leave out spec files, or serve the model with a longer context.`,
+        s,
+      );
     }
-    if (s === 404) return new ModelError('protocol', `${this.base}/chat/completions does not exist (HTTP 404): is this an OpenAI-compatible endpoint? Most servers serve it under /v1.`, s);
-    const err = new ModelError('http', `the server at ${this.base} answered HTTP ${s}: ${msg}`, s) as ModelError & { retryAfterMs?: number };
+    if (s === 404)
+      return new ModelError(
+        'protocol',
+        `${this.base}/chat/completions does not exist (HTTP 404): is this an OpenAI-compatible endpoint? Most servers serve it under /v1.`,
+        s,
+      );
+    const err = new ModelError('http', `the server at ${this.base} answered HTTP ${s}: ${msg}`, s) as ModelError & {
+      retryAfterMs?: number;
+    };
     const ra = res.headers.get('retry-after');
     if (ra && Number.isFinite(Number(ra))) err.retryAfterMs = Math.min(60_000, Number(ra) * 1000);
     return err;

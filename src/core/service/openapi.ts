@@ -13,12 +13,9 @@ import {
 
 const errorBody = z
   .looseObject({
-    error: z
-      .string()
-      .meta({
-        description:
-          'bad_request, body_too_large, batch_too_large, queue_full, shutting_down, design_error, internal_error, not_found, ...',
-      }),
+    error: z.string().meta({
+      description: 'bad_request, body_too_large, batch_too_large, queue_full, shutting_down, design_error, internal_error, not_found, ...',
+    }),
     message: z.string().meta({ description: 'What is wrong; schema errors list each bad field as `path: what`, separated by `; `.' }),
     field: z.string().optional().meta({ description: 'The first bad field (400).' }),
     fields: z.array(z.string()).optional().meta({ description: 'Every bad field (400).' }),
