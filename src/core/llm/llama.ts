@@ -16,6 +16,7 @@ import { basename, join, resolve } from 'node:path';
 import type { ChatMessage } from './backend.js';
 import { Drafter } from './lookup.js';
 import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
+import { releaseShared } from './shared.js';
 
 type NodeLlama = typeof import('node-llama-cpp');
 type Llama = Awaited<ReturnType<NodeLlama['getLlama']>>;
@@ -371,18 +372,10 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
       disposed = true;
       const p = mine;
       mine = null;
-      if (!p) return;
-      let l: Loaded;
-      try {
-        l = await p;
-      } catch {
-        return;
-      }
-      if (--l.users > 0) return;
-      for (const [k, v] of cache) if (v === p || (await v.catch(() => null)) === l) cache.delete(k);
-      await l.queue;
-      await l.context.dispose();
-      await l.model.dispose();
+      await releaseShared(p, cache, async (l) => {
+        await l.context.dispose();
+        await l.model.dispose();
+      });
     },
   };
 }

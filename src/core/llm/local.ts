@@ -10,6 +10,7 @@ import type { ChatMessage } from './backend.js';
 import { sampleToken, seededRandom } from './sampling.js';
 import { Drafter } from './lookup.js';
 import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
+import { releaseShared } from './shared.js';
 
 export type LocalDtype = 'fp32' | 'q4' | 'q4f16';
 
@@ -439,18 +440,10 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       disposed = true;
       const p = mine;
       mine = null;
-      if (!p) return;
-      let l: Loaded;
-      try {
-        l = await p;
-      } catch {
-        return;
-      }
-      if (--l.users > 0) return;
-      for (const [k, v] of cache) if (v === p || (await v.catch(() => null)) === l) cache.delete(k);
-      await l.queue;
-      l.state = null;
-      await l.model.dispose();
+      await releaseShared(p, cache, async (l) => {
+        l.state = null;
+        await l.model.dispose();
+      });
     },
   };
 }
