@@ -62,6 +62,21 @@ export interface CliDesign {
   project: ProjectFile | null;
 }
 
+/** `--tb` and the design the other arguments name (the testbench itself left out), for the
+ * commands that take an existing testbench (sim, refine). Throws with the next step. */
+export function testbenchAndDesign(v: DesignValues & { tb?: string }, positionals: string[]): { tbPath: string; design: CliDesign } {
+  if (!v.tb) throw new Error('name the testbench with --tb <testbench.sv>');
+  const tbPath = resolve(v.tb);
+  if (!existsSync(tbPath)) throw new Error(`testbench not found: ${tbPath}`);
+  return {
+    tbPath,
+    design: designFromArgs(
+      v,
+      positionals.filter((p) => resolve(p) !== tbPath),
+    ),
+  };
+}
+
 /** The design a command works on: the positionals and options, or a chorus.json (named, or in
  * the working folder when nothing else is given). Throws with the next step when nothing is. */
 export function designFromArgs(v: DesignValues, positionals: string[], cwd = process.cwd()): CliDesign {

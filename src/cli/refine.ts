@@ -14,7 +14,7 @@ import type { LogKind, NamedText } from '../core/agent/protocol.js';
 import type { SimResult } from '../core/sim/result.js';
 import { overallCoverage } from '../core/sim/ranking.js';
 import { pct } from '../core/util/format.js';
-import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
+import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
@@ -67,18 +67,12 @@ export async function runRefine(argv: string[]): Promise<number> {
   );
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
-  if (!o.tb) return fail('name the testbench to refine with --tb <file>');
-  const tbPath = resolve(o.tb);
-  let cliDesign: CliDesign;
+  let tbPath: string, cliDesign: CliDesign;
   try {
-    cliDesign = designFromArgs(
-      o,
-      args.positionals.filter((p) => resolve(p) !== tbPath),
-    );
+    ({ tbPath, design: cliDesign } = testbenchAndDesign(o, args.positionals));
   } catch (e) {
     return fail((e as Error).message);
   }
-  if (!existsSync(tbPath)) return fail(`testbench ${tbPath} does not exist`);
   if (o.log && !existsSync(resolve(o.log))) return fail(`log ${resolve(o.log)} does not exist`);
   const kind = (o['log-kind'] ?? 'auto') as LogKind | 'auto';
   if (!['auto', 'xrun', 'coverage', 'imc'].includes(kind)) return fail(`--log-kind must be auto, xrun, coverage or imc, got '${kind}'`);

@@ -1,7 +1,7 @@
 // `chorus sim`: one testbench, one design, one result. Exit 0 when the testbench ran and coverage
 // was measured, 1 when the testbench failed (compile, run, timeout, rejected), 2 for usage or DUT
 // errors.
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { loadDesign } from '../core/design/load.js';
 import { DesignError } from '../core/design/errors.js';
@@ -14,7 +14,7 @@ import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { formatSimResult } from './format.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
-import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
+import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
 
 const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files | folder | .core | Bender.yml> [options]
 
@@ -50,15 +50,9 @@ export async function runSim(argv: string[]): Promise<number> {
   );
   if (typeof args === 'number') return args;
   const { values: o, fail } = args;
-  if (!o.tb) return fail('--tb <testbench.sv> is required');
-  const tbPath = resolve(o.tb);
-  if (!existsSync(tbPath)) return fail(`testbench not found: ${tbPath}`);
-  let cliDesign: CliDesign;
+  let tbPath: string, cliDesign: CliDesign;
   try {
-    cliDesign = designFromArgs(
-      o,
-      args.positionals.filter((p) => resolve(p) !== tbPath),
-    );
+    ({ tbPath, design: cliDesign } = testbenchAndDesign(o, args.positionals));
   } catch (e) {
     return fail((e as Error).message);
   }

@@ -6,6 +6,7 @@
 // real bubblewrap jail and with the jail disabled (the static check alone). Each test asserts the
 // canary appears nowhere: not in the result record, not in the reward service's response, not in
 // the feedback the agent loop would send to the model, not in `chorus sim`'s stdout.
+import { userInfo } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,9 @@ import { startScoreServer, type ScoreServer } from '../../src/core/service/http.
 import type { SimResult } from '../../src/core/sim/result.js';
 import type { DesignInfo, DesignSpec } from '../../src/core/design/types.js';
 import { fencedReply, startScriptedServer } from '../support/scriptedServer.js';
+
+/** The real account's own shell profile (from the password database, not the test's HOME). */
+const USER_BASHRC = join(userInfo().homedir, '.bashrc');
 
 /** Hex only, so $readmemh reads it as one word and %h prints it back. */
 const CANARY = 'ca9a7e' + randomBytes(12).toString('hex');
@@ -401,7 +405,7 @@ describe('the jail, seen from inside', () => {
 
   it('holds an empty environment, no /etc, /home or /root, and runs as nobody', async () => {
     const probe = tbWith(`  integer fd, c; string s;
-  string paths[] = '{"/etc/passwd", "/etc/hostname", "${HOME}/.secret", "/root/.bashrc", "${join(DESIGN, 'counter.sv')}", "${join(DESIGN, '.env')}", "${SECRET}"};
+  string paths[] = '{"/etc/passwd", "/etc/hostname", "${HOME}/.secret", "${USER_BASHRC}", "${join(DESIGN, 'counter.sv')}", "${join(DESIGN, '.env')}", "${SECRET}"};
   initial begin
     fd = $fopen({"/proc/self/", "environ"}, "r"); s = "";
     if (fd != 0) while (!$feof(fd)) begin c = $fgetc(fd); if (c > 0) s = {s, c == 0 ? ";" : string'(8'(c))}; else if (c == 0) s = {s, ";"}; end
@@ -423,7 +427,7 @@ describe('the jail, seen from inside', () => {
     expect(r.log).toContain('OPEN /etc/passwd 0');
     expect(r.log).toContain('OPEN /etc/hostname 0');
     expect(r.log).toContain(`OPEN ${HOME}/.secret 0`);
-    expect(r.log).toContain('OPEN /root/.bashrc 0');
+    expect(r.log).toContain(`OPEN ${USER_BASHRC} 0`);
     expect(r.log).toContain(`OPEN ${SECRET} 0`);
     // The design files load (read-only); a dot-file of the design directory cannot be opened.
     expect(r.log).toContain(`OPEN ${join(DESIGN, 'counter.sv')} 1 [`);
