@@ -6,6 +6,8 @@ export default defineConfig({
   test: {
     include: ['test/e2e/**/*.test.ts'],
     env: { CHORUS_E2E: '1' },
+    // Installs code-server and packages the VSIX once for every test file.
+    globalSetup: ['test/e2e/globalSetup.ts'],
     testTimeout: 600_000,
     hookTimeout: 900_000,
     maxWorkers: 1,

@@ -18,7 +18,7 @@
 //
 // Usage: npm run bench:llm -- [--prompt-tokens 4000] [--decode-tokens 64] [--rows fixture,4b]
 //          [--sections speed,agent,lookup,rss] [--engines llama,onnx] [--reply-tokens 256] [--agent-rounds 3]
-//          [--agent-prompt-tokens N] [--threads N] [--json out.json]
+//          [--agent-prompt-tokens N] [--reuse on,off] [--threads N] [--json out.json]
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, homedir, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -47,10 +47,12 @@ interface Args {
   engines: string[];
   replyTokens: number;
   agentRounds: number;
+  /** agent section: the prefix-reuse modes to run (default both; `on` alone gives the time-to-first-token row) */
+  reuse: Array<'on' | 'off'>;
   agentPromptTokens: number | null;
   threads: number | null;
   json: string | null;
-  /** internal: `--rss <gguf> <prompt-tokens> <decode>` measures one engine run in this process */
+  /** internal: `--rss <gguf> <prompt-tokens> <decode> <f16|q8_0>` measures one engine run in this process */
   rss: string[] | null;
 }
 function parseArgs(argv: string[]): Args {
@@ -62,6 +64,7 @@ function parseArgs(argv: string[]): Args {
     engines: ['llama', 'onnx'],
     replyTokens: 256,
     agentRounds: 3,
+    reuse: ['on', 'off'],
     agentPromptTokens: null,
     threads: null,
     json: null,
@@ -94,6 +97,10 @@ function parseArgs(argv: string[]): Args {
         a.replyTokens = Number(v);
         i++;
         break;
+      case '--reuse':
+        a.reuse = v.split(',').filter((x): x is 'on' | 'off' => x === 'on' || x === 'off');
+        i++;
+        break;
       case '--agent-rounds':
         a.agentRounds = Number(v);
         i++;
@@ -111,8 +118,8 @@ function parseArgs(argv: string[]): Args {
         i++;
         break;
       case '--rss':
-        a.rss = argv.slice(i + 1, i + 4);
-        i += 3;
+        a.rss = argv.slice(i + 1, i + 5);
+        i += 4;
         break;
       default:
         console.error(`unknown option ${argv[i]}`);
@@ -334,6 +341,11 @@ async function agentic(b: ModelBackend, first: ChatMessage[], rounds: number, re
       tps: decodeTps(c),
       drafts: c.drafts,
     });
+    // one line per round as it ends: a long run interrupted still leaves its figures
+    console.log(
+      `  round ${r + 1}: prompt ${c.cache?.evaluatedTokens ?? c.promptTokens} evaluated + ${c.cache?.reusedTokens ?? 0} reused, ` +
+        `first token ${((c.firstTokenMs ?? c.totalMs) / 1000).toFixed(1)} s, ${c.completionTokens} tokens in ${(c.totalMs / 1000).toFixed(1)} s`,
+    );
     messages = [...first, { role: 'assistant', content: c.text }, { role: 'user', content: FEEDBACK }];
     if (r === 0) out.refinement = messages;
   }
@@ -372,23 +384,32 @@ async function lookupRound(
   return { on: res.on!, off: res.off! };
 }
 
-/** Peak RSS of one llama.cpp-engine run, in a child process so nothing else is counted. */
-function peakRss(gguf: string, promptTokens: number, decode: number): { rssGB: number | null; message: string } {
-  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--rss', gguf, String(promptTokens), String(decode)], {
+/** Peak RSS of one llama.cpp-engine run (default context sizing, the given KV cache), in a child
+ * process so nothing else is counted; with the context it allocated. */
+function peakRss(
+  gguf: string,
+  promptTokens: number,
+  decode: number,
+  kv: 'f16' | 'q8_0',
+): { rssGB: number | null; context: number | null; message: string } {
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--rss', gguf, String(promptTokens), String(decode), kv], {
     encoding: 'utf8',
   });
-  const m = /peak-rss-kb (\d+)/.exec(r.stdout ?? '');
-  return m ? { rssGB: Number(m[1]) / 2 ** 20, message: '' } : { rssGB: null, message: `rss child failed: ${(r.stderr ?? '').slice(-300)}` };
+  const m = /peak-rss-kb (\d+) context (\d+)/.exec(r.stdout ?? '');
+  return m
+    ? { rssGB: Number(m[1]) / 2 ** 20, context: Number(m[2]), message: '' }
+    : { rssGB: null, context: null, message: `rss child failed: ${(r.stderr ?? '').slice(-300)}` };
 }
 
-async function rssChild(gguf: string, promptTokens: number, decode: number): Promise<void> {
-  const b = createLlamaBackend({ modelPath: gguf, gpu: 'cpu', contextLength: 8192 });
+async function rssChild(gguf: string, promptTokens: number, decode: number, kv: 'f16' | 'q8_0'): Promise<void> {
+  // the token counter first, and freed: only the engine's own memory is left to peak
   const counter = createLocalBackend({ modelDir: fixture, dtype: 'q4' });
   const prompt = await designPrompt(async (m) => (await counter.countTokens(m))!, promptTokens);
   await counter.dispose();
-  await b.complete({ messages: prompt, sampling: { ...SAMPLING, maxNewTokens: decode } });
+  const b = createLlamaBackend({ modelPath: gguf, gpu: 'cpu', kvCache: kv });
+  const r = await b.complete({ messages: prompt, sampling: { ...SAMPLING, maxNewTokens: decode } });
   await b.dispose();
-  console.log(`peak-rss-kb ${process.resourceUsage().maxRSS}`);
+  console.log(`peak-rss-kb ${process.resourceUsage().maxRSS} context ${r.cache?.contextTokens ?? 0}`);
 }
 
 async function promptIds(dir: string, msgs: ChatMessage[]): Promise<number[]> {
@@ -448,7 +469,7 @@ function models(args: Args, notes: string[]): Model[] {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  if (args.rss) return rssChild(args.rss[0], Number(args.rss[1]), Number(args.rss[2]));
+  if (args.rss) return rssChild(args.rss[0], Number(args.rss[1]), Number(args.rss[2]), args.rss[3] === 'q8_0' ? 'q8_0' : 'f16');
   const rows: Row[] = [];
   const notes: string[] = [];
   const table: string[] = [];
@@ -505,7 +526,7 @@ async function main(): Promise<void> {
       const name = e === 'llama' ? 'llama.cpp engine' : 'ONNX engine';
       if (args.sections.includes('agent')) {
         const res: Partial<Record<'on' | 'off', AgentRun>> = {};
-        for (const mode of ['on', 'off'] as const) {
+        for (const mode of args.reuse) {
           console.log(`[${m.label}] ${name}: 1 + ${args.agentRounds} rounds, ${args.replyTokens}-token replies, prefix reuse ${mode} ...`);
           const b = engine(m, e, args.threads, { prefixReuse: mode === 'on', lookup: false });
           try {
@@ -515,19 +536,22 @@ async function main(): Promise<void> {
             await b.dispose();
           }
         }
-        const on = res.on!;
-        const off = res.off!;
-        const later = on.ttftS.slice(1);
-        const ttftRatio = later.reduce((x, y) => x + y, 0) / later.length / on.ttftS[0];
-        table.push(
-          `| ${m.label} | ${name}: 1 + ${args.agentRounds} rounds, ${on.rounds[0].evaluated}-token design, ${args.replyTokens}-token replies: total time, prefix reuse on / off | ${fmt(on.totalS, 1)} s / ${fmt(off.totalS, 1)} s = ${fmt((100 * on.totalS) / off.totalS, 0)}% | <= 40% |`,
-        );
-        table.push(
-          `| ${m.label} | ${name}: time to first token, rounds 2-${args.agentRounds + 1} (mean) / round 1 | ${fmt(later.reduce((x, y) => x + y, 0) / later.length)} s / ${fmt(on.ttftS[0])} s = ${fmt(100 * ttftRatio, 0)}% | <= 25% |`,
-        );
-        notes.push(
-          `${m.label}, ${name}, reuse on: per round evaluated+reused prompt tokens ${on.rounds.map((r) => `${r.evaluated}+${r.reused}`).join(', ')}; reply tokens ${on.rounds.map((r) => r.completion).join(', ')}; ttft ${on.ttftS.map((x) => x.toFixed(2)).join(', ')} s (reuse off: ${off.ttftS.map((x) => x.toFixed(2)).join(', ')} s)`,
-        );
+        const on = res.on;
+        const off = res.off;
+        if (on && off)
+          table.push(
+            `| ${m.label} | ${name}: 1 + ${args.agentRounds} rounds, ${on.rounds[0].evaluated}-token design, ${args.replyTokens}-token replies: total time, prefix reuse on / off | ${fmt(on.totalS, 1)} s / ${fmt(off.totalS, 1)} s = ${fmt((100 * on.totalS) / off.totalS, 0)}% | <= 40% |`,
+          );
+        if (on) {
+          const later = on.ttftS.slice(1);
+          const ttftRatio = later.reduce((x, y) => x + y, 0) / later.length / on.ttftS[0];
+          table.push(
+            `| ${m.label} | ${name}: time to first token, rounds 2-${args.agentRounds + 1} (mean) / round 1 | ${fmt(later.reduce((x, y) => x + y, 0) / later.length)} s / ${fmt(on.ttftS[0])} s = ${fmt(100 * ttftRatio, 0)}% | <= 25% |`,
+          );
+          notes.push(
+            `${m.label}, ${name}, reuse on: per round evaluated+reused prompt tokens ${on.rounds.map((r) => `${r.evaluated}+${r.reused}`).join(', ')}; reply tokens ${on.rounds.map((r) => r.completion).join(', ')}; ttft ${on.ttftS.map((x) => x.toFixed(2)).join(', ')} s${off ? ` (reuse off: ${off.ttftS.map((x) => x.toFixed(2)).join(', ')} s)` : ''}`,
+          );
+        }
       }
       if (args.sections.includes('lookup')) {
         console.log(`[${m.label}] ${name}: refinement round, lookup drafting on and off (greedy) ...`);
@@ -542,12 +566,14 @@ async function main(): Promise<void> {
       }
     }
     if (args.sections.includes('rss')) {
-      console.log(`[${m.label}] peak RSS of a llama.cpp engine run (child process) ...`);
-      const r = peakRss(m.gguf, args.promptTokens, args.decodeTokens);
-      if (r.message) notes.push(r.message);
-      table.push(
-        `| ${m.label} | peak RSS, llama.cpp engine, ${m.ggufLabel}, ${args.promptTokens}-token prompt, context 8192 | ${fmt(r.rssGB)} GB | <= 3.5 GB (4B q4) |`,
-      );
+      for (const kv of ['f16', 'q8_0'] as const) {
+        console.log(`[${m.label}] peak RSS of a llama.cpp engine run, ${kv} KV cache (child process) ...`);
+        const r = peakRss(m.gguf, args.promptTokens, args.decodeTokens, kv);
+        if (r.message) notes.push(r.message);
+        table.push(
+          `| ${m.label} | peak RSS, llama.cpp engine, ${m.ggufLabel}, ${args.promptTokens}-token prompt, ${kv} KV cache, context allocated ${r.context ?? '?'} (limit 8192) | ${fmt(r.rssGB)} GB | <= 3.5 GB (4B q4) |`,
+        );
+      }
     }
   }
 

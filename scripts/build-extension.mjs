@@ -8,6 +8,7 @@ import { build } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { NATIVE_EXTERNALS, browserBundle, nodeBundle } from './esbuild.config.mjs';
+import { runtimeClosure, topLevel } from './runtime-deps.mjs';
 
 const production = process.argv.includes('--production');
 
@@ -49,7 +50,17 @@ if (process.argv.includes('--package')) {
   cpSync('examples', `${stage}/examples`, { recursive: true }); // "Open an Example Design" copies these into the workspace
   for (const f of ['extension.cjs', 'extension-worker.mjs', 'webview.js', 'chorus_main.cpp', 'chorus_model.cpp'])
     copyFileSync(`dist/${f}`, `${stage}/dist/${f}`);
-  for (const m of ['onnxruntime-node', 'onnxruntime-common'])
+  // The llama.cpp engine: node-llama-cpp with what it imports at run time and its linux-x64 CPU
+  // build (@node-llama-cpp/linux-x64, 29 MB). The CUDA and Vulkan builds (180-360 MB each) stay out:
+  // the VSIX targets linux-x64 CPU, and `auto` falls back to the CPU when no GPU build is there.
+  const llamaDeps = topLevel(
+    runtimeClosure('.', 'node-llama-cpp', {
+      platform: 'linux',
+      arch: 'x64',
+      skipOptional: (d) => d.startsWith('@node-llama-cpp/') && d !== '@node-llama-cpp/linux-x64',
+    }),
+  );
+  for (const m of ['onnxruntime-node', 'onnxruntime-common', ...llamaDeps])
     cpSync(`node_modules/${m}`, `${stage}/dist/node_modules/${m}`, { recursive: true, dereference: true });
   const out = resolve(process.env.CHORUS_VSIX ?? 'out/chorus-testbench-linux-x64.vsix');
   const vsce = resolve('node_modules/@vscode/vsce/vsce');

@@ -9,18 +9,20 @@ import '@vscode-elements/elements/dist/vscode-label/index.js';
 import {
   coverageChartSvg,
   pct,
-  type HostToWebview,
+  webviewMessenger,
+  type DashboardCommand,
+  type HostMessage,
   type ProjectFile,
+  type ProjectView,
   type RunView,
-  type WebviewToHost,
 } from '../src/extension/webviewProtocol.js';
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): unknown; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
-const post = (m: WebviewToHost): void => vscode.postMessage(m);
+const { post, request, settle } = webviewMessenger((m) => vscode.postMessage(m));
 
 let runs: RunView[] = [];
-let project: Extract<HostToWebview, { type: 'state' }>['project'] = { path: null, project: null };
+let project: ProjectView = { path: null, project: null };
 let selected: string | null = (vscode.getState() as { selected?: string } | undefined)?.selected ?? null;
 let projectNote = '';
 
@@ -50,9 +52,9 @@ function render(): void {
   const app = document.getElementById('app')!;
   app.innerHTML = '';
   const bar = el('div', { class: 'toolbar' });
-  const btn = (label: string, command: Extract<WebviewToHost, { type: 'command' }>['command'], secondary = true): void => {
+  const btn = (label: string, command: DashboardCommand, secondary = true): void => {
     const b = el('vscode-button', secondary ? { secondary: '' } : {}, esc(label));
-    b.addEventListener('click', () => post({ type: 'command', command }));
+    b.addEventListener('click', () => post('command', { command }));
     bar.appendChild(b);
   };
   btn('Generate Testbench', 'generate', false);
@@ -107,7 +109,7 @@ function runDetail(r: RunView): HTMLElement {
   );
   d.querySelector('#open-tb')?.addEventListener('click', (e) => {
     e.preventDefault();
-    post({ type: 'openLocation', file: r.testbenchPath!, line: 1 });
+    post('openLocation', { file: r.testbenchPath!, line: 1 });
   });
   if (r.rounds.length) {
     d.appendChild(el('h2', {}, 'Coverage per round'));
@@ -147,11 +149,11 @@ function runDetail(r: RunView): HTMLElement {
       const cell = tr.lastElementChild!;
       if (x.hasTestbench) {
         const open = el('vscode-button', { secondary: '' }, `Open (${x.lines} lines)`);
-        open.addEventListener('click', () => post({ type: 'openRound', runId: r.id, index: i }));
+        open.addEventListener('click', () => post('openRound', { runId: r.id, index: i }));
         cell.appendChild(open);
         if (i > 0) {
           const diff = el('vscode-button', { secondary: '' }, 'Diff vs previous');
-          diff.addEventListener('click', () => post({ type: 'diffRound', runId: r.id, index: i }));
+          diff.addEventListener('click', () => post('diffRound', { runId: r.id, index: i }));
           cell.appendChild(diff);
         }
       }
@@ -172,7 +174,7 @@ function runDetail(r: RunView): HTMLElement {
       );
       const go = (e: Event): void => {
         e.preventDefault();
-        post({ type: 'openLocation', file: u.file, line: u.line });
+        post('openLocation', { file: u.file, line: u.line });
       };
       li.querySelector('a')!.addEventListener('click', go);
       li.addEventListener('keydown', (e) => e.key === 'Enter' && go(e));
@@ -234,21 +236,26 @@ function projectEditor(): HTMLElement {
     }
     const top = fields.top.value.trim();
     if (top) out.top = top;
-    post({ type: 'saveProject', path: project.path, project: out });
+    const note = (text: string): void => {
+      projectNote = text;
+      render();
+    };
+    request('saveProject', { path: project.path, project: out }).then(note, (e: Error) => note(e.message));
   });
   s.appendChild(save);
   if (projectNote) s.appendChild(el('p', { id: 'project-note' }, esc(projectNote)));
   return s;
 }
 
-window.addEventListener('message', (e: MessageEvent<HostToWebview>) => {
+window.addEventListener('message', (e: MessageEvent<HostMessage>) => {
   const m = e.data;
+  if (settle(m)) return;
   if (m.type === 'state') {
-    runs = m.runs;
-    project = m.project;
-  } else if (m.type === 'projectSaved') projectNote = m.message;
+    runs = m.data.runs;
+    project = m.data.project;
+  }
   render();
 });
 
 render();
-post({ type: 'ready' });
+post('ready');

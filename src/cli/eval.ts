@@ -2,13 +2,14 @@
 // suite's reference testbenches) and write report.json / report.md / report.html.
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
-import { getSimulator } from '../core/sim/registry.js';
+import { getSimulator, simulatorNames } from '../core/sim/registry.js';
 import { RemoteSimulator, scorerUrls } from '../core/sim/remote.js';
 import type { Simulator } from '../core/sim/simulator.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { EVAL_FORMATS, SuiteError, loadSuite, selectTasks } from '../core/eval/suites/index.js';
 import { runEvaluation, type EvalReport, type EvalRow } from '../core/eval/runner.js';
 import { writeReports } from '../core/eval/report/json.js';
+import { modelIdentity } from '../core/eval/cache.js';
 import { pct } from '../core/eval/report/md.js';
 import { createProgress } from './evalProgress.js';
 import { safeName } from '../core/eval/suites/materialize.js';
@@ -16,9 +17,10 @@ import type { EvalFormat } from '../core/eval/task.js';
 import { createBackend, describeModel, type ModelConfig } from '../core/llm/factory.js';
 import { ModelError, type ModelBackend, type SamplingParams } from '../core/llm/backend.js';
 import { MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
-import { runAgent } from '../core/agent/loop.js';
 import { numberOption, parseCommand } from './command.js';
 import { canRedraw } from './terminal.js';
+import { SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
+import { DEFAULT_ROUNDS } from '../core/run/generation.js';
 
 const HELP = `Usage: chorus eval --suite <path> [row] [options]
 
@@ -54,6 +56,8 @@ Run:
                           of here: each candidate goes to the least-loaded service
   --seed <n>              base seed; sample seeds derive from it, the task and the sample (default 1)
   --timeout <s>           wall-clock limit per simulation (default 60)
+  --simulator <name>      ${simulatorNames().join(' | ')} (default verilator; with --scorer the services'
+                          own)
 Output:
   --out <dir>             report folder (default out/eval/<suite>-<row>)
   --resume                reuse the finished samples of an earlier run into the same --out
@@ -84,6 +88,7 @@ export async function runEval(argv: string[]): Promise<number> {
       timeout: { type: 'string' },
       out: { type: 'string' },
       resume: { type: 'boolean' },
+      ...SIMULATOR_OPTION,
       json: { type: 'boolean' },
     } as const,
     HELP,
@@ -104,10 +109,15 @@ export async function runEval(argv: string[]): Promise<number> {
   // the rest of the model flags are checked by modelConfigFrom (shared with generate and refine)
   if (o.dtype !== undefined && o.model === undefined) return fail('--dtype goes with --model <dir>');
   if (o.history !== undefined && o.history !== 'markov' && o.history !== 'full') return fail('--history must be markov or full');
-  let samples: number, rounds: number, workers: number, seed: number, timeoutS: number, limit: number | undefined;
+  let samples: number, rounds: number, workers: number, seed: number, timeoutS: number, limit: number | undefined, simulatorName: string;
   try {
+    simulatorName = simulatorOption(o.simulator);
+    if (o.simulator !== undefined && o.scorer !== undefined)
+      throw new Error(
+        '--simulator picks the simulator here; with --scorer the reward services simulate (start them with `chorus serve --simulator`)',
+      );
     samples = Math.floor(numberOption('samples', o.samples, 5, 1));
-    rounds = Math.floor(numberOption('rounds', o.rounds, 3, 0));
+    rounds = Math.floor(numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0));
     workers = Math.floor(numberOption('workers', o.workers, availableParallelism(), 1));
     seed = Math.floor(numberOption('seed', o.seed, 1));
     timeoutS = numberOption('timeout', o.timeout, 60, 1);
@@ -171,23 +181,21 @@ export async function runEval(argv: string[]): Promise<number> {
 
     let row: EvalRow;
     if (modelConfig) {
-      backend = await createBackend(modelConfig);
+      // the signal also stops a model load under way (Ctrl-C exits 130 without waiting for it)
+      backend = await createBackend(modelConfig.kind === 'local' ? { ...modelConfig, signal: controller.signal } : modelConfig);
       const bi = await backend.info(); // fails fast when the server is down or the model is missing
       row = {
         kind: 'model',
         backend,
         label: describeModel(modelConfig),
-        runAgent,
+        model: modelConfig,
         history: (o.history as 'markov' | 'full' | undefined) ?? 'markov',
         ...(sampling ? { sampling } : {}),
-        identity:
-          modelConfig.kind === 'local'
-            ? { kind: 'local', model: bi.model, dtype: modelConfig.dtype }
-            : { kind: 'openai', model: bi.model, endpoint: bi.location },
+        identity: modelIdentity(modelConfig, bi),
       };
     } else row = o.reference ? { kind: 'reference' } : { kind: 'builtin' };
 
-    let simulator: Simulator = getSimulator('verilator');
+    let simulator: Simulator = getSimulator(simulatorName);
     if (o.scorer !== undefined) {
       let remote: RemoteSimulator;
       try {
@@ -238,6 +246,7 @@ export async function runEval(argv: string[]): Promise<number> {
     }
     return 0;
   } catch (e) {
+    if (controller.signal.aborted) return 130;
     if (e instanceof SuiteError) return fail(e.message);
     if (e instanceof ModelError) return fail(`model: ${e.message}`);
     if (e instanceof ToolchainError) return fail(e.message);

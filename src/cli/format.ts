@@ -32,6 +32,11 @@ export function formatSimResult(r: SimResult, opts: { color?: boolean; maxErrors
     if (w.tallies.expr?.total) lines.push(`  expression ${tallyText(w, 'expr')}   (where the simulator has it; not part of overall)`);
     if (w.tallies.cond?.total) lines.push(`  ?: arms   ${tallyText(w, 'cond')}   (where the simulator has it; not part of overall)`);
     if (r.coverage.waivedPoints) lines.push(`  ${r.coverage.waivedPoints} points waived; raw overall ${pct(r.coverage.raw.overall)}`);
+    const u2 = r.unreachable2State;
+    if (u2?.count)
+      lines.push(
+        `  ${u2.count} point${u2.count === 1 ? '' : 's'} cannot be reached under 2-state simulation; coverage excluding them: ${pct(u2.overall)} (the scored figure stays ${pct(w.overall)}; --json lists them)`,
+      );
     const blocks = r.uncovered.filter((u) => u.type !== 'toggle');
     if (blocks.length) {
       lines.push(`uncovered code (${blocks.length}):`);

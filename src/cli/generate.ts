@@ -7,14 +7,20 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { loadDesign } from '../core/design/load.js';
 import { DesignError } from '../core/design/errors.js';
 import type { DesignInfo, DesignSpec } from '../core/design/types.js';
-import { getSimulator } from '../core/sim/registry.js';
-import { generateTestbench, type GeneratedRound } from '../core/generate/generator.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { overallCoverage } from '../core/sim/ranking.js';
-import type { SimLimits } from '../core/sim/simulator.js';
-import { createBackend, describeModel, type ModelConfig } from '../core/llm/factory.js';
+import type { SimResult } from '../core/sim/result.js';
+import { pct } from '../core/util/format.js';
+import { describeModel, type ModelConfig } from '../core/llm/factory.js';
 import { ModelError } from '../core/llm/backend.js';
-import { ContextBudgetError, runAgent } from '../core/agent/loop.js';
+import { ContextBudgetError } from '../core/agent/loop.js';
+import {
+  DEFAULT_ROUNDS,
+  runGeneration,
+  type GenerationRequest,
+  type GenerationResult,
+  type GenerationRound,
+} from '../core/run/generation.js';
 import type { HistoryMode } from '../core/agent/types.js';
 import type { NamedText } from '../core/agent/protocol.js';
 import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
@@ -23,6 +29,7 @@ import { useColor } from './terminal.js';
 import { formatSimResult } from './format.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
 import { StatusLine } from './progress.js';
+import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
 
 const HELP = `Usage: chorus generate <design files | folder | .core | Bender.yml> [options]
 
@@ -43,7 +50,7 @@ ${DESIGN_HELP}${MODEL_HELP}Generation:
   --stream              echo the model's text to stderr as it is generated
   --keep-params         built-in generator: never scale down parameters that put terminal counts
                         out of reach (it says which it scaled; -G values are never scaled)
-Output:
+${SIMULATOR_HELP}Output:
   --out <file>          where to write the testbench (default: the model's file name, or
                         tb_<top>.sv, beside the first design file; an existing file is never
                         overwritten: a free name is chosen)
@@ -53,8 +60,6 @@ Output:
 Exit status: 0 when the best testbench ran and coverage was measured, 1 when no testbench ran,
 2 for usage, design or model errors, 130 when interrupted.
 `;
-
-const pct = (x: number | null | undefined): string => (x === null || x === undefined ? 'n/a' : `${(100 * x).toFixed(2)}%`);
 
 export function freeName(path: string): string {
   if (!existsSync(path)) return path;
@@ -70,10 +75,6 @@ interface Ctx {
   info: DesignInfo;
   rounds: number;
   target: number;
-  seed: number;
-  keepParams: boolean;
-  instance: string;
-  limits: Partial<SimLimits>;
   signal: AbortSignal;
   log: (s: string) => void;
   status: StatusLine;
@@ -97,6 +98,7 @@ export async function runGenerate(argv: string[]): Promise<number> {
       stream: { type: 'boolean' },
       'warm-start': { type: 'boolean' },
       'keep-params': { type: 'boolean' },
+      ...SIMULATOR_OPTION,
       out: { type: 'string' },
       force: { type: 'boolean' },
       json: { type: 'boolean' },
@@ -111,10 +113,11 @@ export async function runGenerate(argv: string[]): Promise<number> {
   } catch (e) {
     return fail((e as Error).message);
   }
-  let rounds: number, samples: number, target: number, seed: number, timeoutS: number, model: ModelConfig | null;
+  let rounds: number, samples: number, target: number, seed: number, timeoutS: number, model: ModelConfig | null, simulator: string;
   const history = (o.history ?? 'markov') as HistoryMode;
   try {
-    rounds = Math.floor(numberOption('rounds', o.rounds, 3, 0));
+    rounds = Math.floor(numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0));
+    simulator = simulatorOption(o.simulator);
     samples = Math.floor(numberOption('samples', o.samples, 1, 1));
     target = numberOption('target', o.target, 100) / 100;
     seed = Math.floor(numberOption('seed', o.seed, 1));
@@ -151,30 +154,30 @@ export async function runGenerate(argv: string[]): Promise<number> {
     for (const n of notes) process.stderr.write(`note: ${n}\n`);
     for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
     if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
-    const ctx: Ctx = {
+    const ctx: Ctx = { design, info, rounds, target, signal: controller.signal, log, status };
+    const request: GenerationRequest = {
       design,
       info,
+      model,
+      simulator,
       rounds,
       target,
       seed,
-      keepParams: o['keep-params'] === true,
       instance: o.instance ?? 'uut',
+      keepParams: o['keep-params'] === true,
       limits: { timeoutS },
-      signal: controller.signal,
-      log,
-      status,
+      ...(model
+        ? {
+            samples,
+            history,
+            specs,
+            instruction: o.instruction,
+            sampling: samplingFrom(o, seed),
+            warmStart: o['warm-start'] ?? false,
+          }
+        : {}),
     };
-    const outcome = model
-      ? await withModel(ctx, model, {
-          samples,
-          history,
-          specs,
-          instruction: o.instruction,
-          sampling: samplingFrom(o, seed),
-          stream: o.stream ?? false,
-          warmStart: o['warm-start'] ?? false,
-        })
-      : await builtin(ctx);
+    const outcome = await generate(ctx, request, { stream: o.stream ?? false });
     status.clear();
     if (!outcome.best) {
       log('no testbench: no reply held a parsable testbench; see the rounds above\n');
@@ -198,6 +201,7 @@ export async function runGenerate(argv: string[]): Promise<number> {
     return outcome.best.result.status === 'success' ? 0 : 1;
   } catch (e) {
     status.clear();
+    if (controller.signal.aborted) return 130; // e.g. Ctrl-C while the model loads
     if (e instanceof DesignError) return fail(`design error (${e.kind}): ${e.message}`);
     if (e instanceof ToolchainError) return fail(e.message);
     if (e instanceof ModelError) return fail(`model error (${e.kind}): ${e.message}`);
@@ -209,156 +213,115 @@ export async function runGenerate(argv: string[]): Promise<number> {
 }
 
 interface Outcome {
-  best: { testbench: string; name: string; result: NonNullable<GeneratedRound['result']>; label: string } | null;
+  best: { testbench: string; name: string; result: SimResult; label: string } | null;
   record: Record<string, unknown>;
 }
 
-async function builtin(c: Ctx): Promise<Outcome> {
+/** The CLI's view of a run: the lines it prints per round, then the --json record. */
+async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }): Promise<Outcome> {
   const total = c.rounds + 1;
-  c.log(`No model configured: using the built-in stimulus generator (model-free, coverage-directed constrained-random).\n`);
-  c.log(
-    `design: ${c.info.top} (${c.design.files.length} file${c.design.files.length === 1 ? '' : 's'}), up to ${total} round${total === 1 ? '' : 's'}, target ${pct(c.target)}\n`,
-  );
-  const onRound = (r: GeneratedRound): void => {
-    const cov = r.result.coverage?.waived;
+  const model = req.model;
+  const samples = req.samples ?? 1;
+  const files = `${c.info.top} (${c.design.files.length} file${c.design.files.length === 1 ? '' : 's'})`;
+  if (!model) {
+    c.log(`No model configured: using the built-in stimulus generator (model-free, coverage-directed constrained-random).\n`);
+    c.log(`design: ${files}, up to ${total} round${total === 1 ? '' : 's'}, target ${pct(c.target)}\n`);
+  } else {
+    c.log(`model: ${describeModel(model)}\n`);
+    if (req.warmStart) c.log(`warm start: the built-in generator's best testbench is round 1; the model refines it\n`);
     c.log(
-      `round ${r.round + 1}/${total}: ${r.result.status}` +
-        (cov ? `  coverage ${pct(cov.overall)} (block ${pct(cov.block)}, toggle ${pct(cov.toggle)})` : '') +
-        `  ${r.result.timings.total.toFixed(2)}s\n`,
+      `design: ${files}, 1 generation + up to ${c.rounds} refinement round${c.rounds === 1 ? '' : 's'}` +
+        `${samples > 1 ? `, ${samples} samples` : ''}, ${req.history ?? 'markov'} history, target ${pct(c.target)}\n`,
     );
-  };
-  const gen = await generateTestbench(getSimulator('verilator'), c.design, c.info, {
-    rounds: total,
-    target: c.target,
-    seed: c.seed,
-    keepParams: c.keepParams,
-    instance: c.instance,
-    limits: c.limits,
-    signal: c.signal,
-    onRound,
-  });
-  for (const p of gen.scaledParams)
-    c.log(`parameter ${p.name} instantiated as ${p.value} instead of ${p.was}: ${p.why} (--keep-params keeps it)\n`);
-  return {
-    best: { testbench: gen.best.testbench, name: gen.tbName, result: gen.best.result, label: `round ${gen.best.round + 1}` },
-    record: {
-      generator: 'builtin',
-      top: c.info.top,
-      scaled_params: gen.scaledParams,
-      rounds: gen.rounds.map((r) => ({
-        sample: 0,
-        round: r.round,
-        parse_status: 'builtin',
-        notes: r.notes,
-        testbench: r.testbench,
-        result: r.result,
-      })),
-      best: { sample: 0, round: gen.best.round, reward: gen.best.result.reward, coverage: overallCoverage(gen.best.result) },
+  }
+  const chunks = new Map<string, number>();
+  const run = await runGeneration(
+    req,
+    (e) => {
+      const tag = samples > 1 && 'sample' in e ? `sample ${e.sample + 1} ` : '';
+      if (e.type === 'progress') c.status.set(e.message);
+      else if (e.type === 'note') c.log(`note: ${e.message}\n`);
+      else if (e.type === 'text') {
+        const k = `${e.sample}/${e.round}`;
+        chunks.set(k, (chunks.get(k) ?? 0) + 1);
+        if (a.stream) process.stderr.write(e.piece);
+        else c.status.set(`${tag}round ${e.round + 1}/${total}: generating (${chunks.get(k)} chunks)`);
+      } else if (e.type === 'sim-start') {
+        if (a.stream) process.stderr.write('\n');
+        c.status.set(`${tag}round ${e.round + 1}/${total}: simulating`);
+      } else if (e.type === 'warning') c.log(`warning: ${tag}round ${e.round + 1}: ${e.message}\n`);
+      else if (e.type === 'round-end') c.log(roundLine(e.entry, total, samples > 1 ? `sample ${e.entry.sample + 1} ` : ''));
     },
+    c.signal,
+  );
+  for (const p of run.scaledParams)
+    c.log(`parameter ${p.name} instantiated as ${p.value} instead of ${p.was}: ${p.why} (--keep-params keeps it)\n`);
+  const record = run.engine === 'builtin' ? builtinRecord(run) : modelRecord(run, req);
+  const b = run.best;
+  if (!b?.testbench || !b.result) return { best: null, record };
+  const label = `${samples > 1 ? `sample ${b.sample + 1}, ` : ''}round ${b.round + 1}`;
+  return { best: { testbench: b.testbench, name: b.filename ?? run.tbName, result: b.result, label }, record };
+}
+
+function roundLine(r: GenerationRound, total: number, tag: string): string {
+  const cov = r.result?.coverage?.waived;
+  const covText = cov ? `  coverage ${pct(cov.overall)} (block ${pct(cov.block)}, toggle ${pct(cov.toggle)})` : '';
+  if (r.source === 'builtin')
+    return `round ${r.round + 1}/${total}: ${r.result!.status}${covText}  ${r.result!.timings.total.toFixed(2)}s\n`;
+  const a = r.agent!;
+  const what = r.error
+    ? `model error (${r.error.kind}): ${r.error.message}`
+    : a.parsed.status !== 'success'
+      ? `unparsable reply (${a.parsed.reason})`
+      : `${r.result!.status}${covText}`;
+  const cost =
+    r.source === 'warm-start'
+      ? 'built-in generator (warm start)'
+      : `${r.tokens.completion} tokens, model ${(r.modelMs / 1000).toFixed(1)}s` +
+        (a.cache ? `, prompt ${a.cache.evaluatedTokens} evaluated + ${a.cache.reusedTokens} reused` : '') +
+        (a.drafts?.proposed ? `, drafts ${a.drafts.accepted}/${a.drafts.proposed} kept` : '') +
+        `, sim ${(r.simMs / 1000).toFixed(2)}s`;
+  return `${tag}round ${r.round + 1}/${total}: ${what}  [${cost}]\n`;
+}
+
+function bestRecord(run: GenerationResult): { sample: number; round: number; reward: number; coverage: number | null } | null {
+  const b = run.best;
+  return b && b.result ? { sample: b.sample, round: b.round, reward: b.result.reward ?? 0, coverage: overallCoverage(b.result) } : null;
+}
+
+function builtinRecord(run: GenerationResult): Record<string, unknown> {
+  return {
+    generator: 'builtin',
+    top: run.top,
+    scaled_params: run.scaledParams,
+    rounds: run.attempts.map((r) => ({
+      sample: 0,
+      round: r.round,
+      parse_status: 'builtin',
+      notes: r.notes,
+      testbench: r.testbench,
+      result: r.result,
+    })),
+    best: bestRecord(run),
   };
 }
 
-async function withModel(
-  c: Ctx,
-  model: ModelConfig,
-  a: {
-    samples: number;
-    history: HistoryMode;
-    specs: NamedText[];
-    instruction?: string;
-    sampling: ReturnType<typeof samplingFrom>;
-    stream: boolean;
-    warmStart: boolean;
-  },
-): Promise<Outcome> {
-  const total = c.rounds + 1;
-  c.log(`model: ${describeModel(model)}\n`);
-  if (model.kind === 'local') {
-    model.onProgress = (p) =>
-      c.status.set(`loading model: ${p.file} ${p.total ? `${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : p.status}`);
-    model.onMessage = (m) => c.log(`note: ${m}\n`);
-  }
-  let warmStart: { testbench: string; filename: string; result: NonNullable<GeneratedRound['result']> } | undefined;
-  if (a.warmStart) {
-    c.log(`warm start: the built-in generator's best testbench is round 1; the model refines it\n`);
-    const gen = await generateTestbench(getSimulator('verilator'), c.design, c.info, {
-      rounds: total,
-      target: c.target,
-      seed: c.seed,
-      keepParams: c.keepParams,
-      instance: c.instance,
-      limits: c.limits,
-      signal: c.signal,
-    });
-    warmStart = { testbench: gen.best.testbench, filename: gen.tbName, result: gen.best.result };
-  }
-  const backend = await createBackend(model);
-  try {
-    c.log(
-      `design: ${c.info.top} (${c.design.files.length} file${c.design.files.length === 1 ? '' : 's'}), 1 generation + up to ${c.rounds} refinement round${c.rounds === 1 ? '' : 's'}` +
-        `${a.samples > 1 ? `, ${a.samples} samples` : ''}, ${a.history} history, target ${pct(c.target)}\n`,
-    );
-    const tokens = new Map<string, number>();
-    const run = await runAgent({
-      backend,
-      simulator: getSimulator('verilator'),
-      design: c.design,
-      info: c.info,
-      specs: a.specs,
-      instruction: a.instruction,
-      instance: c.instance,
-      rounds: c.rounds,
-      samples: a.samples,
-      target: c.target,
-      history: a.history,
-      sampling: a.sampling,
-      limits: c.limits,
-      signal: c.signal,
-      warmStart,
-      onEvent: (e) => {
-        const tag = a.samples > 1 ? `sample ${e.sample + 1} ` : '';
-        if (e.type === 'text') {
-          const k = `${e.sample}/${e.round}`;
-          tokens.set(k, (tokens.get(k) ?? 0) + 1);
-          if (a.stream) process.stderr.write(e.piece);
-          else c.status.set(`${tag}round ${e.round + 1}/${total}: generating (${tokens.get(k)} chunks)`);
-        } else if (e.type === 'sim-start') {
-          if (a.stream) process.stderr.write('\n');
-          c.status.set(`${tag}round ${e.round + 1}/${total}: simulating`);
-        } else if (e.type === 'warning') {
-          c.log(`warning: ${tag}round ${e.round + 1}: ${e.message}\n`);
-        } else if (e.type === 'round-end') {
-          const r = e.entry;
-          const cov = r.result?.coverage?.waived;
-          const what = r.error
-            ? `model error (${r.error.kind}): ${r.error.message}`
-            : r.parsed.status !== 'success'
-              ? `unparsable reply (${r.parsed.reason})`
-              : `${r.result!.status}${cov ? `  coverage ${pct(cov.overall)} (block ${pct(cov.block)}, toggle ${pct(cov.toggle)})` : ''}`;
-          const cost = r.warmStart
-            ? 'built-in generator (warm start)'
-            : `${r.tokens.completion} tokens, model ${(r.modelMs / 1000).toFixed(1)}s` +
-              (r.cache ? `, prompt ${r.cache.evaluatedTokens} evaluated + ${r.cache.reusedTokens} reused` : '') +
-              (r.drafts?.proposed ? `, drafts ${r.drafts.accepted}/${r.drafts.proposed} kept` : '') +
-              `, sim ${(r.simMs / 1000).toFixed(2)}s`;
-          c.log(`${tag}round ${e.round + 1}/${total}: ${what}  [${cost}]\n`);
-        }
-      },
-    });
-    const rounds = run.samples.flatMap((s) => s.rounds);
-    const info = await backend.info();
-    const record = {
-      generator: 'model',
-      model: { kind: info.kind, engine: info.engine, device: info.device, model: info.model, location: info.location },
-      warm_start: warmStart ? { coverage: overallCoverage(warmStart.result) } : null,
-      top: run.top,
-      instance: run.instance,
-      target: run.target,
-      history: a.history,
-      sampling: a.sampling,
-      tokens: run.tokens,
-      cancelled: run.cancelled,
-      rounds: rounds.map((r) => ({
+function modelRecord(run: GenerationResult, req: GenerationRequest): Record<string, unknown> {
+  const info = run.model!;
+  return {
+    generator: 'model',
+    model: { kind: info.kind, engine: info.engine, device: info.device, model: info.model, location: info.location },
+    warm_start: run.warmStart ? { coverage: overallCoverage(run.warmStart) } : null,
+    top: run.top,
+    instance: run.instance,
+    target: run.target,
+    history: req.history ?? 'markov',
+    sampling: req.sampling,
+    tokens: run.tokens,
+    cancelled: run.cancelled,
+    rounds: run.attempts.map((x) => {
+      const r = x.agent!;
+      return {
         sample: r.sample,
         round: r.round,
         parse_status: r.parsed.status,
@@ -374,16 +337,9 @@ async function withModel(
         ...(r.drafts ? { draft_tokens_proposed: r.drafts.proposed, draft_tokens_accepted: r.drafts.accepted } : {}),
         model_ms: Math.round(r.modelMs),
         result: r.result,
-      })),
-      samples: run.samples.map((s) => ({ sample: s.sample, best: s.best, passed: s.passed, stop: s.stop })),
-      best: null as null | { sample: number; round: number; reward: number; coverage: number | null },
-    };
-    if (!run.best) return { best: null, record };
-    const b = run.samples[run.best.sample].rounds[run.best.round];
-    record.best = { sample: run.best.sample, round: run.best.round, reward: b.result?.reward ?? 0, coverage: overallCoverage(b.result) };
-    const label = `${a.samples > 1 ? `sample ${run.best.sample + 1}, ` : ''}round ${run.best.round + 1}`;
-    return { best: { testbench: b.testbench!, name: b.filename!, result: b.result!, label }, record };
-  } finally {
-    await backend.dispose();
-  }
+      };
+    }),
+    samples: run.samples,
+    best: bestRecord(run),
+  };
 }

@@ -21,6 +21,7 @@ import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOpt
 import { formatSimResult } from './format.js';
 import { freeName } from './generate.js';
 import { StatusLine } from './progress.js';
+import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
 
 const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> --model <dir> | --endpoint <url> --model-name <n>
 
@@ -37,7 +38,7 @@ ${DESIGN_HELP}${MODEL_HELP}Refinement:
   --instance <name>     DUT instance name (default uut)
   --seed <n>            sampling seed
   --timeout <s>         wall-clock limit per simulation (default 60)
-  --no-check            do not simulate the revision
+${SIMULATOR_HELP}  --no-check            do not simulate the revision
 Output:
   --out <file>          where to write the revision (default: <tb>_refined.sv beside the testbench;
                         never overwrites without --force)
@@ -59,6 +60,7 @@ export async function runRefine(argv: string[]): Promise<number> {
       seed: { type: 'string' },
       timeout: { type: 'string' },
       'no-check': { type: 'boolean' },
+      ...SIMULATOR_OPTION,
       out: { type: 'string' },
       force: { type: 'boolean' },
       json: { type: 'boolean' },
@@ -76,8 +78,9 @@ export async function runRefine(argv: string[]): Promise<number> {
   if (o.log && !existsSync(resolve(o.log))) return fail(`log ${resolve(o.log)} does not exist`);
   const kind = (o['log-kind'] ?? 'auto') as LogKind | 'auto';
   if (!['auto', 'xrun', 'coverage', 'imc'].includes(kind)) return fail(`--log-kind must be auto, xrun, coverage or imc, got '${kind}'`);
-  let model, seed: number | undefined, timeoutS: number;
+  let model, seed: number | undefined, timeoutS: number, simulatorName: string;
   try {
+    simulatorName = simulatorOption(o.simulator);
     model = modelConfig(o);
     seed = o.seed === undefined ? undefined : Math.floor(numberOption('seed', o.seed, 0));
     timeoutS = numberOption('timeout', o.timeout, 60, 1);
@@ -104,7 +107,7 @@ export async function runRefine(argv: string[]): Promise<number> {
     if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
     for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
     const testbench: NamedText = { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') };
-    const simulator = getSimulator('verilator');
+    const simulator = getSimulator(simulatorName);
     const specs = (o.spec ?? []).map((f) => ({ name: basename(f), content: readFileSync(f, 'utf8') }));
     let before: SimResult | null = null;
     let feedback: { result: SimResult } | { log: string; kind?: LogKind };
@@ -118,7 +121,8 @@ export async function runRefine(argv: string[]): Promise<number> {
       feedback = { result: before };
     }
     say(`model: ${describeModel(model)}\n`);
-    const backend = await createBackend(model);
+    // the signal also stops a model load under way (Ctrl-C exits 130 without waiting for it)
+    const backend = await createBackend(model.kind === 'local' ? { ...model, signal: controller.signal } : model);
     let chunks = 0;
     let outcome;
     try {

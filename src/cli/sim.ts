@@ -1,20 +1,19 @@
 // `chorus sim`: one testbench, one design, one result. Exit 0 when the testbench ran and coverage
 // was measured, 1 when the testbench failed (compile, run, timeout, rejected), 2 for usage or DUT
 // errors.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { loadDesign } from '../core/design/load.js';
 import { DesignError } from '../core/design/errors.js';
-import { getSimulator, simulatorNames } from '../core/sim/registry.js';
+import { getSimulator } from '../core/sim/registry.js';
 import { loadWaivers, WaiverError, type Waiver } from '../core/coverage/waivers.js';
-import { parseVerilatorCoverage } from '../core/coverage/verilatorDat.js';
-import { analyzeCoverage } from '../core/coverage/analyze.js';
 import { toLcov } from '../core/coverage/lcov.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { formatSimResult } from './format.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
+import { SIMULATOR_HELP, simulatorOption } from './simulatorOption.js';
 
 const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files | folder | .core | Bender.yml> [options]
 
@@ -25,8 +24,7 @@ ${DESIGN_HELP}Run:
   --waivers <file>      coverage waivers: <file>:<line>[:<type>[:<label>]] <reason>
   --lcov <file>         also write the DUT coverage as an lcov tracefile
   --seed <n>            simulator random seed (default 1)
-  --simulator <name>    ${simulatorNames().join(' | ')} (default verilator)
-  --keep                keep the scratch directory and print its path
+${SIMULATOR_HELP}  --keep                keep the scratch directory and print its path
 Output:
   --json                print the result record as JSON on stdout
 `;
@@ -56,8 +54,9 @@ export async function runSim(argv: string[]): Promise<number> {
   } catch (e) {
     return fail((e as Error).message);
   }
-  let timeoutS: number, simTimeNs: number | null, seed: number;
+  let timeoutS: number, simTimeNs: number | null, seed: number, simulatorName: string;
   try {
+    simulatorName = simulatorOption(o.simulator);
     timeoutS = numberOption('timeout', o.timeout, 60);
     simTimeNs = numberOption('sim-time', o['sim-time'], 1e9);
     if (simTimeNs === 0) simTimeNs = null;
@@ -79,8 +78,7 @@ export async function runSim(argv: string[]): Promise<number> {
     const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, controller.signal);
     for (const n of notes) process.stderr.write(`note: ${n}\n`);
     if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
-    const simulator = getSimulator(o.simulator ?? 'verilator');
-    const keep = Boolean(o.keep || o.lcov);
+    const simulator = getSimulator(simulatorName);
     const result = await simulator.simulate({
       design,
       top: info.top,
@@ -88,24 +86,24 @@ export async function runSim(argv: string[]): Promise<number> {
       limits: { timeoutS, simTimeLimitNs: simTimeNs },
       waivers,
       seed,
-      keepRunDir: keep,
+      keepRunDir: Boolean(o.keep),
+      // lcov is written from the points the figure was computed from, never from a second
+      // reading of the database with another idea of which files are the DUT.
+      wantPoints: Boolean(o.lcov),
       signal: controller.signal,
     });
-    if (o.lcov && result.coverageFile) {
-      const cov = analyzeCoverage(parseVerilatorCoverage(readFileSync(result.coverageFile, 'utf8')), {
-        isDutFile: (f) => basename(f) !== basename(tbPath) || f.startsWith('/'),
-        top: info.top,
-        waivers,
-      });
-      writeFileSync(resolve(o.lcov), toLcov(cov.points));
-    }
-    if (keep && !o.keep && result.protection.scratchDir) rmSync(result.protection.scratchDir, { recursive: true, force: true });
+    const lcovWritten = Boolean(o.lcov && result.points);
+    if (o.lcov && result.points) writeFileSync(resolve(o.lcov), toLcov(result.points));
     if (o.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
     else {
       for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
       process.stdout.write(formatSimResult(result, { color: useColor(process.stdout) }));
       if (o.keep && result.protection.scratchDir) process.stdout.write(`run directory kept: ${result.protection.scratchDir}\n`);
-      if (o.lcov) process.stdout.write(`lcov written: ${resolve(o.lcov)}\n`);
+      if (lcovWritten) process.stdout.write(`lcov written: ${resolve(o.lcov as string)}\n`);
+      else if (o.lcov)
+        process.stderr.write(
+          `warning: no lcov written: the run produced no per-point coverage (${result.simulator.name}, ${result.status})\n`,
+        );
     }
     if (result.status === 'exception') return 2;
     return result.status === 'success' ? 0 : 1;

@@ -2,6 +2,8 @@
 // lives in SecretStorage, never in settings.
 import * as vscode from 'vscode';
 import type { GenerateSettings, ModelConfig } from './workerProtocol.js';
+import { DEFAULT_ROUNDS } from '../core/run/defaults.js';
+import { workerEnvFrom } from './workerSettings.js';
 
 export const SECRET_API_KEY = 'chorus.apiKey';
 
@@ -16,7 +18,9 @@ export function modelSource(): ModelSource {
   return s === 'local' || s === 'openai' ? s : 'none';
 }
 
-export async function modelConfig(secrets: vscode.SecretStorage): Promise<ModelConfig> {
+/** The configured model (the same ModelConfig as the CLI's --model/--endpoint), or null for the
+ * built-in model-free generator. */
+export async function modelConfig(secrets: vscode.SecretStorage): Promise<ModelConfig | null> {
   const c = cfg();
   const source = modelSource();
   if (source === 'openai') {
@@ -27,27 +31,32 @@ export async function modelConfig(secrets: vscode.SecretStorage): Promise<ModelC
         'chorus.model.source is "openai" but chorus.model.endpoint or chorus.model.name is empty: run "CHORUS: Select Model"',
       );
     const apiKey = (await secrets.get(SECRET_API_KEY)) || undefined;
-    return { source, baseUrl, model, apiKey, timeoutMs: c.get<number>('model.requestTimeoutSeconds', 600) * 1000 };
+    return { kind: 'openai', baseUrl, model, apiKey, timeoutMs: c.get<number>('model.requestTimeoutSeconds', 600) * 1000 };
   }
   if (source === 'local') {
     const modelDir = c.get<string>('model.localPath', '').trim();
     if (!modelDir) throw new Error('chorus.model.source is "local" but chorus.model.localPath is empty: run "CHORUS: Select Model"');
     return {
-      source,
+      kind: 'local',
       modelDir,
-      dtype: c.get<string>('model.dtype', 'q4'),
+      dtype: oneOf(c.get<string>('model.dtype', 'q4'), ['fp32', 'q4', 'q4f16'] as const, 'q4'),
       allowDownload: c.get<boolean>('model.allowDownload', false),
-      engine: c.get<string>('model.engine', 'auto'),
+      engine: oneOf(c.get<string>('model.engine', 'auto'), ['auto', 'llama', 'onnx'] as const, 'auto'),
     };
   }
-  return { source: 'none' };
+  return null;
+}
+
+function oneOf<T extends string>(v: string, choices: readonly T[], dflt: T): T {
+  return (choices as readonly string[]).includes(v) ? (v as T) : dflt;
 }
 
 export function generateSettings(): GenerateSettings {
   const c = cfg();
   const history = c.get<string>('generation.historyMode', 'markov') === 'full' ? 'full' : 'markov';
   return {
-    rounds: Math.max(1, Math.floor(c.get<number>('generation.rounds', 4))),
+    // Refinement rounds after the first generation, as in `chorus generate --rounds` (attempts: rounds + 1).
+    rounds: Math.max(0, Math.floor(c.get<number>('generation.rounds', DEFAULT_ROUNDS))),
     samples: Math.max(1, Math.floor(c.get<number>('generation.samples', 1))),
     target: Math.min(100, Math.max(0, c.get<number>('generation.coverageTarget', 100))) / 100,
     instance: c.get<string>('generation.dutInstance', 'uut') || 'uut',
@@ -65,17 +74,11 @@ export function generateSettings(): GenerateSettings {
   };
 }
 
-/** Environment for the worker: simulator executables from settings. */
+/** Environment for the worker: simulator executables from settings (read once, at its start: a
+ * change restarts it, workerSettings.ts). */
 export function workerEnv(): NodeJS.ProcessEnv {
   const c = cfg();
-  const env: NodeJS.ProcessEnv = {};
-  const v = c.get<string>('simulator.verilatorPath', '').trim();
-  const x = c.get<string>('simulator.xrunPath', '').trim();
-  const i = c.get<string>('simulator.imcPath', '').trim();
-  if (v) env.CHORUS_VERILATOR = v;
-  if (x) env.CHORUS_XRUN = x;
-  if (i) env.CHORUS_IMC = i;
-  return env;
+  return workerEnvFrom((setting) => c.get<string>(setting.replace(/^chorus\./, ''), ''));
 }
 
 export function outputDirectory(): string {

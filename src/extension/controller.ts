@@ -12,6 +12,7 @@ import { previousTestbench, RunHistory, type RunRecord } from './history.js';
 import { freeTestbenchPath, HDL_EXT, readProjectFile, validateProject, writeProjectFile } from './project.js';
 import { pct, type ProjectView } from './webviewProtocol.js';
 import { WorkerClient, WorkerError } from './workerClient.js';
+import { changedWorkerSettings, workerRestartPlan } from './workerSettings.js';
 import type { DesignOptions } from '../core/design/load.js';
 import { roundRecord, type GenerateOutcome, type ModelConfig, type ProgressEvent } from './workerProtocol.js';
 import type { FileLineCoverage } from './coverageData.js';
@@ -36,7 +37,10 @@ export class Controller implements vscode.Disposable {
   readonly tests: CoverageTests;
   readonly history: RunHistory;
   readonly dashboard: Dashboard;
-  private readonly worker: WorkerClient;
+  private worker: WorkerClient;
+  private readonly newWorker: () => WorkerClient;
+  /** Settings the worker reads at start that changed during a run: it restarts when the run ends. */
+  private staleWorkerSettings: string[] = [];
   private current: AbortController | null = null;
   private readonly revisions = new Map<string, string>();
   private readonly revisionEvents = new vscode.EventEmitter<vscode.Uri>();
@@ -60,7 +64,8 @@ export class Controller implements vscode.Disposable {
     this.decorations = new CoverageDecorations(vscode.Uri.joinPath(ctx.extensionUri, 'media'));
     this.tests = new CoverageTests((tb, token) => this.coverageForTest(tb, token));
     this.history = new RunHistory(ctx.workspaceState);
-    this.worker = new WorkerClient(workerScript, workerEnv, (s) => this.output.append(s));
+    this.newWorker = () => new WorkerClient(workerScript, workerEnv, (s) => this.output.append(s));
+    this.worker = this.newWorker();
     this.dashboard = new Dashboard(ctx.extensionUri, this.history, {
       project: () => this.projectView(),
       saveProject: async (path, project) => {
@@ -81,6 +86,7 @@ export class Controller implements vscode.Disposable {
         } as const;
         void vscode.commands.executeCommand(map[c]);
       },
+      log: (line) => this.output.appendLine(line),
     });
     this.subs.push(
       vscode.workspace.registerTextDocumentContentProvider(REVISION_SCHEME, {
@@ -90,7 +96,31 @@ export class Controller implements vscode.Disposable {
       vscode.workspace.onDidCloseTextDocument((d) => {
         if (d.uri.scheme === REVISION_SCHEME) this.revisions.delete(d.uri.toString());
       }),
+      vscode.workspace.onDidChangeConfiguration((e) => this.onWorkerSettings(changedWorkerSettings((s) => e.affectsConfiguration(s)))),
     );
+  }
+
+  /** A simulator path changed: the worker read the old one at start, so the next run needs a new
+   * worker. Never under a running job: that waits for the run to end, and the user is told. */
+  private onWorkerSettings(changed: string[]): void {
+    const plan = workerRestartPlan(changed, this.current !== null);
+    if (plan === 'none') return;
+    this.staleWorkerSettings = [...new Set([...this.staleWorkerSettings, ...changed])];
+    if (plan === 'now') this.restartWorker();
+    else
+      void vscode.window.showInformationMessage(
+        `CHORUS: ${changed.join(', ')} changed; the current run keeps the old simulator, the next run uses the new one`,
+      );
+  }
+
+  private restartWorker(): void {
+    if (!this.staleWorkerSettings.length) return;
+    this.output.appendLine(`[CHORUS] ${this.staleWorkerSettings.join(', ')} changed: restarting the worker for the next run`);
+    this.staleWorkerSettings = [];
+    // A new client, not the old one reused: requests the old process still answers stay its own.
+    const old = this.worker;
+    this.worker = this.newWorker();
+    old.dispose();
   }
 
   /** The model the worker reported for the last run (engine and device included). */
@@ -126,6 +156,7 @@ export class Controller implements vscode.Disposable {
     if (this.current === c) {
       this.current = null;
       void vscode.commands.executeCommand('setContext', 'chorus.busy', false);
+      this.restartWorker();
     }
   }
 
@@ -204,7 +235,7 @@ export class Controller implements vscode.Disposable {
       return null;
     }
     let resolved: ResolvedDesign;
-    let model: ModelConfig;
+    let model: ModelConfig | null;
     try {
       resolved = resolveDesign(target, uris?.filter((u) => HDL_EXT.test(u.fsPath)) ?? []);
       model = await modelConfig(this.ctx.secrets);
@@ -216,12 +247,8 @@ export class Controller implements vscode.Disposable {
     const settings = generateSettings();
     const ctl = this.begin();
     const modelName =
-      model.source === 'none'
-        ? 'model-free generator'
-        : model.source === 'openai'
-          ? `${model.model} @ ${model.baseUrl}`
-          : `local ${model.modelDir}`;
-    if (model.source === 'none')
+      model === null ? 'model-free generator' : model.kind === 'openai' ? `${model.model} @ ${model.baseUrl}` : `local ${model.modelDir}`;
+    if (model === null)
       this.output.appendLine(
         '[CHORUS] no model configured: using the built-in model-free generator ("CHORUS: Select Model" to configure one)',
       );
@@ -281,9 +308,9 @@ export class Controller implements vscode.Disposable {
         this.setStatus('busy', `${/llama\.cpp/.test(ev.label) ? 'llama.cpp' : /ONNX/.test(ev.label) ? 'ONNX' : 'model'} loaded`);
         break;
       case 'round-start':
-        report(`round ${ev.round + 1}/${ev.rounds}${ev.sample ? ` (sample ${ev.sample + 1})` : ''}`, ev.round / ev.rounds);
-        this.setStatus('busy', `round ${ev.round + 1}/${ev.rounds}`);
-        this.output.appendLine(`\n[CHORUS] ---- round ${ev.round + 1}/${ev.rounds}${ev.sample ? `, sample ${ev.sample + 1}` : ''} ----`);
+        report(`round ${ev.round + 1}/${ev.attempts}${ev.sample ? ` (sample ${ev.sample + 1})` : ''}`, ev.round / ev.attempts);
+        this.setStatus('busy', `round ${ev.round + 1}/${ev.attempts}`);
+        this.output.appendLine(`\n[CHORUS] ---- round ${ev.round + 1}/${ev.attempts}${ev.sample ? `, sample ${ev.sample + 1}` : ''} ----`);
         break;
       case 'text':
         this.output.append(ev.piece);
@@ -291,10 +318,10 @@ export class Controller implements vscode.Disposable {
       case 'round-end': {
         const c = ev.record.coverage?.overall ?? null;
         this.history.addRound(run, ev.record);
-        const msg = `round ${ev.record.round + 1}/${ev.rounds}: ${ev.record.status}, coverage ${pct(c)} (best ${pct(ev.bestCoverage)})`;
+        const msg = `round ${ev.record.round + 1}/${ev.attempts}: ${ev.record.status}, coverage ${pct(c)} (best ${pct(ev.bestCoverage)})`;
         this.output.appendLine(`\n[CHORUS] ${msg}`);
-        report(msg, (ev.record.round + 1) / ev.rounds);
-        this.setStatus('busy', `round ${ev.record.round + 1}/${ev.rounds} · ${pct(ev.bestCoverage)}`);
+        report(msg, (ev.record.round + 1) / ev.attempts);
+        this.setStatus('busy', `round ${ev.record.round + 1}/${ev.attempts} · ${pct(ev.bestCoverage)}`);
         break;
       }
     }
@@ -493,7 +520,7 @@ export class Controller implements vscode.Disposable {
         log = readFileSync(f[0].fsPath, 'utf8');
       }
     }
-    let model: ModelConfig;
+    let model: ModelConfig | null;
     let r: ResolvedDesign;
     try {
       model = await modelConfig(this.ctx.secrets);
@@ -507,7 +534,7 @@ export class Controller implements vscode.Disposable {
     const run = this.history.start({
       kind: 'refine',
       top: '',
-      model: model.source,
+      model: model?.kind ?? 'none',
       simulator: settings.simulator,
       testbenchPath: tb.fsPath,
       designDir: r.dir,
@@ -568,13 +595,21 @@ export class Controller implements vscode.Disposable {
 
   /** Shows the revision as a diff against the file; Accept replaces the file's text. */
   async showRevision(tb: vscode.Uri, text: string, label: string): Promise<boolean> {
-    const rev = this.revisionUri(basename(tb.fsPath), text);
+    // A file ends with a newline, as a generated testbench does (else the diff shows a last line
+    // that is not really different, and Accept leaves the file without one).
+    const body = text.endsWith('\n') ? text : `${text}\n`;
+    const rev = this.revisionUri(basename(tb.fsPath), body);
     await vscode.commands.executeCommand('vscode.diff', tb, rev, `${basename(tb.fsPath)} ↔ CHORUS ${label}`);
     const pick = await vscode.window.showInformationMessage(`CHORUS: accept the ${label} of ${basename(tb.fsPath)}?`, 'Accept', 'Reject');
+    // The answer ends the review: the diff closes (after Accept the file shows the revision).
+    const diffs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === rev.toString());
+    await vscode.window.tabGroups.close(diffs).then(undefined, () => undefined);
     if (pick !== 'Accept') return false;
     const doc = await vscode.workspace.openTextDocument(tb);
     const edit = new vscode.WorkspaceEdit();
-    edit.replace(tb, new vscode.Range(0, 0, doc.lineCount, 0), text);
+    edit.replace(tb, new vscode.Range(0, 0, doc.lineCount, 0), body);
     await vscode.workspace.applyEdit(edit);
     await doc.save();
     return true;
@@ -629,7 +664,12 @@ export class Controller implements vscode.Disposable {
       return;
     }
     if (pick.id === 'local') {
-      const dir = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: 'Use this model' });
+      const dir = await vscode.window.showOpenDialog({
+        title: 'CHORUS: local model folder (a GGUF, or an ONNX export)',
+        canSelectFolders: true,
+        canSelectFiles: false,
+        openLabel: 'Use this model',
+      });
       if (!dir?.[0]) return;
       // (the worker's llama.ts decides for real; the extension host does not load node-llama-cpp)
       const hasGguf = readdirSync(dir[0].fsPath).some((f) => f.endsWith('.gguf'));
@@ -657,13 +697,20 @@ export class Controller implements vscode.Disposable {
           ? await vscode.window.showQuickPick(['q4', 'q4f16', 'fp32'], { title: 'CHORUS: model precision (dtype)' })
           : c.get<string>('model.dtype', 'q4');
       if (!dtype) return;
-      const model: ModelConfig = { source: 'local', modelDir: dir[0].fsPath, dtype, allowDownload: false, engine: engine.id };
+      const model: ModelConfig = {
+        kind: 'local',
+        modelDir: dir[0].fsPath,
+        dtype: dtype as 'fp32' | 'q4' | 'q4f16',
+        allowDownload: false,
+        engine: engine.id as 'llama' | 'onnx',
+      };
       const check = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: 'CHORUS: loading the model to check it' },
         () => this.worker.request('checkModel', { model }),
       );
       if (!check.ok) {
-        void vscode.window.showErrorMessage(`CHORUS: ${dir[0].fsPath} does not load: ${check.message}`);
+        // (the reason names the folder: a toast shows its first line, so the reason comes first)
+        void vscode.window.showErrorMessage(`CHORUS: no model loads from ${basename(dir[0].fsPath)}: ${check.message}`);
         return;
       }
       await c.update('model.localPath', dir[0].fsPath, target);
@@ -691,7 +738,7 @@ export class Controller implements vscode.Disposable {
     if (key === undefined) return;
     if (key) await this.ctx.secrets.store(SECRET_API_KEY, key);
     const apiKey = key || (await this.ctx.secrets.get(SECRET_API_KEY)) || undefined;
-    const probe = await this.worker.request('checkModel', { model: { source: 'openai', baseUrl: baseUrl.trim(), model: '', apiKey } });
+    const probe = await this.worker.request('checkModel', { model: { kind: 'openai', baseUrl: baseUrl.trim(), model: '', apiKey } });
     if (!probe.ok) {
       void vscode.window.showErrorMessage(`CHORUS: ${probe.message}`);
       return;

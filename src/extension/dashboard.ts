@@ -1,17 +1,21 @@
-// The dashboard webview host: strict CSP with a nonce, the bundled dist/webview.js, typed messages.
+// The dashboard webview host: strict CSP with a nonce, the bundled dist/webview.js, typed messages
+// (webviewProtocol.ts), each one checked before it is acted on (webviewHost.ts).
 import * as vscode from 'vscode';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { RunHistory } from './history.js';
 import { runView } from './history.js';
-import { isWebviewMessage, type HostToWebview, type ProjectView, type WebviewToHost } from './webviewProtocol.js';
+import { dispatchWebviewMessage, type WebviewHandlers } from './webviewHost.js';
+import type { DashboardCommand, HostMessage, ProjectView, ToWebview } from './webviewProtocol.js';
 
 export interface DashboardActions {
   project(): ProjectView;
   saveProject(path: string | null, project: NonNullable<ProjectView['project']>): Promise<string>;
   openRound(runId: string, index: number): Promise<void>;
   diffRound(runId: string, index: number): Promise<void>;
-  command(c: Extract<WebviewToHost, { type: 'command' }>['command']): void;
+  command(c: DashboardCommand): void;
+  /** The output channel: why a message from the webview was dropped. */
+  log(line: string): void;
 }
 
 export function dashboardHtml(
@@ -53,13 +57,13 @@ export class Dashboard implements vscode.Disposable {
     private readonly history: RunHistory,
     private readonly actions: DashboardActions,
   ) {
-    this.sub = history.onChange(() => this.post());
+    this.sub = history.onChange(() => this.postState());
   }
 
   show(): void {
     if (this.panel) {
       this.panel.reveal();
-      this.post();
+      this.postState();
       return;
     }
     const panel = vscode.window.createWebviewPanel('chorus.dashboard', 'CHORUS Dashboard', vscode.ViewColumn.Active, {
@@ -70,57 +74,56 @@ export class Dashboard implements vscode.Disposable {
     panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'media', 'chorus.svg');
     const nonce = randomBytes(16).toString('base64');
     panel.webview.html = dashboardHtml(panel.webview, this.extensionUri, nonce);
-    panel.webview.onDidReceiveMessage((m: unknown) => void this.onMessage(m));
+    panel.webview.onDidReceiveMessage(
+      (m: unknown) =>
+        void dispatchWebviewMessage(
+          m,
+          this.handlers,
+          (r) => this.send(r),
+          (line) => this.actions.log(line),
+        ),
+    );
     panel.onDidDispose(() => (this.panel = null));
     this.panel = panel;
   }
 
   refresh(): void {
-    this.post();
+    this.postState();
   }
 
-  private post(extra?: HostToWebview): void {
-    if (!this.panel) return;
-    const msg: HostToWebview = extra ?? { type: 'state', runs: this.history.all().map(runView), project: this.actions.project() };
-    void this.panel.webview.postMessage(msg);
+  private send(m: HostMessage): void {
+    void this.panel?.webview.postMessage(m);
   }
 
-  private async onMessage(m: unknown): Promise<void> {
-    if (!isWebviewMessage(m)) return;
-    switch (m.type) {
-      case 'ready':
-        this.post();
-        break;
-      case 'openLocation': {
-        if (!existsSync(m.file)) {
-          void vscode.window.showWarningMessage(`CHORUS: ${m.file} does not exist`);
-          return;
-        }
-        const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(m.file));
-        const pos = new vscode.Position(Math.max(0, m.line - 1), 0);
-        await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(pos, pos) });
-        break;
+  /** A ToWebview message, typed by the map. */
+  private post<K extends keyof ToWebview>(type: K, data: ToWebview[K][0]): void {
+    this.send({ type, data } as HostMessage);
+  }
+
+  private postState(): void {
+    if (this.panel) this.post('state', { runs: this.history.all().map(runView), project: this.actions.project() });
+  }
+
+  private readonly handlers: WebviewHandlers = {
+    ready: () => this.postState(),
+    openLocation: async ({ file, line }) => {
+      if (!existsSync(file)) {
+        void vscode.window.showWarningMessage(`CHORUS: ${file} does not exist`);
+        return;
       }
-      case 'openRound':
-        await this.actions.openRound(m.runId, m.index);
-        break;
-      case 'diffRound':
-        await this.actions.diffRound(m.runId, m.index);
-        break;
-      case 'saveProject':
-        try {
-          const msg = await this.actions.saveProject(m.path, m.project);
-          this.post({ type: 'projectSaved', ok: true, message: msg });
-          this.post();
-        } catch (e) {
-          this.post({ type: 'projectSaved', ok: false, message: (e as Error).message });
-        }
-        break;
-      case 'command':
-        this.actions.command(m.command);
-        break;
-    }
-  }
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+      const pos = new vscode.Position(Math.max(0, line - 1), 0);
+      await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(pos, pos) });
+    },
+    openRound: ({ runId, index }) => this.actions.openRound(runId, index),
+    diffRound: ({ runId, index }) => this.actions.diffRound(runId, index),
+    saveProject: async ({ path, project }) => {
+      const saved = await this.actions.saveProject(path, project);
+      this.postState();
+      return saved;
+    },
+    command: ({ command }) => this.actions.command(command),
+  };
 
   dispose(): void {
     this.sub.dispose();

@@ -1,6 +1,7 @@
 // Typed messages between the dashboard webview (webview/main.ts) and the extension host
 // (src/extension/dashboard.ts). Both sides compile against this file; it holds types and pure
-// helpers only (no vscode, no DOM).
+// helpers only (no vscode, no DOM, no zod: the host alone checks messages, in webviewHost.ts, so
+// the webview bundle does not carry a schema library).
 import type { CoverageFigures, UncoveredPoint } from '../core/coverage/model.js';
 import type { ProjectFile } from '../core/design/types.js';
 import { pct as formatPct } from '../core/util/format.js';
@@ -43,21 +44,86 @@ export interface ProjectView {
   error?: string;
 }
 
-export type HostToWebview =
-  { type: 'state'; runs: RunView[]; project: ProjectView } | { type: 'projectSaved'; ok: boolean; message: string };
+/** The dashboard's buttons, each the command of the same name. */
+export const DASHBOARD_COMMANDS = ['generate', 'runCoverage', 'selectModel', 'cancel'] as const;
+export type DashboardCommand = (typeof DASHBOARD_COMMANDS)[number];
 
-export type WebviewToHost =
-  | { type: 'ready' }
-  | { type: 'openLocation'; file: string; line: number }
-  | { type: 'openRound'; runId: string; index: number }
-  | { type: 'diffRound'; runId: string; index: number }
-  | { type: 'saveProject'; path: string | null; project: ProjectFile }
-  | { type: 'command'; command: 'generate' | 'runCoverage' | 'selectModel' | 'cancel' };
+export interface DashboardState {
+  runs: RunView[];
+  project: ProjectView;
+}
 
-export function isWebviewMessage(m: unknown): m is WebviewToHost {
-  if (!m || typeof m !== 'object') return false;
-  const t = (m as { type?: unknown }).type;
-  return typeof t === 'string' && ['ready', 'openLocation', 'openRound', 'diffRound', 'saveProject', 'command'].includes(t);
+// The messages, as in Continue's protocol files: message type -> [payload, response]. One map per
+// direction; the helpers below and the host's dispatcher (webviewHost.ts) take their types from it,
+// and webviewHost.ts checks every incoming payload against a zod schema that must agree with it.
+
+/** Host -> webview. The webview answers none of them (response `void`). */
+export type ToWebview = {
+  /** The whole view: sent on `ready`, after every history change and after a save. */
+  state: [DashboardState, void];
+};
+
+/** Webview -> host. Those answered with `void` are `post`ed; the others are `request`s. */
+export type FromWebview = {
+  ready: [void, void];
+  openLocation: [{ file: string; line: number }, void];
+  openRound: [{ runId: string; index: number }, void];
+  diffRound: [{ runId: string; index: number }, void];
+  /** Answers what was saved (`saved /x/chorus.json`); a failure is an error response. */
+  saveProject: [{ path: string | null; project: ProjectFile }, string];
+  command: [{ command: DashboardCommand }, void];
+};
+
+/** A payload as arguments: none for a `void` payload. */
+export type PayloadArgs<P> = [P] extends [void] ? [] : [P];
+
+/** The FromWebview types whose response is `void`: fire and forget. */
+export type PostedFromWebview = { [K in keyof FromWebview]: [FromWebview[K][1]] extends [void] ? K : never }[keyof FromWebview];
+
+/** On the wire, webview -> host: `id` is set when the webview waits for the response. */
+export type WebviewMessage = {
+  [K in keyof FromWebview]: { type: K; id?: number; data?: FromWebview[K][0] };
+}[keyof FromWebview];
+
+/** The answer to a request, matched by its `id`. */
+export type WebviewResponse =
+  { type: 'response'; id: number; ok: true; data?: unknown } | { type: 'response'; id: number; ok: false; error: string };
+
+/** On the wire, host -> webview: a ToWebview message or a response. */
+export type HostMessage = { [K in keyof ToWebview]: { type: K; data: ToWebview[K][0] } }[keyof ToWebview] | WebviewResponse;
+
+export interface WebviewMessenger {
+  post<K extends PostedFromWebview>(type: K, ...data: PayloadArgs<FromWebview[K][0]>): void;
+  request<K extends keyof FromWebview>(type: K, ...data: PayloadArgs<FromWebview[K][0]>): Promise<FromWebview[K][1]>;
+  /** Settles the request that `m` answers: true when `m` was a response (the caller handles the rest). */
+  settle(m: HostMessage): boolean;
+}
+
+/** The webview's typed end: `send` is acquireVsCodeApi().postMessage. */
+export function webviewMessenger(send: (m: WebviewMessage) => void): WebviewMessenger {
+  let nextId = 1;
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  return {
+    post(type, ...data) {
+      send({ type, data: data[0] } as WebviewMessage);
+    },
+    request<K extends keyof FromWebview>(type: K, ...data: PayloadArgs<FromWebview[K][0]>): Promise<FromWebview[K][1]> {
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve: (v) => resolve(v as FromWebview[K][1]), reject });
+        send({ type, id, data: data[0] } as WebviewMessage);
+      });
+    },
+    settle(m) {
+      if (m.type !== 'response') return false;
+      const p = pending.get(m.id);
+      if (!p) return true;
+      pending.delete(m.id);
+      if (m.ok) p.resolve(m.data);
+      else p.reject(new Error(m.error));
+      return true;
+    },
+  };
 }
 
 /** The editor shows one decimal. */

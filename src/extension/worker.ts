@@ -1,41 +1,37 @@
 // The worker process: runs the engine off the extension host's thread. Started by WorkerClient
 // with child_process.fork (IPC channel); one AbortController per request, cancelled by message.
-import { readFileSync, rmSync } from 'node:fs';
 import { loadDesign, type DesignOptions } from '../core/design/load.js';
 import { DesignError } from '../core/design/errors.js';
 import { getSimulator } from '../core/sim/registry.js';
-import { generateTestbench } from '../core/generate/generator.js';
-import { parseVerilatorCoverage } from '../core/coverage/verilatorDat.js';
-import { analyzeCoverage } from '../core/coverage/analyze.js';
-import { overallCoverage } from '../core/sim/ranking.js';
-import { ModelError, type ModelBackend } from '../core/llm/backend.js';
-import { createOpenAIBackend } from '../core/llm/openai.js';
-import { createLocalBackend, type LocalDtype } from '../core/llm/local.js';
-import { createLlamaBackend } from '../core/llm/llama.js';
-import { resolveEngine, type LocalEngine } from '../core/llm/factory.js';
-import type { BackendInfo } from '../core/llm/backend.js';
-import { runAgent, refineOnce } from '../core/agent/loop.js';
+import { ModelError, type BackendInfo, type ModelBackend } from '../core/llm/backend.js';
+import { createBackend, resolveEngine } from '../core/llm/factory.js';
+import { refineOnce } from '../core/agent/loop.js';
+import { runGeneration, type GenerationEvent, type GenerationRound } from '../core/run/generation.js';
 import type { SimResult } from '../core/sim/result.js';
 import { coverageByFile } from './coverageData.js';
 import {
   roundRecord,
+  type FromWorker,
   type GenerateOutcome,
-  type GenerateSettings,
+  type GenerateRequest,
   type IntrospectOutcome,
   type ModelCheck,
   type ModelConfig,
   type ProgressEvent,
   type RefineOutcome,
+  type RefineRequest,
   type RoundRecord,
   type SimulateOutcome,
+  type SimulateRequest,
+  type ToWorker,
   type WorkerErrorInfo,
-  type WorkerReply,
-  type WorkerRequest,
+  type WorkerProtocol,
+  type WorkerRequestKind,
 } from './workerProtocol.js';
 
 const controllers = new Map<number, AbortController>();
 
-function send(m: WorkerReply): void {
+function send(m: FromWorker): void {
   process.send?.(m);
 }
 
@@ -46,17 +42,11 @@ function errorInfo(e: unknown, signal?: AbortSignal): WorkerErrorInfo {
   return { message: e instanceof Error ? e.message : String(e) };
 }
 
-export function modelLabel(m: ModelConfig, info?: BackendInfo): string {
-  if (m.source === 'openai') return `${m.model} @ ${m.baseUrl}`;
-  if (m.source === 'local') {
-    const engine = info?.engine ?? resolveEngine({ modelDir: m.modelDir, engine: localEngine(m) });
-    return engine === 'llama' ? `local ${m.modelDir} (llama.cpp, ${info?.device ?? 'cpu'})` : `local ${m.modelDir} (ONNX ${m.dtype})`;
-  }
-  return 'model-free generator';
-}
-
-function localEngine(m: Extract<ModelConfig, { source: 'local' }>): LocalEngine {
-  return m.engine === 'llama' || m.engine === 'onnx' ? m.engine : 'auto';
+export function modelLabel(m: ModelConfig | null, info?: BackendInfo | null): string {
+  if (!m) return 'model-free generator';
+  if (m.kind === 'openai') return `${m.model} @ ${m.baseUrl}`;
+  const engine = info?.engine ?? resolveEngine(m);
+  return engine === 'llama' ? `local ${m.modelDir} (llama.cpp, ${info?.device ?? 'cpu'})` : `local ${m.modelDir} (ONNX ${m.dtype ?? 'q4'})`;
 }
 
 /** The loaded local model stays loaded between requests (loading a 4B model takes long, and the
@@ -71,26 +61,21 @@ export async function releaseModel(): Promise<void> {
   await h?.backend.dispose().catch(() => undefined);
 }
 
-export async function makeBackend(m: ModelConfig, onProgress?: (s: string) => void): Promise<ModelBackend | null> {
-  if (m.source === 'openai')
-    return createOpenAIBackend({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, timeoutMs: m.timeoutMs, maxRetries: m.maxRetries });
-  if (m.source !== 'local') return null;
+/** A backend for the model through the one factory (core/llm/factory.ts); a local model is held. */
+export async function makeBackend(m: ModelConfig | null, onProgress?: (s: string) => void): Promise<ModelBackend | null> {
+  if (!m) return null;
+  if (m.kind === 'openai') return createBackend(m);
   onHeldProgress = onProgress;
   const key = JSON.stringify(m);
   if (held?.key === key) return shared(held.backend);
   await releaseModel();
   const progress = (s: string): void => onHeldProgress?.(s);
-  const engine = resolveEngine({ modelDir: m.modelDir, engine: localEngine(m) });
-  const backend =
-    engine === 'llama'
-      ? createLlamaBackend({ modelPath: m.modelDir, onMessage: progress })
-      : createLocalBackend({
-          modelDir: m.modelDir,
-          dtype: (['fp32', 'q4', 'q4f16'].includes(m.dtype) ? m.dtype : 'q4') as LocalDtype,
-          allowDownload: m.allowDownload,
-          onProgress: (p) =>
-            progress(`loading model: ${p.file} ${p.status}${p.total ? ` ${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : ''}`),
-        });
+  const backend = await createBackend({
+    ...m,
+    onMessage: progress,
+    onProgress: (p) =>
+      progress(`loading model: ${p.file} ${p.status}${p.total ? ` ${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : ''}`),
+  });
   held = { key, backend };
   return shared(backend);
 }
@@ -119,128 +104,65 @@ async function introspectReq(design: DesignOptions, signal: AbortSignal): Promis
   return { top: info.top, topCandidates: info.topCandidates, files: info.files };
 }
 
-async function generate(
-  design: DesignOptions,
-  model: ModelConfig,
-  s: GenerateSettings,
-  signal: AbortSignal,
-  progress: (e: ProgressEvent) => void,
-): Promise<GenerateOutcome> {
+const toRecord = (r: GenerationRound): RoundRecord => roundRecord(r.sample, r.round, r.testbench, r.result, r.notes);
+
+/** The editor's generation: the one core entry point (core/run/generation.ts), its events turned
+ * into the editor's progress events and its rounds into the editor's records. */
+async function generate(req: GenerateRequest, signal: AbortSignal, progress: (e: ProgressEvent) => void): Promise<GenerateOutcome> {
+  const { model, settings: s } = req;
   progress({ kind: 'status', message: 'reading the design' });
-  const loaded = await loadDesign(design, signal);
+  const loaded = await loadDesign(req.design, signal);
   const simulator = getSimulator(s.simulator);
   const simInfo = await simulator.info();
-  const simLabel = `${simInfo.name} ${simInfo.version}`;
   const backend = await makeBackend(model, (message) => progress({ kind: 'status', message }));
-  if (!backend) {
-    const total = s.rounds;
-    let bestCov: number | null = null;
-    const rounds: RoundRecord[] = [];
-    progress({ kind: 'round-start', sample: 0, round: 0, rounds: total });
-    const r = await generateTestbench(simulator, loaded.design, loaded.info, {
-      rounds: total,
-      target: s.target,
-      instance: s.instance,
-      seed: s.seed,
-      limits: s.limits,
-      signal,
-      onRound: (g) => {
-        const rec = roundRecord(0, g.round, g.testbench, g.result, g.notes);
-        rounds.push(rec);
-        const c = overallCoverage(g.result);
-        if (c !== null && (bestCov === null || c > bestCov)) bestCov = c;
-        progress({ kind: 'round-end', record: rec, bestCoverage: bestCov, rounds: total });
-        if (g.round + 1 < total) progress({ kind: 'round-start', sample: 0, round: g.round + 1, rounds: total });
-      },
-    });
-    return {
-      top: loaded.info.top,
-      tbName: r.tbName,
-      design: loaded.design,
-      rounds,
-      best: r.rounds.indexOf(r.best),
-      model: modelLabel(model),
-      simulator: simLabel,
-      cancelled: signal.aborted,
-    };
-  }
   try {
-    const rounds: RoundRecord[] = [];
-    const info = await backend.info();
-    const label = modelLabel(model, info);
-    progress({ kind: 'model', label });
-    let warmStart: Parameters<typeof runAgent>[0]['warmStart'];
-    if (s.warmStart) {
-      progress({ kind: 'status', message: 'warm start: running the built-in generator; the model refines its best testbench' });
-      const g = await generateTestbench(simulator, loaded.design, loaded.info, {
+    let label = modelLabel(model);
+    const run = await runGeneration(
+      {
+        design: loaded.design,
+        info: loaded.info,
+        model,
+        ...(backend ? { backend } : {}),
+        simulator,
         rounds: s.rounds,
+        samples: s.samples,
         target: s.target,
-        instance: s.instance,
         seed: s.seed,
+        instance: s.instance,
+        history: s.history,
+        sampling: { temperature: s.temperature, topP: s.topP, maxNewTokens: s.maxNewTokens },
+        warmStart: model !== null && s.warmStart === true,
         limits: s.limits,
-        signal,
-      });
-      warmStart = { testbench: g.best.testbench, filename: g.tbName, result: g.best.result };
-    }
-    const run = await runAgent({
-      backend,
-      simulator,
-      design: loaded.design,
-      info: loaded.info,
-      instance: s.instance,
-      rounds: s.rounds,
-      samples: s.samples,
-      target: s.target,
-      history: s.history,
-      sampling: { temperature: s.temperature, topP: s.topP, maxNewTokens: s.maxNewTokens, seed: s.seed },
-      limits: s.limits,
-      signal,
-      warmStart,
-      onEvent: (e) => {
-        if (e.type === 'round-start') progress({ kind: 'round-start', sample: e.sample, round: e.round, rounds: e.rounds });
+      },
+      (e: GenerationEvent) => {
+        if (e.type === 'progress' || e.type === 'note') progress({ kind: 'status', message: e.message });
+        else if (e.type === 'model') progress({ kind: 'model', label: (label = modelLabel(model, e.info)) });
+        else if (e.type === 'round-start') progress({ kind: 'round-start', sample: e.sample, round: e.round, attempts: e.attempts });
         else if (e.type === 'text') progress({ kind: 'text', piece: e.piece });
         else if (e.type === 'sim-start') progress({ kind: 'status', message: `simulating round ${e.round + 1}` });
-        else if (e.type === 'round-end') {
-          const rec = roundRecord(
-            e.sample,
-            e.round,
-            e.entry.testbench,
-            e.entry.result,
-            e.entry.parsed.status === 'unparsable' ? [e.entry.parsed.reason] : [],
-          );
-          rounds.push(rec);
-          progress({ kind: 'round-end', record: rec, bestCoverage: e.bestCoverage, rounds: s.rounds + 1 });
-        }
+        else if (e.type === 'warning') progress({ kind: 'status', message: `round ${e.round + 1}: ${e.message}` });
+        else if (e.type === 'round-end')
+          progress({ kind: 'round-end', record: toRecord(e.entry), bestCoverage: e.bestCoverage, attempts: e.attempts });
       },
-    });
-    // Rounds from the run record (complete even when events were missed), in sample/round order.
-    const all: RoundRecord[] = [];
-    for (const sample of run.samples)
-      for (const r of sample.rounds)
-        all.push(roundRecord(r.sample, r.round, r.testbench, r.result, r.parsed.status === 'unparsable' ? [r.parsed.reason] : []));
-    const final = all.length ? all : rounds;
-    const best = run.best ? final.findIndex((r) => r.sample === run.best!.sample && r.round === run.best!.round) : -1;
+      signal,
+    );
+    const best = run.best ? run.attempts.indexOf(run.best) : -1;
     return {
       top: run.top,
-      tbName: `tb_${run.top}.sv`,
+      tbName: run.tbName,
       design: loaded.design,
-      rounds: final,
+      rounds: run.attempts.map(toRecord),
       best: best >= 0 ? best : null,
       model: label,
-      simulator: simLabel,
-      cancelled: run.cancelled || signal.aborted,
+      simulator: `${simInfo.name} ${simInfo.version}`,
+      cancelled: run.cancelled,
     };
   } finally {
-    await backend.dispose().catch(() => undefined);
+    await backend?.dispose().catch(() => undefined);
   }
 }
 
-async function simulate(
-  design: DesignOptions,
-  testbench: { name: string; content: string },
-  s: GenerateSettings,
-  signal: AbortSignal,
-): Promise<SimulateOutcome> {
+async function simulate({ design, testbench, settings: s }: SimulateRequest, signal: AbortSignal): Promise<SimulateOutcome> {
   const loaded = await loadDesign(design, signal);
   const simulator = getSimulator(s.simulator);
   const result = await simulator.simulate({
@@ -249,52 +171,41 @@ async function simulate(
     testbench,
     limits: s.limits,
     seed: s.seed,
-    keepRunDir: true,
+    // The decorations show the points the figure was computed from (one idea of the DUT's files).
+    wantPoints: true,
     signal,
   });
-  let files: SimulateOutcome['files'] = [];
-  try {
-    if (result.coverageFile) {
-      const dutFiles = new Set(loaded.info.files.concat(loaded.design.files));
-      const cov = analyzeCoverage(parseVerilatorCoverage(readFileSync(result.coverageFile, 'utf8')), {
-        isDutFile: (f) => dutFiles.has(f) || [...dutFiles].some((d) => d.endsWith('/' + f)),
-        top: loaded.info.top,
-      });
-      files = coverageByFile(cov.points);
-    }
-  } finally {
-    if (result.protection.scratchDir) rmSync(result.protection.scratchDir, { recursive: true, force: true });
-  }
-  result.coverageFile = undefined;
+  const files: SimulateOutcome['files'] = coverageByFile(result.points ?? []);
+  result.points = undefined;
   result.log = result.log.slice(-20_000);
   return { result, files };
 }
 
-async function refine(
-  req: Extract<WorkerRequest, { type: 'refine' }>,
-  signal: AbortSignal,
-  progress: (e: ProgressEvent) => void,
-): Promise<RefineOutcome> {
+async function refine(req: RefineRequest, signal: AbortSignal, progress: (e: ProgressEvent) => void): Promise<RefineOutcome> {
   const loaded = await loadDesign(req.design, signal);
   const simulator = getSimulator(req.settings.simulator);
   const backend = await makeBackend(req.model, (message) => progress({ kind: 'status', message }));
   if (!backend) {
-    // Model-free: the generator's coverage-directed rounds, starting from the design again.
+    // Model-free: a generation run with the next seed (at least one refinement round), starting
+    // from the design again.
     progress({ kind: 'status', message: 'model-free refinement: coverage-directed generator rounds' });
-    const r = await generateTestbench(simulator, loaded.design, loaded.info, {
-      rounds: Math.max(2, req.settings.rounds),
-      target: req.settings.target,
-      instance: req.settings.instance,
-      seed: req.settings.seed + 1,
-      limits: req.settings.limits,
+    const r = await runGeneration(
+      {
+        design: loaded.design,
+        info: loaded.info,
+        model: null,
+        simulator,
+        rounds: Math.max(1, req.settings.rounds),
+        target: req.settings.target,
+        instance: req.settings.instance,
+        seed: req.settings.seed + 1,
+        limits: req.settings.limits,
+      },
+      undefined,
       signal,
-    });
-    return {
-      testbench: r.best.testbench,
-      result: r.best.result,
-      record: roundRecord(0, r.best.round, r.best.testbench, r.best.result, r.best.notes),
-      model: modelLabel(req.model),
-    };
+    );
+    const best = r.best!;
+    return { testbench: best.testbench!, result: best.result, record: toRecord(best), model: modelLabel(req.model) };
   }
   try {
     let last: SimResult | null = req.last;
@@ -346,9 +257,9 @@ async function refine(
   }
 }
 
-async function checkModel(m: ModelConfig, signal: AbortSignal): Promise<ModelCheck> {
-  if (m.source === 'none') return { ok: true, message: 'model-free generator: nothing to check' };
-  if (m.source === 'openai') {
+async function checkModel(m: ModelConfig | null, signal: AbortSignal): Promise<ModelCheck> {
+  if (!m) return { ok: true, message: 'model-free generator: nothing to check' };
+  if (m.kind === 'openai') {
     const base = m.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '') + '/v1';
     let res: Response;
     try {
@@ -383,34 +294,36 @@ async function checkModel(m: ModelConfig, signal: AbortSignal): Promise<ModelChe
   }
 }
 
-async function handle(req: WorkerRequest): Promise<void> {
-  if (req.type === 'cancel') {
+type Progress = (e: ProgressEvent) => void;
+
+/** One handler per request of the protocol map: adding a request without its handler does not compile. */
+const handlers: {
+  [K in WorkerRequestKind]: (p: WorkerProtocol[K][0], signal: AbortSignal, progress: Progress) => Promise<WorkerProtocol[K][1]>;
+} = {
+  introspect: (p, signal) => introspectReq(p.design, signal),
+  generate: (p, signal, progress) => generate(p, signal, progress),
+  simulate: (p, signal) => simulate(p, signal),
+  refine: (p, signal, progress) => refine(p, signal, progress),
+  checkModel: (p, signal) => checkModel(p.model, signal),
+};
+
+async function handle(req: ToWorker): Promise<void> {
+  if (req.kind === 'cancel') {
     controllers.get(req.id)?.abort();
     return;
   }
   const ctl = new AbortController();
   controllers.set(req.id, ctl);
-  const progress = (event: ProgressEvent): void => send({ id: req.id, type: 'progress', event });
+  const progress: Progress = (event) => send({ id: req.id, type: 'progress', event });
   try {
-    let result: unknown;
-    switch (req.type) {
-      case 'introspect':
-        result = await introspectReq(req.design, ctl.signal);
-        break;
-      case 'generate':
-        result = await generate(req.design, req.model, req.settings, ctl.signal, progress);
-        break;
-      case 'simulate':
-        result = await simulate(req.design, req.testbench, req.settings, ctl.signal);
-        break;
-      case 'refine':
-        result = await refine(req, ctl.signal, progress);
-        break;
-      case 'checkModel':
-        result = await checkModel(req.model, ctl.signal);
-        break;
-    }
-    send({ id: req.id, type: 'result', result });
+    // The union of (kind, payload) pairs cannot be narrowed through a generic index: the map above
+    // is what keeps each payload with its handler.
+    const handler = handlers[req.kind] as (
+      p: unknown,
+      signal: AbortSignal,
+      progress: Progress,
+    ) => Promise<WorkerProtocol[WorkerRequestKind][1]>;
+    send({ id: req.id, type: 'result', result: await handler(req.payload, ctl.signal, progress) });
   } catch (e) {
     send({ id: req.id, type: 'error', error: errorInfo(e, ctl.signal) });
   } finally {
@@ -419,7 +332,7 @@ async function handle(req: WorkerRequest): Promise<void> {
 }
 
 if (process.send) {
-  process.on('message', (m: WorkerRequest) => void handle(m));
+  process.on('message', (m: ToWorker) => void handle(m));
   process.on('disconnect', () => {
     for (const c of controllers.values()) c.abort();
     void releaseModel();

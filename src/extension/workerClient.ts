@@ -1,9 +1,7 @@
 // The extension host's side of the worker: forks dist/extension-worker.mjs once, sends typed
 // requests, routes progress to the caller and turns an AbortSignal into a cancel message.
 import { fork, type ChildProcess } from 'node:child_process';
-import type { ProgressEvent, ResultOf, WorkerErrorInfo, WorkerReply, WorkerRequest } from './workerProtocol.js';
-
-type Payload<T extends WorkerRequest['type']> = Omit<Extract<WorkerRequest, { type: T }>, 'id' | 'type'>;
+import type { FromWorker, ProgressEvent, ToWorker, WorkerErrorInfo, WorkerProtocol, WorkerRequestKind } from './workerProtocol.js';
 
 export class WorkerError extends Error {
   constructor(readonly info: WorkerErrorInfo) {
@@ -42,7 +40,7 @@ export class WorkerClient {
     });
     child.stdout?.on('data', (d: Buffer) => this.log(d.toString()));
     child.stderr?.on('data', (d: Buffer) => this.log(d.toString()));
-    child.on('message', (m: WorkerReply) => this.onMessage(m));
+    child.on('message', (m: FromWorker) => this.onMessage(m));
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = null;
       for (const [id, p] of this.pending) {
@@ -54,7 +52,7 @@ export class WorkerClient {
     return child;
   }
 
-  private onMessage(m: WorkerReply): void {
+  private onMessage(m: FromWorker): void {
     const p = this.pending.get(m.id);
     if (!p) return;
     if (m.type === 'progress') p.onProgress?.(m.event);
@@ -67,23 +65,23 @@ export class WorkerClient {
     }
   }
 
-  request<T extends Exclude<WorkerRequest['type'], 'cancel'>>(
-    type: T,
-    payload: Payload<T>,
+  request<K extends WorkerRequestKind>(
+    kind: K,
+    payload: WorkerProtocol[K][0],
     opts: { signal?: AbortSignal; onProgress?: (e: ProgressEvent) => void } = {},
-  ): Promise<ResultOf<T>> {
+  ): Promise<WorkerProtocol[K][1]> {
     if (opts.signal?.aborted) return Promise.reject(new WorkerError({ message: 'cancelled', kind: 'cancelled' }));
     const child = this.start();
     const id = this.nextId++;
-    return new Promise<ResultOf<T>>((resolve, reject) => {
+    return new Promise<WorkerProtocol[K][1]>((resolve, reject) => {
       const onAbort = (): void => {
-        if (this.pending.has(id)) child.send({ id, type: 'cancel' } satisfies WorkerRequest);
+        if (this.pending.has(id)) child.send({ id, kind: 'cancel' } satisfies ToWorker);
       };
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       this.pending.set(id, {
         resolve: (v) => {
           opts.signal?.removeEventListener('abort', onAbort);
-          resolve(v as ResultOf<T>);
+          resolve(v as WorkerProtocol[K][1]);
         },
         reject: (e) => {
           opts.signal?.removeEventListener('abort', onAbort);
@@ -91,7 +89,8 @@ export class WorkerClient {
         },
         onProgress: opts.onProgress,
       });
-      child.send({ id, type, ...payload } as unknown as WorkerRequest);
+      // The map's K-th entry: TypeScript cannot narrow the union from a generic K, hence the cast.
+      child.send({ id, kind, payload } as ToWorker);
     });
   }
 

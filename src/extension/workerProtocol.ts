@@ -1,19 +1,22 @@
 // Typed messages between the extension host and the worker process (dist/extension-worker.mjs)
 // that runs the engine: design loading, simulation, the generator and the agent. Long work never
 // runs on the extension host's thread; progress and model text stream back, cancel goes forward.
+// One map, WorkerProtocol, names every request with its payload and its result (as Continue's
+// protocol files do); the client's request() and the worker's handlers are typed from it.
 import type { DesignOptions } from '../core/design/load.js';
 import type { DesignSpec } from '../core/design/types.js';
 import type { CoverageFigures, UncoveredPoint } from '../core/coverage/model.js';
 import type { Diagnostic, SimResult, SimStatus } from '../core/sim/result.js';
 import type { SimLimits } from '../core/sim/simulator.js';
+import type { ModelConfig } from '../core/llm/factory.js';
 import type { FileLineCoverage } from './coverageData.js';
 
-export type ModelConfig =
-  | { source: 'none' }
-  | { source: 'openai'; baseUrl: string; model: string; apiKey?: string; timeoutMs?: number; maxRetries?: number }
-  | { source: 'local'; modelDir: string; dtype: string; allowDownload: boolean; engine?: string };
+/** The model as every front end configures it (core/llm/factory.ts); null: the built-in generator.
+ * Its progress callbacks are never sent: the worker sets its own. */
+export type { ModelConfig };
 
 export interface GenerateSettings {
+  /** Refinement rounds after the first generation: at most rounds + 1 attempts (core/run/generation.ts). */
   rounds: number;
   samples: number;
   target: number;
@@ -71,31 +74,56 @@ export interface ModelCheck {
   models?: string[];
 }
 
-export type WorkerRequest =
-  | { id: number; type: 'introspect'; design: DesignOptions }
-  | { id: number; type: 'generate'; design: DesignOptions; model: ModelConfig; settings: GenerateSettings }
-  | { id: number; type: 'simulate'; design: DesignOptions; testbench: { name: string; content: string }; settings: GenerateSettings }
-  | {
-      id: number;
-      type: 'refine';
-      design: DesignOptions;
-      testbench: { name: string; content: string };
-      /** The last result of that testbench, or null (then the log, or a fresh simulation). */
-      last: SimResult | null;
-      log?: string;
-      model: ModelConfig;
-      settings: GenerateSettings;
-    }
-  | { id: number; type: 'checkModel'; model: ModelConfig }
-  | { id: number; type: 'cancel' };
+export interface TestbenchText {
+  name: string;
+  content: string;
+}
+
+export interface GenerateRequest {
+  design: DesignOptions;
+  model: ModelConfig | null;
+  settings: GenerateSettings;
+}
+
+export interface SimulateRequest {
+  design: DesignOptions;
+  testbench: TestbenchText;
+  settings: GenerateSettings;
+}
+
+export interface RefineRequest {
+  design: DesignOptions;
+  testbench: TestbenchText;
+  /** The last result of that testbench, or null (then the log, or a fresh simulation). */
+  last: SimResult | null;
+  log?: string;
+  model: ModelConfig | null;
+  settings: GenerateSettings;
+}
+
+/** Every request the worker answers: [payload, result]. */
+export type WorkerProtocol = {
+  introspect: [{ design: DesignOptions }, IntrospectOutcome];
+  generate: [GenerateRequest, GenerateOutcome];
+  simulate: [SimulateRequest, SimulateOutcome];
+  refine: [RefineRequest, RefineOutcome];
+  checkModel: [{ model: ModelConfig | null }, ModelCheck];
+};
+
+export type WorkerRequestKind = keyof WorkerProtocol;
+
+/** Host -> worker: a request of one kind with its payload, or the cancel of one in flight. */
+export type ToWorker =
+  { [K in WorkerRequestKind]: { id: number; kind: K; payload: WorkerProtocol[K][0] } }[WorkerRequestKind] | { id: number; kind: 'cancel' };
 
 export type ProgressEvent =
   | { kind: 'status'; message: string }
   /** The model in use, once it is loaded (engine and device included): status bar and dashboard. */
   | { kind: 'model'; label: string }
-  | { kind: 'round-start'; sample: number; round: number; rounds: number }
+  /** `attempts`: the first generation + the refinement rounds, at most. */
+  | { kind: 'round-start'; sample: number; round: number; attempts: number }
   | { kind: 'text'; piece: string }
-  | { kind: 'round-end'; record: RoundRecord; bestCoverage: number | null; rounds: number };
+  | { kind: 'round-end'; record: RoundRecord; bestCoverage: number | null; attempts: number };
 
 export interface WorkerErrorInfo {
   message: string;
@@ -105,22 +133,11 @@ export interface WorkerErrorInfo {
   diagnostics?: Diagnostic[];
 }
 
-export type WorkerReply =
+/** Worker -> host: progress events of a request, then its result or its error. */
+export type FromWorker =
   | { id: number; type: 'progress'; event: ProgressEvent }
-  | { id: number; type: 'result'; result: unknown }
+  | { id: number; type: 'result'; result: WorkerProtocol[WorkerRequestKind][1] }
   | { id: number; type: 'error'; error: WorkerErrorInfo };
-
-export type ResultOf<T extends WorkerRequest['type']> = T extends 'introspect'
-  ? IntrospectOutcome
-  : T extends 'generate'
-    ? GenerateOutcome
-    : T extends 'simulate'
-      ? SimulateOutcome
-      : T extends 'refine'
-        ? RefineOutcome
-        : T extends 'checkModel'
-          ? ModelCheck
-          : never;
 
 export interface RefineOutcome {
   testbench: string;

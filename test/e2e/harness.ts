@@ -1,9 +1,10 @@
 // code-server + Chromium harness for the end-to-end tests: a fresh user-data dir, extensions dir
 // and workspace per run; the packaged VSIX installed offline; everything killed at the end.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
+import { chromium, type Browser, type FrameLocator, type Locator, type Page } from 'playwright-core';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const SHOTS = join(ROOT, 'test-results/e2e');
@@ -27,6 +28,24 @@ export function packageVsix(out: string): void {
   if (r.status !== 0 || !existsSync(out)) throw new Error('packaging the VSIX failed');
 }
 
+/** Packs a plain extension folder (a test fixture) into a VSIX with vsce, offline. */
+export function packageFolderVsix(dir: string, out: string): void {
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules/@vscode/vsce/vsce'),
+      'package',
+      '--no-dependencies',
+      '--skip-license',
+      '--allow-missing-repository',
+      '-o',
+      out,
+    ],
+    { cwd: dir, encoding: 'utf8', timeout: 120_000 },
+  );
+  if (r.status !== 0 || !existsSync(out)) throw new Error(`packaging ${dir} failed:\n${r.stdout}\n${r.stderr}`);
+}
+
 export function installVsix(vsix: string, userData: string, extensions: string): string {
   const r = spawnSync(process.execPath, [ENTRY, '--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], {
     encoding: 'utf8',
@@ -44,7 +63,14 @@ export interface CodeServer {
   stop(): Promise<void>;
 }
 
-export async function startCodeServer(userData: string, extensions: string, workspace: string): Promise<CodeServer> {
+/** `trusted: false` leaves workspace trust on, so the folder opens in Restricted Mode (with
+ * `security.workspace.trust.startupPrompt: never` in the user settings, nobody is asked). */
+export async function startCodeServer(
+  userData: string,
+  extensions: string,
+  workspace: string,
+  opts: { trusted?: boolean } = {},
+): Promise<CodeServer> {
   const proc = spawn(
     process.execPath,
     [
@@ -55,7 +81,7 @@ export async function startCodeServer(userData: string, extensions: string, work
       '127.0.0.1:0',
       '--disable-telemetry',
       '--disable-update-check',
-      '--disable-workspace-trust',
+      ...(opts.trusted === false ? [] : ['--disable-workspace-trust']),
       '--user-data-dir',
       userData,
       '--extensions-dir',
@@ -128,11 +154,15 @@ export async function launchBrowser(profile: string): Promise<Browser> {
 
 export class Workbench {
   private n = 0;
-  constructor(readonly page: Page) {}
+  /** `prefix` keeps the screenshots of several sessions (test files) apart in SHOTS. */
+  constructor(
+    readonly page: Page,
+    readonly prefix = '',
+  ) {}
 
   async shot(name: string): Promise<string> {
     mkdirSync(SHOTS, { recursive: true });
-    const p = join(SHOTS, `${String(++this.n).padStart(2, '0')}-${name}.png`);
+    const p = join(SHOTS, `${this.prefix ? `${this.prefix}-` : ''}${String(++this.n).padStart(2, '0')}-${name}.png`);
     await this.page.screenshot({ path: p });
     return p;
   }
@@ -144,7 +174,22 @@ export class Workbench {
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: 15_000 });
     await input.fill(`>${title}`);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 15_000 });
+    // The palette lists what the `when` clauses allow when it opens; a context key the extension
+    // sets for the editor that just opened (chorus.editorIsHdl) can arrive a moment later, so
+    // reopen it until the command shows.
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await row.waitFor({ timeout: 5_000 });
+        break;
+      } catch (e) {
+        if (attempt === 4) throw e;
+        await page.keyboard.press('Escape');
+        await page.keyboard.press('F1');
+        await input.waitFor({ state: 'visible', timeout: 15_000 });
+        await input.fill(`>${title}`);
+      }
+    }
     await page.keyboard.press('Enter');
   }
 
@@ -171,7 +216,50 @@ export class Workbench {
   /** Closes every editor group, so each step starts from one group. */
   async closeAll(): Promise<void> {
     await this.command('View: Close All Editor Groups');
+    // The panel too (Problems stays open after a step showed it): each step's screenshot shows
+    // its own editors.
+    if (await this.page.locator('#workbench\\.parts\\.panel').isVisible()) await this.command('View: Hide Panel');
     await this.page.waitForTimeout(500);
+  }
+
+  /** Dismisses every notification, so a step's screenshot shows only its own toasts. */
+  async clearNotifications(): Promise<void> {
+    await this.command('Notifications: Clear All Notifications');
+    await this.page
+      .locator('.notification-toast')
+      .first()
+      .waitFor({ state: 'detached', timeout: 10_000 })
+      .catch(() => undefined);
+  }
+
+  /** The toast whose text matches `text` (waits for it). */
+  async toast(text: string | RegExp, timeout = 60_000): Promise<Locator> {
+    const t = this.page.locator('.notification-toast', { hasText: text }).first();
+    await t.waitFor({ timeout });
+    await this.page.waitForTimeout(500); // toasts slide in: a screenshot right away cuts them off
+    return t;
+  }
+
+  /** Shows a toast's whole message (a long one is cut to one line until expanded). */
+  async expandToast(t: Locator): Promise<void> {
+    await t.hover();
+    const expand = t.locator('.codicon-notifications-expand');
+    if (await expand.count()) await expand.first().click();
+    await this.page.waitForTimeout(300);
+  }
+
+  /** Picks the quick-pick row that holds `text` (the quick input must be open). */
+  async pick(text: string | RegExp, timeout = 30_000): Promise<void> {
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+    await row.waitFor({ timeout });
+    await row.click();
+  }
+
+  /** Types into the open quick input (input box or simple file dialog), replacing its value. */
+  async typeInput(value: string, timeout = 30_000): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout });
+    await input.fill(value);
   }
 
   statusText(): Promise<string> {
@@ -190,5 +278,99 @@ export async function waitFor<T>(what: string, f: () => T | Promise<T>, timeoutM
     if (v) return v as NonNullable<T>;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
+
+export interface SessionOptions {
+  /** Names the screenshots of this session (several test files share SHOTS). */
+  name: string;
+  /** false: the workspace opens in Restricted Mode (workspace trust left on). */
+  trusted?: boolean;
+  /** Further VSIX files installed beside ours (e.g. a stand-in for another HDL extension). */
+  extraVsix?: string[];
+  /** User settings beside the defaults below. */
+  userSettings?: Record<string, unknown>;
+}
+
+/** One code-server + Chromium with our VSIX installed and a copy of examples/ as the workspace. */
+export interface Session {
+  tmp: string;
+  ws: string;
+  cs: CodeServer;
+  browser: Browser;
+  page: Page;
+  wb: Workbench;
+  /** Replaces the workspace settings (.vscode/settings.json) with the defaults plus `s`. */
+  settings(s: Record<string, unknown>): void;
+  close(): Promise<void>;
+}
+
+export const WORKSPACE_DEFAULTS = {
+  'workbench.startupEditor': 'none',
+  'chorus.generation.rounds': 2,
+  'chorus.generation.coverageTarget': 100,
+  'chorus.model.source': 'none',
+};
+
+/** The VSIX of this working tree: packaged once per run by globalSetup.ts (`chorusVsix`), or here
+ * when a file runs without it. */
+export function chorusVsix(provided: string | undefined, tmp: string): string {
+  if (provided && existsSync(provided)) return provided;
+  const vsix = join(tmp, 'chorus.vsix');
+  packageVsix(vsix);
+  return vsix;
+}
+
+export async function openSession(vsix: string, opts: SessionOptions): Promise<Session> {
+  const tmp = mkdtempSync(join(tmpdir(), `chorus-e2e-${opts.name}-`));
+  const ws = join(tmp, 'ws');
+  cpSync(join(ROOT, 'examples'), join(ws, 'examples'), { recursive: true });
+  const settings = (s: Record<string, unknown>): void => {
+    mkdirSync(join(ws, '.vscode'), { recursive: true });
+    writeFileSync(join(ws, '.vscode/settings.json'), JSON.stringify({ ...WORKSPACE_DEFAULTS, ...s }, null, 2));
+  };
+  settings({});
+  const userData = join(tmp, 'user-data');
+  const exts = join(tmp, 'extensions');
+  mkdirSync(join(userData, 'User'), { recursive: true });
+  writeFileSync(
+    join(userData, 'User/settings.json'),
+    JSON.stringify({
+      'workbench.colorTheme': 'Default Dark Modern',
+      'window.commandCenter': false,
+      'workbench.tips.enabled': false,
+      'chorus.showWalkthroughOnFirstRun': false,
+      // Also here: Restricted Mode ignores the workspace's settings.
+      'workbench.startupEditor': 'none',
+      // The scripted model servers listen on loopback ports: no "forwarded port" noise.
+      'remote.autoForwardPorts': false,
+      ...opts.userSettings,
+    }),
+  );
+  for (const v of [vsix, ...(opts.extraVsix ?? [])]) installVsix(v, userData, exts);
+  let cs: CodeServer | null = null;
+  let browser: Browser | null = null;
+  const close = async (): Promise<void> => {
+    await browser?.close().catch(() => undefined);
+    await cs?.stop();
+    if (!process.env.CHORUS_E2E_KEEP) rmSync(tmp, { recursive: true, force: true });
+  };
+  try {
+    cs = await startCodeServer(userData, exts, ws, { trusted: opts.trusted });
+    browser = await launchBrowser(join(tmp, 'chromium'));
+    const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+    const wb = new Workbench(page, opts.name);
+    await page.goto(`${cs.url}/?folder=${encodeURIComponent(ws)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+    await page
+      .locator('.statusbar')
+      .getByText('CHORUS', { exact: false })
+      .first()
+      .waitFor({ timeout: 90_000 })
+      .catch(() => undefined);
+    return { tmp, ws, cs, browser, page, wb, settings, close };
+  } catch (e) {
+    await close();
+    throw e;
   }
 }

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { execa } from 'execa';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { examples, fixtures, repoRoot, scratchDir } from '../helpers.js';
+import { examples, fixtures, repoRoot, scratchDir, simulateFiles } from '../helpers.js';
+import { figures } from '../../src/core/coverage/model.js';
 
 const cli = join(repoRoot, 'dist', 'cli.js');
 const counter = join(examples, 'counter', 'counter.sv');
@@ -96,6 +97,19 @@ describe('chorus sim', () => {
     expect(info).toMatch(/^DA:19,0$/m);
     expect(info).toMatch(/^BRDA:23,0,1,-$/m);
     expect(info).toMatch(/end_of_record/);
+  });
+
+  it('lcov and the scored figure come from one point set (the same DUT files)', async () => {
+    const tb = join(examples, 'counter', 'tb_counter_weak.sv');
+    const r = await simulateFiles([counter], 'tb_counter_weak.sv', readFileSync(tb, 'utf8'), { wantPoints: true }, 'counter');
+    expect(r.status).toBe('success');
+    expect(r.points!.length).toBeGreaterThan(0);
+    // Without waivers, the figure of the returned points is the scored figure, exactly.
+    expect(figures(r.points!).overall).toBe(r.coverage!.waived.overall);
+    expect(new Set(r.points!.map((p) => p.file))).toEqual(new Set([counter]));
+    // Not asked, not sent (the reward service answers training millions of times).
+    const plain = await simulateFiles([counter], 'tb_counter_weak.sv', readFileSync(tb, 'utf8'), {}, 'counter');
+    expect(plain.points).toBeUndefined();
   });
 
   it('reads an EDA file list with -f', async () => {

@@ -8,12 +8,14 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createLlamaBackend, findGguf } from '../../src/core/llm/llama.js';
+import { createLlamaBackend, findGguf, loadedLlamaModels } from '../../src/core/llm/llama.js';
 import { createLocalBackend } from '../../src/core/llm/local.js';
 import { createBackend, resolveEngine } from '../../src/core/llm/factory.js';
 import { ModelError, type Completion, type ModelBackend } from '../../src/core/llm/backend.js';
 import type { ChatMessage } from '../../src/core/agent/protocol.js';
 import { ensureTinyGguf } from '../support/gguf.js';
+import { modelIdentity, sampleKey } from '../../src/core/eval/cache.js';
+import type { EvalTask } from '../../src/core/eval/task.js';
 
 const fixture = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'models', 'tiny-qwen3');
 /** The fixture's folder plus a GGUF, as `chorus-train export --gguf` leaves a model folder. */
@@ -119,7 +121,7 @@ describe('engines: llama.cpp and ONNX', () => {
       const b = make(false);
       const r1 = await b.complete({ messages: first, sampling: greedy });
       const n1 = r1.promptTokens;
-      expect(r1.cache).toEqual({ evaluatedTokens: n1, reusedTokens: 0 });
+      expect(r1.cache).toMatchObject({ evaluatedTokens: n1, reusedTokens: 0 });
       // a refinement round starts with the first turn: only the new suffix is evaluated
       const r2 = await b.complete({ messages: refine, sampling: greedy });
       const n2 = r2.promptTokens;
@@ -128,7 +130,7 @@ describe('engines: llama.cpp and ONNX', () => {
       expect(r2.cache!.evaluatedTokens).toBe(n2 - r2.cache!.reusedTokens);
       // the same prompt again: everything but the last token is reused
       const r3 = await b.complete({ messages: refine, sampling: greedy });
-      expect(r3.cache).toEqual({ evaluatedTokens: 1, reusedTokens: n2 - 1 });
+      expect(r3.cache).toMatchObject({ evaluatedTokens: 1, reusedTokens: n2 - 1 });
       expect(r3.text).toBe(r2.text);
       const fresh = make(false, true);
       const f2 = await fresh.complete({ messages: refine, sampling: greedy });
@@ -217,5 +219,95 @@ describe('engines: llama.cpp and ONNX', () => {
   it('llama.cpp: a context too small for the prompt is a context-overflow error', async () => {
     const b = keep(createLlamaBackend({ modelPath: both, gpu: 'cpu', contextLength: 32 }));
     expect((await modelError(b.complete({ messages: refine, sampling: greedy }))).kind).toBe('context-overflow');
+  });
+  it('llama.cpp: the context is allocated for what the calls need and regrows, keeping the evaluated tokens and the reply', async () => {
+    // contextStep 64: allocations in 64-token steps, so a 200-token reply and a longer prompt regrow it
+    const sized = (lookup: boolean): ModelBackend =>
+      keep(createLlamaBackend({ modelPath: both, gpu: 'cpu', threads: 1, contextLength: 2000, contextStep: 64, lookup }));
+    const whole = keep(
+      createLlamaBackend({ modelPath: both, gpu: 'cpu', threads: 1, contextLength: 2000, contextStep: 4096, lookup: false }),
+    );
+    const long = { temperature: 0, topP: 1, maxNewTokens: 200 };
+    const w1 = await whole.complete({ messages: first, sampling: long });
+    expect(w1.cache!.contextTokens).toBe(2000); // one allocation at the limit
+    for (const lookup of [false, true]) {
+      const b = sized(lookup);
+      const r1 = await b.complete({ messages: first, sampling: long });
+      // first allocation: prompt + 64 reply tokens + 16 draft room + 64 room, rounded up to 64
+      const firstAllocation = Math.ceil((r1.promptTokens + 64 + 16 + 64) / 64) * 64;
+      expect(r1.completionTokens).toBe(200); // the reply ran past the first allocation ...
+      expect(r1.cache!.contextTokens).toBeGreaterThan(firstAllocation); // ... which grew under it
+      expect(r1.cache!.contextTokens).toBeLessThan(2000);
+      expect(r1.text).toBe(w1.text); // and the reply is plain decoding's
+      // a longer prompt that starts with the first: the context regrows and keeps the prefix
+      const bigger: ChatMessage[] = [
+        ...refine.slice(0, -1),
+        { role: 'user', content: `${refine.at(-1)!.content}\n${'Uncovered: the wrap from 15 to 0 under reset. '.repeat(40)}` },
+      ];
+      const r2 = await b.complete({ messages: bigger, sampling: greedy });
+      expect(r2.promptTokens).toBeGreaterThan(r1.cache!.contextTokens!);
+      expect(r2.cache!.contextTokens).toBeGreaterThan(r1.cache!.contextTokens!);
+      expect(r2.cache!.reusedTokens).toBeGreaterThanOrEqual(r1.promptTokens - 6);
+      const w2 = await whole.complete({ messages: bigger, sampling: greedy });
+      expect(r2.text).toBe(w2.text);
+    }
+  });
+
+  it('llama.cpp: a cancelled load rejects with the cancellation error and leaves no model loaded', async () => {
+    const before = loadedLlamaModels();
+    // contextLength 1000: a cache key of its own, so this is a new load
+    const opts = { modelPath: both, gpu: 'cpu' as const, threads: 1, contextLength: 1000 };
+    const ac = new AbortController();
+    const b = createLlamaBackend({ ...opts, signal: ac.signal });
+    const p = b.info();
+    ac.abort();
+    const e = await modelError(p);
+    expect(e.kind).toBe('cancelled');
+    expect(e.message).toMatch(/Loading .*\.gguf was cancelled/);
+    await modelError(b.complete({ messages: first, sampling: greedy })); // the backend stays cancelled
+    await b.dispose(); // returns once the stopped load has freed what it read
+    expect(loadedLlamaModels()).toBe(before);
+    // two backends share a load: one giving up leaves it to the other
+    const ac2 = new AbortController();
+    const quitter = createLlamaBackend({ ...opts, signal: ac2.signal });
+    const stayer = createLlamaBackend(opts);
+    const q = quitter.info();
+    const s = stayer.info();
+    ac2.abort();
+    expect((await modelError(q)).kind).toBe('cancelled');
+    expect((await s).engine).toBe('llama');
+    expect(loadedLlamaModels()).toBe(before + 1);
+    await quitter.dispose();
+    await stayer.dispose();
+    expect(loadedLlamaModels()).toBe(before);
+  });
+
+  it('onnx: a cancelled load rejects with the cancellation error and a later load works', async () => {
+    const ac = new AbortController();
+    const b = createLocalBackend({ modelDir: fixture, dtype: 'q4', threads: 1, signal: ac.signal });
+    const p = b.info();
+    ac.abort();
+    expect((await modelError(p)).kind).toBe('cancelled');
+    await b.dispose();
+    const again = keep(createLocalBackend({ modelDir: fixture, dtype: 'q4', threads: 1 }));
+    expect((await again.info()).engine).toBe('onnx');
+  });
+  it('eval: the two engines on one model folder have different identities, so their results never merge', async () => {
+    const task: EvalTask = { id: 't', designFiles: [], specFiles: [], top: 'counter', instance: 'uut', threshold: 1 };
+    const keys = new Set<string>();
+    const ids: Record<string, unknown>[] = [];
+    for (const engine of ['llama', 'onnx'] as const) {
+      const config = { kind: 'local' as const, modelDir: both, engine, gpu: 'cpu' as const, threads: 1 };
+      const b = keep(await createBackend(config));
+      const id = modelIdentity(config, await b.info());
+      ids.push(id);
+      keys.add(
+        sampleKey({ task, row: { kind: 'model', identity: id }, sample: 0, seed: 1, simulator: { name: 'v', version: '1' }, limits: {} }),
+      );
+    }
+    expect(ids[0]).toMatchObject({ kind: 'local', engine: 'llama', kvCache: 'f16' });
+    expect(String(ids[0].weights)).toMatch(/\.gguf$/);
+    expect(ids[1]).toMatchObject({ kind: 'local', engine: 'onnx', dtype: 'q4' });
+    expect(keys.size).toBe(2);
   });
 });

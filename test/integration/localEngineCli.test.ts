@@ -8,7 +8,7 @@ import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { examples, repoRoot, scratchDir } from '../helpers.js';
-import { ensureTinyGguf } from '../support/gguf.js';
+import { ensureTinyGguf, shapeFromConfig, writeQwen3Gguf } from '../support/gguf.js';
 
 const cli = join(repoRoot, 'dist', 'cli.js');
 const fixture = join(repoRoot, 'test', 'fixtures', 'models', 'tiny-qwen3');
@@ -100,6 +100,47 @@ describe('chorus generate on a local model', () => {
     const bad = await execa(process.execPath, [cli, 'generate', '--model', both, '--engine', 'vllm', counter()], { reject: false });
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/--engine must be auto, llama or onnx/);
+  });
+
+  it('--kv-cache q8_0 runs the llama.cpp engine on a quantized KV cache; another value is a usage error', async () => {
+    // llama.cpp quantizes K in blocks of 32 along a head: the fixture's heads of 16 cannot, heads of 32 can
+    const head32 = join(scratchDir('chorus-kv-'), 'model-f16.gguf');
+    const shape = { ...shapeFromConfig(join(fixture, 'config.json')), headDim: 32 };
+    writeQwen3Gguf(head32, { shape, tokenizerDir: fixture, type: 'f16', embeddingStd: 0.5 });
+    const run = (model: string): ReturnType<typeof execa> =>
+      execa(
+        process.execPath,
+        [
+          cli,
+          'generate',
+          '--json',
+          '--model',
+          model,
+          '--engine',
+          'llama',
+          '--gpu',
+          'cpu',
+          '--threads',
+          '1',
+          '--kv-cache',
+          'q8_0',
+          '--rounds',
+          '0',
+          '--max-tokens',
+          '4',
+          counter(),
+        ],
+        { reject: false },
+      );
+    const q = await run(head32);
+    expect(q.exitCode, String(q.stderr)).toBe(1); // the random model writes no testbench
+    expect(JSON.parse(String(q.stdout)).rounds[0].tokens.completion).toBeGreaterThan(0);
+    const no = await run(both);
+    expect(no.exitCode).toBe(2);
+    expect(no.stderr).toMatch(/q8_0 KV cache .*head size is a multiple of 32.*--kv-cache f16/);
+    const bad = await execa(process.execPath, [cli, 'generate', '--model', both, '--kv-cache', 'q4', counter()], { reject: false });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toMatch(/--kv-cache must be f16 or q8_0/);
   });
 
   for (const engine of ['llama', 'onnx'] as const) {

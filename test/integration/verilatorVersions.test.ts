@@ -156,14 +156,15 @@ describe('the two Verilators', () => {
     }
   });
 
-  // Two CVDP designs whose always @* reads next_count while assigning it. 0034's DUT compiles
+  // Two CVDP designs whose always @* reads next_count while assigning it (the user-facing failure
+  // with nothing that cures it: test/integration/settle.test.ts). 0034's DUT compiles
   // slowly enough on the current release to take the DUT-library path, where Verilator's
   // UNOPTFLAT warning is not seen: the flat retry names the loop.
   for (const [id, extraPort] of [
     ['0006', ''],
     ['0034', ', .divisor_valid_result()'],
   ] as const) {
-    it(`a combinational loop is the DUT error naming the looping signal, on both versions (restoring_division_${id})`, async () => {
+    it(`a combinational loop is the DUT's, named at the looping signal, and runs as event-driven simulators run it, on both versions (restoring_division_${id})`, async () => {
       needWheel();
       const dir = scratchDir('chorus-loop-');
       const dut = join(benchData, 'cvdp-cid012-dev', `cvdp_copilot_restoring_division_${id}`, 'restore_division.sv');
@@ -182,17 +183,20 @@ describe('the two Verilators', () => {
       );
       for (const v of [SYSTEM, WHEEL]) {
         const r = await simJson(v, 'restoring_division', tb, [dut]);
-        expect(r.status, v).toBe('xrun_failed');
+        // --converge-limit and split_var do not cure it; the always @(*) as an event-driven process does.
+        expect(r.status, v).toBe('success');
         const loop = r.diagnostics.find((d: { code?: string }) => d.code === 'CHORUS-COMBLOOP');
-        expect(loop, v).toMatchObject({ origin: 'dut', severity: 'error', file: dut, line: 25 });
-        expect(loop.message).toMatch(/combinational loop through next_count/);
-        expect(loop.message).toMatch(/retried with .*split_var on the looping variables, it still does not settle/);
+        expect(loop, v).toMatchObject({ origin: 'dut', severity: 'warning', file: dut, line: 25 });
+        expect(loop.message).toMatch(/loop through next_count\) does not settle in Verilator as written/);
+        expect(r.settle, v).toMatchObject({ loop: ['next_count'] });
+        expect(r.settle.workaround).toMatch(/always block at restore_division\.sv:\d+ run as event-driven process/);
+        expect(r.settle.tried.join(' ')).toMatch(/split_var on the looping variables/);
         // Never blamed on the testbench's first line.
         expect(
           r.diagnostics.filter((d: { origin: string; severity: string }) => d.origin === 'testbench' && d.severity === 'error'),
           v,
         ).toEqual([]);
-        expect(r.err_msg.split('\n')[0]).toMatch(/does not settle/);
+        expect(r.coverage.waived.overall, v).toBeGreaterThan(0.5);
       }
     });
   }

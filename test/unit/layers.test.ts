@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 const CORE = resolve(import.meta.dirname, '..', '..', 'src', 'core');
 
 /** Lowest first. */
-const LAYERS = ['util', 'design', 'coverage', 'sim', 'llm', 'agent', 'generate', 'eval', 'service'];
+const LAYERS = ['util', 'design', 'coverage', 'sim', 'llm', 'agent', 'generate', 'run', 'eval', 'service'];
 
 /** Known upward imports, `from -> to` (paths under src/core), each with the reason it stays. */
 const EXCEPTIONS: Record<string, string> = {

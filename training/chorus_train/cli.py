@@ -93,10 +93,11 @@ def cmd_rl(argv: list[str]) -> None:
     from . import rl
     from .envs import ServiceEnv
     from .reward_client import connect
+    from .trl_engine import train_rl  # the training runs on TRL's GRPOTrainer
 
     tasks = rl.load_tasks(cfg.data)
     with connect(cfg.service or None) as client:
-        rl.train(cfg, tasks, ServiceEnv(client, cfg.timeout_s), steps=a.steps, resume=not a.no_resume)
+        train_rl(cfg, tasks, ServiceEnv(client, cfg.timeout_s), steps=a.steps, resume=not a.no_resume)
 
 
 def cmd_opd(argv: list[str]) -> None:
@@ -111,6 +112,7 @@ def cmd_opd(argv: list[str]) -> None:
     ap.add_argument('--out', default=None)
     ap.add_argument('--service', action='append', default=None)
     ap.add_argument('--steps', type=int, default=None)
+    ap.add_argument('--no-resume', action='store_true')
     ap.add_argument('--dry-run', action='store_true')
     a = ap.parse_args(argv)
     recipe = _load_recipe(a.config)
@@ -132,13 +134,13 @@ def cmd_opd(argv: list[str]) -> None:
     print(plan_opd(cfg, recipe.get('cluster', {})))
     if a.dry_run:
         return
-    from . import opd
     from .envs import ServiceEnv
     from .reward_client import connect
     from .rl import load_tasks
+    from .trl_engine import train_opd  # on TRL's GRPOTrainer (ChorusOPDTrainer)
 
     with connect(cfg.service or None) as client:
-        opd.train(cfg, load_tasks(cfg.data), ServiceEnv(client, cfg.timeout_s), steps=a.steps)
+        train_opd(cfg, load_tasks(cfg.data), ServiceEnv(client, cfg.timeout_s), steps=a.steps, resume=not a.no_resume)
 
 
 def cmd_data(argv: list[str]) -> None:

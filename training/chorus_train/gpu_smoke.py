@@ -1,8 +1,9 @@
-"""Accelerator smoke run (scripts/gpu_smoke.sh): on one GPU, with a Qwen3-0.6B-shaped random model,
-2 DAPO steps with vLLM rollouts (weights pushed to vLLM after each update), 1 OPD step, and the
-rollout throughput of vLLM against HF `generate` on the same prompts. Prints one JSON object.
+"""Accelerator smoke run (scripts/gpu_smoke.sh) of the TRL engine path (trl_engine.py): on one GPU,
+with a Qwen3-0.6B-shaped random model, 2 DAPO steps on TRL's GRPOTrainer with TRL's colocated vLLM
+rollouts (weights synced into vLLM after each update), 1 OPD step on TRL, and the rollout
+throughput of vLLM inside TRL against HF `generate` on the same prompts. Prints one JSON object.
 
-    python -m chorus_train.gpu_smoke --model /tmp/qwen3-0.6b-random [--max-new-tokens 512] [--out DIR]
+    python -m chorus_train.gpu_smoke --model /tmp/qwen3-0.6b-random [--max-new-tokens 512] [--out DIR] [--dry-run]
 
 The reward is the synthetic token reward of the CPU tests (no simulator needed), so the figures
 are the engine's: rollout tokens/s, update seconds, weight-sync seconds.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -22,63 +24,10 @@ def _tokens(groups) -> int:
     return sum(len(s.response_ids) for g in groups for s in g)
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog='python -m chorus_train.gpu_smoke')
-    ap.add_argument('--model', required=True)
-    ap.add_argument('--out', default='/tmp/chorus-gpu-smoke')
-    ap.add_argument('--max-new-tokens', type=int, default=512)
-    ap.add_argument('--skip-vllm', action='store_true')
-    a = ap.parse_args(argv)
-    assert torch.cuda.is_available(), 'no CUDA device: this smoke run needs the accelerator'
+def _configs(a, out: Path, have_vllm: bool):
     from . import opd, rl
-    from .envs import TokenRewardEnv
-    from .policy import HFSampler, load_policy, render
 
-    out = Path(a.out)
-    report: dict = {'device': torch.cuda.get_device_name(0), 'torch': torch.__version__, 'max_new_tokens': a.max_new_tokens}
-    model, tok = load_policy(a.model, 'bfloat16', 'cuda')
-    good = set(range(0, tok.vocab_size if hasattr(tok, 'vocab_size') else 151936, 2))
-    env = TokenRewardEnv(good)
-    tasks = [
-        {'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a SystemVerilog testbench for module m{i}.'}]}
-        for i in range(4)
-    ]
-    prompts = [render(tok, t['messages']) for t in tasks]
-
-    # rollout throughput: the same 4 prompts x 4 samples (one round of the reference batch)
-    hf = HFSampler(model, tok, a.max_new_tokens, 1.0, 1.0, seed=0)
-    torch.cuda.synchronize()
-    t0 = time.time()
-    g = hf.sample(prompts, 4)
-    torch.cuda.synchronize()
-    dt = time.time() - t0
-    report['hf_generate'] = {'seconds': round(dt, 2), 'tokens': _tokens(g), 'tokens_per_s': round(_tokens(g) / dt, 1)}
-    try:
-        import vllm  # noqa: F401
-
-        have_vllm = not a.skip_vllm
-        report['vllm'] = vllm.__version__
-    except ImportError:
-        have_vllm = False
-        report['vllm'] = 'not installed: RL steps use HF generate'
-    sampler = None
-    if have_vllm:
-        from .policy import vllm_sampler
-
-        t0 = time.time()
-        sampler = vllm_sampler(a.model, tok, a.max_new_tokens, 1.0, 1.0, seed=0, gpu_memory_utilization=0.35, dtype='bfloat16')
-        report['vllm_start_s'] = round(time.time() - t0, 1)
-        sampler.sample(prompts[:1], 1)  # warm-up (graphs, cache)
-        t0 = time.time()
-        g = sampler.sample(prompts, 4)
-        dt = time.time() - t0
-        report['vllm_generate'] = {'seconds': round(dt, 2), 'tokens': _tokens(g), 'tokens_per_s': round(_tokens(g) / dt, 1)}
-        t0 = time.time()
-        sampler.sync(model)
-        report['weight_sync_s'] = round(time.time() - t0, 2)
-
-    # 2 DAPO steps (reference batch shape: 4 prompts x group 4 x 2 rounds), rollouts by vLLM when present
-    cfg = rl.RLConfig(
+    rcfg = rl.RLConfig(
         out=str(out / 'rl'),
         model=a.model,
         lr=1e-6,
@@ -93,16 +42,6 @@ def main(argv: list[str] | None = None) -> None:
         device='cuda',
         rollout_engine='vllm' if have_vllm else 'hf',
     )
-    t0 = time.time()
-    res = rl.train(cfg, tasks, env, model=model, tok=tok, sampler=sampler, steps=2, resume=False, log=print)
-    report['rl_2_steps_s'] = round(time.time() - t0, 1)
-    report['rl_state'] = res['state']
-    report['rl_metrics'] = (out / 'rl' / 'metrics.csv').read_text().splitlines()[-2:]
-    report['peak_gpu_memory_gib'] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
-
-    # 1 OPD step: student = the RL result, teacher = the starting checkpoint
-    teacher, _ = load_policy(a.model, 'bfloat16', 'cuda')
-    teacher.eval().requires_grad_(False)
     ocfg = opd.OPDConfig(
         out=str(out / 'opd'),
         lr=1e-6,
@@ -118,8 +57,132 @@ def main(argv: list[str] | None = None) -> None:
         device='cuda',
         routing='always_best',
     )
+    return rcfg, ocfg
+
+
+# TRL's colocated vLLM (one engine in this process, weights synced from the policy after every update)
+VLLM_ARGS = {'vllm_mode': 'colocate', 'vllm_gpu_memory_utilization': 0.35, 'vllm_enable_sleep_mode': False}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog='python -m chorus_train.gpu_smoke')
+    ap.add_argument('--model', required=True)
+    ap.add_argument('--out', default='/tmp/chorus-gpu-smoke')
+    ap.add_argument('--max-new-tokens', type=int, default=512)
+    ap.add_argument('--skip-vllm', action='store_true')
+    ap.add_argument('--dry-run', action='store_true', help='print the TRL configurations of the run (no GPU, no model)')
+    a = ap.parse_args(argv)
+    from . import trl_engine
+
+    out = Path(a.out)
+    if a.dry_run:
+        rcfg, ocfg = _configs(a, out, have_vllm=not a.skip_vllm)
+        plan = {}
+        for name, c, g, extra in (
+            ('rl', rcfg, rcfg.group_size, VLLM_ARGS if not a.skip_vllm else {}),
+            ('opd', ocfg, ocfg.student_samples, {}),
+        ):
+            c.device = 'cpu'  # the plan only; the run is on the GPU
+            args = trl_engine.grpo_args(
+                c,
+                group=g,
+                rounds=c.agentic_rounds,
+                prompts=c.prompts_per_step,
+                world=1,
+                steps_total=c.updates,
+                use_vllm=False,
+                **{k: v for k, v in extra.items() if k != 'vllm_mode'},
+            )
+            keys = (
+                'loss_type',
+                'epsilon',
+                'epsilon_high',
+                'beta',
+                'num_generations',
+                'generation_batch_size',
+                'per_device_train_batch_size',
+                'steps_per_generation',
+                'gradient_accumulation_steps',
+                'learning_rate',
+                'adam_beta1',
+                'adam_beta2',
+                'temperature',
+                'top_p',
+                'max_completion_length',
+                'max_steps',
+            )
+            plan[name] = {k: getattr(args, k) for k in keys} | {'rollouts': 'vllm colocate' if extra else 'hf generate'}
+        print(json.dumps({'model': a.model, 'out': str(out), 'plan': plan}, indent=2, default=str))
+        return
+    assert torch.cuda.is_available(), 'no CUDA device: this smoke run needs the accelerator'
+    from .envs import TokenRewardEnv
+    from .evaluate import free_port
+    from .policy import HFSampler, load_policy, render
+
+    # TRL's colocated vLLM runs as an external launcher of torch.distributed, even in one process
+    for k, v in {'RANK': '0', 'LOCAL_RANK': '0', 'WORLD_SIZE': '1', 'MASTER_ADDR': '127.0.0.1', 'MASTER_PORT': str(free_port())}.items():
+        os.environ.setdefault(k, v)
+    report: dict = {
+        'device': torch.cuda.get_device_name(0),
+        'torch': torch.__version__,
+        'max_new_tokens': a.max_new_tokens,
+        'engine': 'trl',
+    }
+    import trl
+
+    report['trl'] = trl.__version__
+    model, tok = load_policy(a.model, 'bfloat16', 'cuda')
+    good = set(range(0, tok.vocab_size if hasattr(tok, 'vocab_size') else 151936, 2))
+    env = TokenRewardEnv(good)
+    tasks = [
+        {'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a SystemVerilog testbench for module m{i}.'}]}
+        for i in range(4)
+    ]
+    prompts = [render(tok, t['messages']) for t in tasks]
+
+    # HF generate on the same 4 prompts x 4 samples (one round of the reference batch): the baseline
+    hf = HFSampler(model, tok, a.max_new_tokens, 1.0, 1.0, seed=0)
+    torch.cuda.synchronize()
     t0 = time.time()
-    ores = opd.train(ocfg, tasks, env, student=res['model'], tok=tok, teachers=[teacher], steps=1, resume=False, log=print)
+    g = hf.sample(prompts, 4)
+    torch.cuda.synchronize()
+    dt = time.time() - t0
+    report['hf_generate'] = {'seconds': round(dt, 2), 'tokens': _tokens(g), 'tokens_per_s': round(_tokens(g) / dt, 1)}
+    try:
+        import vllm  # noqa: F401
+
+        have_vllm = not a.skip_vllm
+        report['vllm'] = vllm.__version__
+    except ImportError:
+        have_vllm = False
+        report['vllm'] = 'not installed: the RL steps use HF generate inside TRL'
+    rcfg, ocfg = _configs(a, out, have_vllm)
+
+    # 2 DAPO steps on TRL (4 prompts x group 4 x 2 rounds), rollouts by TRL's colocated vLLM when present
+    t0 = time.time()
+    res = trl_engine.train_rl(
+        rcfg, tasks, env, model=model, tok=tok, steps=2, resume=False, log=print, args_over=VLLM_ARGS if have_vllm else None
+    )
+    report['rl_2_steps_s'] = round(time.time() - t0, 1)
+    ro = res['rollout']
+    report['rl_rollout'] = {
+        'engine': 'vllm (TRL colocate)' if have_vllm else 'hf generate (TRL)',
+        'seconds': round(ro.gen_seconds, 2),
+        'tokens': ro.gen_tokens,
+        'tokens_per_s': round(ro.gen_tokens / max(ro.gen_seconds, 1e-9), 1),
+    }
+    report['rl_global_step'] = res['trainer'].state.global_step
+    report['rl_metrics'] = (out / 'rl' / 'metrics.csv').read_text().splitlines()[-2:]
+    report['peak_gpu_memory_gib'] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    student = res['model']
+    del res
+    torch.cuda.empty_cache()
+
+    # 1 OPD step on TRL: student = the RL result, teacher = the starting checkpoint
+    teacher, _ = load_policy(a.model, 'bfloat16', 'cuda')
+    teacher.eval().requires_grad_(False)
+    t0 = time.time()
+    ores = trl_engine.train_opd(ocfg, tasks, env, student=student, tok=tok, teachers=[teacher], steps=1, resume=False, log=print)
     report['opd_1_step_s'] = round(time.time() - t0, 1)
     report['opd_totals'] = ores['totals']
     report['peak_gpu_memory_gib'] = round(torch.cuda.max_memory_allocated() / 2**30, 2)

@@ -1,6 +1,7 @@
-"""Policy plumbing shared by RL and OPD: loading a Hugging Face causal LM, rendering chat prompts
-with the model's own template (Qwen3, thinking disabled), sampling (HF generate; vLLM optional),
-and batched forward passes that return logits at the response positions only.
+"""Policy plumbing: loading a Hugging Face causal LM, rendering chat prompts with the model's own
+template (Qwen3, thinking disabled), HF generate sampling (OPD's teachers, tests, the smoke run's
+baseline; the policy's rollouts are TRL's: trl_engine.py), and batched forward passes that return
+logits at the response positions only.
 """
 
 from __future__ import annotations
@@ -134,69 +135,6 @@ class ScriptedSampler:
                 group.append(Sample(list(p), ids, t))
             res.append(group)
         return res
-
-
-def vllm_sampler(*args, **kw):  # pragma: no cover - optional engine, needs a GPU
-    """A vLLM-backed sampler for rollouts on GPUs (import-guarded: vLLM is optional)."""
-    try:
-        from vllm import LLM, SamplingParams  # noqa: F401
-    except ImportError as e:
-        raise RuntimeError('vLLM is not installed; rollouts use HF generate (pip install vllm on a GPU node)') from e
-    return VLLMSampler(*args, **kw)
-
-
-class VLLMSampler:  # pragma: no cover - needs a GPU; exercised by scripts/gpu_smoke.sh
-    """vLLM in this process, on the policy's GPU (colocated), at the training sampling settings.
-    `sync(model)` pushes the policy's current weights into vLLM after every update (on-policy
-    rollouts); vLLM's engine core runs in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0) so its model
-    is reachable. One process only: with data parallelism each rank would hold its own engine."""
-
-    def __init__(
-        self,
-        model_path: str,
-        tok,
-        max_new_tokens: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seed: int = 0,
-        gpu_memory_utilization: float = 0.3,
-        **llm_kw,
-    ):
-        import os
-
-        os.environ.setdefault('VLLM_ENABLE_V1_MULTIPROCESSING', '0')
-        from vllm import LLM, SamplingParams
-
-        self.llm = LLM(model=model_path, seed=seed, gpu_memory_utilization=gpu_memory_utilization, enable_prefix_caching=True, **llm_kw)
-        self.tok = tok
-        self.seed = seed
-        self.calls = 0
-        self.params = lambda n, s: SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=s)
-
-    def sample(self, prompts, n):
-        from vllm.inputs import TokensPrompt
-
-        self.calls += 1
-        outs = self.llm.generate(
-            [TokensPrompt(prompt_token_ids=p) for p in prompts], self.params(n, self.seed + self.calls), use_tqdm=False
-        )
-        return [
-            [Sample(list(p), list(o.token_ids), o.text, truncated=o.finish_reason == 'length') for o in out.outputs]
-            for p, out in zip(prompts, outs, strict=True)
-        ]
-
-    def _model(self):
-        ex = self.llm.llm_engine.model_executor
-        w = ex.driver_worker
-        return getattr(w, 'worker', w).model_runner.model
-
-    def sync(self, model) -> None:
-        """The policy's weights -> vLLM (names as in the HF checkpoint), then drop cached prefixes."""
-        import torch
-
-        with torch.no_grad():
-            self._model().load_weights(((k, v.detach()) for k, v in model.state_dict().items()))
-        self.llm.reset_prefix_cache()
 
 
 @dataclass

@@ -31,6 +31,11 @@ class TrainerSettings:
     data: str = ''
     service: list[str] = field(default_factory=list)
     timeout_s: float = 60.0
+    # rollouts on TRL (trl_engine.py): hf (generate) | vllm; vLLM colocated on the training GPUs, or a
+    # `trl vllm-serve` server (vllm_mode: server, vllm_server: http://host:8000)
+    rollout_engine: str = 'hf'
+    vllm_mode: str = 'colocate'
+    vllm_server: str = ''
 
     SECTION = 'trainer'  # the recipe section's name, for error messages
 

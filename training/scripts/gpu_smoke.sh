@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Accelerator smoke run of the training package (one GPU, a few minutes): a random model with
-# Qwen3-0.6B's shapes, 2 DAPO steps with vLLM rollouts (the policy's weights pushed to vLLM after
-# every update), then 1 OPD step, and vLLM's rollout throughput against HF generate on the same
-# prompts. Prints one JSON object (also written to $OUT/gpu_smoke.json, or /tmp/chorus-gpu-smoke).
+# Accelerator smoke run of the TRL engine path (one GPU, a few minutes): a random model with
+# Qwen3-0.6B's shapes, 2 DAPO steps on TRL's GRPOTrainer with TRL's colocated vLLM rollouts (the
+# policy's weights synced into vLLM after every update), then 1 OPD step on TRL, and the vLLM
+# rollout throughput against HF generate on the same prompts. Prints one JSON object (also written
+# to $OUT/gpu_smoke.json, or /tmp/chorus-gpu-smoke).
 #
 #   bash training/scripts/gpu_smoke.sh            # from the repository root
 #   PY=/path/to/python MAX_NEW_TOKENS=1024 bash training/scripts/gpu_smoke.sh
+#   DRY_RUN=1 bash training/scripts/gpu_smoke.sh  # print the TRL configurations only (no GPU needed)
 #
-# Needs: a CUDA GPU; a Python with torch (CUDA), transformers, accelerate, safetensors, numpy,
-# PyYAML, and optionally vLLM (without it the RL steps sample with HF generate and the report
-# says so). A set of versions that install together (checked with `pip download --no-deps`):
+# Needs: a CUDA GPU; a Python with torch (CUDA), transformers, accelerate, trl, datasets,
+# safetensors, numpy, PyYAML, and optionally vLLM (without it the RL steps sample with HF
+# generate inside TRL and the report says so). A set of versions that install together (checked with `pip download --no-deps`):
 # vllm==0.31.0 (torch==2.13.0, transformers>=5.10.4,<5.18), trl==1.16.0 for the engine path.
 # Not run yet: written in a session without an accelerator (README, "Accelerator smoke run").
 set -euo pipefail
@@ -23,10 +25,13 @@ MODEL=${MODEL:-/tmp/chorus-qwen3-0.6b-random}
 MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-512}
 export PYTHONPATH="$PWD/training${PYTHONPATH:+:$PYTHONPATH}"
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+if [[ "${DRY_RUN:-0}" == 1 ]]; then
+  exec "$PY" -m chorus_train.gpu_smoke --model "$MODEL" --out "$OUT" --max-new-tokens "$MAX_NEW_TOKENS" --dry-run
+fi
 
 "$PY" - <<'PYEOF'
 import importlib, sys
-missing = [m for m in ('torch', 'transformers', 'accelerate', 'safetensors', 'numpy', 'yaml') if importlib.util.find_spec(m) is None]
+missing = [m for m in ('torch', 'transformers', 'accelerate', 'trl', 'datasets', 'safetensors', 'numpy', 'yaml') if importlib.util.find_spec(m) is None]
 if missing:
     sys.exit(f'gpu_smoke: missing Python packages: {", ".join(missing)} (pip install -r training/requirements.txt -r training/requirements-train.txt)')
 import torch

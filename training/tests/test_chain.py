@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from chorus_train import merge as M
-from chorus_train import opd, rl
+from chorus_train import opd, rl, trl_engine
 from chorus_train.envs import ServiceEnv, TokenRewardEnv
 from chorus_train.export_onnx import export
 from chorus_train.policy import ScriptedSampler, load_policy, render
@@ -52,6 +52,13 @@ class RecordingSampler(ScriptedSampler):
         self.prompts += [list(p) for p in prompts]
         return super().sample(prompts, n)
 
+    def sample_fn(self, prompt_ids, keys):
+        """trl_engine's generation hook: one row per member, the group's rows sharing one prompt."""
+        out = []
+        for i in range(0, len(prompt_ids), 2):  # group 2
+            out += [s.response_ids for s in self.sample([prompt_ids[i]], len(prompt_ids[i : i + 2]))[0]]
+        return out
+
 
 EXPORT_DIR = REPO / 'out' / 'training-export'
 
@@ -78,7 +85,8 @@ def test_whole_chain(tiny_ckpts, tmp_path):
             out=str(tmp_path / 'rl'), lr=1e-4, group_size=2, prompts_per_step=1, agentic_rounds=2, save_every=2, micro_batch=2, seed=0
         )
         sampler = RecordingSampler(tok, SCRIPT)
-        rl.train(cfg, [task], env, model=model, tok=tok, sampler=sampler, steps=2, resume=False, log=print)
+        # on TRL's GRPOTrainer (trl_engine): the scripted replies replace the engine's generation
+        trl_engine.train_rl(cfg, [task], env, model=model, tok=tok, sample_fn=sampler.sample_fn, steps=2, resume=False, log=print)
         rows = list(csv.DictReader(open(tmp_path / 'rl' / 'metrics.csv')))
         assert len(rows) == 2
         # step 1 direct group: the good testbench (reward 1 + c > 1) and the syntax error (0)
@@ -133,7 +141,7 @@ def test_whole_chain(tiny_ckpts, tmp_path):
         save_every=2,
         seed=0,
     )
-    ores = opd.train(ocfg, [{'id': 't'}], TokenRewardEnv(good), student=student, tok=tok, teachers=[teacher], steps=2, log=print)
+    ores = trl_engine.train_opd(ocfg, [{'id': 't'}], TokenRewardEnv(good), student=student, tok=tok, teachers=[teacher], steps=2, log=print)
     assert ores['totals']['distilled'] == 4  # 2 steps x 2 agentic rounds, each gated (always_best: open)
     final = tmp_path / 'opd' / 'checkpoint-2'
     assert (final / 'model.safetensors').exists()

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { figures, isCovered, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type UncoveredPoint } from './model.js';
 import { isWaived, type Waiver } from './waivers.js';
+import { twoStateUnreachable, type TwoStateReport } from './twoState.js';
 
 export interface InstanceCoverage {
   /** Instance path below the testbench, e.g. `uut` or `uut.u_fifo`. */
@@ -20,6 +21,9 @@ export interface DutCoverage {
   uncovered: UncoveredPoint[];
   /** Hierarchy prefixes of the DUT instances found (e.g. `tb.uut`). */
   dutInstances: string[];
+  /** Uncovered points no 2-state simulation can reach (after waivers), and the figures without them.
+   * Reported beside the scored figure, never part of it. */
+  twoState: TwoStateReport;
 }
 
 export interface AnalyzeOptions {
@@ -78,7 +82,13 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
     }
   }
 
-  const read = opts.readSource ?? defaultRead;
+  const readSource = opts.readSource ?? defaultRead;
+  // Each file is read once, for the uncovered lines' text and for the 2-state analysis.
+  const texts = new Map<string, string | undefined>();
+  const read = (file: string): string | undefined => {
+    if (!texts.has(file)) texts.set(file, readSource(file));
+    return texts.get(file);
+  };
   const cache = new Map<string, string[] | undefined>();
   const sourceLine = (file: string, line: number): string | undefined => {
     if (!cache.has(file)) cache.set(file, read(file)?.split(/\r?\n/));
@@ -95,5 +105,12 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
     const first = p.span && p.type !== 'toggle' ? p.span[0] : p.line;
     uncovered.push({ type: p.type, file: p.file, line: p.line, span: p.type !== 'toggle' ? p.span : undefined, label: p.label, hier: p.hier, count: p.count, source: sourceLine(p.file, first) });
   }
-  return { points, breakdown, instances, uncovered, dutInstances };
+  let twoState: TwoStateReport;
+  try {
+    twoState = twoStateUnreachable(kept, read);
+  } catch {
+    // A report beside the figure: a source this reader trips on must never cost the run its result.
+    twoState = { count: 0, points: [], figures: figures(kept) };
+  }
+  return { points, breakdown, instances, uncovered, dutInstances, twoState };
 }

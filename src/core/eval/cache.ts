@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { EvalTask, SampleRecord } from './task.js';
+import type { BackendInfo } from '../llm/backend.js';
+import type { ModelConfig } from '../llm/factory.js';
 import { safeName } from './suites/materialize.js';
 
 export const CACHE_VERSION = 1;
@@ -33,6 +35,23 @@ export function taskFingerprint(t: EvalTask): unknown {
     threshold: t.threshold,
     targets: t.targets ?? null,
     instruction: t.instruction ?? null,
+  };
+}
+
+/**
+ * What identifies a model row's results, in the cache key and in the report (row.model): the model
+ * as loaded, and for an in-process model the engine and the weights it read (the GGUF, or the ONNX
+ * folder and dtype), so the llama.cpp and ONNX engines' results on one model folder never merge.
+ */
+export function modelIdentity(config: ModelConfig, info: BackendInfo): Record<string, unknown> {
+  if (config.kind !== 'local') return { kind: 'openai', model: info.model, endpoint: info.location };
+  const engine = info.engine ?? 'onnx';
+  return {
+    kind: 'local',
+    engine,
+    model: info.model,
+    weights: info.location,
+    ...(engine === 'onnx' ? { dtype: config.dtype ?? 'q4' } : { kvCache: config.kvCache ?? 'f16' }),
   };
 }
 

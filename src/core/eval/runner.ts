@@ -10,9 +10,10 @@ import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits, SimRequest } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
 import { overallCoverage } from '../sim/ranking.js';
-import { generateTestbench } from '../generate/generator.js';
+import { runGeneration } from '../run/generation.js';
 import type { ModelBackend, SamplingParams } from '../llm/backend.js';
-import type { AgentOptions, AgentRun, HistoryMode } from '../agent/types.js';
+import type { ModelConfig } from '../llm/factory.js';
+import type { HistoryMode } from '../agent/types.js';
 import type { NamedText } from '../agent/protocol.js';
 import { passes, type EvalSuite, type EvalTask, type RoundRecord, type SampleRecord, type TaskRecord } from './task.js';
 import { computeMetrics, histogram, ranksAbove, roundCurve, type Outcome, type RoundPoint } from './metrics.js';
@@ -27,8 +28,8 @@ export type EvalRow =
       backend: ModelBackend;
       /** What the report calls the model (directory or served name). */
       label: string;
-      /** The agent loop (src/core/agent/loop.ts runAgent), injected so the runner stays testable. */
-      runAgent: (o: AgentOptions) => Promise<AgentRun>;
+      /** The model's configuration (the backend is open on it; the runner never disposes it). */
+      model: ModelConfig;
       history?: HistoryMode;
       sampling?: Partial<SamplingParams>;
       /** Identifies the model for the cache (e.g. directory + dtype, or endpoint + name). */
@@ -332,59 +333,50 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
         });
         candidates++;
         record = sampleFromRounds(j, seed, [roundFromResult(t, top, 0, result)], wall());
-      } else if (row.kind === 'builtin') {
-        const g = await generateTestbench(sim, loaded.design, loaded.info, {
-          rounds: rounds + 1,
-          target: t.threshold,
-          instance: t.instance,
-          seed,
-          limits,
-          signal: o.signal,
-        });
-        candidates += g.rounds.length;
-        record = sampleFromRounds(
-          j,
-          seed,
-          g.rounds.map((r) => roundFromResult(t, top, r.round, r.result)),
-          wall(),
-        );
-        const b = record.best_round === null ? undefined : g.rounds.find((r) => r.round === record.best_round);
-        if (b) bestTb = { name: g.tbName, text: b.testbench };
       } else {
-        const run = await row.runAgent({
-          backend: row.backend,
-          simulator: sim,
-          design: loaded.design,
-          info: loaded.info,
-          specs: loaded.specs,
-          instruction: t.instruction,
-          instance: t.instance,
-          rounds,
-          samples: 1,
-          target: t.threshold,
-          history: row.history ?? 'markov',
-          sampling: { ...row.sampling, seed },
-          limits,
-          simConcurrency: 1,
-          signal: o.signal,
-        });
-        const s = run.samples[0];
-        const rs = (s?.rounds ?? []).map((r) =>
+        // The built-in generator and a model both run through the one generation entry point.
+        const run = await runGeneration(
+          {
+            design: loaded.design,
+            info: loaded.info,
+            model: row.kind === 'model' ? row.model : null,
+            ...(row.kind === 'model'
+              ? {
+                  backend: row.backend,
+                  specs: loaded.specs,
+                  instruction: t.instruction,
+                  samples: 1,
+                  history: row.history ?? 'markov',
+                  sampling: { ...row.sampling, seed },
+                  simConcurrency: 1,
+                }
+              : {}),
+            simulator: sim,
+            rounds,
+            target: t.threshold,
+            instance: t.instance,
+            seed,
+            limits,
+          },
+          undefined,
+          o.signal,
+        );
+        const rs = run.attempts.map((r) =>
           roundFromResult(t, top, r.round, r.result, {
-            status: r.result?.status ?? (r.parsed.status === 'unparsable' ? 'unparsable' : 'none'),
+            status: r.result?.status ?? (r.testbench === null ? 'unparsable' : 'none'),
             tokens: { ...r.tokens },
             model_s: r.modelMs / 1000,
             sim_s: r.simMs / 1000,
           }),
         );
-        candidates += rs.filter((r) => r.status !== 'unparsable').length;
+        candidates += run.attempts.filter((r) => r.result !== null).length;
         record = sampleFromRounds(j, seed, rs, wall());
-        const b = record.best_round === null ? undefined : s.rounds.find((r) => r.round === record.best_round);
-        if (b?.testbench) bestTb = { name: b.filename ?? `tb_${top}.sv`, text: b.testbench };
+        const b = record.best_round === null ? undefined : run.attempts.find((r) => r.round === record.best_round);
+        if (b?.testbench) bestTb = { name: b.filename ?? run.tbName, text: b.testbench };
         if (run.cancelled) return null;
         // A model failure (server down after retries, timeout) is not a result: not cached, so
         // --resume retries the sample.
-        const failed = s?.rounds.find((r) => r.error);
+        const failed = run.attempts.find((r) => r.error);
         if (failed?.error) {
           record.error = `model call failed (${failed.error.kind}): ${failed.error.message.split('\n')[0]}`;
           if (bestTb) writeBest(t.id, j, bestTb, record);

@@ -26,6 +26,8 @@ export interface GenerateOptions {
   limits?: Partial<SimLimits>;
   signal?: AbortSignal;
   onRound?: (r: GeneratedRound) => void;
+  /** Called before each round's simulation (a round that never starts is never announced). */
+  onRoundStart?: (round: number) => void;
   /** Never scale parameters down (the user's -G overrides are never scaled either way). */
   keepParams?: boolean;
 }
@@ -190,6 +192,7 @@ export async function generateTestbench(
   for (let i = 0; i < rounds; i++) {
     if (opts.signal?.aborted) break;
     const testbench = emitTestbench(plan);
+    opts.onRoundStart?.(i);
     const result = await simulator.simulate({
       design: simDesign,
       top: info.top,

@@ -36,8 +36,9 @@ export interface Completion {
   firstTokenMs: number | null;
   totalMs: number;
   /** In-process engines: prompt tokens evaluated for this call, and those whose KV state an
-   * earlier call left behind (prefix reuse). */
-  cache?: { evaluatedTokens: number; reusedTokens: number };
+   * earlier call left behind (prefix reuse); llama.cpp: the context allocated by the end of the
+   * call, tokens (it grows with the calls' needs up to the limit). */
+  cache?: { evaluatedTokens: number; reusedTokens: number; contextTokens?: number };
   /** Prompt-lookup drafting: draft tokens verified, and those kept. */
   drafts?: { proposed: number; accepted: number };
 }

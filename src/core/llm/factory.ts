@@ -23,6 +23,10 @@ export type ModelConfig =
       gpu?: 'auto' | 'cpu';
       /** Prompt-lookup drafting (default on). */
       lookup?: boolean;
+      /** llama.cpp's KV cache precision (default f16; q8_0 halves its memory). */
+      kvCache?: 'f16' | 'q8_0';
+      /** Cancels loading the model (the load stops and frees what it loaded). */
+      signal?: AbortSignal;
       onProgress?: (p: { file: string; loaded?: number; total?: number; status: string }) => void;
       /** One-line notices (engine choice, GPU fallback). */
       onMessage?: (message: string) => void;
@@ -56,6 +60,8 @@ export async function createBackend(c: ModelConfig): Promise<ModelBackend> {
       threads: c.threads,
       gpu: c.gpu,
       lookup: c.lookup,
+      kvCache: c.kvCache,
+      signal: c.signal,
       onMessage: c.onMessage,
     });
     if (c.engine !== 'auto' && c.engine !== undefined) return llama;
@@ -80,6 +86,7 @@ export async function createBackend(c: ModelConfig): Promise<ModelBackend> {
     contextLength: c.contextLength,
     threads: c.threads,
     lookup: c.lookup,
+    signal: c.signal,
   });
 }
 

@@ -10,13 +10,13 @@
 // engines draft alike; node-llama-cpp's own InputLookupTokenPredictor searches the prompt only, not
 // the reply so far); llama.cpp verifies them in one batch and keeps the ones the sampler would have
 // drawn anyway, so the output does not change.
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import type { ChatMessage } from './backend.js';
 import { Drafter } from './lookup.js';
 import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
-import { releaseShared } from './shared.js';
+import { acquireShared, releaseShared } from './shared.js';
 
 type NodeLlama = typeof import('node-llama-cpp');
 type Llama = Awaited<ReturnType<NodeLlama['getLlama']>>;
@@ -27,9 +27,20 @@ type Sequence = ReturnType<LlamaContext['getSequence']>;
 export interface LlamaBackendOptions {
   /** A .gguf file, or a model folder holding one (model-q4_k_m.gguf is preferred). */
   modelPath: string;
-  /** Context to allocate, tokens (default: the model's, at most 8,192: the KV cache is allocated
-   * up front, 147 KB per token at Qwen3-4B shapes, 1.2 GB for 8,192). */
+  /** The context limit, tokens (default: the model's, at most 8,192). The KV cache (147 KB per
+   * token at Qwen3-4B shapes in f16, 1.2 GB for 8,192) is allocated for what the calls need, not
+   * for the limit: the first call's prompt and reply with some room, grown (keeping the evaluated
+   * tokens) when a later prompt or a long reply needs more, up to the limit. */
   contextLength?: number;
+  /** KV cache precision: `f16` (default, llama.cpp's) or `q8_0` (half the memory; with flash
+   * attention, which llama.cpp's CPU build has; node-llama-cpp marks it experimental). */
+  kvCache?: 'f16' | 'q8_0';
+  /** Context allocation step and room, tokens (default 1,024): the allocation is a multiple of it
+   * and holds at least this many tokens past what a call needs (tests use a small one to regrow). */
+  contextStep?: number;
+  /** Cancels loading the model: the load stops and frees what it loaded, and the calls waiting on
+   * it reject with ModelError('cancelled'). Backends sharing the load stop it only all together. */
+  signal?: AbortSignal;
   /** CPU threads (default: llama.cpp's count of physical cores). */
   threads?: number;
   /** `auto` (default): offload to a GPU when a node-llama-cpp build for it loads, else the CPU with
@@ -44,6 +55,12 @@ export interface LlamaBackendOptions {
 }
 
 const MAX_DEFAULT_CONTEXT = 8192;
+/** Context allocation: the tokens a call needs plus this room (later rounds' longer prompts fit
+ * without a regrow), rounded up to a multiple of it (option contextStep). */
+const CONTEXT_ROOM = 1024;
+/** Prompt-lookup drafts the predictor may add past the reply (lookup.ts drafts at most 8): the
+ * reply stops to grow the context before a draft batch could overrun it. */
+const DRAFT_ROOM = 16;
 const GGUF_PREFERENCE = ['q4_k_m', 'q4_0', 'q8_0', 'f16'];
 
 /** The GGUF of a model path: the file itself, or the preferred one in the folder; null when none. */
@@ -65,23 +82,42 @@ export function findGguf(path: string): string | null {
 interface Loaded {
   llama: Llama;
   model: LlamaModel;
-  context: LlamaContext;
-  sequence: Sequence;
+  /** Allocated on the first call and regrown as calls need (sized()); null before. */
+  context: LlamaContext | null;
+  sequence: Sequence | null;
+  /** Tokens `context` holds at most. */
+  allocated: number;
+  /** Allocation step and room (CONTEXT_ROOM unless the options say). */
+  step: number;
+  newContext: (size: number) => Promise<LlamaContext>;
+  /** Prompt-lookup drafting: a predictor per sequence (a sequence disposes its own). */
+  newLookup: (() => InstanceType<NodeLlama['TokenPredictor']>) | null;
   lookup: InstanceType<NodeLlama['TokenPredictor']> | null;
   render: (messages: ChatMessage[]) => string;
+  /** The limit (what info() reports). */
   contextLength: number;
   gpu: string | false;
   users: number;
   queue: Promise<unknown>;
 }
 
+/** Models loaded and not yet freed, in this process (tests check that a cancelled load left none). */
+let liveModels = 0;
+export const loadedLlamaModels = (): number => liveModels;
+
 let llamaInstance: Promise<{ llama: Llama; note: string | null }> | null = null;
+/** The CPU-only runtime, also one per process (each runtime holds its own binding and listeners). */
+let cpuInstance: Promise<Llama> | null = null;
 const cache = new Map<string, Promise<Loaded>>();
 
 /** One llama.cpp runtime per process: a GPU build when one loads, else the CPU build. */
 async function runtime(nl: NodeLlama, gpu: 'auto' | 'cpu'): Promise<{ llama: Llama; note: string | null }> {
   const logLevel = nl.LlamaLogLevel.error;
-  if (gpu === 'cpu') return { llama: await nl.getLlama({ gpu: false, build: 'never', logLevel }), note: null };
+  if (gpu === 'cpu') {
+    cpuInstance ??= nl.getLlama({ gpu: false, build: 'never', logLevel });
+    cpuInstance.catch(() => (cpuInstance = null));
+    return { llama: await cpuInstance, note: null };
+  }
   llamaInstance ??= (async () => {
     try {
       // node-llama-cpp tries the installed GPU builds best first and falls back to the CPU itself
@@ -115,7 +151,9 @@ async function renderer(gguf: string, model: LlamaModel): Promise<(messages: Cha
   return (messages) => t.render({ messages, add_generation_prompt: true, enable_thinking: false, bos_token: '', eos_token: '<|im_end|>' });
 }
 
-async function load(gguf: string, o: LlamaBackendOptions): Promise<Loaded> {
+const loadCancelled = (gguf: string): ModelError => new ModelError('cancelled', `Loading ${basename(gguf)} was cancelled.`);
+
+async function load(gguf: string, o: LlamaBackendOptions, signal: AbortSignal): Promise<Loaded> {
   let nl: NodeLlama;
   try {
     nl = await import('node-llama-cpp');
@@ -131,13 +169,18 @@ async function load(gguf: string, o: LlamaBackendOptions): Promise<Loaded> {
       `No llama.cpp binary for this machine loaded (${(e as Error).message}); use the ONNX engine (--engine onnx).`,
     );
   }
+  if (signal.aborted) throw loadCancelled(gguf);
   if (rt.note) o.onMessage?.(rt.note);
   let model: LlamaModel;
+  // node-llama-cpp stops a load on `loadSignal` between tensors and frees what it had read.
+  const loadModel = (gpuLayers: number | 'auto'): Promise<LlamaModel> =>
+    rt.llama.loadModel({ modelPath: gguf, gpuLayers, useMmap: false, loadSignal: signal });
   try {
     // Read, not mmap'd: on x86 llama.cpp repacks 4-bit weights into its own buffer, so with mmap the
     // file's pages stay resident beside the copy (Qwen3-4B Q4_0: peak RSS 5.6 GB mmap'd, 3.7 GB read).
-    model = await rt.llama.loadModel({ modelPath: gguf, gpuLayers: rt.llama.gpu === false ? 0 : 'auto', useMmap: false });
+    model = await loadModel(rt.llama.gpu === false ? 0 : 'auto');
   } catch (e) {
+    if (signal.aborted) throw loadCancelled(gguf);
     if (rt.llama.gpu === false)
       throw new ModelError(
         'corrupt',
@@ -148,40 +191,105 @@ async function load(gguf: string, o: LlamaBackendOptions): Promise<Loaded> {
       `loading ${basename(gguf)} on the ${rt.llama.gpu} GPU failed (${(e as Error).message.split('\n')[0]}); running on the CPU`,
     );
     try {
-      model = await rt.llama.loadModel({ modelPath: gguf, gpuLayers: 0, useMmap: false });
+      model = await loadModel(0);
     } catch (e2) {
+      if (signal.aborted) throw loadCancelled(gguf);
       throw new ModelError(
         'corrupt',
         `Could not load ${gguf}: ${(e2 as Error).message}. Re-export it with chorus-train export --gguf q4_k_m.`,
       );
     }
   }
-  const trained = model.trainContextSize;
-  const contextLength = Math.min(o.contextLength ?? Math.min(trained, MAX_DEFAULT_CONTEXT), trained);
-  let context: LlamaContext;
+  liveModels++;
+  model.onDispose.createListener(() => liveModels--);
   try {
-    context = await model.createContext({ contextSize: contextLength, sequences: 1, ...(o.threads ? { threads: o.threads } : {}) });
+    if (signal.aborted) throw loadCancelled(gguf);
+    const trained = model.trainContextSize;
+    const contextLength = Math.min(o.contextLength ?? Math.min(trained, MAX_DEFAULT_CONTEXT), trained);
+    const kv = o.kvCache === 'q8_0' ? ({ experimentalKvCacheKeyType: 'Q8_0', experimentalKvCacheValueType: 'Q8_0' } as const) : {};
+    const newContext = async (size: number): Promise<LlamaContext> => {
+      try {
+        return await model.createContext({ contextSize: size, sequences: 1, ...(o.threads ? { threads: o.threads } : {}), ...kv });
+      } catch (e) {
+        if (o.kvCache === 'q8_0')
+          throw new ModelError(
+            'corrupt',
+            `Could not allocate a ${size}-token context with a q8_0 KV cache for ${gguf}: ${(e as Error).message}. ` +
+              `llama.cpp quantizes the KV cache only where the model's head size is a multiple of 32 and flash attention runs; use the f16 KV cache (--kv-cache f16).`,
+          );
+        throw new ModelError(
+          'corrupt',
+          `Could not allocate a ${size}-token context for ${gguf}: ${(e as Error).message}. Lower the context length (--context-length).`,
+        );
+      }
+    };
+    const render = await renderer(gguf, model);
+    if (signal.aborted) throw loadCancelled(gguf);
+    return {
+      llama: rt.llama,
+      model,
+      context: null,
+      sequence: null,
+      allocated: 0,
+      step: Math.max(16, Math.floor(o.contextStep ?? CONTEXT_ROOM)),
+      newContext,
+      newLookup: o.lookup === false ? null : () => promptLookup(nl),
+      lookup: null,
+      render,
+      contextLength,
+      gpu: rt.llama.gpu,
+      users: 0,
+      queue: Promise.resolve(),
+    };
   } catch (e) {
     await model.dispose();
-    throw new ModelError(
-      'corrupt',
-      `Could not allocate a ${contextLength}-token context for ${gguf}: ${(e as Error).message}. Lower the context length (--context-length).`,
-    );
+    throw e;
   }
-  const lookup = o.lookup === false ? null : promptLookup(nl);
+}
+
+/**
+ * The sequence, in a context that holds at least `need` tokens: allocated on first use, else
+ * regrown when too small. A regrow keeps up to `keep` evaluated tokens (at least one fewer than the
+ * sequence holds: erasing a token is what drops the draft tokens llama.cpp evaluated past it, which
+ * the state file must not carry); their KV state goes through a file (llama.cpp cannot resize a
+ * context), seconds where evaluating them again would take minutes.
+ */
+async function sized(l: Loaded, need: number, keep: number): Promise<Sequence> {
+  if (l.sequence && l.allocated >= need) return l.sequence;
+  const size = Math.min(l.contextLength, Math.ceil((need + l.step) / l.step) * l.step);
+  let saved: string | null = null;
+  const old = l.sequence;
+  if (old && keep > 0) {
+    try {
+      await old.eraseContextTokenRanges([{ start: Math.min(keep, old.nextTokenIndex - 1), end: old.nextTokenIndex }]);
+      saved = join(tmpdir(), `chorus-kv-${process.pid}-${Date.now()}.bin`);
+      await old.saveStateToFile(saved);
+    } catch {
+      if (saved) rmSync(saved, { force: true });
+      saved = null; // evaluate the prompt again instead
+    }
+  }
+  l.sequence = null;
+  l.allocated = 0;
+  if (l.context) await l.context.dispose();
+  l.context = null;
+  const context = await l.newContext(size);
+  const lookup = l.newLookup?.() ?? null;
   const sequence = context.getSequence(lookup ? { tokenPredictor: lookup } : {});
-  return {
-    llama: rt.llama,
-    model,
-    context,
-    sequence,
-    lookup,
-    render: await renderer(gguf, model),
-    contextLength,
-    gpu: rt.llama.gpu,
-    users: 0,
-    queue: Promise.resolve(),
-  };
+  if (saved) {
+    try {
+      await sequence.loadStateFromFile(saved, { acceptRisk: true }); // the same model wrote it just now
+    } catch {
+      await sequence.clearHistory();
+    } finally {
+      rmSync(saved, { force: true });
+    }
+  }
+  l.context = context;
+  l.sequence = sequence;
+  l.lookup = lookup;
+  l.allocated = size;
+  return sequence;
 }
 
 /** lookupDraft over the sequence's tokens (prompt and reply so far), as a node-llama-cpp predictor. */
@@ -226,6 +334,8 @@ function promptLookup(nl: NodeLlama): InstanceType<NodeLlama['TokenPredictor']> 
 
 export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
   let mine: Promise<Loaded> | null = null;
+  /** The load this backend waits on: dispose() lets a cancelled one finish freeing first. */
+  let loading: Promise<Loaded> | null = null;
   let disposed = false;
   let gguf: string | null = null;
 
@@ -244,17 +354,24 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
         ),
       );
     }
-    const key = `${gguf}\u0000${opts.contextLength ?? ''}\u0000${opts.threads ?? ''}\u0000${opts.gpu ?? 'auto'}\u0000${opts.lookup ?? true}`;
-    let p = cache.get(key);
-    if (!p) {
-      p = load(gguf, opts);
-      cache.set(key, p);
-      p.catch(() => cache.delete(key));
-    }
-    mine = p.then((l) => {
-      l.users++;
-      return l;
-    });
+    const file = gguf;
+    const key = [
+      file,
+      opts.contextLength ?? '',
+      opts.threads ?? '',
+      opts.gpu ?? 'auto',
+      opts.lookup ?? true,
+      opts.kvCache ?? 'f16',
+      opts.contextStep ?? '',
+    ].join('\u0000');
+    mine = acquireShared(
+      cache,
+      key,
+      (signal) => load(file, opts, signal),
+      opts.signal,
+      () => loadCancelled(file),
+    );
+    loading = cache.get(key) ?? null;
     mine.catch(() => (mine = null));
     return mine;
   };
@@ -288,7 +405,7 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
       const t0 = performance.now();
       const cancelled = (): ModelError => new ModelError('cancelled', 'The completion was cancelled.');
       if (req.signal?.aborted) throw cancelled();
-      const l = await get();
+      const l = await abortable(get(), req.signal, cancelled);
       const job = async (): Promise<Completion> => {
         if (req.signal?.aborted) throw cancelled();
         const ids = promptIds(l, req.messages);
@@ -298,13 +415,21 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
             `The prompt takes ${ids.length} tokens; the context is ${l.contextLength}. Shorten the design context or raise the context length (--context-length).`,
           );
         const maxNew = Math.min(req.sampling.maxNewTokens, l.contextLength - ids.length);
-        const seq = l.sequence;
         // Prefix reuse: keep the evaluated tokens this prompt starts with (at least one token must
         // be evaluated to get the next token's logits).
-        const same = opts.prefixReuse === false ? 0 : seq.compareContextTokens(ids as never).firstDifferentIndex;
-        const keep = Math.min(same, ids.length - 1);
+        const keepOf = (s: Sequence | null): number =>
+          s && opts.prefixReuse !== false ? Math.min(s.compareContextTokens(ids as never).firstDifferentIndex, ids.length - 1) : 0;
+        // Room for the prompt and the reply's first `step` tokens; a longer reply regrows it.
+        let seq = await sized(l, Math.min(l.contextLength, ids.length + Math.min(maxNew, l.step) + DRAFT_ROOM), keepOf(l.sequence));
+        const keep = keepOf(seq);
         if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
-        const before = { ...seq.tokenPredictions };
+        let before = { ...seq.tokenPredictions };
+        const drafts = { proposed: 0, accepted: 0 };
+        const countDrafts = (s: Sequence): void => {
+          const after = s.tokenPredictions;
+          drafts.proposed += after.validated + after.refuted - before.validated - before.refuted;
+          drafts.accepted += after.used - before.used;
+        };
         const sampling =
           req.sampling.temperature > 0
             ? {
@@ -330,17 +455,40 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
           if (piece) req.onText(piece);
         };
         try {
-          for await (const tok of seq.evaluate(ids.slice(keep) as never, { ...sampling, yieldEogToken: true })) {
-            firstTokenMs ??= performance.now() - t0;
-            if (req.signal?.aborted) break;
-            if (l.model.isEogToken(tok)) {
-              stopped = true;
-              break;
+          let feed = ids.slice(keep);
+          reply: for (;;) {
+            let grow = false;
+            // after a regrow, a sampled reply goes on from a random stream of its own (seed + length)
+            const draw = 'seed' in sampling && gen.length ? { ...sampling, seed: ((sampling.seed ?? 0) + gen.length) >>> 0 } : sampling;
+            for await (const tok of seq.evaluate(feed as never, { ...draw, yieldEogToken: true })) {
+              firstTokenMs ??= performance.now() - t0;
+              if (req.signal?.aborted) break reply;
+              if (l.model.isEogToken(tok)) {
+                stopped = true;
+                break reply;
+              }
+              gen.push(tok as number);
+              pending.push(tok as number);
+              flush(false);
+              if (gen.length >= maxNew) break reply;
+              // Evaluating this token (and a draft batch after it) must fit: else regrow first.
+              if (seq.nextTokenIndex + 1 + DRAFT_ROOM > l.allocated && l.allocated < l.contextLength) {
+                grow = true;
+                break;
+              }
             }
-            gen.push(tok as number);
-            pending.push(tok as number);
-            flush(false);
-            if (gen.length >= maxNew) break;
+            if (!grow) break;
+            // The reply goes on in a larger context from the last token drawn, which the sequence
+            // has not evaluated yet.
+            countDrafts(seq);
+            const held = seq.contextTokens as number[];
+            seq = await sized(
+              l,
+              Math.min(l.contextLength, held.length + 1 + DRAFT_ROOM + Math.min(maxNew - gen.length, 2 * l.step)),
+              held.length,
+            );
+            before = { ...seq.tokenPredictions };
+            feed = [...held.slice(seq.nextTokenIndex), gen.at(-1)!]; // what the regrow did not keep, then the new token
           }
         } catch (e) {
           if (req.signal?.aborted) throw cancelled();
@@ -348,8 +496,7 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
         }
         if (req.signal?.aborted) throw cancelled();
         flush(true);
-        const after = seq.tokenPredictions;
-        const drafted = after.validated + after.refuted - before.validated - before.refuted;
+        countDrafts(seq);
         return {
           text: l.model.detokenize(gen as never, false),
           promptTokens: ids.length,
@@ -357,8 +504,8 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
           finishReason: !stopped && gen.length >= maxNew ? 'length' : 'stop',
           firstTokenMs,
           totalMs: performance.now() - t0,
-          cache: { evaluatedTokens: ids.length - keep, reusedTokens: keep },
-          ...(l.lookup ? { drafts: { proposed: drafted, accepted: after.used - before.used } } : {}),
+          cache: { evaluatedTokens: ids.length - keep, reusedTokens: keep, contextTokens: l.allocated },
+          ...(l.lookup ? { drafts } : {}),
         };
       };
       const p = l.queue.then(job, job);
@@ -372,8 +519,9 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
       disposed = true;
       const p = mine;
       mine = null;
+      await loading?.catch(() => undefined);
       await releaseShared(p, cache, async (l) => {
-        await l.context.dispose();
+        await l.context?.dispose();
         await l.model.dispose();
       });
     },

@@ -10,7 +10,7 @@ import type { ChatMessage } from './backend.js';
 import { sampleToken, seededRandom } from './sampling.js';
 import { Drafter } from './lookup.js';
 import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
-import { releaseShared } from './shared.js';
+import { acquireShared, releaseShared } from './shared.js';
 
 export type LocalDtype = 'fp32' | 'q4' | 'q4f16';
 
@@ -30,6 +30,10 @@ export interface LocalBackendOptions {
   lookup?: boolean;
   /** Reuse the keys/values of the evaluated prefix across calls (default on; off: bench/llm's baseline). */
   prefixReuse?: boolean;
+  /** Cancels loading the model: checked between the tokenizer and the model, and after the model
+   * (transformers.js cannot stop a session being created), which is then freed; the calls waiting
+   * on it reject with ModelError('cancelled'). Backends sharing the load stop it only all together. */
+  signal?: AbortSignal;
 }
 
 const ONNX_FILE: Record<LocalDtype, string> = { fp32: 'model.onnx', q4: 'model_q4.onnx', q4f16: 'model_q4f16.onnx' };
@@ -142,7 +146,9 @@ function readContextLength(location: string, remote: boolean): number | null {
   }
 }
 
-async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions): Promise<Loaded> {
+const loadCancelled = (r: Resolved): ModelError => new ModelError('cancelled', `Loading ${r.location} was cancelled.`);
+
+async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions, signal: AbortSignal): Promise<Loaded> {
   let tf: Transformers;
   try {
     tf = await import('@huggingface/transformers');
@@ -154,6 +160,7 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions): 
   }
   const contextLength = readContextLength(r.location, r.remote);
   const run = async (): Promise<Loaded> => {
+    if (signal.aborted) throw loadCancelled(r);
     const { env } = tf;
     env.allowRemoteModels = r.remote && (opts.allowDownload ?? false);
     env.allowLocalModels = !r.remote;
@@ -172,6 +179,7 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions): 
         `Could not load the tokenizer of ${r.location} (tokenizer.json, tokenizer_config.json): ${(e as Error).message}`,
       );
     }
+    if (signal.aborted) throw loadCancelled(r);
     let model: CausalLM;
     try {
       model = (await tf.AutoModelForCausalLM.from_pretrained(r.id, {
@@ -189,6 +197,10 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions): 
         `Could not load ${r.remote ? r.id : join(r.location, 'onnx', ONNX_FILE[dtype])} (${dtype}): ${msg}. ` +
           `The file is damaged or not a transformers.js Qwen3 export; re-export it with training/chorus_train/export_onnx.py.`,
       );
+    }
+    if (signal.aborted) {
+      await model.dispose();
+      throw loadCancelled(r);
     }
     const eosCfg = model.generation_config?.eos_token_id;
     const eos = new Set<number>(eosCfg == null ? [] : Array.isArray(eosCfg) ? eosCfg : [eosCfg]);
@@ -359,16 +371,13 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
     }
     where = r;
     const key = `${r.location}\u0000${dtype}\u0000${opts.threads ?? ''}`;
-    let p = cache.get(key);
-    if (!p) {
-      p = load(r, dtype, opts);
-      cache.set(key, p);
-      p.catch(() => cache.delete(key));
-    }
-    mine = p.then((l) => {
-      l.users++;
-      return l;
-    });
+    mine = acquireShared(
+      cache,
+      key,
+      (signal) => load(r, dtype, opts, signal),
+      opts.signal,
+      () => loadCancelled(r),
+    );
     mine.catch(() => {
       mine = null;
     });
@@ -410,7 +419,7 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       const t0 = performance.now();
       const cancelled = (): ModelError => new ModelError('cancelled', 'The completion was cancelled.');
       if (req.signal?.aborted) throw cancelled();
-      const l = await get();
+      const l = await abortable(get(), req.signal, cancelled);
       const job = async (): Promise<Completion> => {
         if (req.signal?.aborted) throw cancelled();
         const promptIds = render(l, req.messages);

@@ -1,6 +1,6 @@
 // The engine's result record: the LLM4Cov EDA schema (docs/protocol.md §6), so results can be compared
 // with the published harness and an Xcelium/IMC site can plug in, plus CHORUS's own fields.
-import type { CoverageBreakdown, CovSummaryRow, UncoveredPoint } from '../coverage/model.js';
+import type { CoverageBreakdown, CoveragePoint, CovSummaryRow, UncoveredPoint } from '../coverage/model.js';
 
 /** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit) and `rejected` (safety check).
  * The one list: request schemas, metrics labels and reports iterate it. */
@@ -121,6 +121,21 @@ export interface SimResult {
   build?: { mode: 'dut-library' | 'flat'; fallbackReason?: string };
   /** Absolute path of the coverage database, when the run was kept (keepRunDir). */
   coverageFile?: string;
+  /** The DUT's coverage points the figure was computed from (waived ones included, as lcov wants
+   * them), when the request set
+   * `wantPoints` and the backend has per-point data (Verilator; IMC's summary has none). */
+  points?: CoveragePoint[];
+  /** Present when the DUT's logic did not settle in the simulator: the looping signals, the
+   * workarounds tried in vain, and the one the run was measured with (null: nothing worked). */
+  settle?: { loop: string[]; tried: string[]; workaround: string | null };
+  /** Uncovered DUT points that a 2-state simulator can never reach (coverage/twoState.ts), and the
+   * overall figure without them. Reported only: `coverage` and `reward` stay the scored figure. */
+  unreachable2State?: {
+    count: number;
+    /** mean(block, toggle) over the other points. */
+    overall: number | null;
+    points: Array<{ file: string; line: number; type: string; label: string; points: number; reason: string }>;
+  };
 }
 
 export function rewardFor(status: SimStatus, overall: number | null): number {

@@ -38,8 +38,11 @@ export interface SimRequest {
    * and the testbench allows it; `flat` always verilates DUT and testbench together;
    * `dut-library` uses the library whenever the testbench allows it (tests, benchmarks). */
   build?: 'auto' | 'flat' | 'dut-library';
-  /** Keep the scratch directory and report its path (for debugging and lcov export). */
+  /** Keep the scratch directory and report its path (for debugging). */
   keepRunDir?: boolean;
+  /** Return the DUT's coverage points in `points`, exactly the set the figure was scored on, so
+   * lcov export and the editor's decorations can never disagree with the figure. */
+  wantPoints?: boolean;
   signal?: AbortSignal;
 }
 

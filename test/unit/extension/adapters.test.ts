@@ -50,10 +50,11 @@ describe('diagnostics', () => {
 
 describe('settings', () => {
   it('defaults to the model-free generator and the documented generation settings', async () => {
-    expect(await modelConfig(new fake.SecretStore() as never)).toEqual({ source: 'none' });
+    expect(await modelConfig(new fake.SecretStore() as never)).toBeNull();
     const s = generateSettings();
     expect(s).toMatchObject({
-      rounds: 4,
+      // refinement rounds after the first generation, as `chorus generate --rounds` (4 attempts)
+      rounds: 3,
       samples: 1,
       target: 1,
       instance: 'uut',
@@ -73,7 +74,7 @@ describe('settings', () => {
     const secrets = new fake.SecretStore();
     await secrets.store(SECRET_API_KEY, 'sk-secret');
     expect(await modelConfig(secrets as never)).toEqual({
-      source: 'openai',
+      kind: 'openai',
       baseUrl: 'http://127.0.0.1:9/v1',
       model: 'm',
       apiKey: 'sk-secret',
@@ -85,11 +86,11 @@ describe('settings', () => {
     await expect(modelConfig(new fake.SecretStore() as never)).rejects.toThrow(/Select Model/);
   });
   it('clamps numbers and maps percent targets and simulator paths', () => {
-    fake.settings.set('chorus.generation.rounds', 0);
+    fake.settings.set('chorus.generation.rounds', -1);
     fake.settings.set('chorus.generation.coverageTarget', 90);
     fake.settings.set('chorus.generation.historyMode', 'full');
     fake.settings.set('chorus.simulator.verilatorPath', '/opt/v/bin/verilator');
-    expect(generateSettings()).toMatchObject({ rounds: 1, target: 0.9, history: 'full' });
+    expect(generateSettings()).toMatchObject({ rounds: 0, target: 0.9, history: 'full' });
     expect(workerEnv()).toEqual({ CHORUS_VERILATOR: '/opt/v/bin/verilator' });
   });
 });

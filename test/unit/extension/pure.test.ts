@@ -15,7 +15,8 @@ import {
 } from '../../../src/extension/project.js';
 import { coverageByFile, lineHover } from '../../../src/extension/coverageData.js';
 import { previousTestbench, RunHistory, runView } from '../../../src/extension/history.js';
-import { coverageChartSvg, isWebviewMessage, pct } from '../../../src/extension/webviewProtocol.js';
+import { coverageChartSvg, pct } from '../../../src/extension/webviewProtocol.js';
+import { parseWebviewMessage } from '../../../src/extension/webviewHost.js';
 import { roundRecord } from '../../../src/extension/workerProtocol.js';
 import type { CoveragePoint } from '../../../src/core/coverage/model.js';
 
@@ -162,8 +163,8 @@ describe('history and dashboard data', () => {
     expect(pct(null)).toBe('n/a');
   });
   it('accepts only known webview messages', () => {
-    expect(isWebviewMessage({ type: 'openLocation', file: '/a', line: 3 })).toBe(true);
-    expect(isWebviewMessage({ type: 'rm -rf' })).toBe(false);
-    expect(isWebviewMessage(null)).toBe(false);
+    expect(parseWebviewMessage({ type: 'openLocation', data: { file: '/a', line: 3 } }).ok).toBe(true);
+    expect(parseWebviewMessage({ type: 'rm -rf' }).ok).toBe(false);
+    expect(parseWebviewMessage(null).ok).toBe(false);
   });
 });

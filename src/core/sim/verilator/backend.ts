@@ -1,9 +1,9 @@
 // The Verilator backend: static check -> Verilator front end (lint/elaboration, C++ generation)
 // -> C++ compile against the cached runtime and precompiled header -> jailed run -> coverage.
 // Every candidate gets its own scratch directory; nothing else on disk is written.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Simulator, SimRequest, SimulatorInfo, SimLimits } from '../simulator.js';
 import { DEFAULT_LIMITS } from '../simulator.js';
 import type { Diagnostic, SimResult, SimStage, SimStatus, StageTimings, Protection } from '../result.js';
@@ -53,6 +53,7 @@ import {
   ToolchainError,
   versionFlags,
 } from './toolchain.js';
+import { eventDrivenCopy } from './settle.js';
 
 /** Verilator flags for every candidate. Why each: docs/environment.md "Verilator 5.006". */
 export const VERILATOR_FLAGS = [
@@ -97,8 +98,24 @@ export function designArgs(req: SimRequest, withLibraries = true): string[] {
   return args;
 }
 
+/**
+ * A retry of a design whose logic did not settle: extra Verilator flags, a split_var control file,
+ * and copies of DUT files (original path -> the copy's text) compiled instead of the originals.
+ */
+export interface SettleRetry {
+  flags: string[];
+  vlt?: string;
+  copies?: Map<string, string>;
+  /** The workarounds already tried without success, for the message. */
+  tried?: string[];
+  /** What the copies change, for the message (`always @* at f.sv:29 as an event-driven process`). */
+  copyNote?: string;
+}
+
 export class VerilatorSimulator implements Simulator {
   readonly name = 'verilator';
+  /** Designs that settled only with a workaround: later candidates start with it (same semantics every round). */
+  private readonly settled = new Map<string, { spec: SettleRetry; loops: string[]; where?: Diagnostic }>();
 
   async info(): Promise<SimulatorInfo> {
     const tc = await findToolchain();
@@ -106,7 +123,11 @@ export class VerilatorSimulator implements Simulator {
   }
 
   /** `retry`: the second try of a design whose logic did not settle (see settleRetry). */
-  async simulate(req: SimRequest, retry?: { flags: string[]; vlt?: string }): Promise<SimResult> {
+  async simulate(req: SimRequest, retry?: SettleRetry): Promise<SimResult> {
+    if (!retry) {
+      const known = this.settled.get(settleKey(req));
+      if (known) return settledWith(await this.simulate({ ...req, build: 'flat' }, known.spec), req, known.spec, known.loops, known.where);
+    }
     const t0 = performance.now();
     const limits: SimLimits = { ...DEFAULT_LIMITS, ...req.limits };
     const timings: StageTimings = { total: 0 };
@@ -244,6 +265,17 @@ export class VerilatorSimulator implements Simulator {
     try {
       writeFileSync(join(runDir, tbName), req.testbench.content);
       if (retry?.vlt) writeFileSync(join(runDir, 'chorus_split.vlt'), retry.vlt);
+      // Copies of DUT files (a retry's rewrite): compiled in their place; a `line directive in
+      // each names the original, so messages and coverage points still point at the user's file.
+      const copyOf = new Map<string, string>();
+      if (retry?.copies?.size) {
+        mkdirSync(join(runDir, 'chorus_settle'));
+        [...retry.copies].forEach(([orig, text], i) => {
+          const at = join(runDir, 'chorus_settle', `${i}_${basename(orig)}`);
+          writeFileSync(at, text);
+          copyOf.set(resolve(orig), at);
+        });
+      }
       // Macros, token pasting and `include can assemble what the plain-text check looks for:
       // check the preprocessed text too (only needed when the testbench uses the preprocessor).
       if (needsPreprocessing(req.testbench.content)) {
@@ -287,6 +319,8 @@ export class VerilatorSimulator implements Simulator {
             '-Mdir',
             'obj',
             ...designArgs(req, withLibraries),
+            // A copied file's own `include's still resolve beside the original.
+            ...[...copyOf.keys()].map((f) => `-I${dirname(f)}`),
             ...sources,
           ],
           {
@@ -310,7 +344,7 @@ export class VerilatorSimulator implements Simulator {
           v = undefined;
         }
       }
-      v ??= await verilate([...req.design.files.map((f) => resolve(f)), tbName], true);
+      v ??= await verilate([...req.design.files.map((f) => copyOf.get(resolve(f)) ?? resolve(f)), tbName], true);
       base.build = lib ? { mode: 'dut-library' } : { mode: 'flat', fallbackReason };
       timings.lint = (performance.now() - ts) / 1000;
       const lintDiags = parseVerilatorMessages(v.all, classify, 'lint').filter((d) => !isNoise(d));
@@ -428,15 +462,18 @@ export class VerilatorSimulator implements Simulator {
         // The DUT's combinational loop, on every version: retry what can work, else say so.
         // A retry (flat, with what Verilator offers) answers for itself: settled, or diagnosed.
         // A plain flat retry may retry once more: it names the loop the DUT library hid.
-        if (!retry || (retry.flags.length === 0 && !retry.vlt)) {
+        if (!retry || (retry.flags.length === 0 && !retry.vlt && !retry.copies)) {
           const again = await settleRetry(this, req, tc, warnings, unsettled.limit, Boolean(retry));
-          if (again) return again;
+          if (again) {
+            if (again.worked) this.settled.set(settleKey(req), { spec: again.worked, loops: again.loops, where: again.where });
+            return again.result;
+          }
         }
         outcome = combLoopOutcome(
           warnings,
           unsettled,
           retry
-            ? `retried with ${describeRetry(retry)}, it still does not settle`
+            ? `retried with ${describeRetry(retry)}, it still does not settle: nothing made it run, so there is no coverage result`
             : tc.caps.convergeLimit
               ? 'nothing Verilator offers applies to it'
               : 'this Verilator offers no --converge-limit to retry with',
@@ -474,14 +511,19 @@ export class VerilatorSimulator implements Simulator {
       const rows = summaryRows(cov, req.top);
       const detail = coverageDetail(cov, req.top);
       const cov_info = { summary: rows, detail, runtime_sec: (performance.now() - t0) / 1000 };
+      const unreachable2State = cov.twoState.count
+        ? { count: cov.twoState.count, overall: cov.twoState.figures.overall, points: cov.twoState.points.slice(0, 200) }
+        : undefined;
       if (outcome.status !== 'success') {
         return finish(outcome.status, 'run', {
           err_msg: errorText(run.all, runDiags, outcome.message),
           diagnostics,
           coverage: cov.breakdown,
+          unreachable2State,
           uncovered: cov.uncovered,
           cov_info,
           log: bounded(run.all),
+          ...(req.wantPoints ? { points: cov.points } : {}),
         });
       }
       if (cov.dutInstances.length === 0 || cov.breakdown.waived.overall === null) {
@@ -496,10 +538,12 @@ export class VerilatorSimulator implements Simulator {
       return finish('success', 'success', {
         diagnostics,
         coverage: cov.breakdown,
+        unreachable2State,
         uncovered: cov.uncovered,
         cov_info,
         log: bounded(run.all),
         coverageFile: req.keepRunDir ? covPath : undefined,
+        ...(req.wantPoints ? { points: cov.points } : {}),
       });
     } catch (e) {
       const msg = e instanceof ToolchainError ? e.message : `internal error: ${(e as Error).stack ?? e}`;
@@ -661,10 +705,12 @@ function toolchainMessage(tc: Awaited<ReturnType<typeof findToolchain>>, problem
 const RETRY_CONVERGE_LIMIT = 10000;
 
 /**
- * A design whose logic did not settle gets one more try, flat, with what Verilator offers:
- * a larger --converge-limit (a slow-settling chain converges with more iterations) and split_var
- * on the looping variables (a false loop through different bits of one vector goes away).
- * A success says, as a DUT warning, what it took.
+ * A design whose logic did not settle gets more tries, flat, each with what may cure it, in turn:
+ * 1. a larger --converge-limit (a slow-settling chain converges with more iterations) and
+ *    split_var on the looping variables (a false loop through different bits of one vector goes);
+ * 2. the looping always @* / always_comb blocks run as event-driven processes, on a copy of the
+ *    design (settle.ts: a block that reads what it writes settles as event-driven simulators run it).
+ * A success says, as a DUT warning and in the record's `settle`, which one made it run.
  */
 async function settleRetry(
   sim: VerilatorSimulator,
@@ -673,35 +719,95 @@ async function settleRetry(
   warnings: Diagnostic[],
   limit: number | null,
   nested: boolean,
-): Promise<SimResult | undefined> {
-  if (!tc.caps.convergeLimit) return undefined;
-  const loops = loopSignals(warnings);
+): Promise<{ result: SimResult; worked?: SettleRetry; loops: string[]; where?: Diagnostic } | undefined> {
+  let loops = loopSignals(warnings).map((l) => l.name);
+  let where = loopSignals(warnings)[0]?.at;
+  const tried: string[] = [];
+  let last: SimResult | undefined;
   const flags: string[] = [];
-  if ((limit ?? 100) < RETRY_CONVERGE_LIMIT) flags.push('--converge-limit', String(RETRY_CONVERGE_LIMIT));
-  const vlt = loops.length ? splitVarConfig(loops.map((l) => l.name)) : undefined;
-  // Nothing to add, and the loop already named (or this is the flat retry): it would only repeat.
-  if (flags.length === 0 && !vlt && nested) return undefined;
-  const again = await sim.simulate({ ...req, build: 'flat' }, { flags, vlt });
-  const what = describeRetry({ flags, vlt });
-  if (again.status === 'success') {
-    const at = loops[0]?.at;
-    again.diagnostics.push({
-      file: at?.file ?? req.design.files[0] ?? '',
-      origin: 'dut',
-      line: at?.line ?? 1,
-      column: at?.column ?? 1,
-      severity: 'warning',
-      code: 'CHORUS-COMBLOOP',
-      stage: 'run',
-      message: `the DUT's combinational logic${loops.length ? ` (a loop through ${loops.map((l) => l.name).join(', ')})` : ''} settled only when retried with ${what}: fix the loop in the design`,
-    });
+  if (tc.caps.convergeLimit && (limit ?? 100) < RETRY_CONVERGE_LIMIT) flags.push('--converge-limit', String(RETRY_CONVERGE_LIMIT));
+  const vlt = loops.length ? splitVarConfig(loops) : undefined;
+  // With nothing to add, a first retry is still worth it: the flat build names the loop the DUT
+  // library hid (and runs this ladder itself); nested, it would only repeat.
+  if (flags.length || vlt || !nested) {
+    const spec: SettleRetry = { flags, vlt };
+    last = await sim.simulate({ ...req, build: 'flat' }, spec);
+    if (last.settle || (!flags.length && !vlt)) return { result: last, loops };
+    if (last.status === 'success') return { result: settledWith(last, req, spec, loops, where), worked: spec, loops, where };
+    if (!unsettled(last)) return { result: last, loops };
+    tried.push(describeRetry(spec));
+    if (!loops.length) {
+      loops = loopSignals(last.diagnostics).map((l) => l.name);
+      where = loopSignals(last.diagnostics)[0]?.at;
+    }
   }
-  return again;
+  const copies = new Map<string, string>();
+  const at: string[] = [];
+  for (const f of req.design.files) {
+    const c = loops.length ? eventDrivenCopy(readSource(f), loops, resolve(f)) : undefined;
+    if (!c) continue;
+    copies.set(resolve(f), c.text);
+    at.push(...c.blocks.map((b) => `${basename(f)}:${b.line}`));
+  }
+  if (copies.size) {
+    const spec: SettleRetry = {
+      flags: [],
+      copies,
+      tried,
+      copyNote: `the always block${at.length > 1 ? 's' : ''} at ${at.join(', ')} run as event-driven process${at.length > 1 ? 'es' : ''} on a copy of the design (not woken by its own writes, as event-driven simulators run it)`,
+    };
+    last = await sim.simulate({ ...req, build: 'flat' }, spec);
+    if (last.status === 'success') return { result: settledWith(last, req, spec, loops, where), worked: spec, loops, where };
+    if (unsettled(last)) tried.push(spec.copyNote!);
+  }
+  if (last) last.settle ??= { loop: loops, tried, workaround: null };
+  return last && { result: last, loops };
 }
 
-function describeRetry(r: { flags: string[]; vlt?: string }): string {
+/** True when a retry's result is still the unsettled-logic failure. */
+function unsettled(r: SimResult): boolean {
+  return r.status !== 'success' && r.diagnostics.some((d) => d.code === 'CHORUS-COMBLOOP' && d.severity === 'error');
+}
+
+/** A run that succeeded with a workaround: says which, as a DUT warning and in `settle`. */
+function settledWith(r: SimResult, req: SimRequest, spec: SettleRetry, loops: string[], where?: Diagnostic): SimResult {
+  if (r.status !== 'success') return r;
+  const what = describeRetry({ ...spec, tried: [] });
+  const at = where ?? r.diagnostics.find((d) => (d.code === 'UNOPTFLAT' || d.code === 'UNOPT') && d.origin === 'dut');
+  r.diagnostics.push({
+    file: at?.file ?? resolve(req.design.files[0] ?? ''),
+    origin: 'dut',
+    line: at?.line ?? 1,
+    column: at?.column ?? 1,
+    severity: 'warning',
+    code: 'CHORUS-COMBLOOP',
+    stage: 'run',
+    message:
+      `the DUT's combinational logic${loops.length ? ` (a loop through ${loops.join(', ')})` : ''} does not settle in Verilator as written; it ran with ${what}` +
+      `${spec.tried?.length ? ` (${spec.tried.join('; ')}: not enough)` : ''}. Coverage is measured on that run; fix the loop in the design`,
+  });
+  r.settle = { loop: loops, tried: spec.tried ?? [], workaround: what };
+  return r;
+}
+
+/** Stable across candidates of one design: its files (path, size, time), top and defines. */
+function settleKey(req: SimRequest): string {
+  const d = req.design;
+  const files = [...d.files, ...d.libraryFiles].map((f) => {
+    try {
+      const s = statSync(f);
+      return `${resolve(f)}:${s.size}:${s.mtimeMs}`;
+    } catch {
+      return resolve(f);
+    }
+  });
+  return JSON.stringify([req.top, files, d.includeDirs, d.defines, d.params]);
+}
+
+function describeRetry(r: SettleRetry): string {
   const parts = [...(r.flags.length ? [r.flags.join(' ')] : []), ...(r.vlt ? ['split_var on the looping variables'] : [])];
-  return parts.length ? parts.join(' and ') : 'the flat build';
+  const now = r.copyNote ?? (parts.length ? parts.join(' and ') : 'the flat build');
+  return [...(r.tried ?? []), now].join(', then with ');
 }
 
 /** The run outcome for logic that never settled: a DUT error at the looping signal, never the testbench's. */

@@ -1,0 +1,289 @@
+"""OPD on TRL (trl_engine.ChorusOPDTrainer): the student moves toward the routed teacher only on the
+rounds where the gate opens; a gate-closed round trains under exactly the DAPO step TRL takes in
+RL; a non-finite teacher score is an integrity failure (RL fallback)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from chorus_train import dapo, opd, rl, trl_engine
+from chorus_train.envs import Score
+from chorus_train.policy import load_policy, make_batch, response_logits
+
+pytest.importorskip('trl')
+
+# scripted best-of scores: on 'win' the teacher beats the student, on 'skip' it does not,
+# on 'broken' a teacher score is NaN (integrity failure)
+SCORES = {
+    'win': {'student': 1.2, 'teacher': 1.9},
+    'skip': {'student': 1.8, 'teacher': 1.3},
+    'broken': {'student': 1.2, 'teacher': float('nan')},
+}
+
+
+class ScriptedEnv:
+    def __init__(self):
+        self.drawn = {k: [] for k in SCORES}
+
+    def first_turn(self, task):
+        return [{'role': 'user', 'content': f'Write a testbench for {task["id"]}.'}]
+
+    def score(self, task, samples):
+        out = []
+        for s in samples:
+            who = s.meta['who']
+            if who == 'student':
+                self.drawn[task['id']].append(s)
+            i = s.meta.get('key', (0, 0, 0))[2] if who == 'student' else 0
+            r = SCORES[task['id']][who] - 0.1 * i  # the first member is the best
+            out.append(Score(r, r - 1 if r == r else float('nan'), False, 'success'))
+        return out
+
+    def feedback(self, task, sample, score):
+        return 'again'
+
+
+def logprob_gap(student, teacher, samples, pad) -> float:
+    b = make_batch(samples, pad)
+    with torch.no_grad():
+        ls = dapo.token_logprobs(response_logits(student, b), b.tokens)
+        lt = dapo.token_logprobs(response_logits(teacher, b), b.tokens)
+    return float(((lt - ls).abs() * b.mask).sum() / b.mask.sum())
+
+
+def ocfg(out, **kw) -> opd.OPDConfig:
+    base = dict(
+        out=str(out),
+        prompts_per_step=3,
+        student_samples=4,
+        teacher_samples=2,
+        lr=2e-3,
+        max_new_tokens=6,
+        temperature=1.0,
+        top_p=1.0,
+        micro_batch=4,
+        save_every=0,
+        seed=0,
+        agentic_rounds=1,
+        grad_clip=0.0,
+    )
+    base.update(kw)
+    return opd.OPDConfig(**base)
+
+
+def sharp_teacher(ckpt):
+    teacher, _ = load_policy(str(ckpt))
+    with torch.no_grad():  # a sharper version of the student: it prefers the student's own top tokens more strongly
+        teacher.model.norm.weight.mul_(4)
+    return teacher.eval().requires_grad_(False)
+
+
+def test_opd_on_trl_moves_toward_the_teacher_only_where_it_wins(tiny_ckpts, tmp_path):
+    student, tok = load_policy(str(tiny_ckpts[0]))
+    teacher = sharp_teacher(tiny_ckpts[0])
+    start = copy.deepcopy(student)
+    env = ScriptedEnv()
+    tasks = [{'id': 'win'}, {'id': 'skip'}, {'id': 'broken'}]
+    res = trl_engine.train_opd(
+        ocfg(tmp_path / 'opd'), tasks, env, student=student, tok=tok, teachers=[teacher], steps=3, resume=False, log=lambda *_: None
+    )
+    kinds = [sorted((d['kind'], d['reason'].split(':')[0]) for d in h) for h in res['history']]
+    assert kinds == [sorted([('distill', '1.9000>1.2000'), ('rl', 'gate'), ('rl', 'integrity')])] * 3
+    assert res['totals'] == {'distilled': 3, 'gate_closed': 3, 'rl_fallback': 3, 'integrity_failures': 3}
+    pad = tok.pad_token_id
+    win = env.drawn['win']
+    before, after = logprob_gap(start, teacher, win, pad), logprob_gap(res['model'], teacher, win, pad)
+    print(f'|log pi_T - log pi_S| on the distilled tokens: {before:.4f} -> {after:.4f}')
+    assert after < before * 0.9
+
+
+def _fixed_fn(tok):
+    """Deterministic student replies by (task, round, member): the same rollouts in both runs."""
+    words = ['module tb;', 'initial begin end', 'assign y = a;', 'wire w;']
+
+    def fn(prompt_ids, keys):
+        return [
+            tok(words[j] + f' // {rnd}', add_special_tokens=False)['input_ids'] + [tok.convert_tokens_to_ids('<|im_end|>')]
+            for _, rnd, j in keys
+        ]
+
+    return fn
+
+
+def test_a_gate_closed_round_is_the_dapo_step_on_trl(tiny_ckpts, tmp_path):
+    """OPD on the 'skip' task (the teacher loses: gate closed) gives the same weights as TRL's DAPO step
+    on the same rollouts; with the gate open ('win') the step differs (it distills)."""
+    tok = load_policy(str(tiny_ckpts[0]))[1]
+    teacher = sharp_teacher(tiny_ckpts[0])
+    fn = _fixed_fn(tok)
+    tfn = lambda t, prompt, n, key: fn([prompt] * n, [(0, key[1], j) for j in range(n)])  # noqa: E731
+
+    def run_opd(task, out):
+        student, _ = load_policy(str(tiny_ckpts[0]))
+        c = ocfg(out, prompts_per_step=1)
+        return trl_engine.train_opd(
+            c,
+            [{'id': task}],
+            ScriptedEnv(),
+            student=student,
+            tok=tok,
+            teachers=[teacher],
+            steps=1,
+            resume=False,
+            sample_fn=fn,
+            teacher_sample_fn=tfn,
+            log=lambda *_: None,
+        )
+
+    closed = run_opd('skip', tmp_path / 'closed')
+    assert [d['kind'] for d in closed['history'][0]] == ['rl']
+    student, _ = load_policy(str(tiny_ckpts[0]))
+    c = rl.RLConfig(
+        out=str(tmp_path / 'rl'),
+        lr=2e-3,
+        group_size=4,
+        prompts_per_step=1,
+        agentic_rounds=1,
+        max_new_tokens=6,
+        micro_batch=4,
+        mini_batches=1,
+        save_every=0,
+        seed=0,
+        grad_clip=0.0,
+    )
+    dapo_run = trl_engine.train_rl(
+        c, [{'id': 'skip'}], ScriptedEnv(), model=student, tok=tok, steps=1, resume=False, sample_fn=fn, log=lambda *_: None
+    )
+    start, _ = load_policy(str(tiny_ckpts[0]))
+    moved = False
+    for (n, x), y, z in zip(closed['model'].named_parameters(), dapo_run['model'].parameters(), start.parameters(), strict=True):
+        assert torch.allclose(x, y, atol=1e-7), n
+        moved |= not torch.equal(x, z)
+    assert moved, 'a gate-closed round must still move the student (RL loss)'
+    opened = run_opd('win', tmp_path / 'open')
+    assert [d['kind'] for d in opened['history'][0]] == ['distill']
+    assert any(
+        not torch.allclose(x, y, atol=1e-7) for x, y in zip(opened['model'].parameters(), dapo_run['model'].parameters(), strict=True)
+    )
+
+
+class RoundEnv(ScriptedEnv):
+    """The teacher loses round 0 and wins round 1 (every agentic round is gated on its own scores)."""
+
+    def score(self, task, samples):
+        out = []
+        for s in samples:
+            rnd = s.meta['key'][1]
+            r = (1.3 if rnd == 0 else 1.9) if s.meta['who'] == 'teacher' else 1.5 - 0.1 * s.meta['key'][2]
+            out.append(Score(r, r - 1, False, 'success'))
+        return out
+
+
+def test_every_agentic_round_is_gated_on_trl(tiny_ckpts, tmp_path):
+    student, tok = load_policy(str(tiny_ckpts[0]))
+    teacher = sharp_teacher(tiny_ckpts[0])
+    res = trl_engine.train_opd(
+        ocfg(tmp_path / 'opd', prompts_per_step=1, agentic_rounds=2),
+        [{'id': 'win'}],
+        RoundEnv(),
+        student=student,
+        tok=tok,
+        teachers=[teacher],
+        steps=1,
+        resume=False,
+        log=lambda *_: None,
+    )
+    assert [(d['round'], d['kind'], d['reason'].split(':')[0]) for d in res['history'][0]] == [
+        (0, 'rl', 'gate'),
+        (1, 'distill', '1.9000>1.5000'),
+    ]
+
+
+def test_non_finite_teacher_log_probs_take_the_rl_fallback_on_trl(tiny_ckpts, tmp_path):
+    student, tok = load_policy(str(tiny_ckpts[0]))
+    teacher = sharp_teacher(tiny_ckpts[0])
+    with torch.no_grad():
+        teacher.model.norm.weight.fill_(float('nan'))  # every teacher log-prob is NaN
+    fn = _fixed_fn(tok)
+    tfn = lambda t, prompt, n, key: fn([prompt] * n, [(0, key[1], j) for j in range(n)])  # noqa: E731  (a NaN model cannot sample)
+    res = trl_engine.train_opd(
+        ocfg(tmp_path / 'opd', prompts_per_step=1, routing='always_best'),
+        [{'id': 'win'}],
+        ScriptedEnv(),
+        student=student,
+        tok=tok,
+        teachers=[teacher],
+        steps=1,
+        resume=False,
+        teacher_sample_fn=tfn,
+        log=lambda *_: None,
+    )
+    assert [(d['kind'], d['reason']) for d in res['history'][0]] == [('rl', 'integrity:non-finite-teacher-logprobs')]
+    assert res['totals']['integrity_failures'] == 1
+    assert all(torch.isfinite(p).all() for p in res['model'].parameters())
+
+
+class FlakyEnv(ScriptedEnv):
+    """Member 1's score is missing on the first request (scored again: its real reward), member 2's on
+    every request (left out, never reward 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked: dict[int, int] = {}
+
+    def score(self, task, samples):
+        out = super().score(task, samples)
+        for k, s in enumerate(samples):
+            j = s.meta.get('key', (0, 0, -1))[2] if s.meta['who'] == 'student' else -1
+            self.asked[j] = self.asked.get(j, 0) + 1
+            if (j == 1 and self.asked[j] == 1) or j == 2:
+                out[k] = Score(None, None, False, 'service_error', error='scorer down')
+        return out
+
+
+def test_rl_fallback_scores_missing_student_rewards_again_on_trl(tiny_ckpts, tmp_path):
+    student, tok = load_policy(str(tiny_ckpts[0]))
+    teacher = sharp_teacher(tiny_ckpts[0])
+    env = FlakyEnv()
+    res = trl_engine.train_opd(
+        ocfg(tmp_path / 'opd', prompts_per_step=1),
+        [{'id': 'win'}],
+        env,
+        student=student,
+        tok=tok,
+        teachers=[teacher],
+        steps=1,
+        resume=False,
+        log=lambda *_: None,
+    )
+    assert [d['reason'] for d in res['history'][0]] == ['integrity:missing']
+    rows = res['trainer'].rollout_func.last['rows']
+    assert rows[1]['score'].reward == pytest.approx(1.1) and env.asked[1] == 2  # scored again: its real reward
+    assert rows[2]['score'].failed and env.asked[2] == 2  # still missing: left out, not 0
+    assert rows[0]['score'].reward == pytest.approx(1.2) and env.asked[0] == 1
+
+
+def test_opd_on_trl_checkpoints_and_resumes(tiny_ckpts, tmp_path):
+    """TRL's checkpoint (model, optimizer, RNG, step) plus OPD's routing RNG; a rerun continues from it."""
+    student, tok = load_policy(str(tiny_ckpts[0]))
+    teacher = sharp_teacher(tiny_ckpts[0])
+    c = ocfg(tmp_path / 'opd', prompts_per_step=1, routing='random_source', save_every=1)
+    one = trl_engine.train_opd(
+        c, [{'id': 'win'}], ScriptedEnv(), student=student, tok=tok, teachers=[teacher], steps=2, resume=False, log=lambda *_: None
+    )
+    ck = tmp_path / 'opd' / 'checkpoint-2'
+    for f in ('model.safetensors', 'optimizer.pt', 'trainer_state.json', trl_engine.ROUTE_RNG):
+        assert (ck / f).exists(), f
+    logs = []
+    two = trl_engine.train_opd(c, [{'id': 'win'}], ScriptedEnv(), tok=tok, teachers=[teacher], steps=1, log=logs.append)
+    assert any('resuming from' in x for x in logs) and two['trainer'].state.global_step == 3
+    # the third route is the draw after the first two (the routing RNG was restored, not reseeded)
+    import random
+
+    rng = random.Random(c.seed)
+    draws = [rng.randrange(2) for _ in range(3)]
+    kinds = [d['kind'] for h in one['history'] + two['history'] for d in h]
+    assert kinds == ['rl' if j == 1 else 'distill' for j in draws]
