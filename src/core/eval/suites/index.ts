@@ -65,28 +65,22 @@ export function loadSuite(pathIn: string, o: LoadSuiteOptions): EvalSuite {
   const seen = new Map<string, number>();
   for (const l of lines) {
     const fallbackId = `line-${l.line}`;
+    // A line that yields no task still gets a row in the report, with the reason.
+    const unreadable = (error: string): EvalTask => ({
+      id: fallbackId,
+      designFiles: [],
+      specFiles: [],
+      top: '',
+      instance: 'uut',
+      threshold: 1,
+      error,
+    });
     let task: EvalTask;
     if (l.error !== undefined) {
-      task = {
-        id: fallbackId,
-        designFiles: [],
-        specFiles: [],
-        top: '',
-        instance: 'uut',
-        threshold: 1,
-        error: `line ${l.line}: not valid JSON (${l.error})`,
-      };
+      task = unreadable(`line ${l.line}: not valid JSON (${l.error})`);
     } else if (format === 'cvdp') {
       if (!looksLikeCvdp(l.value)) {
-        task = {
-          id: fallbackId,
-          designFiles: [],
-          specFiles: [],
-          top: '',
-          instance: 'uut',
-          threshold: 1,
-          error: `line ${l.line}: not a CVDP record (needs categories and harness)`,
-        };
+        task = unreadable(`line ${l.line}: not a CVDP record (needs categories and harness)`);
       } else {
         const r = l.value as Record<string, unknown>;
         if (!isCid012(r)) {
@@ -101,15 +95,7 @@ export function loadSuite(pathIn: string, o: LoadSuiteOptions): EvalSuite {
     } else {
       task = looksLikeLlm4cov(l.value)
         ? llm4covTask(l.value as Record<string, unknown>, o.workDir, fallbackId)
-        : {
-            id: fallbackId,
-            designFiles: [],
-            specFiles: [],
-            top: '',
-            instance: 'uut',
-            threshold: 1,
-            error: `line ${l.line}: not an LLM4Cov record (needs rtl_files, dut_module_name, targets)`,
-          };
+        : unreadable(`line ${l.line}: not an LLM4Cov record (needs rtl_files, dut_module_name, targets)`);
     }
     // Ids key the cache and the reports: keep them unique.
     const n = seen.get(task.id) ?? 0;
