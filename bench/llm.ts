@@ -17,7 +17,7 @@
 // shapes); the 4B ONNX export needs the training package (training/.venv or $CHORUS_PYTHON).
 //
 // Usage: npm run bench:llm -- [--prompt-tokens 4000] [--decode-tokens 64] [--rows fixture,4b]
-//          [--sections speed,agent,lookup,rss] [--engines llama,onnx] [--reply-tokens 256] [--agent-rounds 3]
+//          [--sections speed,agent,lookup,lookup-scripted,rss] [--engines llama,onnx[,onnx-present]] [--reply-tokens 256] [--agent-rounds 3]
 //          [--agent-prompt-tokens N] [--reuse on,off] [--threads N] [--json out.json]
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, homedir, loadavg, totalmem } from 'node:os';
@@ -60,7 +60,7 @@ function parseArgs(argv: string[]): Args {
     promptTokens: 4000,
     decodeTokens: 64,
     rows: ['fixture', '4b'],
-    sections: ['speed', 'agent', 'lookup', 'rss'],
+    sections: ['speed', 'agent', 'lookup', 'lookup-scripted', 'rss'],
     engines: ['llama', 'onnx'],
     replyTokens: 256,
     agentRounds: 3,
@@ -196,7 +196,8 @@ function generate(preset: string, out: string, extra: string[]): { ok: boolean; 
 // ---------------------------------------------------------------------------------------------
 // measurements
 
-type Engine = 'llama' | 'onnx';
+/** onnx-present: the ONNX engine on transformers.js's past/present graph (the in-place cache's baseline). */
+type Engine = 'llama' | 'onnx' | 'onnx-present';
 interface Model {
   label: string;
   /** transformers.js layout (config, tokenizer, onnx/), or null when there is no ONNX export */
@@ -226,6 +227,7 @@ function engine(
         ...(threads ? { threads } : {}),
         lookup: extra.lookup,
         prefixReuse: extra.prefixReuse,
+        inplaceCache: e === 'onnx',
       });
 }
 
@@ -384,6 +386,90 @@ async function lookupRound(
   return { on: res.on!, off: res.off! };
 }
 
+/**
+ * A testbench the previous round wrote, and the refinement reply that revises it: the same text
+ * with a few stimulus lines changed and a block added for the uncovered branches (what LLM4Cov's
+ * refinement replies look like: the testbench rewritten whole, mostly unchanged).
+ */
+export function refinementPair(): { previous: string; revised: string } {
+  const values = Array.from({ length: 40 }, (_, i) => ((i * 37 + 11) & 0xff).toString(16).padStart(2, '0'));
+  const head = [
+    'filename: tb_sync_fifo.sv',
+    '```systemverilog',
+    '`timescale 1ns/1ps',
+    'module tb_sync_fifo;',
+    '  logic clk = 0, rst_n = 0, push = 0, pop = 0;',
+    '  logic [7:0] wdata = 0;',
+    '  logic [7:0] rdata;',
+    '  logic full, empty;',
+    '  sync_fifo #(.DEPTH(4), .WIDTH(8)) uut (.*);',
+    '  always #5 clk = ~clk;',
+    '  task automatic push_word(input logic [7:0] v);',
+    '    @(negedge clk); push = !full; wdata = v;',
+    '    @(negedge clk); push = 0;',
+    '  endtask',
+    '  task automatic pop_word();',
+    '    @(negedge clk); pop = !empty;',
+    '    @(negedge clk); pop = 0;',
+    '  endtask',
+    '  initial begin',
+    '    #12 rst_n = 1;',
+  ];
+  const body = values.map((v, i) => (i % 3 === 2 ? `    pop_word(); // drain after ${v}` : `    push_word(8'h${v});`));
+  const tail = ['    repeat (4) pop_word();', '    $finish;', '  end', 'endmodule', '```'];
+  const revisedBody = body.map((l, i) => (i % 9 === 4 ? l.replace(/8'h(..)/, "8'hA5") : l));
+  const added = [
+    '    // the branches the report left uncovered: overfill while full, pop while empty',
+    "    repeat (6) push_word(8'hFF);",
+    '    repeat (6) pop_word();',
+    "    @(negedge clk); push = 1; pop = 1; wdata = 8'h3C;",
+    '    @(negedge clk); push = 0; pop = 0;',
+  ];
+  return {
+    previous: [...head, ...body, ...tail].join('\n'),
+    revised: [...head, ...revisedBody, ...added, ...tail].join('\n'),
+  };
+}
+
+/**
+ * The same refinement round with the reply scripted (ONNX engine): the model's tokens are replaced by
+ * the revised testbench's (`scriptedReply`), every forward pass still run, so the drafts kept and
+ * the time are what a model that writes this revision gets. Random weights never write it.
+ */
+async function lookupScripted(
+  m: Model,
+  first: ChatMessage[],
+  reply: number,
+  threads: number | null,
+): Promise<{ on: Completion; off: Completion; scriptTokens: number }> {
+  const { previous, revised } = refinementPair();
+  const tf = await import('@huggingface/transformers');
+  tf.env.allowRemoteModels = false;
+  tf.env.localModelPath = dirname(fixture) + '/';
+  const tok = await tf.AutoTokenizer.from_pretrained(fixture.split('/').pop()!);
+  const script = tok.encode(revised, { add_special_tokens: false }).slice(0, reply);
+  const refinement: ChatMessage[] = [...first, { role: 'assistant', content: previous }, { role: 'user', content: FEEDBACK }];
+  const res: Partial<Record<'on' | 'off', Completion>> = {};
+  const greedy = { temperature: 0, topP: 1, maxNewTokens: reply };
+  for (const mode of ['off', 'on'] as const) {
+    // both share one loaded model and its cache: the refinement prompt is evaluated once
+    const b = createLocalBackend({
+      modelDir: m.onnxDir!,
+      dtype: 'q4',
+      ...(threads ? { threads } : {}),
+      lookup: mode === 'on',
+      scriptedReply: script,
+    });
+    try {
+      await b.complete({ messages: refinement, sampling: { ...greedy, maxNewTokens: 1 } });
+      res[mode] = await b.complete({ messages: refinement, sampling: greedy });
+    } finally {
+      await b.dispose();
+    }
+  }
+  return { on: res.on!, off: res.off!, scriptTokens: script.length };
+}
+
 /** Peak RSS of one llama.cpp-engine run (default context sizing, the given KV cache), in a child
  * process so nothing else is counted; with the context it allocated. */
 function peakRss(
@@ -519,6 +605,20 @@ async function main(): Promise<void> {
         table.push(
           `| ${m.label} | the same, ONNX engine / node-llama-cpp directly | ${fmt(on.decodeTps)} / ${fmt(direct.decodeTps)} = ${fmt(rows.at(-1)!.ratio)}x | >= 0.6x |`,
         );
+        if (args.engines.includes('onnx-present')) {
+          console.log(`[${m.label}] ONNX engine on the transformers.js past/present graph ...`);
+          const pr = await measureEngine(m, 'onnx-present', prompt, args.decodeTokens, args.threads);
+          rows.push({
+            model: m.label,
+            backend: 'CHORUS ONNX engine, transformers.js past/present graph (before the in-place cache)',
+            weights: 'ONNX q4 (MatMulNBits)',
+            ...pr,
+            ratio: pr.decodeTps && direct.decodeTps ? pr.decodeTps / direct.decodeTps : null,
+          });
+          table.push(
+            `| ${m.label} | ONNX engine decode tok/s, in-place KV cache graph / transformers.js past-present graph | ${fmt(on.decodeTps)} / ${fmt(pr.decodeTps)} = ${fmt(on.decodeTps && pr.decodeTps ? on.decodeTps / pr.decodeTps : null)}x | (the item-4 lever) |`,
+          );
+        }
       }
     }
     const engines = (m.onnxDir ? ['llama', 'onnx'] : ['llama']).filter((e) => args.engines.includes(e)) as Engine[];
@@ -552,6 +652,14 @@ async function main(): Promise<void> {
             `${m.label}, ${name}, reuse on: per round evaluated+reused prompt tokens ${on.rounds.map((r) => `${r.evaluated}+${r.reused}`).join(', ')}; reply tokens ${on.rounds.map((r) => r.completion).join(', ')}; ttft ${on.ttftS.map((x) => x.toFixed(2)).join(', ')} s${off ? ` (reuse off: ${off.ttftS.map((x) => x.toFixed(2)).join(', ')} s)` : ''}`,
           );
         }
+      }
+      if (args.sections.includes('lookup-scripted') && e === 'onnx') {
+        console.log(`[${m.label}] ${name}: refinement round with the reply scripted, lookup drafting on and off ...`);
+        const { on, off, scriptTokens } = await lookupScripted(m, agentPrompt, args.replyTokens, args.threads);
+        const acc = on.drafts && on.drafts.proposed ? on.drafts.accepted / on.drafts.proposed : null;
+        table.push(
+          `| ${m.label} | ${name}: decode tok/s on a refinement round whose reply revises the testbench in the prompt (scripted, ${scriptTokens} tokens), lookup drafting on / off | ${fmt(decodeTps(on))} / ${fmt(decodeTps(off))} = ${fmt((decodeTps(on) ?? NaN) / (decodeTps(off) ?? NaN))}x (drafts kept ${on.drafts?.accepted ?? 0}/${on.drafts?.proposed ?? 0}${acc === null ? '' : ` = ${fmt(100 * acc, 0)}%`}; reply tokens drafted ${on.completionTokens ? fmt((100 * (on.drafts?.accepted ?? 0)) / on.completionTokens, 0) : '-'}%) | >= 1.5x |`,
+        );
       }
       if (args.sections.includes('lookup')) {
         console.log(`[${m.label}] ${name}: refinement round, lookup drafting on and off (greedy) ...`);

@@ -310,7 +310,15 @@ function modelRecord(run: GenerationResult, req: GenerationRequest): Record<stri
   const info = run.model!;
   return {
     generator: 'model',
-    model: { kind: info.kind, engine: info.engine, device: info.device, model: info.model, location: info.location },
+    model: {
+      kind: info.kind,
+      engine: info.engine,
+      device: info.device,
+      kv_cache: info.kvCache,
+      onnx_cache: info.onnxCache,
+      model: info.model,
+      location: info.location,
+    },
     warm_start: run.warmStart ? { coverage: overallCoverage(run.warmStart) } : null,
     top: run.top,
     instance: run.instance,

@@ -31,8 +31,10 @@ export const MODEL_HELP = `Model (none: the built-in model-free generator):
   --gpu <g>             auto (default: llama.cpp offloads to a GPU when a build for it loads, else
                         the CPU, with a message) | cpu
   --no-lookup           local model: no prompt-lookup drafting (the output is the same either way)
-  --kv-cache <t>        llama.cpp KV cache: f16 (default) | q8_0 (half its memory: 0.5 GB less
-                        at 4B shapes and 8,192 tokens; node-llama-cpp marks it experimental)
+  --kv-cache <t>        llama.cpp KV cache: auto (default: q8_0 where the model's head size is a
+                        multiple of 32 and it runs here, else f16 with a message) | f16 | q8_0
+                        (half the memory of f16: 0.5 GB less at 4B shapes and 8,192 tokens;
+                        node-llama-cpp marks it experimental; an error where it cannot run)
   --allow-download      let --model name a model to download (off: nothing leaves this machine)
   --endpoint <url>      OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, LM Studio),
                         e.g. http://127.0.0.1:8000/v1; API key from CHORUS_API_KEY or OPENAI_API_KEY
@@ -82,8 +84,9 @@ export function modelConfig(v: ModelValues): ModelConfig | null {
   const gpu = v.gpu ?? 'auto';
   if (gpu !== 'auto' && gpu !== 'cpu') throw new Error(`--gpu must be auto or cpu, got '${gpu}'`);
   const threads = v.threads ? Math.floor(numberOption('threads', v.threads, 0, 1)) : undefined;
-  const kvCache = v['kv-cache'] ?? 'f16';
-  if (kvCache !== 'f16' && kvCache !== 'q8_0') throw new Error(`--kv-cache must be f16 or q8_0, got '${kvCache}'`);
+  const kvCache = v['kv-cache'] ?? 'auto';
+  if (kvCache !== 'auto' && kvCache !== 'f16' && kvCache !== 'q8_0')
+    throw new Error(`--kv-cache must be auto, f16 or q8_0, got '${kvCache}'`);
   return {
     kind: 'local',
     modelDir: v.model,
@@ -94,7 +97,7 @@ export function modelConfig(v: ModelValues): ModelConfig | null {
     threads,
     gpu,
     lookup: !v['no-lookup'],
-    ...(v['kv-cache'] ? { kvCache } : {}),
+    kvCache,
   };
 }
 

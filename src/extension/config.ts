@@ -42,6 +42,8 @@ export async function modelConfig(secrets: vscode.SecretStorage): Promise<ModelC
       dtype: oneOf(c.get<string>('model.dtype', 'q4'), ['fp32', 'q4', 'q4f16'] as const, 'q4'),
       allowDownload: c.get<boolean>('model.allowDownload', false),
       engine: oneOf(c.get<string>('model.engine', 'auto'), ['auto', 'llama', 'onnx'] as const, 'auto'),
+      // part of the held model's identity (worker.ts): a change loads the model again
+      kvCache: oneOf(c.get<string>('model.kvCache', 'auto'), ['auto', 'f16', 'q8_0'] as const, 'auto'),
     };
   }
   return null;

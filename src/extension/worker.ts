@@ -3,8 +3,9 @@
 import { loadDesign, type DesignOptions } from '../core/design/load.js';
 import { DesignError } from '../core/design/errors.js';
 import { getSimulator } from '../core/sim/registry.js';
-import { ModelError, type BackendInfo, type ModelBackend } from '../core/llm/backend.js';
-import { createBackend, resolveEngine } from '../core/llm/factory.js';
+import { ModelError, type BackendInfo } from '../core/llm/backend.js';
+import { resolveEngine } from '../core/llm/factory.js';
+import { makeBackend, releaseModel } from './heldModel.js';
 import { refineOnce } from '../core/agent/loop.js';
 import { runGeneration, type GenerationEvent, type GenerationRound } from '../core/run/generation.js';
 import type { SimResult } from '../core/sim/result.js';
@@ -46,57 +47,9 @@ export function modelLabel(m: ModelConfig | null, info?: BackendInfo | null): st
   if (!m) return 'model-free generator';
   if (m.kind === 'openai') return `${m.model} @ ${m.baseUrl}`;
   const engine = info?.engine ?? resolveEngine(m);
-  return engine === 'llama' ? `local ${m.modelDir} (llama.cpp, ${info?.device ?? 'cpu'})` : `local ${m.modelDir} (ONNX ${m.dtype ?? 'q4'})`;
-}
-
-/** The loaded local model stays loaded between requests (loading a 4B model takes long, and the
- * engine keeps the KV state of the last prompt for the next); choosing another model releases it
- * first, so two never sit in memory together. */
-let held: { key: string; backend: ModelBackend } | null = null;
-let onHeldProgress: ((s: string) => void) | undefined;
-
-export async function releaseModel(): Promise<void> {
-  const h = held;
-  held = null;
-  await h?.backend.dispose().catch(() => undefined);
-}
-
-/** A backend for the model through the one factory (core/llm/factory.ts); a local model is held. */
-export async function makeBackend(m: ModelConfig | null, onProgress?: (s: string) => void): Promise<ModelBackend | null> {
-  if (!m) return null;
-  if (m.kind === 'openai') return createBackend(m);
-  onHeldProgress = onProgress;
-  const key = JSON.stringify(m);
-  if (held?.key === key) return shared(held.backend);
-  await releaseModel();
-  const progress = (s: string): void => onHeldProgress?.(s);
-  const backend = await createBackend({
-    ...m,
-    onMessage: progress,
-    onProgress: (p) =>
-      progress(`loading model: ${p.file} ${p.status}${p.total ? ` ${Math.round((100 * (p.loaded ?? 0)) / p.total)}%` : ''}`),
-  });
-  held = { key, backend };
-  return shared(backend);
-}
-
-/** The held backend for one request: its dispose() leaves the model loaded (releaseModel frees it);
- * a load that failed is dropped so the next request tries again. */
-function shared(b: ModelBackend): ModelBackend {
-  return {
-    parallelism: b.parallelism,
-    info: () =>
-      b.info().catch(async (e: unknown) => {
-        if (held?.backend === b) await releaseModel();
-        throw e;
-      }),
-    countTokens: (m) => b.countTokens(m),
-    promptIds: b.promptIds ? (m) => b.promptIds!(m) : undefined,
-    complete: (r) => b.complete(r),
-    dispose: async () => {
-      if (held?.backend !== b) await b.dispose().catch(() => undefined);
-    },
-  };
+  if (engine !== 'llama') return `local ${m.modelDir} (ONNX ${m.dtype ?? 'q4'})`;
+  // the KV cache type once loaded (`auto` resolved): q8_0 and f16 differ in memory and, slightly, in output
+  return `local ${m.modelDir} (llama.cpp, ${info?.device ?? 'cpu'}${info?.kvCache ? `, ${info.kvCache} KV cache` : ''})`;
 }
 
 async function introspectReq(design: DesignOptions, signal: AbortSignal): Promise<IntrospectOutcome> {
@@ -114,7 +67,7 @@ async function generate(req: GenerateRequest, signal: AbortSignal, progress: (e:
   const loaded = await loadDesign(req.design, signal);
   const simulator = getSimulator(s.simulator);
   const simInfo = await simulator.info();
-  const backend = await makeBackend(model, (message) => progress({ kind: 'status', message }));
+  const backend = await makeBackend(model, (message) => progress({ kind: 'status', message }), signal);
   try {
     let label = modelLabel(model);
     const run = await runGeneration(
@@ -184,7 +137,7 @@ async function simulate({ design, testbench, settings: s }: SimulateRequest, sig
 async function refine(req: RefineRequest, signal: AbortSignal, progress: (e: ProgressEvent) => void): Promise<RefineOutcome> {
   const loaded = await loadDesign(req.design, signal);
   const simulator = getSimulator(req.settings.simulator);
-  const backend = await makeBackend(req.model, (message) => progress({ kind: 'status', message }));
+  const backend = await makeBackend(req.model, (message) => progress({ kind: 'status', message }), signal);
   if (!backend) {
     // Model-free: a generation run with the next seed (at least one refinement round), starting
     // from the design again.
@@ -279,10 +232,13 @@ async function checkModel(m: ModelConfig | null, signal: AbortSignal): Promise<M
     return { ok: true, models, message: `the server answers; models: ${models.join(', ') || '(none listed)'}` };
   }
   // Checking a model is choosing it: the one held so far is released first (makeBackend).
-  const backend = await makeBackend(m);
+  const backend = await makeBackend(m, undefined, signal);
   try {
     const info = await backend!.info();
-    const engine = info.engine === 'llama' ? `llama.cpp on ${info.device ?? 'cpu'}` : 'ONNX on cpu';
+    const engine =
+      info.engine === 'llama'
+        ? `llama.cpp on ${info.device ?? 'cpu'}${info.kvCache ? `, ${info.kvCache} KV cache` : ''}`
+        : `ONNX on cpu${info.onnxCache === 'present' ? ' (no in-place KV cache graph in this export: slower on long prompts; re-export with chorus-train export)' : ''}`;
     return {
       ok: true,
       message: `loaded ${info.model} with ${engine}${info.contextLength ? ` (context ${info.contextLength} tokens)` : ''}`,

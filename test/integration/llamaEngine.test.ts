@@ -13,7 +13,7 @@ import { createLocalBackend } from '../../src/core/llm/local.js';
 import { createBackend, resolveEngine } from '../../src/core/llm/factory.js';
 import { ModelError, type Completion, type ModelBackend } from '../../src/core/llm/backend.js';
 import type { ChatMessage } from '../../src/core/agent/protocol.js';
-import { ensureTinyGguf } from '../support/gguf.js';
+import { ensureTinyGguf, shapeFromConfig, writeQwen3Gguf } from '../support/gguf.js';
 import { modelIdentity, sampleKey } from '../../src/core/eval/cache.js';
 import type { EvalTask } from '../../src/core/eval/task.js';
 
@@ -107,14 +107,21 @@ describe('engines: llama.cpp and ONNX', () => {
     expect(other.text).not.toBe(r.text);
   });
 
-  for (const engine of ['llama', 'onnx'] as const) {
+  // 'onnx': the export's in-place KV cache graph; 'onnx present': transformers.js past/present
+  for (const engine of ['llama', 'onnx', 'onnx present'] as const) {
     // A model loads once per process and its cached state is shared by the backends naming it;
     // `fresh` gives another instance (another context length, or another thread count).
     const make = (lookup: boolean, fresh = false): ModelBackend =>
       keep(
         engine === 'llama'
           ? createLlamaBackend({ modelPath: both, gpu: 'cpu', threads: 1, contextLength: fresh ? 1536 : 2048, lookup })
-          : createLocalBackend({ modelDir: fixture, dtype: 'fp32', lookup, ...(fresh ? { threads: 1 } : {}) }),
+          : createLocalBackend({
+              modelDir: fixture,
+              dtype: 'fp32',
+              lookup,
+              inplaceCache: engine === 'onnx',
+              ...(fresh ? { threads: 1 } : {}),
+            }),
       );
 
     it(`${engine}: reuses the evaluated prefix across calls and says how much; the reply is the one a fresh engine gives`, async () => {
@@ -199,6 +206,29 @@ describe('engines: llama.cpp and ONNX', () => {
     });
   }
 
+  it('onnx: the in-place KV cache graph gives the tokens of the transformers.js past/present path, and info() says which runs', async () => {
+    for (const dtype of ['fp32', 'q4'] as const) {
+      const inplace = keep(createLocalBackend({ modelDir: fixture, dtype, lookup: false }));
+      const present = keep(createLocalBackend({ modelDir: fixture, dtype, lookup: false, inplaceCache: false }));
+      expect((await inplace.info()).onnxCache).toBe('inplace');
+      expect((await present.info()).onnxCache).toBe('present');
+      // prompt in chunks, then token by token; then a refinement prompt on the cut-back cache
+      for (const messages of [first, refine, first]) {
+        const a = await inplace.complete({ messages, sampling: { ...greedy, maxNewTokens: 48 } });
+        const b = await present.complete({ messages, sampling: { ...greedy, maxNewTokens: 48 } });
+        expect(a.completionTokens).toBe(48);
+        expect(a.text).toBe(b.text);
+        expect(a.cache).toEqual(b.cache);
+      }
+    }
+    // an export without the in-place graph (a plain transformers.js export) runs the other path
+    const plain = mkdtempSync(join(tmpdir(), 'chorus-plain-'));
+    scratch.push(plain);
+    cpSync(fixture, plain, { recursive: true });
+    rmSync(join(plain, 'onnx', 'model.inplace.onnx'));
+    expect((await keep(createLocalBackend({ modelDir: plain, dtype: 'fp32' })).info()).onnxCache).toBe('present');
+  });
+
   it('auto takes llama.cpp when the folder has a GGUF, ONNX otherwise; the named engine wins', async () => {
     expect(findGguf(both)).toBe(join(both, 'model-f16.gguf'));
     expect(findGguf(fixture)).toBeNull();
@@ -280,6 +310,46 @@ describe('engines: llama.cpp and ONNX', () => {
     await quitter.dispose();
     await stayer.dispose();
     expect(loadedLlamaModels()).toBe(before);
+  });
+
+  it('llama.cpp: the KV cache is q8_0 under auto where the head size is a multiple of 32, else f16; info() and eval say which', async () => {
+    // llama.cpp quantizes K and V in blocks of 32 along a head: the fixture's heads of 16 cannot, heads of 32 can
+    const dir = mkdtempSync(join(tmpdir(), 'chorus-kv-auto-'));
+    scratch.push(dir);
+    const head32 = join(dir, 'model-f16.gguf');
+    writeQwen3Gguf(head32, {
+      shape: { ...shapeFromConfig(join(fixture, 'config.json')), headDim: 32 },
+      tokenizerDir: fixture,
+      type: 'f16',
+      embeddingStd: 0.5,
+    });
+    const messages: string[] = [];
+    const opts = { gpu: 'cpu' as const, threads: 1, contextLength: 1024, onMessage: (m: string) => void messages.push(m) };
+    const q = keep(createLlamaBackend({ ...opts, modelPath: head32 }));
+    const qi = await q.info();
+    expect(qi).toMatchObject({ engine: 'llama', kvCache: 'q8_0' });
+    const r = await q.complete({ messages: first, sampling: { ...greedy, maxNewTokens: 4 } });
+    expect(r.completionTokens).toBe(4);
+    const f = keep(createLlamaBackend({ ...opts, modelPath: head32, kvCache: 'f16' }));
+    const fi = await f.info();
+    expect(fi.kvCache).toBe('f16');
+    // heads of 16: auto takes f16 without trying (no message), an explicit q8_0 still fails with what to do
+    const t = keep(createLlamaBackend({ ...opts, modelPath: both }));
+    expect((await t.info()).kvCache).toBe('f16');
+    expect((await t.complete({ messages: first, sampling: { ...greedy, maxNewTokens: 2 } })).completionTokens).toBe(2);
+    expect(messages).toEqual([]);
+    // (refused at load, before llama.cpp is asked: a failed context creation in node-llama-cpp can
+    // keep the model from being freed, which the dispose in afterAll would wait on)
+    const before = loadedLlamaModels();
+    const explicit = keep(createLlamaBackend({ ...opts, modelPath: both, kvCache: 'q8_0' }));
+    expect((await modelError(explicit.info())).message).toMatch(/q8_0 KV cache .*head size is a multiple of 32.*--kv-cache f16/);
+    expect((await modelError(explicit.complete({ messages: first, sampling: greedy }))).kind).toBe('corrupt');
+    expect(loadedLlamaModels()).toBe(before);
+    // eval keeps the resolved type: auto's q8_0 results and f16's have different identities
+    const auto = modelIdentity({ kind: 'local', modelDir: dir, engine: 'llama' }, qi);
+    const f16 = modelIdentity({ kind: 'local', modelDir: dir, engine: 'llama', kvCache: 'f16' }, fi);
+    expect(auto).toMatchObject({ engine: 'llama', kvCache: 'q8_0' });
+    expect(f16).toMatchObject({ engine: 'llama', kvCache: 'f16' });
   });
 
   it('onnx: a cancelled load rejects with the cancellation error and a later load works', async () => {

@@ -89,6 +89,7 @@ describe('chorus generate on a local model', () => {
     );
     const am = JSON.parse(a.stdout).model;
     expect(am.engine).toBe('llama');
+    expect(am.kv_cache).toBe('f16'); // --kv-cache auto (the default) on the fixture's heads of 16
     // --gpu auto (the default): on a machine where no GPU build loads, a message and the CPU
     if (am.device === 'cpu') expect(a.stderr).toMatch(/note: llama\.cpp found no usable GPU build here .*running on the CPU/);
     const b = await execa(
@@ -96,18 +97,18 @@ describe('chorus generate on a local model', () => {
       [cli, 'generate', '--json', '--model', fixture, '--rounds', '0', '--max-tokens', '2', counter()],
       { reject: false },
     );
-    expect(JSON.parse(b.stdout).model.engine).toBe('onnx');
+    expect(JSON.parse(b.stdout).model).toMatchObject({ engine: 'onnx', onnx_cache: 'inplace' });
     const bad = await execa(process.execPath, [cli, 'generate', '--model', both, '--engine', 'vllm', counter()], { reject: false });
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/--engine must be auto, llama or onnx/);
   });
 
-  it('--kv-cache q8_0 runs the llama.cpp engine on a quantized KV cache; another value is a usage error', async () => {
+  it('--kv-cache q8_0 (and auto, where the heads allow it) runs the llama.cpp engine on a quantized KV cache; another value is a usage error', async () => {
     // llama.cpp quantizes K in blocks of 32 along a head: the fixture's heads of 16 cannot, heads of 32 can
     const head32 = join(scratchDir('chorus-kv-'), 'model-f16.gguf');
     const shape = { ...shapeFromConfig(join(fixture, 'config.json')), headDim: 32 };
     writeQwen3Gguf(head32, { shape, tokenizerDir: fixture, type: 'f16', embeddingStd: 0.5 });
-    const run = (model: string): ReturnType<typeof execa> =>
+    const run = (model: string, kv = 'q8_0'): ReturnType<typeof execa> =>
       execa(
         process.execPath,
         [
@@ -123,7 +124,7 @@ describe('chorus generate on a local model', () => {
           '--threads',
           '1',
           '--kv-cache',
-          'q8_0',
+          kv,
           '--rounds',
           '0',
           '--max-tokens',
@@ -135,12 +136,16 @@ describe('chorus generate on a local model', () => {
     const q = await run(head32);
     expect(q.exitCode, String(q.stderr)).toBe(1); // the random model writes no testbench
     expect(JSON.parse(String(q.stdout)).rounds[0].tokens.completion).toBeGreaterThan(0);
+    expect(JSON.parse(String(q.stdout)).model.kv_cache).toBe('q8_0');
+    const auto = await run(head32, 'auto');
+    expect(auto.exitCode, String(auto.stderr)).toBe(1);
+    expect(JSON.parse(String(auto.stdout)).model.kv_cache).toBe('q8_0');
     const no = await run(both);
     expect(no.exitCode).toBe(2);
     expect(no.stderr).toMatch(/q8_0 KV cache .*head size is a multiple of 32.*--kv-cache f16/);
     const bad = await execa(process.execPath, [cli, 'generate', '--model', both, '--kv-cache', 'q4', counter()], { reject: false });
     expect(bad.exitCode).toBe(2);
-    expect(bad.stderr).toMatch(/--kv-cache must be f16 or q8_0/);
+    expect(bad.stderr).toMatch(/--kv-cache must be auto, f16 or q8_0/);
   });
 
   for (const engine of ['llama', 'onnx'] as const) {

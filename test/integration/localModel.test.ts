@@ -162,8 +162,14 @@ describe('local backend on the tiny Qwen3 fixture', () => {
     scratch.push(tmp);
     const copy = join(tmp, 'tiny-qwen3');
     cpSync(fixture, copy, { recursive: true });
+    // the in-place cache graph (what runs by default) and the transformers.js graph, each damaged
+    writeFileSync(join(copy, 'onnx', 'model.inplace.onnx'), 'this is not an ONNX protobuf'.repeat(100));
+    const e4a = await modelError(createLocalBackend({ modelDir: copy, dtype: 'fp32' }).info());
+    expect(e4a.kind).toBe('corrupt');
+    expect(e4a.message).toContain(join(copy, 'onnx', 'model.inplace.onnx'));
+    expect(e4a.message).toMatch(/re-export/);
     writeFileSync(join(copy, 'onnx', 'model.onnx'), 'this is not an ONNX protobuf'.repeat(100));
-    const e4 = await modelError(createLocalBackend({ modelDir: copy, dtype: 'fp32' }).info());
+    const e4 = await modelError(createLocalBackend({ modelDir: copy, dtype: 'fp32', inplaceCache: false }).info());
     expect(e4.kind).toBe('corrupt');
     expect(e4.message).toContain(join(copy, 'onnx', 'model.onnx'));
     // the q4 variant of the same copy is intact

@@ -147,6 +147,9 @@ class ExternalData:
         self.f = open(self.path, 'wb')
         self.off = 0
         self.seen: dict[str, tuple[int, int]] = {}
+        self.meta: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
+        self.small: dict[str, np.ndarray] = {}  # initializers kept inline, for a sibling graph
+        self.linear_kn: dict[str, tuple[int, int]] = {}  # MatMulNBits K, N per quantized linear
 
     def put(self, data: bytes, key: str | None) -> tuple[int, int]:
         if key is not None and key in self.seen:
@@ -173,18 +176,37 @@ class Graph:
         self.data = data
         self.shared = shared
         self.count = 0
+        self.small = data.small
 
     def init(self, name: str, arr: np.ndarray, shared_key: str | None = None) -> str:
         arr = np.ascontiguousarray(arr)
         if arr.nbytes <= INLINE_LIMIT:
             self.inits.append(numpy_helper.from_array(arr, name))
+            self.small[name] = arr
             return name
         store = self.shared if (shared_key and self.shared) else self.data
-        off, length = store.put(arr.tobytes(), shared_key)
+        # keyed by name too: the in-place graph is built into the same data file as its sibling and
+        # must point at the same bytes instead of writing the weights twice
+        off, length = store.put(arr.tobytes(), shared_key or name)
+        store.meta[shared_key or name] = (arr.dtype, arr.shape)
+        return self._external(name, store, arr.dtype, arr.shape, off, length)
+
+    def stored(self, name: str) -> bool:
+        """Whether a sibling graph already wrote this initializer (so it need not be computed again)."""
+        return name in self.data.meta or name in self.small
+
+    def reuse(self, name: str) -> str:
+        if name in self.small:
+            return self.init(name, self.small[name])
+        dtype, shape = self.data.meta[name]
+        off, length = self.data.seen[name]
+        return self._external(name, self.data, dtype, shape, off, length)
+
+    def _external(self, name: str, store: ExternalData, dtype, shape, off: int, length: int) -> str:
         t = TensorProto()
         t.name = name
-        t.data_type = helper.np_dtype_to_tensor_dtype(arr.dtype)
-        t.dims.extend(arr.shape)
+        t.data_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+        t.dims.extend(shape)
         t.data_location = TensorProto.EXTERNAL
         for k, v in (('location', store.name), ('offset', str(off)), ('length', str(length))):
             e = t.external_data.add()
@@ -195,6 +217,11 @@ class Graph:
     def const(self, name: str, value, dtype=np.int64) -> str:
         return self.init(name, np.array(value, dtype=dtype))
 
+    def scalar(self, name: str, value, dtype=np.int64) -> str:
+        """A rank-0 constant (const() gives shape [1]: np.ascontiguousarray promotes rank 0)."""
+        self.inits.append(numpy_helper.from_array(np.array(value, dtype=dtype), name))
+        return name
+
     def op(self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = '', outputs: list[str] | None = None, **attrs):
         self.count += 1
         name = f'{op_type}_{self.count}'
@@ -204,10 +231,13 @@ class Graph:
 
 
 class Exporter:
-    def __init__(self, ckpt: Checkpoint, cfg: dict, quant: str, block: int, accuracy_level: int, embed_q4: bool = False):
+    def __init__(
+        self, ckpt: Checkpoint, cfg: dict, quant: str, block: int, accuracy_level: int, embed_q4: bool = False, inplace: bool = False
+    ):
         self.ck = ckpt
         self.cfg = cfg
         self.quant = quant  # 'fp32' | 'q4'
+        self.inplace = inplace  # the in-place KV cache interface (module docstring)
         self.block = block
         self.acc = accuracy_level
         # the token embedding (and a tied lm_head) in 4 bits: always for q4; for fp32 on request
@@ -223,15 +253,157 @@ class Exporter:
 
     def linear(self, g: Graph, x: str, names: list[str], key: str) -> str:
         """y = x @ concat(W_i)^T for the HF weights named (each [out, in])."""
+        if self.quant == 'fp32' and g.stored(key + '.weight_t'):  # written by the sibling graph
+            return g.op('MatMul', [x, g.reuse(key + '.weight_t')])
+        if self.quant == 'q4' and g.stored(key + '.qweight'):
+            k, n_out = g.data.linear_kn[key]
+            ins = [x, g.reuse(key + '.qweight'), g.reuse(key + '.scales')]
+            if g.stored(key + '.zero_points'):
+                ins.append(g.reuse(key + '.zero_points'))
+            return g.op('MatMulNBits', ins, domain=MS, K=k, N=n_out, bits=4, block_size=self.block, accuracy_level=self.acc)
         w = np.concatenate([self.ck.get(n) for n in names], axis=0)  # [N, K]
         n_out, k = w.shape
         if self.quant == 'fp32':
             return g.op('MatMul', [x, g.init(key + '.weight_t', w.T.astype(np.float32))])
         packed, scales, zp = quantize_4bit(w.T, self.block, symmetric=False)
+        g.data.linear_kn[key] = (k, n_out)
         ins = [x, g.init(key + '.qweight', packed), g.init(key + '.scales', scales)]
         if zp is not None:
             ins.append(g.init(key + '.zero_points', zp))
         return g.op('MatMulNBits', ins, domain=MS, K=k, N=n_out, bits=4, block_size=self.block, accuracy_level=self.acc)
+
+    def interface(self, L: int, nkv: int, hd: int, V: int) -> tuple[list, list]:
+        """Graph inputs and outputs: transformers.js's (past/present) or the in-place cache's."""
+        vi = helper.make_tensor_value_info
+        inputs = [vi('input_ids', TensorProto.INT64, ['batch_size', 'sequence_length'])]
+        if self.inplace:
+            inputs.append(vi('past_length', TensorProto.INT64, []))
+        else:
+            inputs.append(vi('attention_mask', TensorProto.INT64, ['batch_size', 'total_sequence_length']))
+        for i in range(L):
+            for kv in ('key', 'value'):
+                if self.inplace:
+                    inputs.append(vi(f'cache.{i}.{kv}', TensorProto.FLOAT, [1, nkv, 'capacity', hd]))
+                else:
+                    inputs.append(vi(f'past_key_values.{i}.{kv}', TensorProto.FLOAT, ['batch_size', nkv, 'past_sequence_length', hd]))
+        inputs.append(vi('num_logits_to_keep', TensorProto.INT64, []))
+        outputs = [vi('logits', TensorProto.FLOAT, ['batch_size', 'logits_length', V])]
+        for i in range(L):
+            for kv in ('key', 'value'):
+                if self.inplace:
+                    outputs.append(vi(f'new.{i}.{kv}', TensorProto.FLOAT, [1, nkv, 'sequence_length', hd]))
+                else:
+                    outputs.append(vi(f'present.{i}.{kv}', TensorProto.FLOAT, ['batch_size', nkv, 'total_sequence_length', hd]))
+        return inputs, outputs
+
+    def gqa_bookkeeping(self, g: Graph, one: str, inv_freq: np.ndarray) -> dict:
+        """seqlens_k = tokens - 1, the total length and the rotary tables, from the attention mask."""
+        mask_sum = g.op('ReduceSum', ['attention_mask', one], keepdims=0)
+        seqlens_k = g.op('Cast', [g.op('Sub', [mask_sum, g.const('one_scalar_i64', 1)])], to=TensorProto.INT32)
+        total = g.op('Gather', [g.op('Shape', ['attention_mask']), g.const('one_scalar_i64_b', 1)], axis=0)
+        total_i32 = g.op('Cast', [total], to=TensorProto.INT32)
+        pos = g.op(
+            'Range', [g.const('zero_f', 0.0, np.float32), g.op('Cast', [total], to=TensorProto.FLOAT), g.const('one_f', 1.0, np.float32)]
+        )
+        freqs = g.op('Mul', [g.op('Unsqueeze', [pos, one]), g.init('rotary.inv_freq', inv_freq)])  # [T, hd/2]
+        return {'seqlens_k': seqlens_k, 'total': total_i32, 'cos': g.op('Cos', [freqs]), 'sin': g.op('Sin', [freqs])}
+
+    def gqa_attention(
+        self, g: Graph, i: int, qn: str, kn: str, v: str, book: dict, nh: int, nkv: int, hd: int, flat_q: str, flat_k: str
+    ) -> str:
+        p = f'model.layers.{i}'
+        attn, _, _ = g.op(
+            'GroupQueryAttention',
+            [
+                g.op('Reshape', [qn, flat_q]),
+                g.op('Reshape', [kn, flat_k]),
+                v,
+                f'past_key_values.{i}.key',
+                f'past_key_values.{i}.value',
+                book['seqlens_k'],
+                book['total'],
+                book['cos'],
+                book['sin'],
+            ],
+            outputs=[f'{p}/attn', f'present.{i}.key', f'present.{i}.value'],
+            domain=MS,
+            num_heads=nh,
+            kv_num_heads=nkv,
+            do_rotary=1,
+            rotary_interleaved=0,
+            scale=float(hd**-0.5),
+        )
+        return attn
+
+    def inplace_bookkeeping(self, g: Graph, nh: int, nkv: int, hd: int, inv_freq: np.ndarray) -> dict:
+        """The in-place cache's per-call tensors. The caller owns one [1, kv_heads, capacity, head_dim]
+        buffer per layer and key/value, of which the first `past_length` slots hold the prefix; the
+        graph attends to those slots (the rest are masked) and to the new tokens, and returns only the
+        new tokens' keys and values, which the caller writes into the next slots. Nothing the size of
+        the cache is copied per call: onnxruntime reads the caller's buffers where they are, and the
+        outputs are a few kilobytes per token. (GroupQueryAttention's present output is the whole
+        cache, concatenated and copied out on every token.)"""
+        zero = g.scalar('ip_zero', 0)
+        one_s = g.scalar('ip_one', 1)
+        seq = g.op('Gather', [g.op('Shape', ['input_ids']), one_s], axis=0)  # scalar
+        cap = g.op('Gather', [g.op('Shape', ['cache.0.key']), g.scalar('ip_two', 2)], axis=0)
+        pos = g.op('Range', ['past_length', g.op('Add', ['past_length', seq]), one_s])  # [S] absolute positions
+        freqs = g.op(
+            'Mul',
+            [g.op('Unsqueeze', [g.op('Cast', [pos], to=TensorProto.FLOAT), g.const('ip_ax1', [1])]), g.init('rotary.inv_freq', inv_freq)],
+        )
+        cos = g.op('Unsqueeze', [g.op('Cos', [freqs]), g.const('ip_ax1b', [1])])  # [S, 1, hd/2]: broadcasts over heads
+        sin = g.op('Unsqueeze', [g.op('Sin', [freqs]), g.const('ip_ax1c', [1])])
+        neg = g.scalar('ip_neg', -1e9, np.float32)
+        zf = g.scalar('ip_zf', 0.0, np.float32)
+        # slots at or past past_length are not part of the prefix
+        past_bias = g.op('Where', [g.op('Less', [g.op('Range', [zero, cap, one_s]), 'past_length']), zf, neg])  # [C]
+        # query rows are (group member, position) pairs: row r is position r mod S; it sees new
+        # tokens up to its own position
+        rep = nh // nkv
+        rows = g.op('Mod', [g.op('Range', [zero, g.op('Mul', [seq, g.scalar('ip_rep', rep)]), one_s]), seq])
+        cols = g.op('Range', [zero, seq, one_s])
+        later = g.op('Less', [g.op('Unsqueeze', [rows, g.const('ip_ax1d', [1])]), g.op('Unsqueeze', [cols, g.const('ip_ax0', [0])])])
+        new_bias = g.op('Where', [later, neg, zf])  # [rep*S, S]
+        split_sizes = g.op(
+            'Concat', [g.op('Unsqueeze', [cap, g.const('ip_ax0b', [0])]), g.op('Unsqueeze', [seq, g.const('ip_ax0c', [0])])], axis=0
+        )
+        return {
+            'cos': cos,
+            'sin': sin,
+            'past_bias': past_bias,
+            'new_bias': new_bias,
+            'split': split_sizes,
+            'half': g.const('ip_half', [hd // 2, hd // 2]),
+            'bnsh': [0, 2, 1, 3],
+            'grouped': g.const('ip_grouped', [0, nkv, -1, hd]),
+            'ungrouped': g.const('ip_ungrouped', [0, nh, -1, hd]),
+            'heads_kv': g.const('ip_heads_kv', [0, 0, nkv, hd]),
+            'flat': g.const('ip_flat', [0, 0, nh * hd]),
+        }
+
+    def inplace_attention(self, g: Graph, i: int, qn: str, kn: str, v: str, b: dict, nh: int, nkv: int, hd: int) -> str:
+        """Attention over the cached slots and the new tokens, with one softmax over both: the scores
+        against the cache and against the new keys are computed apart and concatenated (a few
+        kilobytes per query row), so the cache itself is never concatenated."""
+
+        def rope(x: str) -> str:  # rotate_half, as Hugging Face Qwen3
+            x1, x2 = g.op('Split', [x, b['half']], n_out=2, axis=-1)
+            r1 = g.op('Sub', [g.op('Mul', [x1, b['cos']]), g.op('Mul', [x2, b['sin']])])
+            r2 = g.op('Add', [g.op('Mul', [x2, b['cos']]), g.op('Mul', [x1, b['sin']])])
+            return g.op('Concat', [r1, r2], axis=-1)
+
+        scale = float(hd**-0.5)
+        # [1, S, nh, hd] -> [1, nh, S, hd] -> [1, nkv, rep*S, hd]: query head h uses kv head h // rep
+        q = g.op('Reshape', [g.op('Transpose', [rope(qn)], perm=b['bnsh']), b['grouped']])
+        k_new = g.op('Transpose', [rope(kn)], perm=b['bnsh'], outputs=[f'new.{i}.key'])
+        v_new = g.op('Transpose', [g.op('Reshape', [v, b['heads_kv']])], perm=b['bnsh'], outputs=[f'new.{i}.value'])
+        s_past = g.op('Add', [g.op('FusedMatMul', [q, f'cache.{i}.key'], domain=MS, transB=1, alpha=scale), b['past_bias']])
+        s_new = g.op('Add', [g.op('FusedMatMul', [q, k_new], domain=MS, transB=1, alpha=scale), b['new_bias']])
+        probs = g.op('Softmax', [g.op('Concat', [s_past, s_new], axis=-1)], axis=-1)
+        p_past, p_new = g.op('Split', [probs, b['split']], n_out=2, axis=-1)
+        out = g.op('Add', [g.op('MatMul', [p_past, f'cache.{i}.value']), g.op('MatMul', [p_new, v_new])])  # [1, nkv, rep*S, hd]
+        return g.op('Reshape', [g.op('Transpose', [g.op('Reshape', [out, b['ungrouped']])], perm=b['bnsh']), b['flat']])
 
     def build(self, g: Graph) -> onnx.ModelProto:
         c = self.cfg
@@ -246,24 +418,7 @@ class Exporter:
             raise SystemExit(f'rope_scaling {rs} is not supported by this exporter')
         tied = bool(c.get('tie_word_embeddings', False)) or not self.ck.has('lm_head.weight')
 
-        inputs = [
-            helper.make_tensor_value_info('input_ids', TensorProto.INT64, ['batch_size', 'sequence_length']),
-            helper.make_tensor_value_info('attention_mask', TensorProto.INT64, ['batch_size', 'total_sequence_length']),
-        ]
-        for i in range(L):
-            for kv in ('key', 'value'):
-                inputs.append(
-                    helper.make_tensor_value_info(
-                        f'past_key_values.{i}.{kv}', TensorProto.FLOAT, ['batch_size', nkv, 'past_sequence_length', hd]
-                    )
-                )
-        inputs.append(helper.make_tensor_value_info('num_logits_to_keep', TensorProto.INT64, []))
-        outputs = [helper.make_tensor_value_info('logits', TensorProto.FLOAT, ['batch_size', 'logits_length', V])]
-        for i in range(L):
-            for kv in ('key', 'value'):
-                outputs.append(
-                    helper.make_tensor_value_info(f'present.{i}.{kv}', TensorProto.FLOAT, ['batch_size', nkv, 'total_sequence_length', hd])
-                )
+        inputs, outputs = self.interface(L, nkv, hd, V)
 
         # --- embedding (and the tied lm_head)
         emb = self.ck.get('model.embed_tokens.weight')  # [V, H]
@@ -276,22 +431,14 @@ class Exporter:
             s = g.init('model.embed_tokens.scales', scales, shared_key='embed.s')
             x = g.op('GatherBlockQuantized', [q, 'input_ids', s], domain=MS, bits=4, block_size=self.block, gather_axis=0, quantize_axis=1)
 
-        # --- attention bookkeeping from the mask: seqlens_k = tokens - 1, total length, rotary tables
         one = g.const('one_i64', [1])
-        mask_sum = g.op('ReduceSum', ['attention_mask', one], keepdims=0)
-        seqlens_k = g.op('Cast', [g.op('Sub', [mask_sum, g.const('one_scalar_i64', 1)])], to=TensorProto.INT32)
-        total = g.op('Gather', [g.op('Shape', ['attention_mask']), g.const('one_scalar_i64_b', 1)], axis=0)
-        total_i32 = g.op('Cast', [total], to=TensorProto.INT32)
-        pos = g.op(
-            'Range', [g.const('zero_f', 0.0, np.float32), g.op('Cast', [total], to=TensorProto.FLOAT), g.const('one_f', 1.0, np.float32)]
-        )
         inv_freq = (1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)).astype(np.float32)
-        freqs = g.op('Mul', [g.op('Unsqueeze', [pos, one]), g.init('rotary.inv_freq', inv_freq)])  # [T, hd/2]
-        cos, sin = g.op('Cos', [freqs]), g.op('Sin', [freqs])
+        book = self.inplace_bookkeeping(g, nh, nkv, hd, inv_freq) if self.inplace else self.gqa_bookkeeping(g, one, inv_freq)
         head_shape_q = g.const('shape_q_heads', [0, 0, nh, hd])
         head_shape_k = g.const('shape_k_heads', [0, 0, nkv, hd])
-        flat_q = g.const('shape_q_flat', [0, 0, nh * hd])
-        flat_k = g.const('shape_k_flat', [0, 0, nkv * hd])
+        if not self.inplace:
+            flat_q = g.const('shape_q_flat', [0, 0, nh * hd])
+            flat_k = g.const('shape_k_flat', [0, 0, nkv * hd])
         split_qkv = g.const('split_qkv', [nh * hd, nkv * hd, nkv * hd])
         I = c['intermediate_size']  # noqa: E741 - the paper's symbol
         split_mlp = g.const('split_mlp', [I, I])
@@ -319,27 +466,10 @@ class Exporter:
                 axis=-1,
                 epsilon=eps,
             )
-            attn, _, _ = g.op(
-                'GroupQueryAttention',
-                [
-                    g.op('Reshape', [qn, flat_q]),
-                    g.op('Reshape', [kn, flat_k]),
-                    v,
-                    f'past_key_values.{i}.key',
-                    f'past_key_values.{i}.value',
-                    seqlens_k,
-                    total_i32,
-                    cos,
-                    sin,
-                ],
-                outputs=[f'{p}/attn', f'present.{i}.key', f'present.{i}.value'],
-                domain=MS,
-                num_heads=nh,
-                kv_num_heads=nkv,
-                do_rotary=1,
-                rotary_interleaved=0,
-                scale=float(hd**-0.5),
-            )
+            if self.inplace:
+                attn = self.inplace_attention(g, i, qn, kn, v, book, nh, nkv, hd)
+            else:
+                attn = self.gqa_attention(g, i, qn, kn, v, book, nh, nkv, hd, flat_q, flat_k)
             o = self.linear(g, attn, [f'{p}.self_attn.o_proj.weight'], f'{p}.self_attn.o_proj')
             normed2, _, _, residual = g.op(
                 'SkipSimplifiedLayerNormalization',
@@ -394,6 +524,11 @@ class Exporter:
         return model
 
 
+def inplace_name(fname: str) -> str:
+    """model_q4.onnx -> model_q4.inplace.onnx: the in-place KV cache graph of a variant."""
+    return fname[: -len('.onnx')] + '.inplace.onnx'
+
+
 def export(
     ckpt_dir: Path,
     out_dir: Path,
@@ -420,13 +555,16 @@ def export(
             fname = {'fp32': 'model.onnx', 'q4': 'model_q4.onnx'}[dt]
             data = ExternalData(onnx_dir, fname + '_data')
             model = Exporter(ck, cfg, dt, block, accuracy_level, embed_q4).build(Graph(data, shared))
+            # the in-place KV cache graph beside it, on the same weight bytes (same data file)
+            inplace = Exporter(ck, cfg, dt, block, accuracy_level, embed_q4, inplace=True).build(Graph(data, shared))
             data.close()
             onnx.save_model(model, str(onnx_dir / fname))
+            onnx.save_model(inplace, str(onnx_dir / inplace_name(fname)))
             if data.off == 0:
                 (onnx_dir / data.name).unlink()
             else:
                 ext_config[fname] = 1
-            log(f'  wrote {onnx_dir / fname} ({dt}) in {time.time() - t0:.1f} s')
+            log(f'  wrote {onnx_dir / fname} and {inplace_name(fname)} ({dt}) in {time.time() - t0:.1f} s')
     finally:
         if shared:
             shared.close()

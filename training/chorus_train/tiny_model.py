@@ -263,13 +263,51 @@ def run_onnx(path: Path, cfg: dict, ids: list[int], split: int) -> np.ndarray:
     return np.concatenate(out, 0)
 
 
+def run_onnx_inplace(path: Path, cfg: dict, ids: list[int], split: int, capacity: int = 64) -> np.ndarray:
+    """The same through the in-place cache graph, as src/core/llm/local.ts drives it: one
+    [1, kv_heads, capacity, head_dim] buffer per layer and key/value, larger than what is used (the
+    unused slots hold garbage, which the graph must ignore), the new keys/values written into the
+    next slots after each call."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(path), providers=['CPUExecutionProvider'])
+    L, nkv, hd = cfg['num_hidden_layers'], cfg['num_key_value_heads'], cfg['head_dim']
+    rng = np.random.default_rng(0)
+    cache = {
+        f'cache.{i}.{kv}': rng.normal(size=(1, nkv, capacity, hd)).astype(np.float32) * 100 for i in range(L) for kv in ('key', 'value')
+    }
+    names = [o.name for o in sess.get_outputs()]
+    out = []
+    done = 0
+    for ch in [ids[:split]] + [[t] for t in ids[split:]]:
+        feed = {
+            'input_ids': np.array([ch], np.int64),
+            'past_length': np.array(done, np.int64),
+            'num_logits_to_keep': np.array(0, np.int64),
+            **cache,
+        }
+        r = dict(zip(names, sess.run(None, feed), strict=True))
+        out.append(r['logits'][0])
+        for k, v in r.items():
+            if k.startswith('new.'):
+                cache[k.replace('new.', 'cache.')][:, :, done : done + len(ch)] = v
+        done += len(ch)
+    return np.concatenate(out, 0)
+
+
 def verify(ckpt: Path, cfg: dict, log=print) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         export(ckpt, Path(tmp), ['fp32', 'q4'], block=_VERIFY_BLOCK, log=lambda *_: None)
         ids = [151644, 8948, 198, 2610, 525, 264, 1273, 13, 151645, 198, 151644, 77091, 198]
         ref = reference_logits(ckpt, ids)
-        for dt, fname, tol in (('fp32', 'model.onnx', 2e-3), ('q4', 'model_q4.onnx', None)):
-            got = run_onnx(Path(tmp) / 'onnx' / fname, cfg, ids, split=8)
+        checks = [
+            ('fp32', 'model.onnx', run_onnx, 2e-3),
+            ('q4', 'model_q4.onnx', run_onnx, None),
+            ('fp32 in-place cache', 'model.inplace.onnx', run_onnx_inplace, 2e-3),
+            ('q4 in-place cache', 'model_q4.inplace.onnx', run_onnx_inplace, None),
+        ]
+        for dt, fname, run, tol in checks:
+            got = run(Path(tmp) / 'onnx' / fname, cfg, ids, split=8)
             err = np.abs(got - ref).max() / (np.abs(ref).max() + 1e-12)
             corr = np.corrcoef(got.ravel(), ref.ravel())[0, 1]
             log(f'  verify {dt}: max relative error {err:.2e}, correlation {corr:.5f}')

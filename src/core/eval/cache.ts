@@ -40,8 +40,9 @@ export function taskFingerprint(t: EvalTask): unknown {
 
 /**
  * What identifies a model row's results, in the cache key and in the report (row.model): the model
- * as loaded, and for an in-process model the engine and the weights it read (the GGUF, or the ONNX
- * folder and dtype), so the llama.cpp and ONNX engines' results on one model folder never merge.
+ * as loaded, and for an in-process model the engine and the weights it read (the GGUF and the KV
+ * cache type it ran, or the ONNX folder and dtype), so the llama.cpp and ONNX engines' results on
+ * one model folder never merge, nor a q8_0 KV cache's with an f16 one's.
  */
 export function modelIdentity(config: ModelConfig, info: BackendInfo): Record<string, unknown> {
   if (config.kind !== 'local') return { kind: 'openai', model: info.model, endpoint: info.location };
@@ -51,7 +52,8 @@ export function modelIdentity(config: ModelConfig, info: BackendInfo): Record<st
     engine,
     model: info.model,
     weights: info.location,
-    ...(engine === 'onnx' ? { dtype: config.dtype ?? 'q4' } : { kvCache: config.kvCache ?? 'f16' }),
+    // llama.cpp: the KV cache type that ran (`auto` resolved), not the one asked for
+    ...(engine === 'onnx' ? { dtype: config.dtype ?? 'q4' } : { kvCache: info.kvCache ?? config.kvCache ?? 'f16' }),
   };
 }
 

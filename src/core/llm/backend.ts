@@ -75,6 +75,12 @@ export interface BackendInfo {
   engine?: 'llama' | 'onnx';
   /** Where an in-process engine computes: `cpu`, or the GPU kind (`cuda`, `vulkan`, `metal`). */
   device?: string;
+  /** llama.cpp: the KV cache type in use (`--kv-cache auto` resolved: q8_0, or f16 where q8_0
+   * cannot run). Results differ slightly between the two, so eval keeps them apart. */
+  kvCache?: 'f16' | 'q8_0';
+  /** ONNX: the decoder graph in use: the export's in-place KV cache graph, or transformers.js's
+   * past/present one (an export without the former; slower per token as the context grows). */
+  onnxCache?: 'inplace' | 'present';
   /** Model identifier as the user gave it (directory or served model name). */
   model: string;
   /** Where it runs: a directory, or the base URL. */

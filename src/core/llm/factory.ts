@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ModelError, type ModelBackend } from './backend.js';
-import { findGguf } from './llama.js';
+import { findGguf, type KvCacheOption } from './llama.js';
 import { apiKeyFromEnv, createOpenAIBackend } from './openai.js';
 
 /** The in-process engine: `auto` takes llama.cpp when the model folder holds a GGUF. */
@@ -23,8 +23,9 @@ export type ModelConfig =
       gpu?: 'auto' | 'cpu';
       /** Prompt-lookup drafting (default on). */
       lookup?: boolean;
-      /** llama.cpp's KV cache precision (default f16; q8_0 halves its memory). */
-      kvCache?: 'f16' | 'q8_0';
+      /** llama.cpp's KV cache precision: `auto` (default: q8_0, half the memory, where the model's
+       * head size allows it and it runs here, else f16 with a message), `f16`, `q8_0`. */
+      kvCache?: KvCacheOption;
       /** Cancels loading the model (the load stops and frees what it loaded). */
       signal?: AbortSignal;
       onProgress?: (p: { file: string; loaded?: number; total?: number; status: string }) => void;

@@ -17,6 +17,7 @@ import type { ChatMessage } from './backend.js';
 import { Drafter } from './lookup.js';
 import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 import { acquireShared, releaseShared } from './shared.js';
+import { physicalCores } from './cpu.js';
 
 type NodeLlama = typeof import('node-llama-cpp');
 type Llama = Awaited<ReturnType<NodeLlama['getLlama']>>;
@@ -32,16 +33,18 @@ export interface LlamaBackendOptions {
    * for the limit: the first call's prompt and reply with some room, grown (keeping the evaluated
    * tokens) when a later prompt or a long reply needs more, up to the limit. */
   contextLength?: number;
-  /** KV cache precision: `f16` (default, llama.cpp's) or `q8_0` (half the memory; with flash
-   * attention, which llama.cpp's CPU build has; node-llama-cpp marks it experimental). */
-  kvCache?: 'f16' | 'q8_0';
+  /** KV cache precision: `auto` (default): q8_0 where the model's head size allows it (kvCacheFits)
+   * and a context with it can be created here, else f16 with a message; `f16` (llama.cpp's own);
+   * `q8_0` (half the memory, with flash attention, which llama.cpp's CPU build has; node-llama-cpp
+   * marks it experimental), an error where it cannot run. info() says which one runs. */
+  kvCache?: KvCacheOption;
   /** Context allocation step and room, tokens (default 1,024): the allocation is a multiple of it
    * and holds at least this many tokens past what a call needs (tests use a small one to regrow). */
   contextStep?: number;
   /** Cancels loading the model: the load stops and frees what it loaded, and the calls waiting on
    * it reject with ModelError('cancelled'). Backends sharing the load stop it only all together. */
   signal?: AbortSignal;
-  /** CPU threads (default: llama.cpp's count of physical cores). */
+  /** CPU threads (default: the physical cores, physicalCores()). */
   threads?: number;
   /** `auto` (default): offload to a GPU when a node-llama-cpp build for it loads, else the CPU with
    * a message; `cpu`: never. */
@@ -54,7 +57,59 @@ export interface LlamaBackendOptions {
   onMessage?: (message: string) => void;
 }
 
+export type KvCacheOption = 'auto' | 'f16' | 'q8_0';
+
+/**
+ * Whether llama.cpp can quantize this model's KV cache to q8_0: it stores K and V in blocks of 32
+ * along a head, so both head sizes must be multiples of 32 (Qwen3's are 128; the tiny test model's
+ * 16 are not). The head sizes are what llama.cpp reads: `<arch>.attention.key_length` and
+ * `value_length`, else embedding_length / head_count. `metadata` is the GGUF's, as node-llama-cpp
+ * parses it (model.fileInfo.metadata). null: the metadata does not say.
+ */
+export function kvCacheFits(metadata: unknown): boolean | null {
+  type Arch = { embedding_length?: unknown; attention?: Record<string, unknown> };
+  const m = (metadata ?? {}) as { general?: { architecture?: string } } & Record<string, Arch | undefined>;
+  const arch = m.general?.architecture;
+  const a = arch ? m[arch] : undefined;
+  // per-layer values (some architectures) come as arrays: every layer's head must fit
+  const num = (v: unknown): number | undefined =>
+    typeof v === 'number' ? v : Array.isArray(v) && v.length && v.every((x) => typeof x === 'number') ? Math.max(...v) : undefined;
+  const heads = num(a?.attention?.head_count);
+  const embd = num(a?.embedding_length);
+  const split = heads && embd ? embd / heads : undefined;
+  const sizes = [num(a?.attention?.key_length) ?? split, num(a?.attention?.value_length) ?? split];
+  if (sizes.some((d) => d === undefined || !Number.isInteger(d) || d <= 0)) return null;
+  return sizes.every((d) => d! % 32 === 0);
+}
+
+/**
+ * The KV cache type to run: `f16` and `q8_0` as asked; `auto` q8_0 where the head size fits and
+ * `tryQ8` (creating a small q8_0 context; null: nothing to try) succeeds, else f16, the failure
+ * told through `onMessage`.
+ */
+export async function resolveKvCache(
+  want: KvCacheOption,
+  fits: boolean | null,
+  tryQ8: (() => Promise<void>) | null,
+  onMessage: ((message: string) => void) | undefined,
+  name: string,
+): Promise<'f16' | 'q8_0'> {
+  if (want !== 'auto') return want;
+  if (fits !== true) return 'f16';
+  try {
+    await tryQ8?.();
+    return 'q8_0';
+  } catch (e) {
+    onMessage?.(
+      `a q8_0 KV cache does not run for ${name} here (${(e as Error).message.split('\n')[0]}); using f16 (--kv-cache f16 skips the try)`,
+    );
+    return 'f16';
+  }
+}
+
 const MAX_DEFAULT_CONTEXT = 8192;
+/** How long dispose() waits for a model on which a context creation failed (see load()). */
+const FREE_AFTER_FAILURE_MS = 5000;
 /** Context allocation: the tokens a call needs plus this room (later rounds' longer prompts fit
  * without a regrow), rounded up to a multiple of it (option contextStep). */
 const CONTEXT_ROOM = 1024;
@@ -97,6 +152,10 @@ interface Loaded {
   /** The limit (what info() reports). */
   contextLength: number;
   gpu: string | false;
+  /** The KV cache type in use (`auto` resolved). */
+  kvCache: 'f16' | 'q8_0';
+  /** Context creations that failed on this model (see load(): freeing it may then never end). */
+  failures: { contexts: number };
   users: number;
   queue: Promise<unknown>;
 }
@@ -153,7 +212,7 @@ async function renderer(gguf: string, model: LlamaModel): Promise<(messages: Cha
 
 const loadCancelled = (gguf: string): ModelError => new ModelError('cancelled', `Loading ${basename(gguf)} was cancelled.`);
 
-async function load(gguf: string, o: LlamaBackendOptions, signal: AbortSignal): Promise<Loaded> {
+async function load(gguf: string, o: LlamaBackendOptions & { threads: number }, signal: AbortSignal): Promise<Loaded> {
   let nl: NodeLlama;
   try {
     nl = await import('node-llama-cpp');
@@ -206,11 +265,46 @@ async function load(gguf: string, o: LlamaBackendOptions, signal: AbortSignal): 
     if (signal.aborted) throw loadCancelled(gguf);
     const trained = model.trainContextSize;
     const contextLength = Math.min(o.contextLength ?? Math.min(trained, MAX_DEFAULT_CONTEXT), trained);
-    const kv = o.kvCache === 'q8_0' ? ({ experimentalKvCacheKeyType: 'Q8_0', experimentalKvCacheValueType: 'Q8_0' } as const) : {};
+    // node-llama-cpp wants the type names in upper case ('q8_0' is ignored without an error)
+    const q8 = { experimentalKvCacheKeyType: 'Q8_0', experimentalKvCacheValueType: 'Q8_0' } as const;
+    // node-llama-cpp 3.21.1 leaks a context whose creation failed, and its hold on the model then
+    // keeps model.dispose() waiting forever once that context is garbage-collected: so what is
+    // known to fail is refused before llama.cpp is asked (the head size), and what cannot be known
+    // (q8_0 on a GPU backend without the flash attention it needs) is tried once on a small
+    // context at load, so info() reports the type every call will use.
+    const fits = kvCacheFits(model.fileInfo.metadata);
+    const failures = { contexts: 0 };
+    const kvCache = await resolveKvCache(
+      o.kvCache ?? 'auto',
+      fits,
+      // llama.cpp's CPU backend always has flash attention: the head size decides
+      rt.llama.gpu === false
+        ? null
+        : async () => {
+            const probe = await model
+              .createContext({ contextSize: Math.min(256, contextLength), sequences: 1, threads: o.threads, ...q8 })
+              .catch((e: unknown) => {
+                failures.contexts++;
+                throw e;
+              });
+            await probe.dispose();
+          },
+      o.onMessage,
+      basename(gguf),
+    );
+    if (kvCache === 'q8_0' && fits === false)
+      throw new ModelError(
+        'corrupt',
+        `A q8_0 KV cache runs only where the model's head size is a multiple of 32 (llama.cpp quantizes K and V in blocks of 32 along a head), ` +
+          `and ${basename(gguf)}'s is not. Use --kv-cache f16, or auto (chorus.model.kvCache in the editor).`,
+      );
+    if (signal.aborted) throw loadCancelled(gguf);
+    const kv = kvCache === 'q8_0' ? q8 : {};
     const newContext = async (size: number): Promise<LlamaContext> => {
       try {
-        return await model.createContext({ contextSize: size, sequences: 1, ...(o.threads ? { threads: o.threads } : {}), ...kv });
+        return await model.createContext({ contextSize: size, sequences: 1, threads: o.threads, ...kv });
       } catch (e) {
+        failures.contexts++;
         if (o.kvCache === 'q8_0')
           throw new ModelError(
             'corrupt',
@@ -238,6 +332,8 @@ async function load(gguf: string, o: LlamaBackendOptions, signal: AbortSignal): 
       render,
       contextLength,
       gpu: rt.llama.gpu,
+      kvCache,
+      failures,
       users: 0,
       queue: Promise.resolve(),
     };
@@ -355,19 +451,20 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
       );
     }
     const file = gguf;
+    const threads = opts.threads ?? physicalCores();
     const key = [
       file,
       opts.contextLength ?? '',
-      opts.threads ?? '',
+      threads,
       opts.gpu ?? 'auto',
       opts.lookup ?? true,
-      opts.kvCache ?? 'f16',
+      opts.kvCache ?? 'auto',
       opts.contextStep ?? '',
     ].join('\u0000');
     mine = acquireShared(
       cache,
       key,
-      (signal) => load(file, opts, signal),
+      (signal) => load(file, { ...opts, threads }, signal),
       opts.signal,
       () => loadCancelled(file),
     );
@@ -390,6 +487,7 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
         location: gguf ?? opts.modelPath,
         contextLength: l.contextLength,
         device: l.gpu === false ? 'cpu' : l.gpu,
+        kvCache: l.kvCache,
       };
     },
 
@@ -522,7 +620,12 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
       await loading?.catch(() => undefined);
       await releaseShared(p, cache, async (l) => {
         await l.context?.dispose();
-        await l.model.dispose();
+        // after a failed context creation node-llama-cpp may never finish freeing the model (see
+        // load()): wait a while, then go on, so switching models cannot hang (its memory then
+        // stays until the process ends)
+        if (l.failures.contexts)
+          await Promise.race([l.model.dispose(), new Promise<void>((ok) => setTimeout(ok, FREE_AFTER_FAILURE_MS).unref())]);
+        else await l.model.dispose();
       });
     },
   };

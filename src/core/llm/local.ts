@@ -1,14 +1,18 @@
 // The local backend: a Qwen3 model in the transformers.js ONNX layout (config.json, tokenizer files,
-// onnx/model{,_q4,_q4f16}.onnx), run in-process by @huggingface/transformers on onnxruntime-node's
-// CPU provider. transformers.js is imported on first use, so the CLI starts without it and the
-// bundle keeps it external (scripts/build.mjs). A model loads once per directory and dtype and is
-// shared by every backend that names it.
+// onnx/model{,_q4,_q4f16}.onnx), run in-process on onnxruntime-node's CPU provider. The tokenizer
+// and chat template come from @huggingface/transformers. The decoder runs through the export's
+// in-place KV cache graph (onnx/<variant>.inplace.onnx, which export_onnx.py writes beside each
+// variant) on an onnxruntime session of its own, or, for an export without it, through
+// transformers.js (onnxKv.ts says why the first is the fast one). Both runtimes are imported on
+// first use, so the CLI starts without them and the bundle keeps them external. A model loads once
+// per directory, dtype and threads, and is shared by every backend that names it.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { ChatMessage } from './backend.js';
 import { sampleToken, seededRandom } from './sampling.js';
 import { Drafter } from './lookup.js';
+import { InplaceRunner, PresentRunner, type KvRunner, type Logits, type OrtSession, type OrtTensorCtor } from './onnxKv.js';
 import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 import { acquireShared, releaseShared } from './shared.js';
 
@@ -30,6 +34,13 @@ export interface LocalBackendOptions {
   lookup?: boolean;
   /** Reuse the keys/values of the evaluated prefix across calls (default on; off: bench/llm's baseline). */
   prefixReuse?: boolean;
+  /** Run the export's in-place KV cache graph when it has one (default on; off: the transformers.js
+   * past/present path, bench/llm's baseline for this lever). */
+  inplaceCache?: boolean;
+  /** bench/llm only: the reply's tokens, taken in place of sampled ones, every forward pass still
+   * run. A random-weight model never rewrites the testbench in its prompt, as a trained one's
+   * refinement reply does; scripting that reply measures what drafting costs and saves on it. */
+  scriptedReply?: readonly number[];
   /** Cancels loading the model: checked between the tokenizer and the model, and after the model
    * (transformers.js cannot stop a session being created), which is then freed; the calls waiting
    * on it reject with ModelError('cancelled'). Backends sharing the load stop it only all together. */
@@ -44,7 +55,6 @@ const TEMPLATE_OPTS = { add_generation_prompt: true, enable_thinking: false } as
 interface Tensor {
   dims: number[];
   data: ArrayLike<number | bigint>;
-  tolist(): unknown;
 }
 interface Tokenizer {
   apply_chat_template(messages: ChatMessage[], opts: Record<string, unknown>): unknown;
@@ -59,16 +69,17 @@ interface CausalLM {
 type Transformers = typeof import('@huggingface/transformers');
 
 interface Loaded {
-  tf: Transformers;
   tokenizer: Tokenizer;
-  model: CausalLM;
+  /** The decoder and its KV cache: the cached tokens are the prefix a later call can reuse. */
+  runner: KvRunner;
+  /** Which graph runs: the in-place cache one, or transformers.js's past/present one. */
+  cacheLayout: 'inplace' | 'present';
+  free(): Promise<void>;
   contextLength: number | null;
   eos: Set<number>;
   users: number;
   /** Serializes generation: one completion at a time per model (parallelism 1). */
   queue: Promise<unknown>;
-  /** The tokens whose keys and values `past` holds: the longest prefix a later call can reuse. */
-  state: { tokens: number[]; past: Record<string, Tensor> } | null;
 }
 
 const cache = new Map<string, Promise<Loaded>>();
@@ -136,14 +147,76 @@ function resolveModel(opts: LocalBackendOptions, dtype: LocalDtype): Resolved {
   return { root: dirname(dir), id: basename(dir), location: dir, remote: false };
 }
 
-function readContextLength(location: string, remote: boolean): number | null {
-  if (remote) return null;
+interface ModelConfigJson {
+  max_position_embeddings?: unknown;
+  num_hidden_layers?: unknown;
+  num_attention_heads?: unknown;
+  num_key_value_heads?: unknown;
+  head_dim?: unknown;
+  hidden_size?: unknown;
+  eos_token_id?: unknown;
+}
+
+function readJson<T>(file: string): T {
   try {
-    const cfg = JSON.parse(readFileSync(join(location, 'config.json'), 'utf8')) as { max_position_embeddings?: unknown };
-    return typeof cfg.max_position_embeddings === 'number' ? cfg.max_position_embeddings : null;
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
   } catch (e) {
-    throw new ModelError('corrupt', `${join(location, 'config.json')} is not valid JSON: ${(e as Error).message}`);
+    throw new ModelError('corrupt', `${file} is not valid JSON: ${(e as Error).message}. Re-export the model.`);
   }
+}
+
+function readConfig(location: string, remote: boolean): ModelConfigJson {
+  return remote ? {} : readJson<ModelConfigJson>(join(location, 'config.json'));
+}
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null);
+
+/** onnx/model_q4.onnx -> onnx/model_q4.inplace.onnx (training/chorus_train/export_onnx.py `inplace_name`). */
+const inplaceFile = (dtype: LocalDtype): string => ONNX_FILE[dtype].replace(/\.onnx$/, '.inplace.onnx');
+
+/** The end-of-sequence ids: generation_config.json's, else config.json's. */
+function eosIds(location: string, cfg: ModelConfigJson): Set<number> {
+  const genFile = join(location, 'generation_config.json');
+  const gen = existsSync(genFile) ? readJson<{ eos_token_id?: unknown }>(genFile).eos_token_id : undefined;
+  const v = gen ?? cfg.eos_token_id;
+  return new Set((Array.isArray(v) ? v : v == null ? [] : [v]).filter((x): x is number => typeof x === 'number'));
+}
+
+/** The in-place cache graph on an onnxruntime session of its own. */
+async function openInplace(
+  file: string,
+  cfg: ModelConfigJson,
+  threads: number | undefined,
+): Promise<{ runner: KvRunner; free: () => Promise<void> }> {
+  const layers = num(cfg.num_hidden_layers);
+  const heads = num(cfg.num_attention_heads);
+  const kvHeads = num(cfg.num_key_value_heads) ?? heads;
+  const headDim = num(cfg.head_dim) ?? (num(cfg.hidden_size) && heads ? (cfg.hidden_size as number) / heads : null);
+  if (!layers || !kvHeads || !headDim)
+    throw new ModelError(
+      'corrupt',
+      `config.json beside ${file} lacks num_hidden_layers, num_key_value_heads or head_dim. Re-export the model.`,
+    );
+  let ort: { InferenceSession: { create(path: string, opts: Record<string, unknown>): Promise<OrtSession> }; Tensor: OrtTensorCtor };
+  try {
+    ort = (await import('onnxruntime-node')) as unknown as typeof ort;
+  } catch (e) {
+    throw new ModelError('not-found', `onnxruntime-node is not installed: ${(e as Error).message}. Run npm ci.`);
+  }
+  let session: OrtSession;
+  try {
+    session = await ort.InferenceSession.create(file, {
+      executionProviders: ['cpu'],
+      graphOptimizationLevel: 'all',
+      ...(threads ? { intraOpNumThreads: threads } : {}),
+    });
+  } catch (e) {
+    throw new ModelError(
+      'corrupt',
+      `Could not load ${file}: ${(e as Error).message}. The file is damaged or from another exporter; re-export the model with training/chorus_train/export_onnx.py.`,
+    );
+  }
+  return { runner: new InplaceRunner(session, ort.Tensor, { layers, kvHeads, headDim }), free: () => session.release() };
 }
 
 const loadCancelled = (r: Resolved): ModelError => new ModelError('cancelled', `Loading ${r.location} was cancelled.`);
@@ -158,7 +231,9 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions, s
       `The local model runtime (@huggingface/transformers with onnxruntime-node) is not installed: ${(e as Error).message}. Run npm ci.`,
     );
   }
-  const contextLength = readContextLength(r.location, r.remote);
+  const cfg = readConfig(r.location, r.remote);
+  const contextLength = num(cfg.max_position_embeddings);
+  const inplace = !r.remote && opts.inplaceCache !== false && existsSync(join(r.location, 'onnx', inplaceFile(dtype)));
   const run = async (): Promise<Loaded> => {
     if (signal.aborted) throw loadCancelled(r);
     const { env } = tf;
@@ -180,6 +255,26 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions, s
       );
     }
     if (signal.aborted) throw loadCancelled(r);
+    const done = async (runner: KvRunner, free: () => Promise<void>, eos: Set<number>): Promise<Loaded> => {
+      if (signal.aborted) {
+        await free();
+        throw loadCancelled(r);
+      }
+      return {
+        tokenizer,
+        runner,
+        cacheLayout: inplace ? 'inplace' : 'present',
+        free,
+        contextLength,
+        eos,
+        users: 0,
+        queue: Promise.resolve(),
+      };
+    };
+    if (inplace) {
+      const { runner, free } = await openInplace(join(r.location, 'onnx', inplaceFile(dtype)), cfg, opts.threads);
+      return done(runner, free, eosIds(r.location, cfg));
+    }
     let model: CausalLM;
     try {
       model = (await tf.AutoModelForCausalLM.from_pretrained(r.id, {
@@ -198,13 +293,10 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions, s
           `The file is damaged or not a transformers.js Qwen3 export; re-export it with training/chorus_train/export_onnx.py.`,
       );
     }
-    if (signal.aborted) {
-      await model.dispose();
-      throw loadCancelled(r);
-    }
     const eosCfg = model.generation_config?.eos_token_id;
     const eos = new Set<number>(eosCfg == null ? [] : Array.isArray(eosCfg) ? eosCfg : [eosCfg]);
-    return { tf, tokenizer, model, contextLength, eos, users: 0, queue: Promise.resolve(), state: null };
+    const runner = new PresentRunner(model, tf.Tensor as unknown as OrtTensorCtor);
+    return done(runner, async () => void (await model.dispose()), eos);
   };
   const p = loadLock.then(run, run);
   loadLock = p.catch(() => undefined);
@@ -213,21 +305,6 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions, s
 
 /** Prompt tokens per forward pass while prefilling: bounds the logits and the time a cancel waits. */
 const PREFILL_CHUNK = 512;
-
-/** The first `len` positions of a [1, heads, seq, dim] cache tensor (a copy: heads are outermost). */
-function truncateKv(tf: Transformers, t: Tensor, len: number): Tensor {
-  const [b, h, seq, d] = t.dims;
-  if (len >= seq) return t;
-  const src = t.data as Float32Array;
-  const Ctor = src.constructor as new (n: number) => Float32Array;
-  const out = new Ctor(b * h * len * d);
-  for (let i = 0; i < b * h; i++) out.set(src.subarray(i * seq * d, i * seq * d + len * d), i * len * d);
-  return new tf.Tensor((t as unknown as { type: string }).type as never, out as never, [b, h, len, d]) as unknown as Tensor;
-}
-
-function truncatePast(tf: Transformers, past: Record<string, Tensor>, len: number): Record<string, Tensor> {
-  return Object.fromEntries(Object.entries(past).map(([k, v]) => [k, truncateKv(tf, v, len)]));
-}
 
 type DecodeResult = Pick<Completion, 'text' | 'completionTokens' | 'finishReason' | 'firstTokenMs' | 'cache' | 'drafts'>;
 
@@ -246,37 +323,19 @@ async function decode(
   t0: number,
   cancelled: () => ModelError,
   lookup: boolean,
+  script: readonly number[] | undefined,
 ): Promise<DecodeResult> {
-  const { tf } = l;
-  const ids = (a: number[]): unknown => new tf.Tensor('int64', BigInt64Array.from(a.map(BigInt)), [1, a.length]);
-  const ones = (n: number): unknown => new tf.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
-  const scalar = (k: number): unknown => new tf.Tensor('int64', BigInt64Array.from([BigInt(k)]), []);
-
   // Prefix reuse: the cached tokens this prompt starts with (at least one prompt token is fed, for
-  // its logits). The cache is taken now and put back at the end: a failed call leaves none.
-  const st = l.state;
-  l.state = null;
+  // its logits). The runner's cache always matches its tokens (a forward pass that fails changes
+  // neither; a cancel lands between passes), so what a cancelled call evaluated stays reusable.
+  const kv = l.runner;
   let same = 0;
-  if (st) while (same < st.tokens.length && same < prompt.length && st.tokens[same] === prompt[same]) same++;
+  while (same < kv.tokens.length && same < prompt.length && kv.tokens[same] === prompt[same]) same++;
   const keep = Math.min(same, prompt.length - 1);
-  let past: Record<string, Tensor> | null = st && keep > 0 ? truncatePast(tf, st.past, keep) : null;
-  const kvTokens = prompt.slice(0, keep);
+  kv.truncate(keep);
+  const forward = (feed: number[], logitsKept: number): Promise<Logits> => kv.forward(feed, logitsKept);
 
-  const forward = async (feed: number[], logitsKept: number): Promise<Tensor> => {
-    const out = await l.model.forward({
-      input_ids: ids(feed),
-      attention_mask: ones(kvTokens.length + feed.length),
-      num_logits_to_keep: scalar(logitsKept),
-      ...(past ? { past_key_values: past } : {}),
-    });
-    const next: Record<string, Tensor> = {};
-    for (const k in out) if (k.startsWith('present')) next[k.replace('present', 'past_key_values')] = out[k];
-    past = next;
-    kvTokens.push(...feed);
-    return out.logits;
-  };
-
-  let logits: Tensor | null = null;
+  let logits: Logits | null = null;
   for (let i = keep; i < prompt.length; i += PREFILL_CHUNK) {
     if (req.signal?.aborted) throw cancelled();
     logits = await forward(prompt.slice(i, i + PREFILL_CHUNK), 1);
@@ -284,10 +343,10 @@ async function decode(
   const vocab = logits!.dims.at(-1)!;
   const temperature = req.sampling.temperature;
   const random = seededRandom(req.sampling.seed ?? (Math.random() * 2 ** 31) >>> 0);
-  const draw = (rows: Tensor, row: number): number => {
-    const data = rows.data as Float32Array;
-    return sampleToken(data.subarray(row * vocab, (row + 1) * vocab), temperature, req.sampling.topP, random);
-  };
+  const draw = (rows: Logits, row: number): number =>
+    script
+      ? script[gen.length] // the scripted reply's next token (LocalBackendOptions.scriptedReply)
+      : sampleToken(rows.data.subarray(row * vocab, (row + 1) * vocab), temperature, req.sampling.topP, random);
 
   const gen: number[] = [];
   let pending: number[] = [];
@@ -320,7 +379,7 @@ async function decode(
   while (take(next)) {
     if (req.signal?.aborted) throw cancelled();
     const draft = drafter ? drafter.draft([...prompt, ...gen]).slice(0, Math.max(0, maxNew - gen.length - 1)) : [];
-    const base = kvTokens.length;
+    const base = kv.tokens.length;
     const rows = await forward([next, ...draft], draft.length + 1);
     proposed += draft.length;
     let i = 0;
@@ -335,15 +394,11 @@ async function decode(
     drafter?.record(draft.length, i);
     if (!going) break;
     // keep the cache for the fed token and the accepted drafts only
-    if (i < draft.length) {
-      past = truncatePast(tf, past!, base + 1 + i);
-      kvTokens.length = base + 1 + i;
-    }
+    if (i < draft.length) kv.truncate(base + 1 + i);
     next = tok;
   }
   if (req.signal?.aborted) throw cancelled();
   flush(true);
-  if (past) l.state = { tokens: kvTokens, past };
   return {
     text: l.tokenizer.decode(gen, { skip_special_tokens: true }),
     completionTokens: gen.length,
@@ -370,7 +425,7 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       return Promise.reject(e);
     }
     where = r;
-    const key = `${r.location}\u0000${dtype}\u0000${opts.threads ?? ''}`;
+    const key = `${r.location}\u0000${dtype}\u0000${opts.threads ?? ''}\u0000${opts.inplaceCache !== false}`;
     mine = acquireShared(
       cache,
       key,
@@ -400,6 +455,7 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
         kind: 'local',
         engine: 'onnx',
         device: 'cpu',
+        onnxCache: l.cacheLayout,
         model: opts.modelDir,
         location: where?.location ?? opts.modelDir,
         contextLength: contextOf(l),
@@ -434,8 +490,10 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
             );
           maxNew = Math.min(maxNew, ctx - promptTokens);
         }
-        if (opts.prefixReuse === false) l.state = null;
-        const out = await decode(l, promptIds, maxNew, req, t0, cancelled, opts.lookup !== false);
+        if (opts.prefixReuse === false) l.runner.truncate(0);
+        const script = opts.scriptedReply;
+        if (script) maxNew = Math.min(maxNew, script.length);
+        const out = await decode(l, promptIds, maxNew, req, t0, cancelled, opts.lookup !== false, script);
         return { ...out, promptTokens, totalMs: performance.now() - t0 };
       };
       const p = l.queue.then(job, job);
@@ -450,8 +508,8 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       const p = mine;
       mine = null;
       await releaseShared(p, cache, async (l) => {
-        l.state = null;
-        await l.model.dispose();
+        l.runner.truncate(0);
+        await l.free();
       });
     },
   };

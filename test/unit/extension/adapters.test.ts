@@ -8,6 +8,9 @@ import { groupDiagnostics, toVscodeDiagnostic } from '../../../src/extension/dia
 import { generateSettings, modelConfig, workerEnv, SECRET_API_KEY } from '../../../src/extension/config.js';
 import { dashboardHtml } from '../../../src/extension/dashboard.js';
 import type { Diagnostic } from '../../../src/core/sim/result.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../../helpers.js';
 
 const diag = (o: Partial<Diagnostic>): Diagnostic => ({
   file: 'tb.sv',
@@ -80,6 +83,27 @@ describe('settings', () => {
       apiKey: 'sk-secret',
       timeoutMs: 600_000,
     });
+  });
+  it('reads a local model with its engine and KV cache type (auto by default, an unknown value read as auto)', async () => {
+    fake.settings.set('chorus.model.source', 'local');
+    fake.settings.set('chorus.model.localPath', '/models/chorus-4b');
+    expect(await modelConfig(new fake.SecretStore() as never)).toEqual({
+      kind: 'local',
+      modelDir: '/models/chorus-4b',
+      dtype: 'q4',
+      allowDownload: false,
+      engine: 'auto',
+      kvCache: 'auto',
+    });
+    fake.settings.set('chorus.model.kvCache', 'q8_0');
+    expect(await modelConfig(new fake.SecretStore() as never)).toMatchObject({ kvCache: 'q8_0' });
+    fake.settings.set('chorus.model.kvCache', 'q4');
+    expect(await modelConfig(new fake.SecretStore() as never)).toMatchObject({ kvCache: 'auto' });
+    // the setting the editor shows offers the same choices, auto first and the default
+    const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
+    const setting = pkg.contributes.configuration.properties['chorus.model.kvCache'];
+    expect(setting).toMatchObject({ enum: ['auto', 'f16', 'q8_0'], default: 'auto' });
+    expect(setting.enumDescriptions).toHaveLength(3);
   });
   it('says what to do when a model source is chosen but not configured', async () => {
     fake.settings.set('chorus.model.source', 'local');

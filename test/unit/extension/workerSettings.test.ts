@@ -28,6 +28,7 @@ describe('worker restart on a settings change', () => {
       'chorus.simulator.timeoutSeconds',
       'chorus.model.source',
       'chorus.model.localPath',
+      'chorus.model.kvCache', // travels in the ModelConfig: the held model reloads, the worker stays
       'chorus.generation.rounds',
       'editor.fontSize',
     ])
