@@ -93,11 +93,12 @@ def cmd_rl(argv: list[str]) -> None:
     from . import rl
     from .envs import ServiceEnv
     from .reward_client import connect
-    from .trl_engine import train_rl  # the training runs on TRL's GRPOTrainer
+    from .trl_engine import end_distributed, train_rl  # the training runs on TRL's GRPOTrainer
 
     tasks = rl.load_tasks(cfg.data)
     with connect(cfg.service or None) as client:
         train_rl(cfg, tasks, ServiceEnv(client, cfg.timeout_s), steps=a.steps, resume=not a.no_resume)
+    end_distributed()
 
 
 def cmd_opd(argv: list[str]) -> None:
@@ -137,10 +138,11 @@ def cmd_opd(argv: list[str]) -> None:
     from .envs import ServiceEnv
     from .reward_client import connect
     from .rl import load_tasks
-    from .trl_engine import train_opd  # on TRL's GRPOTrainer (ChorusOPDTrainer)
+    from .trl_engine import end_distributed, train_opd  # on TRL's GRPOTrainer (ChorusOPDTrainer)
 
     with connect(cfg.service or None) as client:
         train_opd(cfg, load_tasks(cfg.data), ServiceEnv(client, cfg.timeout_s), steps=a.steps, resume=not a.no_resume)
+    end_distributed()
 
 
 def cmd_data(argv: list[str]) -> None:

@@ -617,6 +617,18 @@ def _finish(trainer, cfg, tok, out: Path, name: str) -> None:
                 save_tokenizer(tok, ck)
 
 
+def end_distributed() -> None:
+    """Leave the process group cleanly once the caller is done with training: every rank waits for the
+    others (rank 0 may still be saving), then the group is destroyed. Without it a rank that reaches
+    interpreter shutdown first can abort in gloo's destructor ("terminate called without an active
+    exception"), which torchrun reports as a failed run although the step finished."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def train_rl(
     cfg,
     tasks: list[dict],

@@ -116,6 +116,7 @@ def main() -> None:
     if res['rank'] == 0:
         torch.save({k: v.detach().cpu() for k, v in res['model'].state_dict().items()}, out / 'final.pt')
         (out / 'world.txt').write_text(str(res['world']))
+    trl_engine.end_distributed()
 
 
 if __name__ == '__main__':

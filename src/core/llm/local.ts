@@ -12,6 +12,7 @@ import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { ChatMessage } from './backend.js';
 import { sampleToken, seededRandom } from './sampling.js';
 import { Drafter } from './lookup.js';
+import { physicalCores } from './cpu.js';
 import { InplaceRunner, PresentRunner, type KvRunner, type Logits, type OrtSession, type OrtTensorCtor } from './onnxKv.js';
 import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 import { acquireShared, releaseShared } from './shared.js';
@@ -28,7 +29,7 @@ export interface LocalBackendOptions {
   onProgress?: (p: { file: string; loaded?: number; total?: number; status: string }) => void;
   /** Overrides config.json `max_position_embeddings`. */
   contextLength?: number;
-  /** onnxruntime intra-op threads (default: its own choice, the physical cores). */
+  /** onnxruntime intra-op threads (default: the physical cores, physicalCores(), as llama.cpp). */
   threads?: number;
   /** Prompt-lookup drafting in the decode loop (default on). */
   lookup?: boolean;
@@ -183,11 +184,7 @@ function eosIds(location: string, cfg: ModelConfigJson): Set<number> {
 }
 
 /** The in-place cache graph on an onnxruntime session of its own. */
-async function openInplace(
-  file: string,
-  cfg: ModelConfigJson,
-  threads: number | undefined,
-): Promise<{ runner: KvRunner; free: () => Promise<void> }> {
+async function openInplace(file: string, cfg: ModelConfigJson, threads: number): Promise<{ runner: KvRunner; free: () => Promise<void> }> {
   const layers = num(cfg.num_hidden_layers);
   const heads = num(cfg.num_attention_heads);
   const kvHeads = num(cfg.num_key_value_heads) ?? heads;
@@ -208,7 +205,7 @@ async function openInplace(
     session = await ort.InferenceSession.create(file, {
       executionProviders: ['cpu'],
       graphOptimizationLevel: 'all',
-      ...(threads ? { intraOpNumThreads: threads } : {}),
+      intraOpNumThreads: threads,
     });
   } catch (e) {
     throw new ModelError(
@@ -221,7 +218,7 @@ async function openInplace(
 
 const loadCancelled = (r: Resolved): ModelError => new ModelError('cancelled', `Loading ${r.location} was cancelled.`);
 
-async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions, signal: AbortSignal): Promise<Loaded> {
+async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions & { threads: number }, signal: AbortSignal): Promise<Loaded> {
   let tf: Transformers;
   try {
     tf = await import('@huggingface/transformers');
@@ -281,7 +278,7 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions, s
         dtype,
         device: 'cpu',
         progress_callback: progress,
-        ...(opts.threads ? { session_options: { intraOpNumThreads: opts.threads } } : {}),
+        session_options: { intraOpNumThreads: opts.threads },
       })) as unknown as CausalLM;
     } catch (e) {
       const msg = (e as Error).message;
@@ -425,11 +422,12 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       return Promise.reject(e);
     }
     where = r;
-    const key = `${r.location}\u0000${dtype}\u0000${opts.threads ?? ''}\u0000${opts.inplaceCache !== false}`;
+    const threads = opts.threads ?? physicalCores();
+    const key = `${r.location}\u0000${dtype}\u0000${threads}\u0000${opts.inplaceCache !== false}`;
     mine = acquireShared(
       cache,
       key,
-      (signal) => load(r, dtype, opts, signal),
+      (signal) => load(r, dtype, { ...opts, threads }, signal),
       opts.signal,
       () => loadCancelled(r),
     );
