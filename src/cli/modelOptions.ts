@@ -31,10 +31,12 @@ export const MODEL_HELP = `Model (none: the built-in model-free generator):
   --gpu <g>             auto (default: llama.cpp offloads to a GPU when a build for it loads, else
                         the CPU, with a message) | cpu
   --no-lookup           local model: no prompt-lookup drafting (the output is the same either way)
-  --kv-cache <t>        llama.cpp KV cache: auto (default: q8_0 where the model's head size is a
-                        multiple of 32 and it runs here, else f16 with a message) | f16 | q8_0
-                        (half the memory of f16: 0.5 GB less at 4B shapes and 8,192 tokens;
-                        node-llama-cpp marks it experimental; an error where it cannot run)
+  --kv-cache <t>        llama.cpp KV cache: auto (default: f16, the fastest; q8_0, with a message,
+                        when memory is short for the weights and an f16 cache at the context
+                        limit, where the model's head size is a multiple of 32) | f16 | q8_0
+                        (half the memory of f16: 0.5 GB less at 4B shapes and 8,192 tokens, but
+                        slower prompt processing on the CPU; node-llama-cpp marks it experimental;
+                        an error where it cannot run)
   --allow-download      let --model name a model to download (off: nothing leaves this machine)
   --endpoint <url>      OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, LM Studio),
                         e.g. http://127.0.0.1:8000/v1; API key from CHORUS_API_KEY or OPENAI_API_KEY

@@ -312,7 +312,7 @@ describe('engines: llama.cpp and ONNX', () => {
     expect(loadedLlamaModels()).toBe(before);
   });
 
-  it('llama.cpp: the KV cache is q8_0 under auto where the head size is a multiple of 32, else f16; info() and eval say which', async () => {
+  it('llama.cpp: the KV cache under auto is f16, and q8_0 when memory is short where the head size is a multiple of 32; info() and eval say which', async () => {
     // llama.cpp quantizes K and V in blocks of 32 along a head: the fixture's heads of 16 cannot, heads of 32 can
     const dir = mkdtempSync(join(tmpdir(), 'chorus-kv-auto-'));
     scratch.push(dir);
@@ -325,16 +325,24 @@ describe('engines: llama.cpp and ONNX', () => {
     });
     const messages: string[] = [];
     const opts = { gpu: 'cpu' as const, threads: 1, contextLength: 1024, onMessage: (m: string) => void messages.push(m) };
-    const q = keep(createLlamaBackend({ ...opts, modelPath: head32 }));
+    // plenty of memory (this machine's): f16, the fastest, nothing said
+    const plenty = keep(createLlamaBackend({ ...opts, modelPath: head32 }));
+    expect((await plenty.info()).kvCache).toBe('f16');
+    expect(messages).toEqual([]);
+    // short (1 MB available): q8_0, told
+    const q = keep(createLlamaBackend({ ...opts, modelPath: head32, availableMemory: 1e6 }));
     const qi = await q.info();
     expect(qi).toMatchObject({ engine: 'llama', kvCache: 'q8_0' });
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatch(/memory is short .*using q8_0/);
+    messages.length = 0;
     const r = await q.complete({ messages: first, sampling: { ...greedy, maxNewTokens: 4 } });
     expect(r.completionTokens).toBe(4);
     const f = keep(createLlamaBackend({ ...opts, modelPath: head32, kvCache: 'f16' }));
     const fi = await f.info();
     expect(fi.kvCache).toBe('f16');
     // heads of 16: auto takes f16 without trying (no message), an explicit q8_0 still fails with what to do
-    const t = keep(createLlamaBackend({ ...opts, modelPath: both }));
+    const t = keep(createLlamaBackend({ ...opts, modelPath: both, availableMemory: 1e6 }));
     expect((await t.info()).kvCache).toBe('f16');
     expect((await t.complete({ messages: first, sampling: { ...greedy, maxNewTokens: 2 } })).completionTokens).toBe(2);
     expect(messages).toEqual([]);
@@ -345,7 +353,7 @@ describe('engines: llama.cpp and ONNX', () => {
     expect((await modelError(explicit.info())).message).toMatch(/q8_0 KV cache .*head size is a multiple of 32.*--kv-cache f16/);
     expect((await modelError(explicit.complete({ messages: first, sampling: greedy }))).kind).toBe('corrupt');
     expect(loadedLlamaModels()).toBe(before);
-    // eval keeps the resolved type: auto's q8_0 results and f16's have different identities
+    // eval keeps the resolved type: auto's q8_0 results (memory short) and f16's have different identities
     const auto = modelIdentity({ kind: 'local', modelDir: dir, engine: 'llama' }, qi);
     const f16 = modelIdentity({ kind: 'local', modelDir: dir, engine: 'llama', kvCache: 'f16' }, fi);
     expect(auto).toMatchObject({ engine: 'llama', kvCache: 'q8_0' });

@@ -7,7 +7,7 @@
 // GGUF v3: header, key/values, tensor infos, padding to 32, tensor data each 32-aligned.
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { randomFillSync } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 export interface Qwen3Shape {
   hidden: number;
@@ -300,7 +300,9 @@ export function writeQwen3Gguf(out: string, o: GgufOptions): void {
   }
   const pad = (n: number): Buffer => Buffer.alloc((ALIGN - (n % ALIGN)) % ALIGN);
   mkdirSync(dirname(out), { recursive: true });
-  const tmp = `${out}.partial`;
+  // a file of its own per writer: test files running in parallel may write the same GGUF at once
+  // (same seed, same bytes), and each renames a complete file into place
+  const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
   const fd = openSync(tmp, 'w');
   try {
     const h = head.concat();

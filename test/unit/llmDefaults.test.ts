@@ -1,11 +1,11 @@
 // The in-process engines' defaults that depend on the machine and the model: threads (the physical
-// cores, from /proc/cpuinfo) and llama.cpp's KV cache type under `auto` (q8_0 where the model's head
-// size allows it and it runs, else f16). The engine itself is checked on real GGUFs in
+// cores, from /proc/cpuinfo) and llama.cpp's KV cache type under `auto` (f16, the fastest, unless
+// memory is short; then q8_0 where the model's head size allows it and it runs). The engine itself is checked on real GGUFs in
 // test/integration/llamaEngine.test.ts.
 import { describe, expect, it } from 'vitest';
 import { availableParallelism } from 'node:os';
 import { coresInCpuinfo, physicalCores, threadsFrom } from '../../src/core/llm/cpu.js';
-import { kvCacheFits, resolveKvCache } from '../../src/core/llm/llama.js';
+import { kvBytesPerToken, kvCacheFits, kvMemoryShort, resolveKvCache } from '../../src/core/llm/llama.js';
 
 /** A /proc/cpuinfo text (x86 layout) for logical CPUs given as [physical id, core id]. */
 const cpuinfo = (cpus: Array<[number, number]>): string =>
@@ -72,9 +72,9 @@ describe('threads: the physical cores', () => {
 });
 
 /** GGUF metadata as node-llama-cpp parses it (model.fileInfo.metadata). */
-const meta = (attention: Record<string, unknown>, embedding_length?: number): unknown => ({
+const meta = (attention: Record<string, unknown>, embedding_length?: number, block_count?: number): unknown => ({
   general: { architecture: 'qwen3' },
-  qwen3: { embedding_length, attention },
+  qwen3: { embedding_length, attention, block_count },
 });
 
 describe('KV cache: auto', () => {
@@ -97,7 +97,30 @@ describe('KV cache: auto', () => {
     expect(kvCacheFits(undefined)).toBeNull();
   });
 
-  it('resolves auto to q8_0 when it fits and runs; to f16 with a message when the q8_0 context fails', async () => {
+  it('sizes the f16 cache per token from the metadata', () => {
+    // Qwen3-4B: 36 layers x 8 KV heads x (128 + 128) x 2 bytes
+    const q4b = meta({ head_count: 32, head_count_kv: 8, key_length: 128, value_length: 128 }, 2560, 36);
+    expect(kvBytesPerToken(q4b)).toBe(147_456);
+    // no head_count_kv: every head has its own K and V; no key_length: embedding_length / head_count
+    expect(kvBytesPerToken(meta({ head_count: 4 }, 16, 2))).toBe(2 * 4 * (4 + 4) * 2);
+    // per-layer KV head counts
+    expect(kvBytesPerToken(meta({ head_count: 8, head_count_kv: [2, 4], key_length: 64, value_length: 64 }, 512, 2))).toBe(
+      (2 + 4) * 128 * 2,
+    );
+    expect(kvBytesPerToken(meta({ head_count: 8 }, 512))).toBeNull(); // no block_count
+    expect(kvBytesPerToken(meta({ head_count: 8, head_count_kv: [2, 4] }, 512, 3))).toBeNull(); // 2 layers given for 3
+    expect(kvBytesPerToken(undefined)).toBeNull();
+  });
+
+  it('memory is short when the weights, the f16 cache at the context limit and a margin do not fit', () => {
+    const GB = 1024 ** 3;
+    // 4B q4 (2.3 GB) with 8,192 tokens of f16 cache (1.1 GB): short below about 4.5 GB available
+    expect(kvMemoryShort(2.3 * GB, 147_456 * 8192, 16 * GB)).toBe(false);
+    expect(kvMemoryShort(2.3 * GB, 147_456 * 8192, 4 * GB)).toBe(true);
+    expect(kvMemoryShort(2.3 * GB, null, 1 * GB)).toBe(false); // unknown cache size: f16
+  });
+
+  it('resolves auto to f16 unless memory is short; then to q8_0 when it fits and runs, told; to f16 with a message when it fails', async () => {
     const messages: string[] = [];
     const say = (m: string): void => void messages.push(m);
     let tried = 0;
@@ -106,19 +129,26 @@ describe('KV cache: auto', () => {
       tried++;
       throw new Error('V cache quantization requires flash_attn\nmore detail');
     };
-    expect(await resolveKvCache('auto', true, runs, say, 'm.gguf')).toBe('q8_0');
-    expect(tried).toBe(1);
-    expect(await resolveKvCache('auto', false, runs, say, 'm.gguf')).toBe('f16');
-    expect(await resolveKvCache('auto', null, runs, say, 'm.gguf')).toBe('f16');
-    expect(tried).toBe(1); // a head size that does not fit, or is unknown, is not tried
-    expect(await resolveKvCache('auto', true, null, say, 'm.gguf')).toBe('q8_0'); // the CPU: nothing to try
+    // plenty of memory: f16, nothing tried, nothing said
+    expect(await resolveKvCache('auto', true, false, runs, say, 'm.gguf')).toBe('f16');
+    expect(tried).toBe(0);
     expect(messages).toEqual([]);
-    expect(await resolveKvCache('auto', true, fails, say, 'm.gguf')).toBe('f16');
+    // short
+    expect(await resolveKvCache('auto', true, true, runs, say, 'm.gguf')).toBe('q8_0');
+    expect(tried).toBe(1);
     expect(messages).toHaveLength(1);
-    expect(messages[0]).toMatch(/q8_0 KV cache does not run for m\.gguf here \(V cache quantization requires flash_attn\); using f16/);
+    expect(messages[0]).toMatch(/memory is short for m\.gguf .*using q8_0.*--kv-cache f16/);
+    expect(await resolveKvCache('auto', false, true, runs, say, 'm.gguf')).toBe('f16');
+    expect(await resolveKvCache('auto', null, true, runs, say, 'm.gguf')).toBe('f16');
+    expect(tried).toBe(1); // a head size that does not fit, or is unknown, is not tried
+    expect(await resolveKvCache('auto', true, true, null, say, 'm.gguf')).toBe('q8_0'); // the CPU: nothing to try
+    expect(messages).toHaveLength(2);
+    expect(await resolveKvCache('auto', true, true, fails, say, 'm.gguf')).toBe('f16');
+    expect(messages).toHaveLength(3);
+    expect(messages[2]).toMatch(/q8_0 KV cache does not run for m\.gguf here \(V cache quantization requires flash_attn\); using f16/);
     // the named types are taken as asked (llama.ts refuses an explicit q8_0 on heads that do not fit)
-    expect(await resolveKvCache('q8_0', false, fails, say, 'm.gguf')).toBe('q8_0');
-    expect(await resolveKvCache('f16', true, runs, say, 'm.gguf')).toBe('f16');
+    expect(await resolveKvCache('q8_0', false, false, fails, say, 'm.gguf')).toBe('q8_0');
+    expect(await resolveKvCache('f16', true, true, runs, say, 'm.gguf')).toBe('f16');
     expect(tried).toBe(2);
   });
 });

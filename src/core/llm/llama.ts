@@ -11,7 +11,7 @@
 // the reply so far); llama.cpp verifies them in one batch and keeps the ones the sampler would have
 // drawn anyway, so the output does not change.
 import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { freemem, homedir, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import type { ChatMessage } from './backend.js';
 import { Drafter } from './lookup.js';
@@ -33,11 +33,16 @@ export interface LlamaBackendOptions {
    * for the limit: the first call's prompt and reply with some room, grown (keeping the evaluated
    * tokens) when a later prompt or a long reply needs more, up to the limit. */
   contextLength?: number;
-  /** KV cache precision: `auto` (default): q8_0 where the model's head size allows it (kvCacheFits)
-   * and a context with it can be created here, else f16 with a message; `f16` (llama.cpp's own);
+  /** KV cache precision: `auto` (default): f16, llama.cpp's own and the fastest (on 4B shapes at
+   * a 4k prompt on the CPU, q8_0 took 2.6x the time to first token and decoded at 0.82x: bench/
+   * README.md), unless memory is short (kvMemoryShort: the weights and the f16 cache at the context
+   * limit would not fit in what the machine has available), then q8_0 where the model's head size
+   * allows it (kvCacheFits) and a context with it can be created here, with a message; `f16`;
    * `q8_0` (half the memory, with flash attention, which llama.cpp's CPU build has; node-llama-cpp
    * marks it experimental), an error where it cannot run. info() says which one runs. */
   kvCache?: KvCacheOption;
+  /** Bytes of memory `auto` may count on (default os.freemem(), MemAvailable on Linux; tests set it). */
+  availableMemory?: number;
   /** Context allocation step and room, tokens (default 1,024): the allocation is a multiple of it
    * and holds at least this many tokens past what a call needs (tests use a small one to regrow). */
   contextStep?: number;
@@ -83,21 +88,71 @@ export function kvCacheFits(metadata: unknown): boolean | null {
 }
 
 /**
- * The KV cache type to run: `f16` and `q8_0` as asked; `auto` q8_0 where the head size fits and
- * `tryQ8` (creating a small q8_0 context; null: nothing to try) succeeds, else f16, the failure
- * told through `onMessage`.
+ * Bytes one token takes in an f16 KV cache: layers x KV heads x (key + value head size) x 2, from
+ * the GGUF metadata as node-llama-cpp parses it (147,456 at Qwen3-4B shapes). null: the metadata
+ * does not say.
+ */
+export function kvBytesPerToken(metadata: unknown): number | null {
+  type Arch = { block_count?: unknown; embedding_length?: unknown; attention?: Record<string, unknown> };
+  const m = (metadata ?? {}) as { general?: { architecture?: string } } & Record<string, Arch | undefined>;
+  const arch = m.general?.architecture;
+  const a = arch ? m[arch] : undefined;
+  const per = (v: unknown, layers: number): number[] | undefined =>
+    typeof v === 'number'
+      ? Array<number>(layers).fill(v)
+      : Array.isArray(v) && v.length === layers && v.every((x) => typeof x === 'number')
+        ? (v as number[])
+        : undefined;
+  const layers = typeof a?.block_count === 'number' ? a.block_count : undefined;
+  if (!layers || layers <= 0) return null;
+  const heads = per(a?.attention?.head_count, layers);
+  const kvHeads = per(a?.attention?.head_count_kv ?? a?.attention?.head_count, layers);
+  const embd = typeof a?.embedding_length === 'number' ? a.embedding_length : undefined;
+  if (!kvHeads) return null;
+  let total = 0;
+  for (let i = 0; i < layers; i++) {
+    const split = heads && embd ? embd / heads[i] : undefined;
+    const k = typeof a?.attention?.key_length === 'number' ? a.attention.key_length : split;
+    const v = typeof a?.attention?.value_length === 'number' ? a.attention.value_length : split;
+    if (!k || !v || !Number.isFinite(k) || !Number.isFinite(v)) return null;
+    total += kvHeads[i] * (k + v) * 2;
+  }
+  return total;
+}
+
+/** Room beside the weights and the KV cache that `auto` wants free: compute buffers (about 0.3 GB at
+ * 4B shapes), the sampler's logits, Node and the editor's own growth. */
+const KV_MEMORY_MARGIN = 1024 ** 3;
+
+/**
+ * Whether memory is short for an f16 KV cache, which `auto` then halves (q8_0): the weights (the
+ * engine reads the GGUF into memory), the f16 cache at the context limit and a margin do not fit
+ * in `available` bytes (os.freemem(): MemAvailable on Linux). An unknown cache size is not short.
+ */
+export function kvMemoryShort(weightBytes: number, f16CacheBytes: number | null, available: number): boolean {
+  return f16CacheBytes !== null && weightBytes + f16CacheBytes + KV_MEMORY_MARGIN > available;
+}
+
+/**
+ * The KV cache type to run: `f16` and `q8_0` as asked; `auto` f16 unless `short` (memory, above),
+ * then q8_0 where the head size fits and `tryQ8` (creating a small q8_0 context; null: nothing to
+ * try) succeeds, told through `onMessage`, else f16 (the failure told).
  */
 export async function resolveKvCache(
   want: KvCacheOption,
   fits: boolean | null,
+  short: boolean,
   tryQ8: (() => Promise<void>) | null,
   onMessage: ((message: string) => void) | undefined,
   name: string,
 ): Promise<'f16' | 'q8_0'> {
   if (want !== 'auto') return want;
-  if (fits !== true) return 'f16';
+  if (!short || fits !== true) return 'f16';
   try {
     await tryQ8?.();
+    onMessage?.(
+      `memory is short for ${name} with an f16 KV cache: using q8_0 (half the cache; slower prompt processing on the CPU; --kv-cache f16 keeps f16)`,
+    );
     return 'q8_0';
   } catch (e) {
     onMessage?.(
@@ -274,9 +329,11 @@ async function load(gguf: string, o: LlamaBackendOptions & { threads: number }, 
     // context at load, so info() reports the type every call will use.
     const fits = kvCacheFits(model.fileInfo.metadata);
     const failures = { contexts: 0 };
+    const f16Cache = kvBytesPerToken(model.fileInfo.metadata);
     const kvCache = await resolveKvCache(
       o.kvCache ?? 'auto',
       fits,
+      kvMemoryShort(statSync(gguf).size, f16Cache === null ? null : f16Cache * contextLength, o.availableMemory ?? freemem()),
       // llama.cpp's CPU backend always has flash attention: the head size decides
       rt.llama.gpu === false
         ? null
@@ -459,6 +516,7 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
       opts.gpu ?? 'auto',
       opts.lookup ?? true,
       opts.kvCache ?? 'auto',
+      opts.availableMemory ?? '',
       opts.contextStep ?? '',
     ].join('\u0000');
     mine = acquireShared(
