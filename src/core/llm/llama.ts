@@ -65,59 +65,60 @@ export interface LlamaBackendOptions {
 export type KvCacheOption = 'auto' | 'f16' | 'q8_0';
 
 /**
- * Whether llama.cpp can quantize this model's KV cache to q8_0: it stores K and V in blocks of 32
- * along a head, so both head sizes must be multiples of 32 (Qwen3's are 128; the tiny test model's
- * 16 are not). The head sizes are what llama.cpp reads: `<arch>.attention.key_length` and
- * `value_length`, else embedding_length / head_count. `metadata` is the GGUF's, as node-llama-cpp
- * parses it (model.fileInfo.metadata). null: the metadata does not say.
+ * Per-layer attention shapes from a GGUF's metadata as node-llama-cpp parses it
+ * (model.fileInfo.metadata), read as llama.cpp reads them: head sizes from
+ * `<arch>.attention.key_length` and `value_length`, else embedding_length / head_count; KV heads
+ * from head_count_kv, else head_count. Counts may be per layer (arrays); the layer count is
+ * block_count (`blocks`: whether the metadata gave it), else an array's length, else 1.
  */
-export function kvCacheFits(metadata: unknown): boolean | null {
-  type Arch = { embedding_length?: unknown; attention?: Record<string, unknown> };
-  const m = (metadata ?? {}) as { general?: { architecture?: string } } & Record<string, Arch | undefined>;
-  const arch = m.general?.architecture;
-  const a = arch ? m[arch] : undefined;
-  // per-layer values (some architectures) come as arrays: every layer's head must fit
-  const num = (v: unknown): number | undefined =>
-    typeof v === 'number' ? v : Array.isArray(v) && v.length && v.every((x) => typeof x === 'number') ? Math.max(...v) : undefined;
-  const heads = num(a?.attention?.head_count);
-  const embd = num(a?.embedding_length);
-  const split = heads && embd ? embd / heads : undefined;
-  const sizes = [num(a?.attention?.key_length) ?? split, num(a?.attention?.value_length) ?? split];
-  if (sizes.some((d) => d === undefined || !Number.isInteger(d) || d <= 0)) return null;
-  return sizes.every((d) => d! % 32 === 0);
-}
-
-/**
- * Bytes one token takes in an f16 KV cache: layers x KV heads x (key + value head size) x 2, from
- * the GGUF metadata as node-llama-cpp parses it (147,456 at Qwen3-4B shapes). null: the metadata
- * does not say.
- */
-export function kvBytesPerToken(metadata: unknown): number | null {
+function attentionShapes(metadata: unknown): { blocks: boolean; kvHeads: number[] | undefined; keys: number[]; values: number[] } {
   type Arch = { block_count?: unknown; embedding_length?: unknown; attention?: Record<string, unknown> };
   const m = (metadata ?? {}) as { general?: { architecture?: string } } & Record<string, Arch | undefined>;
   const arch = m.general?.architecture;
   const a = arch ? m[arch] : undefined;
-  const per = (v: unknown, layers: number): number[] | undefined =>
+  const at = a?.attention ?? {};
+  const blocks = typeof a?.block_count === 'number' && a.block_count > 0;
+  const layers = blocks ? (a!.block_count as number) : ([at.head_count, at.head_count_kv].find(Array.isArray)?.length ?? 1);
+  const per = (v: unknown): number[] | undefined =>
     typeof v === 'number'
       ? Array<number>(layers).fill(v)
       : Array.isArray(v) && v.length === layers && v.every((x) => typeof x === 'number')
         ? (v as number[])
         : undefined;
-  const layers = typeof a?.block_count === 'number' ? a.block_count : undefined;
-  if (!layers || layers <= 0) return null;
-  const heads = per(a?.attention?.head_count, layers);
-  const kvHeads = per(a?.attention?.head_count_kv ?? a?.attention?.head_count, layers);
+  const heads = per(at.head_count);
   const embd = typeof a?.embedding_length === 'number' ? a.embedding_length : undefined;
-  if (!kvHeads) return null;
-  let total = 0;
-  for (let i = 0; i < layers; i++) {
-    const split = heads && embd ? embd / heads[i] : undefined;
-    const k = typeof a?.attention?.key_length === 'number' ? a.attention.key_length : split;
-    const v = typeof a?.attention?.value_length === 'number' ? a.attention.value_length : split;
-    if (!k || !v || !Number.isFinite(k) || !Number.isFinite(v)) return null;
-    total += kvHeads[i] * (k + v) * 2;
-  }
-  return total;
+  const size = (given: unknown): number[] =>
+    Array.from({ length: layers }, (_, i) => (typeof given === 'number' ? given : heads && embd ? embd / heads[i] : NaN));
+  return {
+    blocks,
+    kvHeads: at.head_count_kv === undefined ? heads : per(at.head_count_kv),
+    keys: size(at.key_length),
+    values: size(at.value_length),
+  };
+}
+
+const isSize = (d: number): boolean => Number.isInteger(d) && d > 0;
+
+/**
+ * Whether llama.cpp can quantize this model's KV cache to q8_0: it stores K and V in blocks of 32
+ * along a head, so every head size must be a multiple of 32 (Qwen3's are 128; the tiny test
+ * model's 16 are not). null: the metadata does not say.
+ */
+export function kvCacheFits(metadata: unknown): boolean | null {
+  const { keys, values } = attentionShapes(metadata);
+  const sizes = [...keys, ...values];
+  if (!sizes.every(isSize)) return null;
+  return sizes.every((d) => d % 32 === 0);
+}
+
+/**
+ * Bytes one token takes in an f16 KV cache: the sum over layers of KV heads x (key + value head
+ * size) x 2 (147,456 at Qwen3-4B shapes). null: the metadata does not say.
+ */
+export function kvBytesPerToken(metadata: unknown): number | null {
+  const { blocks, kvHeads, keys, values } = attentionShapes(metadata);
+  if (!blocks || !kvHeads || ![...keys, ...values].every(isSize)) return null;
+  return kvHeads.reduce((sum, h, i) => sum + h * (keys[i] + values[i]) * 2, 0);
 }
 
 /** Room beside the weights and the KV cache that `auto` wants free: compute buffers (about 0.3 GB at
@@ -285,6 +286,8 @@ async function load(gguf: string, o: LlamaBackendOptions & { threads: number }, 
   }
   if (signal.aborted) throw loadCancelled(gguf);
   if (rt.note) o.onMessage?.(rt.note);
+  // what `auto` may count on for the weights and the KV cache, taken before the weights are read
+  const available = o.availableMemory ?? freemem();
   let model: LlamaModel;
   // node-llama-cpp stops a load on `loadSignal` between tensors and frees what it had read.
   const loadModel = (gpuLayers: number | 'auto'): Promise<LlamaModel> =>
@@ -333,7 +336,7 @@ async function load(gguf: string, o: LlamaBackendOptions & { threads: number }, 
     const kvCache = await resolveKvCache(
       o.kvCache ?? 'auto',
       fits,
-      kvMemoryShort(statSync(gguf).size, f16Cache === null ? null : f16Cache * contextLength, o.availableMemory ?? freemem()),
+      kvMemoryShort(statSync(gguf).size, f16Cache === null ? null : f16Cache * contextLength, available),
       // llama.cpp's CPU backend always has flash attention: the head size decides
       rt.llama.gpu === false
         ? null
