@@ -512,6 +512,11 @@ async function promptIds(dir: string, msgs: ChatMessage[]): Promise<number[]> {
 
 // ---------------------------------------------------------------------------------------------
 
+/** Decode tok/s of `a` over `b`; null where either was not measured. */
+function tpsRatio(a: { decodeTps: number | null }, b: { decodeTps: number | null }): number | null {
+  return a.decodeTps && b.decodeTps ? a.decodeTps / b.decodeTps : null;
+}
+
 function fmt(x: number | null | undefined, d = 2): string {
   return x == null || !Number.isFinite(x) ? '-' : x.toFixed(d);
 }
@@ -590,11 +595,11 @@ async function main(): Promise<void> {
         backend: 'CHORUS llama.cpp engine (default)',
         weights: m.ggufLabel,
         ...ll,
-        ratio: ll.decodeTps && direct.decodeTps ? ll.decodeTps / direct.decodeTps : null,
+        ratio: tpsRatio(ll, direct),
       });
-      // node-llama-cpp directly keeps an f16 KV cache; the engine's default (auto) is q8_0 where the
-      // head size allows. The engine's own cost is the f16 row against direct; the default row adds
-      // what the quantized cache does to decode speed (and saves in memory, the rss section).
+      // node-llama-cpp directly keeps an f16 KV cache; the engine's default (auto) takes q8_0 when
+      // memory is short. The engine's own cost is then the f16 row against direct; the default row
+      // adds what the quantized cache does to decode speed (and saves in memory, the rss section).
       let like = ll;
       if (ll.kv && ll.kv !== 'f16') {
         console.log(`[${m.label}] llama.cpp engine with an f16 KV cache (as node-llama-cpp directly) ...`);
@@ -604,14 +609,14 @@ async function main(): Promise<void> {
           backend: 'CHORUS llama.cpp engine, f16 KV cache (as directly)',
           weights: m.ggufLabel,
           ...like,
-          ratio: like.decodeTps && direct.decodeTps ? like.decodeTps / direct.decodeTps : null,
+          ratio: tpsRatio(like, direct),
         });
         table.push(
-          `| ${m.label} | decode tok/s at ${ids.length} prompt tokens, llama.cpp engine (default, ${ll.kv} KV cache) / node-llama-cpp directly (f16 KV cache) | ${fmt(ll.decodeTps)} / ${fmt(direct.decodeTps)} = ${fmt(ll.decodeTps && direct.decodeTps ? ll.decodeTps / direct.decodeTps : null)}x | (the cache type's effect) |`,
+          `| ${m.label} | decode tok/s at ${ids.length} prompt tokens, llama.cpp engine (default, ${ll.kv} KV cache) / node-llama-cpp directly (f16 KV cache) | ${fmt(ll.decodeTps)} / ${fmt(direct.decodeTps)} = ${fmt(tpsRatio(ll, direct))}x | (the cache type's effect) |`,
         );
       }
       table.push(
-        `| ${m.label} | decode tok/s at ${ids.length} prompt tokens, llama.cpp engine / node-llama-cpp directly, both f16 KV cache | ${fmt(like.decodeTps)} / ${fmt(direct.decodeTps)} = ${fmt(like.decodeTps && direct.decodeTps ? like.decodeTps / direct.decodeTps : null)}x | >= 0.95x |`,
+        `| ${m.label} | decode tok/s at ${ids.length} prompt tokens, llama.cpp engine / node-llama-cpp directly, both f16 KV cache | ${fmt(like.decodeTps)} / ${fmt(direct.decodeTps)} = ${fmt(tpsRatio(like, direct))}x | >= 0.95x |`,
       );
       if (m.onnxDir && args.engines.includes('onnx')) {
         console.log(`[${m.label}] ONNX engine ...`);
@@ -621,7 +626,7 @@ async function main(): Promise<void> {
           backend: 'CHORUS ONNX engine (default)',
           weights: 'ONNX q4 (MatMulNBits)',
           ...on,
-          ratio: on.decodeTps && direct.decodeTps ? on.decodeTps / direct.decodeTps : null,
+          ratio: tpsRatio(on, direct),
         });
         table.push(
           `| ${m.label} | the same, ONNX engine / node-llama-cpp directly | ${fmt(on.decodeTps)} / ${fmt(direct.decodeTps)} = ${fmt(rows.at(-1)!.ratio)}x | >= 0.6x |`,
@@ -634,10 +639,10 @@ async function main(): Promise<void> {
             backend: 'CHORUS ONNX engine, transformers.js past/present graph (before the in-place cache)',
             weights: 'ONNX q4 (MatMulNBits)',
             ...pr,
-            ratio: pr.decodeTps && direct.decodeTps ? pr.decodeTps / direct.decodeTps : null,
+            ratio: tpsRatio(pr, direct),
           });
           table.push(
-            `| ${m.label} | ONNX engine decode tok/s, in-place KV cache graph / transformers.js past-present graph | ${fmt(on.decodeTps)} / ${fmt(pr.decodeTps)} = ${fmt(on.decodeTps && pr.decodeTps ? on.decodeTps / pr.decodeTps : null)}x | (the item-4 lever) |`,
+            `| ${m.label} | ONNX engine decode tok/s, in-place KV cache graph / transformers.js past-present graph | ${fmt(on.decodeTps)} / ${fmt(pr.decodeTps)} = ${fmt(tpsRatio(on, pr))}x | (the item-4 lever) |`,
           );
         }
       }
