@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { loadDesign } from '../src/core/design/load.js';
 import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
 import type { SimRequest } from '../src/core/sim/simulator.js';
+import type { RunResult } from '../src/core/util/proc.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const examples = join(repoRoot, 'examples');
@@ -36,4 +37,37 @@ export function scratchDir(prefix = 'chorus-test-'): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
   scratchDirs.push(d);
   return d;
+}
+
+/**
+ * A testbench of examples/counter: its signals and `counter uut (.*)`, then `body`, in module
+ * `name` (what `pre` holds comes before `timescale).
+ */
+export function counterTb(body: string, opts: { name?: string; pre?: string } = {}): string {
+  return `${opts.pre ?? ''}\`timescale 1ns/1ps
+module ${opts.name ?? 'tb'};
+  logic clk = 0, rst_n = 0, en = 0, load = 0, up = 1;
+  logic [7:0] din = 0;
+  logic [7:0] count;
+  logic wrap;
+  counter uut (.*);
+${body}
+endmodule
+`;
+}
+
+/** A process result for the classifiers' tests: a clean exit unless `fields` say otherwise. */
+export function runResult(fields: Partial<RunResult> = {}): RunResult {
+  return {
+    exitCode: 0,
+    signal: null,
+    stdout: '',
+    stderr: '',
+    all: '',
+    timedOut: false,
+    cancelled: false,
+    outputOverflow: false,
+    durationS: 0.1,
+    ...fields,
+  };
 }

@@ -4,6 +4,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DESIGN_OPTIONS } from './designOptions.js';
 import { EXIT } from './terminal.js';
+import { safeText } from '../core/util/untrusted.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -28,7 +29,8 @@ export function parseCommand<O extends Options>(
   takesDesign = true,
 ): Parsed<O> | number {
   const fail = (msg: string): number => {
-    process.stderr.write(`chorus ${name}: ${msg}\n`);
+    // Messages quote tools, model servers and simulations: text, never control sequences.
+    process.stderr.write(`chorus ${name}: ${safeText(msg)}\n`);
     return EXIT.usage;
   };
   let parsed;

@@ -21,6 +21,7 @@ import { numberOption, parseCommand } from './command.js';
 import { canRedraw } from './terminal.js';
 import { SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
 import { DEFAULT_ROUNDS } from '../core/run/generation.js';
+import { safeJson } from '../core/util/untrusted.js';
 
 const HELP = `Usage: chorus eval --suite <path> [row] [options]
 
@@ -230,7 +231,7 @@ export async function runEval(argv: string[]): Promise<number> {
     }
     const paths = writeReports(report, outDir);
     const a = report.aggregate;
-    if (o.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    if (o.json) process.stdout.write(safeJson(report) + '\n');
     else {
       process.stdout.write(
         `${report.suite.name} — ${report.row.label}: ${a.tasks} tasks scored, ${a.errors} errors, ${report.config.samples} samples × ${report.config.rounds} rounds\n` +

@@ -3,6 +3,7 @@
 import type { ProgressEvent } from '../core/eval/runner.js';
 import { bar, formatDuration } from './progress.js';
 import { pct } from '../core/util/format.js';
+import { safeLine } from '../core/util/untrusted.js';
 
 export interface ProgressSink {
   write(s: string): unknown;
@@ -41,7 +42,9 @@ export function createProgress(
         done = e.done;
         if (!e.cached) computed++;
         if (tty) {
-          out.write(`\r${bar(done, units)} ${status()}  ${e.task} #${e.sample} ${pct(e.coverage, 1)}${e.cached ? ' (cached)' : ''}\x1b[K`);
+          out.write(
+            `\r${bar(done, units)} ${status()}  ${safeLine(e.task)} #${e.sample} ${pct(e.coverage, 1)}${e.cached ? ' (cached)' : ''}\x1b[K`,
+          );
           drawn = true;
         }
         return;
@@ -49,14 +52,15 @@ export function createProgress(
       tasksDone = e.done;
       const t = e.task;
       const summary = t.error
-        ? `error: ${t.error.split('\n')[0].slice(0, 200)}`
+        ? `error: ${safeLine(t.error.split('\n')[0].slice(0, 200))}`
         : `${t.samples.filter((s) => s.passed).length}/${t.samples.length} passed, best ${pct(Math.max(0, ...t.samples.map((s) => s.coverage)), 1)} (threshold ${pct(t.threshold, 0)})`;
+      const id = safeLine(t.id);
       if (tty) {
         if (t.error) {
-          out.write(`\r\x1b[K${t.id}: ${summary}\n`);
+          out.write(`\r\x1b[K${id}: ${summary}\n`);
           drawn = false;
         }
-      } else out.write(`[${e.done}/${e.tasks}] ${t.id}: ${summary} | ${status()}\n`);
+      } else out.write(`[${e.done}/${e.tasks}] ${id}: ${summary} | ${status()}\n`);
     },
     finish() {
       if (tty && drawn) out.write('\n');

@@ -2,13 +2,17 @@
 import type { SimResult } from '../core/sim/result.js';
 import type { CoverageFigures } from '../core/coverage/model.js';
 import { formatDiagnostic, pct } from '../core/util/format.js';
+import { safeResult } from '../core/sim/result.js';
 
 function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user' | 'expr' | 'cond'): string {
   const t = f.tallies[k];
   return `${pct(f[k])} (${t.covered}/${t.total})`;
 }
 
-export function formatSimResult(r: SimResult, opts: { color?: boolean; maxErrors?: number } = {}): string {
+export function formatSimResult(result: SimResult, opts: { color?: boolean; maxErrors?: number } = {}): string {
+  // The backends already return text-safe records; a record from anywhere else (a cache, a warm
+  // start, a caller's own) gets the same rule before any of it reaches the terminal.
+  const r = safeResult(result);
   const c = (code: string, s: string): string => (opts.color ? `\x1b[${code}m${s}\x1b[0m` : s);
   const ok = r.status === 'success';
   const lines: string[] = [];

@@ -11,6 +11,7 @@ import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { overallCoverage } from '../core/sim/ranking.js';
 import type { SimResult } from '../core/sim/result.js';
 import { pct } from '../core/util/format.js';
+import { safeJson, safeLine, safeText } from '../core/util/untrusted.js';
 import { describeModel, type ModelConfig } from '../core/llm/factory.js';
 import { ModelError } from '../core/llm/backend.js';
 import { ContextBudgetError } from '../core/agent/loop.js';
@@ -181,7 +182,7 @@ export async function runGenerate(argv: string[]): Promise<number> {
     status.clear();
     if (!outcome.best) {
       log('no testbench: no reply held a parsable testbench; see the rounds above\n');
-      if (o.json) process.stdout.write(JSON.stringify(outcome.record, null, 2) + '\n');
+      if (o.json) process.stdout.write(safeJson(outcome.record) + '\n');
       return controller.signal.aborted ? 130 : 1;
     }
     // Beside the top module's file (the first file may be a package from a dependency).
@@ -192,9 +193,9 @@ export async function runGenerate(argv: string[]): Promise<number> {
     mkdirSync(dirname(outPath), { recursive: true });
     writeFileSync(outPath, outcome.best.testbench.endsWith('\n') ? outcome.best.testbench : outcome.best.testbench + '\n');
     if (o.json) {
-      process.stdout.write(JSON.stringify({ ...outcome.record, out: outPath }, null, 2) + '\n');
+      process.stdout.write(safeJson({ ...outcome.record, out: outPath }) + '\n');
     } else {
-      log(`best: ${outcome.best.label}, written to ${outPath}\n\n`);
+      log(`best: ${outcome.best.label}, written to ${safeLine(outPath)}\n\n`);
       log(formatSimResult(outcome.best.result, { color: useColor(process.stdout) }));
     }
     if (controller.signal.aborted) return 130;
@@ -240,16 +241,17 @@ async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }):
     (e) => {
       const tag = samples > 1 && 'sample' in e ? `sample ${e.sample + 1} ` : '';
       if (e.type === 'progress') c.status.set(e.message);
-      else if (e.type === 'note') c.log(`note: ${e.message}\n`);
+      else if (e.type === 'note') c.log(`note: ${safeText(e.message)}\n`);
       else if (e.type === 'text') {
         const k = `${e.sample}/${e.round}`;
         chunks.set(k, (chunks.get(k) ?? 0) + 1);
-        if (a.stream) process.stderr.write(e.piece);
+        // The model's words, as it writes them: text, never control sequences for the terminal.
+        if (a.stream) process.stderr.write(safeText(e.piece));
         else c.status.set(`${tag}round ${e.round + 1}/${total}: generating (${chunks.get(k)} chunks)`);
       } else if (e.type === 'sim-start') {
         if (a.stream) process.stderr.write('\n');
         c.status.set(`${tag}round ${e.round + 1}/${total}: simulating`);
-      } else if (e.type === 'warning') c.log(`warning: ${tag}round ${e.round + 1}: ${e.message}\n`);
+      } else if (e.type === 'warning') c.log(`warning: ${tag}round ${e.round + 1}: ${safeText(e.message)}\n`);
       else if (e.type === 'round-end') c.log(roundLine(e.entry, total, samples > 1 ? `sample ${e.entry.sample + 1} ` : ''));
     },
     c.signal,
@@ -270,9 +272,9 @@ function roundLine(r: GenerationRound, total: number, tag: string): string {
     return `round ${r.round + 1}/${total}: ${r.result!.status}${covText}  ${r.result!.timings.total.toFixed(2)}s\n`;
   const a = r.agent!;
   const what = r.error
-    ? `model error (${r.error.kind}): ${r.error.message}`
+    ? `model error (${safeLine(r.error.kind)}): ${safeText(r.error.message)}`
     : a.parsed.status !== 'success'
-      ? `unparsable reply (${a.parsed.reason})`
+      ? `unparsable reply (${safeText(a.parsed.reason)})`
       : `${r.result!.status}${covText}`;
   const cost =
     r.source === 'warm-start'

@@ -5,6 +5,7 @@ import { runRefine } from './refine.js';
 import { runServe } from './serve.js';
 import { runEval } from './eval.js';
 import { EXIT, chorusVersion } from './terminal.js';
+import { safeText } from '../core/util/untrusted.js';
 
 const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
 
@@ -80,7 +81,7 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     // Exit 2 means "the user must fix something"; an unexpected exception is ours.
     process.stderr.write(
-      `chorus: internal error (a bug in chorus; please report it with this message):\n${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      `chorus: internal error (a bug in chorus; please report it with this message):\n${safeText(err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`,
     );
     process.exitCode = EXIT.internal;
   },

@@ -1,6 +1,7 @@
 // Progress on stderr for long commands: one redrawn line on a terminal, nothing extra in logs
 // (the commands print their own per-round / per-task lines). evalProgress.ts builds on it.
 import { canRedraw } from './terminal.js';
+import { safeLine } from '../core/util/untrusted.js';
 
 /** 42s, 3m05s, 1h02m; `?` when unknown. */
 export function formatDuration(s: number): string {
@@ -24,9 +25,11 @@ export class StatusLine {
     this.tty = canRedraw(stream);
   }
 
-  /** Redraw the status line (terminal only). */
-  set(text: string): void {
+  /** Redraw the status line (terminal only). The text may carry a model's or a simulation's
+   * words: one line, no control characters, so nothing but this line is ever redrawn. */
+  set(line: string): void {
     if (!this.tty) return;
+    const text = safeLine(line);
     const cols = this.stream.columns || 100;
     this.stream.write(`\r\x1b[2K${text.length >= cols ? text.slice(0, cols - 1) : text}`);
     this.shown = true;

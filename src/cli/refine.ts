@@ -14,6 +14,7 @@ import type { LogKind, NamedText } from '../core/agent/protocol.js';
 import type { SimResult } from '../core/sim/result.js';
 import { overallCoverage } from '../core/sim/ranking.js';
 import { pct } from '../core/util/format.js';
+import { safeJson, safeLine, safeText } from '../core/util/untrusted.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
@@ -143,16 +144,14 @@ export async function runRefine(argv: string[]): Promise<number> {
     }
     status.clear();
     if (outcome.parsed.status !== 'success') {
-      say(`the model's reply held no testbench (${outcome.parsed.reason}); nothing written\n`);
+      say(`the model's reply held no testbench (${safeText(outcome.parsed.reason)}); nothing written\n`);
       if (o.json)
-        process.stdout.write(
-          JSON.stringify({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }, null, 2) + '\n',
-        );
+        process.stdout.write(safeJson({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }) + '\n');
       return 1;
     }
     mkdirSync(dirname(outPath), { recursive: true });
     writeFileSync(outPath, outcome.testbench!.endsWith('\n') ? outcome.testbench! : outcome.testbench + '\n');
-    say(`revision written to ${outPath}\n`);
+    say(`revision written to ${safeLine(outPath)}\n`);
     let after: SimResult | null = null;
     if (!o['no-check']) {
       status.set('simulating the revision');
@@ -173,21 +172,17 @@ export async function runRefine(argv: string[]): Promise<number> {
     }
     if (o.json) {
       process.stdout.write(
-        JSON.stringify(
-          {
-            out: outPath,
-            messages: outcome.messages,
-            reply: outcome.reply,
-            parse_status: outcome.parsed.status,
-            filename: outcome.filename,
-            testbench: outcome.testbench,
-            tokens: outcome.tokens,
-            before,
-            result: after,
-          },
-          null,
-          2,
-        ) + '\n',
+        safeJson({
+          out: outPath,
+          messages: outcome.messages,
+          reply: outcome.reply,
+          parse_status: outcome.parsed.status,
+          filename: outcome.filename,
+          testbench: outcome.testbench,
+          tokens: outcome.tokens,
+          before,
+          result: after,
+        }) + '\n',
       );
     }
     if (controller.signal.aborted) return 130;

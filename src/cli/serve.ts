@@ -5,6 +5,7 @@ import { startScoreServer } from '../core/service/http.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { simulatorNames } from '../core/sim/registry.js';
 import { numberOption, parseCommand } from './command.js';
+import { safeText } from '../core/util/untrusted.js';
 
 const HELP = `Usage: chorus serve [--port P] [--host H] [--workers N] [--queue-limit Q] [options]
 
@@ -74,7 +75,8 @@ export async function runServe(argv: string[]): Promise<number> {
       maxTimeoutS: maxTimeout,
       bodyLimitBytes: Math.round(bodyMiB * 1024 * 1024),
       simulator: o.simulator,
-      log: (line) => process.stderr.write(line + '\n'),
+      // Log lines quote requests and errors a client caused: text, never control sequences.
+      log: (line) => process.stderr.write(safeText(line) + '\n'),
     });
   } catch (e) {
     if (e instanceof ToolchainError) return fail(e.message);

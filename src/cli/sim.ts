@@ -10,6 +10,7 @@ import { loadWaivers, WaiverError, type Waiver } from '../core/coverage/waivers.
 import { toLcov } from '../core/coverage/lcov.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
 import { formatSimResult } from './format.js';
+import { safeJson, safeText } from '../core/util/untrusted.js';
 import { numberOption, parseCommand } from './command.js';
 import { useColor } from './terminal.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
@@ -76,7 +77,7 @@ export async function runSim(argv: string[]): Promise<number> {
   process.once('SIGINT', onSigint);
   try {
     const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, controller.signal);
-    for (const n of notes) process.stderr.write(`note: ${n}\n`);
+    for (const n of notes) process.stderr.write(`note: ${safeText(n)}\n`);
     if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
     const simulator = getSimulator(simulatorName);
     const result = await simulator.simulate({
@@ -94,9 +95,9 @@ export async function runSim(argv: string[]): Promise<number> {
     });
     const lcovWritten = Boolean(o.lcov && result.points);
     if (o.lcov && result.points) writeFileSync(resolve(o.lcov), toLcov(result.points));
-    if (o.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    if (o.json) process.stdout.write(safeJson(result) + '\n');
     else {
-      for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+      for (const w of warnings) process.stderr.write(`warning: ${safeText(w)}\n`);
       process.stdout.write(formatSimResult(result, { color: useColor(process.stdout) }));
       if (o.keep && result.protection.scratchDir) process.stdout.write(`run directory kept: ${result.protection.scratchDir}\n`);
       if (lcovWritten) process.stdout.write(`lcov written: ${resolve(o.lcov as string)}\n`);
@@ -111,11 +112,8 @@ export async function runSim(argv: string[]): Promise<number> {
     if (e instanceof DesignError) {
       if (o.json)
         process.stdout.write(
-          JSON.stringify(
-            { status: 'design_error', kind: e.kind, err_msg: e.message, candidates: e.candidates, diagnostics: e.diagnostics },
-            null,
-            2,
-          ) + '\n',
+          safeJson({ status: 'design_error', kind: e.kind, err_msg: e.message, candidates: e.candidates, diagnostics: e.diagnostics }) +
+            '\n',
         );
       return fail(`design error (${e.kind}): ${e.message}`);
     }

@@ -16,6 +16,7 @@ import { changedWorkerSettings, workerRestartPlan } from './workerSettings.js';
 import type { DesignOptions } from '../core/design/load.js';
 import { roundRecord, type GenerateOutcome, type ModelConfig, type ProgressEvent } from './workerProtocol.js';
 import type { FileLineCoverage } from './coverageData.js';
+import { safeLine, safeText } from '../core/util/untrusted.js';
 
 export const UNTRUSTED_MESSAGE =
   'CHORUS does not run a simulator or generated testbenches in an untrusted workspace: a testbench becomes a native executable. Trust the workspace (Manage Workspace Trust) to generate, refine or simulate.';
@@ -64,7 +65,8 @@ export class Controller implements vscode.Disposable {
     this.decorations = new CoverageDecorations(vscode.Uri.joinPath(ctx.extensionUri, 'media'));
     this.tests = new CoverageTests((tb, token) => this.coverageForTest(tb, token));
     this.history = new RunHistory(ctx.workspaceState);
-    this.newWorker = () => new WorkerClient(workerScript, workerEnv, (s) => this.output.append(s));
+    // What the worker process prints (its libraries, a crash) reaches the output channel as text only.
+    this.newWorker = () => new WorkerClient(workerScript, workerEnv, (s) => this.output.append(safeText(s)));
     this.worker = this.newWorker();
     this.dashboard = new Dashboard(ctx.extensionUri, this.history, {
       project: () => this.projectView(),
@@ -214,7 +216,8 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showInformationMessage(`CHORUS: ${what} cancelled`);
       return;
     }
-    const msg = e instanceof Error ? e.message : String(e);
+    // Errors quote tools, model servers and simulations: text, never control sequences.
+    const msg = safeText(e instanceof Error ? e.message : String(e));
     this.output.appendLine(`[CHORUS] ${what} failed: ${msg}`);
     this.setStatus('error', `${what} failed`);
     if (e instanceof WorkerError && e.info.diagnostics?.length) {
@@ -295,25 +298,31 @@ export class Controller implements vscode.Disposable {
     }
   }
 
+  /** Progress text (status lines, the model's streamed reply) is a model's or a simulation's words:
+   * it reaches the output channel, the notification and the status bar as text only. */
   private onProgress(ev: ProgressEvent, run: RunRecord, report: (message: string, fraction?: number) => void): void {
     switch (ev.kind) {
-      case 'status':
-        report(ev.message);
-        this.output.appendLine(`[CHORUS] ${ev.message}`);
+      case 'status': {
+        const message = safeText(ev.message);
+        report(message);
+        this.output.appendLine(`[CHORUS] ${message}`);
         break;
-      case 'model':
-        this.modelInUse = ev.label;
-        this.history.update(run, { model: ev.label });
-        this.output.appendLine(`[CHORUS] model: ${ev.label}`);
-        this.setStatus('busy', `${/llama\.cpp/.test(ev.label) ? 'llama.cpp' : /ONNX/.test(ev.label) ? 'ONNX' : 'model'} loaded`);
+      }
+      case 'model': {
+        const label = safeLine(ev.label);
+        this.modelInUse = label;
+        this.history.update(run, { model: label });
+        this.output.appendLine(`[CHORUS] model: ${label}`);
+        this.setStatus('busy', `${/llama\.cpp/.test(label) ? 'llama.cpp' : /ONNX/.test(label) ? 'ONNX' : 'model'} loaded`);
         break;
+      }
       case 'round-start':
         report(`round ${ev.round + 1}/${ev.attempts}${ev.sample ? ` (sample ${ev.sample + 1})` : ''}`, ev.round / ev.attempts);
         this.setStatus('busy', `round ${ev.round + 1}/${ev.attempts}`);
         this.output.appendLine(`\n[CHORUS] ---- round ${ev.round + 1}/${ev.attempts}${ev.sample ? `, sample ${ev.sample + 1}` : ''} ----`);
         break;
       case 'text':
-        this.output.append(ev.piece);
+        this.output.append(safeText(ev.piece));
         break;
       case 'round-end': {
         const c = ev.record.coverage?.overall ?? null;
@@ -710,7 +719,7 @@ export class Controller implements vscode.Disposable {
       );
       if (!check.ok) {
         // (the reason names the folder: a toast shows its first line, so the reason comes first)
-        void vscode.window.showErrorMessage(`CHORUS: no model loads from ${basename(dir[0].fsPath)}: ${check.message}`);
+        void vscode.window.showErrorMessage(`CHORUS: no model loads from ${basename(dir[0].fsPath)}: ${safeText(check.message)}`);
         return;
       }
       await c.update('model.localPath', dir[0].fsPath, target);
@@ -718,7 +727,7 @@ export class Controller implements vscode.Disposable {
       await c.update('model.dtype', dtype, target);
       this.modelInUse = null;
       await c.update('model.source', 'local', target);
-      void vscode.window.showInformationMessage(`CHORUS: ${check.message}`);
+      void vscode.window.showInformationMessage(`CHORUS: ${safeText(check.message)}`);
       this.setStatus('idle');
       return;
     }
@@ -740,7 +749,7 @@ export class Controller implements vscode.Disposable {
     const apiKey = key || (await this.ctx.secrets.get(SECRET_API_KEY)) || undefined;
     const probe = await this.worker.request('checkModel', { model: { kind: 'openai', baseUrl: baseUrl.trim(), model: '', apiKey } });
     if (!probe.ok) {
-      void vscode.window.showErrorMessage(`CHORUS: ${probe.message}`);
+      void vscode.window.showErrorMessage(`CHORUS: ${safeText(probe.message)}`);
       return;
     }
     let name: string | undefined;

@@ -2,6 +2,7 @@
 // and VS Code's native test-coverage API (FileCoverage with statement and branch details).
 import * as vscode from 'vscode';
 import { lineHover, type FileLineCoverage } from './coverageData.js';
+import { safeText } from '../core/util/untrusted.js';
 
 export class CoverageDecorations implements vscode.Disposable {
   private readonly covered: vscode.TextEditorDecorationType;
@@ -112,10 +113,10 @@ export class CoverageTests implements vscode.Disposable {
           else {
             for (const f of r.files) testRun.addCoverage(new ChorusFileCoverage(f));
             if (r.passed) testRun.passed(item, Date.now() - t0);
-            else testRun.failed(item, new vscode.TestMessage(r.message), Date.now() - t0);
+            else testRun.failed(item, new vscode.TestMessage(safeText(r.message)), Date.now() - t0);
           }
         } catch (e) {
-          testRun.errored(item, new vscode.TestMessage((e as Error).message), Date.now() - t0);
+          testRun.errored(item, new vscode.TestMessage(safeText((e as Error).message)), Date.now() - t0);
         }
       }
       testRun.end();

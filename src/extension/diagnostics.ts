@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { isAbsolute, resolve } from 'node:path';
 import type { Diagnostic } from '../core/sim/result.js';
+import { safeLine, safeText } from '../core/util/untrusted.js';
 
 export function toVscodeDiagnostic(d: Diagnostic): vscode.Diagnostic {
   const line = Math.max(0, d.line - 1);
@@ -13,10 +14,12 @@ export function toVscodeDiagnostic(d: Diagnostic): vscode.Diagnostic {
       : d.severity === 'warning'
         ? vscode.DiagnosticSeverity.Warning
         : vscode.DiagnosticSeverity.Information;
-  const msg = `${d.message}${d.suggestion ? ` (suggestion: ${d.suggestion})` : ''}${d.time ? ` [at ${d.time}]` : ''}`;
+  // A simulation's words: text, never control or disguising invisible characters (the backends
+  // already return them so; a worker error's diagnostics come here too).
+  const msg = safeText(`${d.message}${d.suggestion ? ` (suggestion: ${d.suggestion})` : ''}${d.time ? ` [at ${d.time}]` : ''}`);
   const out = new vscode.Diagnostic(new vscode.Range(line, col, line, end), msg, sev);
   out.source = 'CHORUS';
-  if (d.code) out.code = d.code;
+  if (d.code) out.code = safeLine(d.code);
   return out;
 }
 

@@ -3,6 +3,7 @@
 import type { Memento } from 'vscode';
 import type { RoundRecord } from './workerProtocol.js';
 import type { RoundView, RunView } from './webviewProtocol.js';
+import { safeDeep } from '../core/util/untrusted.js';
 
 export interface RunRecord {
   id: string;
@@ -89,8 +90,10 @@ export function roundView(r: RoundRecord): RoundView {
   };
 }
 
+/** What the dashboard shows of a run: every text in it (messages, diagnostics, uncovered points'
+ * labels and source lines, notes) safe to show, whatever was stored (util/untrusted.ts). */
 export function runView(r: RunRecord): RunView {
-  return {
+  return safeDeep({
     id: r.id,
     kind: r.kind,
     startedAt: r.startedAt,
@@ -102,7 +105,7 @@ export function runView(r: RunRecord): RunView {
     rounds: r.rounds.map(roundView),
     best: r.best,
     testbenchPath: r.testbenchPath,
-  };
+  });
 }
 
 /** The testbench of the round before `index` in the same sample (for "diff to previous"). */

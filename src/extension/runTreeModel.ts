@@ -3,6 +3,7 @@
 import { isAbsolute, join } from 'node:path';
 import type { RunRecord } from './history.js';
 import { pct } from './webviewProtocol.js';
+import { safeLine, safeText } from '../core/util/untrusted.js';
 
 export type RunNode =
   | { kind: 'run'; runId: string }
@@ -42,7 +43,14 @@ export function children(runs: RunRecord[], node?: RunNode): RunNode[] {
   return [];
 }
 
+/** What a node shows: its text is a simulation's and a model's words (labels, messages, source
+ * lines), shown as text with no control or disguising invisible characters (util/untrusted.ts). */
 export function view(runs: RunRecord[], node: RunNode): NodeView | null {
+  const v = nodeView(runs, node);
+  return v && { ...v, label: safeLine(v.label), description: safeLine(v.description), tooltip: safeText(v.tooltip) };
+}
+
+function nodeView(runs: RunRecord[], node: RunNode): NodeView | null {
   const run = runs.find((r) => r.id === node.runId);
   if (!run) return null;
   if (node.kind === 'run') {

@@ -39,7 +39,11 @@ describe('unreachable under 2-state simulation', () => {
     const r = await simulateFiles([dut], tbName, read(join(dir, tbName)), { keepRunDir: true });
     try {
       const points = parseVerilatorCoverage(readFileSync(r.coverageFile!, 'utf8'));
-      const cov = analyzeCoverage(points, { isDutFile: (f) => f === dut, top: 'two_state' });
+      const cov = analyzeCoverage(points, {
+        isDutFile: (f) => f === dut,
+        top: 'two_state',
+        readSource: (f) => (f === dut ? readFileSync(f, 'utf8') : undefined),
+      });
       // Every DUT point counts in c, the unreachable ones included.
       expect(r.coverage!.waived.overall).toBe(figures(cov.points).overall);
       expect(r.coverage!.waived.tallies.block.total + r.coverage!.waived.tallies.toggle.total).toBe(

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { scratchDir } from '../helpers.js';
 import {
   designView,
@@ -18,14 +18,16 @@ import { runBounded } from '../../src/core/util/proc.js';
 
 const LIMITS = { memoryLimitMb: 512, fileSizeLimitBytes: 1 << 20, timeoutS: 20 };
 
-async function inJail(jail: JailInfo, args: string[], design = designView([], [])) {
+/** Runs a copy of `program` (cat by default) in the simulation's jail, as Vtb runs. */
+async function inJail(jail: JailInfo, args: string[], design = designView([], []), program = '/usr/bin/cat') {
   const run = scratchDir('chorus-jail-run-');
-  copyFileSync('/usr/bin/cat', join(run, 'cat'));
-  const libs = await sharedLibraries(join(run, 'cat'), 'test-cat');
+  const exe = join(run, basename(program));
+  copyFileSync(program, exe);
+  const libs = await sharedLibraries(exe, `test-${basename(program)}`);
   // A secret in the caller's environment: neither bwrap nor the jailed program may get it.
   process.env.SECRET_TOKEN = 'must-not-pass';
   try {
-    const cmd = jailCommand(jail, run, join(run, 'cat'), args, LIMITS, { design, libs });
+    const cmd = jailCommand(jail, run, exe, args, LIMITS, { design, libs });
     expect(JSON.stringify(cmd)).not.toContain('must-not-pass');
     return await runBounded(cmd.file, cmd.args, { cwd: run, env: cmd.env, timeoutS: 30 });
   } finally {
@@ -53,37 +55,125 @@ describe('jail', () => {
     expect(home.note).toMatch(/too broad to show whole/);
   });
 
-  it('the simulation sees no /etc, an empty environment, its own /proc, and runs as nobody', async () => {
+  it('hides dot-entries at every depth, without entering them or following links, and keeps what the design names', () => {
+    const d = scratchDir('chorus-jail-design-');
+    writeFileSync(join(d, 'a.sv'), 'module a; endmodule\n');
+    mkdirSync(join(d, 'sub', 'deeper', '.git', 'objects'), { recursive: true });
+    writeFileSync(join(d, 'sub', '.secret'), 'nested-canary');
+    writeFileSync(join(d, 'sub', 'deeper', '.git', 'config'), 'x');
+    writeFileSync(join(d, 'sub', 'deeper', '.git', 'objects', '.pack'), 'x');
+    // An include directory under a dot-directory: shown, its own dot-files hidden.
+    mkdirSync(join(d, '.gen', 'inc'), { recursive: true });
+    writeFileSync(join(d, '.gen', 'inc', 'defs.vh'), '`define X 1\n');
+    writeFileSync(join(d, '.gen', 'inc', '.token'), 'x');
+    writeFileSync(join(d, '.gen', 'other.txt'), 'x');
+    // A dot-named link is left alone: in the jail it leads to its target's own (shown or hidden) path.
+    symlinkSync(join(d, 'sub', '.secret'), join(d, 'sub', '.alias'));
+    const v = designView([join(d, 'a.sv')], [d, join(d, '.gen', 'inc')]);
+    expect(v.paths).toEqual([d]);
+    expect(v.hidden.sort()).toEqual(
+      [join(d, '.gen', 'inc', '.token'), join(d, '.gen', 'other.txt'), join(d, 'sub', '.secret'), join(d, 'sub', 'deeper', '.git')].sort(),
+    );
+    expect(v.note).toBe('design directories shown read-only: 1');
+  });
+
+  it('a design directory too big to walk shows only the design files and the HDL files beside them', () => {
+    const d = scratchDir('chorus-jail-design-');
+    writeFileSync(join(d, 'a.sv'), 'module a; endmodule\n');
+    writeFileSync(join(d, 'defs.vh'), '`define X 1\n');
+    writeFileSync(join(d, 'notes.txt'), 'x');
+    writeFileSync(join(d, '.env'), 'x');
+    mkdirSync(join(d, 'inc'));
+    writeFileSync(join(d, 'inc', 'pkg.svh'), 'x');
+    mkdirSync(join(d, 'many'));
+    for (let i = 0; i < 50; i++) writeFileSync(join(d, 'many', `f${i}`), 'x');
+    const v = designView([join(d, 'a.sv')], [join(d, 'inc')], 40);
+    expect(v.paths.sort()).toEqual([join(d, 'a.sv'), join(d, 'defs.vh'), join(d, 'inc', 'pkg.svh')].sort());
+    expect(v.hidden).toEqual([]);
+    expect(v.note).toMatch(/holds more than 40 entries .*only the design files and the HDL files/);
+    // Too many dot-entries to hide (each one a mount): the same.
+    const dots = scratchDir('chorus-jail-design-');
+    writeFileSync(join(dots, 'a.sv'), 'module a; endmodule\n');
+    for (let i = 0; i < 6; i++) writeFileSync(join(dots, `.d${i}`), 'x');
+    expect(designView([join(dots, 'a.sv')], [], 1000, 5).paths).toEqual([join(dots, 'a.sv')]);
+    expect(designView([join(dots, 'a.sv')], [], 1000, 6).paths).toEqual([dots]);
+  });
+
+  it('a nested dot-file reads as empty in the jail, a nested dot-directory as empty', async () => {
+    const d = scratchDir('chorus-jail-design-');
+    writeFileSync(join(d, 'a.sv'), 'module a; endmodule\n');
+    mkdirSync(join(d, 'sub', '.git'), { recursive: true });
+    writeFileSync(join(d, 'sub', '.secret'), 'nested-canary');
+    writeFileSync(join(d, 'sub', '.git', 'config'), 'nested-canary');
+    writeFileSync(join(d, 'sub', 'b.vh'), 'visible');
+    symlinkSync('.secret', join(d, 'sub', 'alias.vh'));
+    const jail = await detectJail();
+    const view = designView([join(d, 'a.sv')], []);
+    const shown = await inJail(jail, [join(d, 'sub', 'b.vh')], view);
+    expect(shown.stdout).toBe('visible');
+    for (const p of [join(d, 'sub', '.secret'), join(d, 'sub', '.git', 'config'), join(d, 'sub', 'alias.vh')]) {
+      const r = await inJail(jail, [p], view);
+      expect(r.stdout, p).not.toContain('nested-canary');
+    }
+  });
+
+  it('the simulation sees no /etc, no /proc, a /dev of five devices, an empty environment, and runs as nobody', async () => {
     const jail = await detectJail();
     expect(jail).toMatchObject({ kind: 'bubblewrap', userns: true });
-    const status = await inJail(jail, ['/proc/self/status']);
-    expect(status.exitCode, status.all).toBe(0);
-    expect(status.stdout).toMatch(/^Uid:\s+65534\s+65534/m);
-    expect(status.stdout).toMatch(/^CapEff:\s+0+$/m);
-    const env = await inJail(jail, ['/proc/self/environ']);
+    const caps = await inJail(jail, ['--print'], undefined, '/usr/sbin/capsh');
+    expect(caps.exitCode, caps.all).toBe(0);
+    expect(caps.stdout).toMatch(/^uid=65534\b/m);
+    expect(caps.stdout).toMatch(/^Current: =\s*$/m);
+    const env = await inJail(jail, [], undefined, '/usr/bin/env');
+    expect(env.exitCode, env.all).toBe(0);
     expect(
       env.stdout
-        .split('\0')
+        .split('\n')
         .filter(Boolean)
         .map((v) => v.split('=')[0]),
     ).toEqual(['PWD']);
-    // PID 1 is bubblewrap's own init: started with the reduced environment.
-    const init = await inJail(jail, ['/proc/1/environ']);
-    expect(init.stdout).not.toContain('must-not-pass');
-    expect(init.stdout).not.toContain('OPENAI_API_KEY');
-    for (const p of ['/etc/passwd', '/etc/hostname', join(homedir(), '.bashrc'), '/root', '/tmp']) {
+    // No /proc: not its own memory (writing /proc/self/mem patches code), not its descriptors
+    // (the harness reports on fd 3), not the launcher's environment; /dev/fd and /dev/stdout lead there.
+    for (const p of [
+      '/proc/self/mem',
+      '/proc/self/fd/0',
+      '/proc/self/fd/1',
+      '/proc/self/status',
+      '/proc/1/environ',
+      '/dev/fd/1',
+      '/dev/stdout',
+    ]) {
+      const r = await inJail(jail, [p]);
+      expect(r.exitCode, `${p}: ${r.stdout}`).not.toBe(0);
+      expect(r.stderr).toMatch(/No such file or directory/);
+    }
+    const dev = await inJail(jail, ['-A', '/dev', '/'], undefined, '/usr/bin/ls');
+    expect(dev.exitCode, dev.all).toBe(0);
+    expect(dev.stdout).toMatch(/^\/dev:\nfull\nnull\nrandom\nurandom\nzero\n/m);
+    expect(dev.stdout).not.toMatch(/^proc$/m);
+    expect((await inJail(jail, ['/dev/null'])).exitCode).toBe(0);
+    for (const p of [
+      '/etc/passwd',
+      '/etc/hostname',
+      join(homedir(), '.bashrc'),
+      '/root',
+      '/tmp',
+      '/dev/tty',
+      '/dev/shm',
+      '/dev/pts/ptmx',
+    ]) {
       const r = await inJail(jail, [p]);
       expect(r.exitCode, `${p}: ${r.stdout}`).not.toBe(0);
     }
   });
 
   it('without user namespaces, root keeps its uid but no capability', async () => {
-    const status = await inJail({ kind: 'bubblewrap', userns: false }, ['/proc/self/status']);
-    expect(status.exitCode, status.all).toBe(0);
-    expect(status.stdout).toMatch(/^CapEff:\s+0+$/m);
-    expect(status.stdout).toMatch(/^CapPrm:\s+0+$/m);
-    // No way back up: nothing in the jail can gain privileges (and no setuid file is in it).
-    expect(status.stdout).toMatch(/^NoNewPrivs:\s+1$/m);
+    const caps = await inJail({ kind: 'bubblewrap', userns: false }, ['--print'], undefined, '/usr/sbin/capsh');
+    expect(caps.exitCode, caps.all).toBe(0);
+    // No effective, permitted or inheritable capability...
+    expect(caps.stdout).toMatch(/^Current: =\s*$/m);
+    // ...and no way back up: nothing in the jail can gain privileges (and no setuid file is in it).
+    expect(caps.stdout).toMatch(/no-new-privs=1/);
   });
 
   it('a symlink in a design directory leads nowhere inside the jail', async () => {

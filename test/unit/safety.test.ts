@@ -427,3 +427,224 @@ describe('checkTestbench: reads and `include (issue 12)', () => {
     );
   });
 });
+
+describe('checkTestbench: lexical forms that hid code from the old check (escaped identifiers, attributes, `pragma)', () => {
+  it('sees code between two escaped identifiers holding /* and */', () => {
+    const src = ['module tb;', '  wire \\c1/* ;', '  initial $c("std::abort();");', '  wire \\c2*/ ;', 'endmodule'].join('\n');
+    expect(where(checkTestbench(src, JAILED))).toEqual([['CHORUS-CCODE', 3, 11, 14]]);
+  });
+
+  it('sees code after an escaped identifier holding a quote', () => {
+    const src = ['module tb;', '  wire \\q" ;', '  import "DPI-C" function int f();', '  wire \\r" ;', 'endmodule'].join('\n');
+    expect(where(checkTestbench(src, JAILED))).toEqual([['CHORUS-DPI', 3, 3, 17]]);
+  });
+
+  it('does not take an escaped identifier for the thing it names: \\$system is a wire', () => {
+    expect(checkTestbench('module tb; wire \\$system ; wire \\import ; endmodule\n', OPEN)).toEqual([]);
+  });
+
+  it('sees code between two attributes whose "strings" the parser never reads', () => {
+    const src = 'module tb;\n  (* a = " *) initial $system("id"); (* b = " *) wire w;\nendmodule\n';
+    expect(where(checkTestbench(src, JAILED))).toEqual([['CHORUS-SYSTEM', 2, 23, 30]]);
+  });
+
+  it('ignores what an attribute holds', () => {
+    expect(checkTestbench('module tb; (* note = "$system(1) import \\"DPI-C\\"" *) wire w; endmodule\n', OPEN)).toEqual([]);
+  });
+
+  it('sees code after a `pragma line whose /* the build never reads, and refuses the `pragma', () => {
+    const src = ['module tb;', '`pragma foo /*', '  initial $system("id");', '// */', 'endmodule'].join('\n');
+    const ds = checkTestbench(src, JAILED);
+    expect(where(ds)).toEqual([
+      ['CHORUS-PRAGMA', 2, 1, 15],
+      ['CHORUS-SYSTEM', 3, 11, 18],
+    ]);
+    expect(ds[0].message).toMatch(/passes the rest of that line on unread but its -E pass reads it/);
+    expect(ds[0].suggestion).toMatch(/Remove the `pragma/);
+  });
+
+  it('refuses a `pragma inside a macro, and accepts a plain one', () => {
+    expect(where(checkTestbench('`define PR `pragma\nmodule tb; endmodule\n', JAILED))).toEqual([['CHORUS-PRAGMA', 1, 12, 19]]);
+    expect(checkTestbench('`pragma protect begin\nmodule tb; endmodule\n', JAILED)).toEqual([]);
+  });
+
+  it('reads strings with \\" and line continuations as one literal', () => {
+    const src = tb('$display("a\\" $system(1) \\', 'still the string \\" // not a comment");', '$system("x");');
+    expect(where(checkTestbench(src, JAILED))).toEqual([['CHORUS-SYSTEM', 6, 5, 12]]);
+  });
+
+  it("takes a `define body's /* */ comment for code: it is part of the value and expands", () => {
+    const src = '`define X \\x/* ; initial $system("id"); /* */\nmodule tb; wire `X\nendmodule\n';
+    expect(checkTestbench(src, JAILED).map((d) => [d.code, d.line])).toEqual([['CHORUS-SYSTEM', 1]]);
+  });
+
+  it('leaves `begin_keywords, `timescale and a `line naming the testbench alone', () => {
+    const src = '`begin_keywords "1800-2017"\n`timescale 1ns/1ps\nmodule tb;\n`line 10 "tb_x.sv" 0\nendmodule\n`end_keywords\n';
+    expect(checkTestbench(src, JAILED)).toEqual([]);
+  });
+});
+
+describe('checkTestbench: DPI by any string, $cpure', () => {
+  it('refuses import or export followed by any string literal, escapes decoded or not', () => {
+    const src = [
+      'module tb;',
+      '  import "\\104PI-C" function int a();',
+      '  import "DPI-SC" function int b();',
+      '  export "" task t;',
+      '  import (* x *) "DPI-C" function int c();',
+      'endmodule',
+    ].join('\n');
+    expect(where(checkTestbench(src, JAILED))).toEqual([
+      ['CHORUS-DPI', 2, 3, 20],
+      ['CHORUS-DPI', 3, 3, 18],
+      ['CHORUS-DPI', 4, 3, 12],
+      ['CHORUS-DPI', 5, 3, 25],
+    ]);
+  });
+
+  it('does not take a package import for DPI', () => {
+    expect(checkTestbench('module tb; import pkg::*; endmodule\n', JAILED)).toEqual([]);
+  });
+
+  it("refuses current releases' $cpure like $c", () => {
+    expect(where(checkTestbench(tb('x = $cpure64("1");'), JAILED))).toEqual([['CHORUS-CCODE', 4, 9, 18]]);
+  });
+});
+
+describe('checkTestbench: `verilator_config, `line, redefinitions (coverage integrity)', () => {
+  it('refuses a `verilator_config block', () => {
+    const src = '`verilator_config\ncoverage_off -file "*counter.sv"\n`verilog\nmodule tb; endmodule\n';
+    const ds = checkTestbench(src, JAILED);
+    expect(ds).toEqual<Diagnostic[]>([
+      {
+        file: 'tb_x.sv',
+        origin: 'testbench',
+        line: 1,
+        column: 1,
+        endColumn: 18,
+        severity: 'error',
+        code: 'CHORUS-CONFIG',
+        message:
+          "a `verilator_config block changes how Verilator builds the design (coverage_off on the design's files shrinks the coverage measured); testbenches may not contain one",
+        suggestion: 'Remove the `verilator_config ... `verilog block; the testbench needs no Verilator configuration.',
+        stage: 'check',
+      },
+    ]);
+  });
+
+  it('refuses a `line that names another file, written out or in a macro, and one it cannot read', () => {
+    const src = ['`line 1 "/rtl/counter.sv" 0', '`define L `line 5 "counter.sv" 1', 'module tb;', '`line 7 name 0', 'endmodule'].join('\n');
+    const ds = checkTestbench(src, JAILED);
+    expect(ds.map((d) => [d.code, d.line, d.column])).toEqual([
+      ['CHORUS-LINE', 1, 1],
+      ['CHORUS-LINE', 2, 11],
+      ['CHORUS-LINE', 4, 1],
+    ]);
+    expect(ds[0].message).toBe(
+      "`line names '/rtl/counter.sv', not the testbench: the testbench's code would claim to be in that file, and its coverage points to be the design's",
+    );
+    expect(ds[0].suggestion).toBe('Remove the `line directive; the testbench needs none.');
+    expect(ds[2].message).toMatch(/^the `line directive '`line 7 name 0' names no file the check can read/);
+  });
+
+  it('refuses pasting onto a macro or directive name (it can build a `line)', () => {
+    const ds = checkTestbench('`define T(x) `x``ine 1 "counter.sv" 0\nmodule tb; endmodule\n', JAILED);
+    expect(ds.map((d) => [d.code, d.line, d.column])).toEqual([['CHORUS-LINE', 1, 14]]);
+    expect(ds[0].message).toMatch(/^'`x``' pastes text onto a macro or directive name/);
+    expect(checkTestbench('`define CAT(a, b) a``b\nmodule tb; endmodule\n', JAILED)).toEqual([]);
+  });
+
+  it("refuses a module, interface or package named like one of the design's, escaped names too", () => {
+    const opts = { ...JAILED, designNames: ['counter', 'bus_if', 'cfg_pkg'] };
+    const src = [
+      'module \\counter (input clk);',
+      'endmodule',
+      'interface bus_if; endinterface',
+      'package automatic cfg_pkg; endpackage',
+      'module tb_counter;',
+      '  virtual interface bus_if vif;',
+      "  counter uut(.clk(1'b0));",
+      'endmodule : tb_counter',
+    ].join('\n');
+    const ds = checkTestbench(src, opts);
+    expect(ds.map((d) => [d.code, d.line, d.column, d.endColumn])).toEqual([
+      ['CHORUS-REDEFINE', 1, 1, 16],
+      ['CHORUS-REDEFINE', 3, 1, 17],
+      ['CHORUS-REDEFINE', 4, 1, 26],
+    ]);
+    expect(ds[0].message).toBe(
+      "the testbench declares 'counter', a name the design declares: it would replace the design's own 'counter' (and its coverage)",
+    );
+    expect(ds[0].suggestion).toBe(
+      "Rename the testbench's 'counter' (tb_counter, say) and instantiate the design's 'counter' instead of redefining it.",
+    );
+    expect(checkTestbench(src, JAILED)).toEqual([]);
+  });
+});
+
+describe('checkPreprocessed: the build view (design files first, then the testbench)', () => {
+  const preprocessAll = (files: Record<string, string>, order: string[], args: string[] = []): string => {
+    const dir = scratchDir('chorus-pp-');
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    return execFileSync('verilator', ['-E', ...args, ...order], { cwd: dir, encoding: 'utf8' });
+  };
+
+  it('judges only the testbench: the design may do what the testbench may not', () => {
+    const pre = preprocessAll(
+      {
+        'dut.sv': 'module dut; initial $system("date"); endmodule\n',
+        'tb_x.sv': 'module tb; dut u(); endmodule\n',
+      },
+      ['dut.sv', 'tb_x.sv'],
+    );
+    expect(checkPreprocessed(pre, JAILED)).toEqual([]);
+  });
+
+  it("sees a macro of the design's files used in the testbench, and the build's defines", () => {
+    const files = {
+      'dut.sv': '`define RUN(x) $sys``x\nmodule dut; endmodule\n',
+      'tb_x.sv': '`ifdef VERILATOR_TIMING\nmodule tb; initial `RUN(tem)("id"); endmodule\n`else\nmodule tb; endmodule\n`endif\n',
+    };
+    expect(checkPreprocessed(preprocessAll(files, ['dut.sv', 'tb_x.sv']), JAILED)).toEqual([]);
+    const ds = checkPreprocessed(preprocessAll(files, ['dut.sv', 'tb_x.sv'], ['--timing']), JAILED);
+    expect(ds.map((d) => [d.code, d.file, d.line])).toEqual([['CHORUS-SYSTEM', 'tb_x.sv', 2]]);
+  });
+
+  it('refuses a `line a macro built that names another file', () => {
+    const pre = preprocessAll({ 'tb_x.sv': '`define T(x) `x``ine 20 "counter.sv" 0\nmodule tb;\n`T(l)\nendmodule\n' }, ['tb_x.sv']);
+    const ds = checkPreprocessed(pre, JAILED);
+    expect(ds.map((d) => [d.code, d.line])).toEqual([['CHORUS-LINE', 3]]);
+    expect(ds[0].message).toMatch(/^a `line directive names 'counter.sv', not the testbench \(after macro expansion\)/);
+  });
+
+  it("accepts the testbench's own includes (their `line markers are no `line directive)", () => {
+    const pre = preprocessAll({ 'defs.vh': 'localparam int N = 4;\n', 'tb_x.sv': 'module tb;\n`include "defs.vh"\nendmodule\n' }, [
+      'tb_x.sv',
+    ]);
+    expect(checkPreprocessed(pre, JAILED)).toEqual([]);
+  });
+});
+
+describe('checkTestbench: file names, more spellings', () => {
+  it('reads a literal name inside parentheses as the literal', () => {
+    expect(where(checkTestbench(tb('fd = $fopen(("/etc/x"), "w");'), JAILED))).toEqual([['CHORUS-FILE', 4, 10, 33]]);
+  });
+
+  it('reads an `include name after a comment', () => {
+    expect(checkTestbench('`include /* why */ "defs.vh"\nmodule tb; endmodule\n', JAILED)).toEqual([]);
+    expect(where(checkTestbench('`include /* why */ "/etc/x.vh"\nmodule tb; endmodule\n', JAILED))).toEqual([['CHORUS-FILE', 1, 1, 31]]);
+  });
+});
+
+describe('blankComments: escaped identifiers and `pragma lines (as Verilator reads them)', () => {
+  it('takes no comment or string start inside an escaped identifier, keeping every offset', () => {
+    const src = 'wire \\c1/* ; $system("a"); wire \\q" ; // x';
+    const out = blankComments(src, true);
+    expect(out).toBe(`wire \\c1/* ; $system(" "); wire \\q" ; ${sp(4)}`);
+    expect(out).toHaveLength(src.length);
+  });
+
+  it('leaves the rest of a `pragma line alone (the build reads it unlexed)', () => {
+    expect(blankComments('`pragma x /* y\nz */')).toBe('`pragma x /* y\nz */');
+  });
+});

@@ -3,23 +3,19 @@ import { classifyRun, designArgs, stopPositions } from '../../src/core/sim/veril
 import type { SimLimits, SimRequest } from '../../src/core/sim/simulator.js';
 import type { RunResult } from '../../src/core/util/proc.js';
 import { emptyDesign, type DesignSpec } from '../../src/core/design/types.js';
+import { runResult } from '../helpers.js';
 
-const LIMITS: SimLimits = { timeoutS: 30, simTimeLimitNs: 5000, outputLimitBytes: 1024, memoryLimitMb: 512, buildTimeoutS: 100 };
+const LIMITS: SimLimits = {
+  timeoutS: 30,
+  simTimeLimitNs: 5000,
+  outputLimitBytes: 1024,
+  memoryLimitMb: 512,
+  buildTimeoutS: 100,
+  buildMemoryLimitMb: 1024,
+  runDirLimitBytes: 1 << 20,
+};
 
-function run(fields: Partial<RunResult>): RunResult {
-  return {
-    exitCode: 0,
-    signal: null,
-    stdout: '',
-    stderr: '',
-    all: '',
-    timedOut: false,
-    cancelled: false,
-    outputOverflow: false,
-    durationS: 0.1,
-    ...fields,
-  };
-}
+const run = (fields: Partial<RunResult>): RunResult => runResult(fields);
 
 const runDiag = (code: string, message: string, severity: 'error' | 'warning' = 'error') => ({
   file: '',
@@ -205,14 +201,17 @@ describe('designArgs', () => {
   });
 });
 
-describe('needsPreprocessing', () => {
-  it('plain directives need no -E pass; macros, defines and includes do', async () => {
-    const { needsPreprocessing } = await import('../../src/core/sim/verilator/backend.js');
-    expect(needsPreprocessing('`timescale 1ns/1ps\nmodule tb; endmodule\n')).toBe(false);
-    expect(needsPreprocessing('`default_nettype none\n`ifdef X\n`endif\nmodule tb; endmodule\n')).toBe(false);
-    expect(needsPreprocessing('module tb; initial $display("a `quoted` tick"); endmodule // `FOO')).toBe(false);
-    expect(needsPreprocessing('`define N 4\nmodule tb; endmodule\n')).toBe(true);
-    expect(needsPreprocessing('module tb; initial `SYS(tem)("x"); endmodule\n')).toBe(true);
-    expect(needsPreprocessing('`include "defs.svh"\nmodule tb; endmodule\n')).toBe(true);
+describe('readsEarlierMacros', () => {
+  // Changed: this used to decide whether the testbench was preprocessed and checked at all
+  // (needsPreprocessing); now every testbench is, with the build's flags and files. It only
+  // decides whether the library build's view of the testbench needs its own -E pass.
+  it('is false for plain directives and escaped identifiers holding backticks; true for macros, conditionals and includes', async () => {
+    const { readsEarlierMacros } = await import('../../src/core/sim/verilator/backend.js');
+    expect(readsEarlierMacros('`timescale 1ns/1ps\n`default_nettype none\nmodule tb; wire \\a`FOO ; endmodule\n')).toBe(false);
+    expect(readsEarlierMacros('module tb; initial $display("a `quoted` tick"); endmodule // `FOO')).toBe(false);
+    expect(readsEarlierMacros('`define N 4\nmodule tb; endmodule\n')).toBe(false);
+    expect(readsEarlierMacros('`define N 4\nmodule tb; initial repeat (`N) #1; endmodule\n')).toBe(true);
+    expect(readsEarlierMacros('`ifdef WIDTH\n`endif\nmodule tb; endmodule\n')).toBe(true);
+    expect(readsEarlierMacros('`include "defs.svh"\nmodule tb; endmodule\n')).toBe(true);
   });
 });

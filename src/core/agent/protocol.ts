@@ -4,6 +4,8 @@
 // implementation (test/fixtures/protocol/README.md).
 import type { SimResult } from '../sim/result.js';
 import { formatDiagnostic } from '../util/format.js';
+import { safeText } from '../util/untrusted.js';
+import { safeResult } from '../sim/result.js';
 
 // The message type belongs to the model interface (llm/backend.ts); the protocol builds on it.
 import type { ChatMessage } from '../llm/backend.js';
@@ -203,12 +205,14 @@ export function resultForEcho(result: SimResult, caps = ECHO_CAPS): SimResult {
     const keep = new Set([...new Set([...diagnostics.filter((d) => d.severity === 'error'), ...diagnostics])].slice(0, caps.diagnostics));
     diagnostics = diagnostics.filter((d) => keep.has(d));
   }
-  return {
+  // Also the echo boundary for records from elsewhere (a trainer's /v1/refine-prompt request):
+  // what a simulation printed is text, never a control sequence (util/untrusted.ts).
+  return safeResult({
     ...result,
     log: echoBounded(result.log ?? '', caps),
     err_msg: echoBounded(result.err_msg ?? '', caps),
     diagnostics: diagnostics.map(clip),
-  };
+  });
 }
 
 export type LogKind = 'coverage' | 'xrun' | 'imc';
@@ -226,6 +230,8 @@ export function classifyLog(log: string): LogKind {
 /** The feedback turn for a log from the user's own simulator run (Verilator, Xcelium/IMC, plain
  * text): the same blocks as feedbackTurn, so the model sees what it was trained on. */
 export function feedbackFromLog(log: string, kind: LogKind = classifyLog(log), maxChars = 8000): string {
+  // The user's simulator printed what the testbench printed: text, never a control sequence.
+  log = safeText(log);
   const parse = block('Response parse result:', [
     ['status', 'success'],
     ['type', 'file'],
@@ -285,14 +291,14 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
     eda = block('EDA result:', [
       ['status', 'success'],
       ['stage', 'success'],
-      ['coverage', result.cov_info?.detail ?? ''],
+      ['coverage', safeText(result.cov_info?.detail ?? '')],
     ]);
     instruction = INSTRUCTIONS.success;
   } else if (result.status === 'imc_merge_failed' || result.status === 'imc_report_summary_failed') {
     eda = block('EDA result:', [
       ['status', result.status],
       ['stage', 'imc'],
-      ['log', errorLog(result)],
+      ['log', safeText(errorLog(result))],
     ]);
     instruction = INSTRUCTIONS.imc;
   } else {
@@ -300,7 +306,7 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
     eda = block('EDA result:', [
       ['status', 'xrun_failed'],
       ['stage', 'xrun'],
-      ['log', errorLog(result)],
+      ['log', safeText(errorLog(result))],
     ]);
     instruction = INSTRUCTIONS.xrun;
   }

@@ -1,6 +1,5 @@
 // Turns raw simulator points into what every caller needs: the DUT-only point set, the scored
 // figure (with waivers), the per-instance hierarchy, and the uncovered points with source text.
-import { readFileSync } from 'node:fs';
 import { figures, isCovered, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type UncoveredPoint } from './model.js';
 import { isWaived, type Waiver } from './waivers.js';
 import { twoStateUnreachable, type TwoStateReport } from './twoState.js';
@@ -31,18 +30,12 @@ export interface AnalyzeOptions {
   isDutFile: (file: string) => boolean;
   top: string;
   waivers?: Waiver[];
-  /** Reads a source file for the uncovered-line text; defaults to the file system. */
-  readSource?: (file: string) => string | undefined;
+  /** Reads a design file for the uncovered-line text and the 2-state analysis. Required, and the
+   * caller's to restrict: point files come from the simulation, so the reader must open only
+   * files the host resolved as the design's (undefined for anything else). */
+  readSource: (file: string) => string | undefined;
   /** Cap on the uncovered list (feedback must stay bounded). */
   maxUncovered?: number;
-}
-
-function defaultRead(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
 }
 
 export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): DutCoverage {
@@ -82,7 +75,7 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
     }
   }
 
-  const readSource = opts.readSource ?? defaultRead;
+  const readSource = opts.readSource;
   // Each file is read once, for the uncovered lines' text and for the 2-state analysis.
   const texts = new Map<string, string | undefined>();
   const read = (file: string): string | undefined => {

@@ -2,39 +2,21 @@
 // simulator's front end can run: which modules a testbench file declares (to name its top), and
 // which packages a file declares and uses (to put packages first in the compile order). Real
 // introspection (ports, parameters, tops) uses Verilator's own front end: see introspect.ts.
+import { blankSpans, scanPreprocessor } from './svTokens.js';
 
-/** Replaces comments (and, optionally, string bodies) with spaces, keeping every offset. */
+/**
+ * Replaces comments (and, optionally, string bodies) with spaces, keeping every offset and every
+ * newline. Comments and strings are what Verilator's preprocessor takes for them (svTokens.ts):
+ * an escaped identifier such as `\q"` or `\c1/*` is neither a string nor a comment start.
+ */
 export function blankComments(src: string, blankStrings = false): string {
-  const out = src.split('');
-  let i = 0;
-  while (i < src.length) {
-    const c = src[i];
-    const n = src[i + 1];
-    if (c === '/' && n === '/') {
-      while (i < src.length && src[i] !== '\n') out[i++] = ' ';
-    } else if (c === '/' && n === '*') {
-      out[i] = out[i + 1] = ' ';
-      i += 2;
-      while (i < src.length && !(src[i] === '*' && src[i + 1] === '/')) {
-        if (src[i] !== '\n') out[i] = ' ';
-        i++;
-      }
-      if (i < src.length) out[i] = out[i + 1] = ' ';
-      i += 2;
-    } else if (c === '"') {
-      i++;
-      while (i < src.length && src[i] !== '"' && src[i] !== '\n') {
-        if (src[i] === '\\') {
-          if (blankStrings) out[i] = ' ';
-          i++;
-        }
-        if (blankStrings && i < src.length && src[i] !== '\n') out[i] = ' ';
-        i++;
-      }
-      i++;
-    } else i++;
-  }
-  return out.join('');
+  const scan = scanPreprocessor(src);
+  const spans = [...scan.comments, ...scan.valueComments];
+  if (blankStrings)
+    spans.push(
+      ...scan.strings.map((s) => ({ start: s.start + 1, end: src[s.end - 1] === '"' && s.end - 1 > s.start ? s.end - 1 : s.end })),
+    );
+  return blankSpans(src, spans);
 }
 
 export interface FileUnits {

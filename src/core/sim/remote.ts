@@ -10,6 +10,8 @@ import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { DesignSpec } from '../design/types.js';
 import type { SimResult } from './result.js';
 import type { Simulator, SimulatorInfo, SimRequest } from './simulator.js';
+import { safeDeep, safeLine, safeText } from '../util/untrusted.js';
+import { safeResult } from './result.js';
 
 /** Header-like files of an include directory that travel as the request's include_files. */
 const INCLUDE_EXT = /\.(vh|svh|h|inc|v|sv|pkg)$/i;
@@ -87,9 +89,10 @@ export class RemoteSimulator implements Simulator {
             `reward service ${e.url} did not answer /v1/health (${(err as Error).message}); start it with \`chorus serve --port N\` on that machine`,
           );
         }
-        if (h.status !== 'ok' || !h.simulator) throw new Error(`reward service ${e.url} is not ready (status ${h.status ?? 'unknown'})`);
+        if (h.status !== 'ok' || !h.simulator)
+          throw new Error(`reward service ${e.url} is not ready (status ${safeLine(String(h.status ?? 'unknown'))})`);
         e.workers = Math.max(1, h.workers ?? 1);
-        seen.push({ url: e.url, sim: h.simulator });
+        seen.push({ url: e.url, sim: safeDeep(h.simulator) });
       }
       const first = seen[0].sim;
       const other = seen.find((s) => s.sim.name !== first.name || s.sim.version !== first.version);
@@ -135,7 +138,8 @@ export class RemoteSimulator implements Simulator {
         });
         const payload = (await r.json()) as Record<string, unknown>;
         if (r.ok) return fromRecord(payload);
-        const msg = typeof payload.message === 'string' ? payload.message : JSON.stringify(payload);
+        // Another machine's words: shown as text, never as terminal control sequences.
+        const msg = safeText(typeof payload.message === 'string' ? payload.message : JSON.stringify(payload));
         if (r.status === 429) {
           const wait = Number(r.headers.get('Retry-After') ?? payload.retry_after_s ?? 1);
           last = `${e.url}: queue full`;
@@ -205,8 +209,9 @@ function commonDir(paths: string[]): string {
   return root;
 }
 
-/** The service's score record -> the engine's result record (`coverage` is the breakdown again). */
+/** The service's score record -> the engine's result record (`coverage` is the breakdown again).
+ * Another machine answered it: every text field is made safe to show, as a local backend's are. */
 function fromRecord(rec: Record<string, unknown>): SimResult {
   const { coverage: _c, passed: _p, threshold: _t, coverage_breakdown, design_cached: _d, ...rest } = rec;
-  return { ...rest, coverage: coverage_breakdown ?? null } as unknown as SimResult;
+  return safeResult({ ...rest, coverage: coverage_breakdown ?? null } as unknown as SimResult);
 }

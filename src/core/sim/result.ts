@@ -1,8 +1,11 @@
 // The engine's result record: the LLM4Cov EDA schema (docs/protocol.md §6), so results can be compared
 // with the published harness and an Xcelium/IMC site can plug in, plus CHORUS's own fields.
+import { safeDeep } from '../util/untrusted.js';
 import type { CoverageBreakdown, CoveragePoint, CovSummaryRow, UncoveredPoint } from '../coverage/model.js';
 
-/** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit) and `rejected` (safety check).
+/** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit), `rejected` (safety check) and
+ * `integrity_failed` (the run tried to forge what is scored: a tampered report channel, coverage
+ * points naming files outside the design; never rewarded).
  * The one list: request schemas, metrics labels and reports iterate it. */
 export const SIM_STATUSES = [
   'success',
@@ -12,6 +15,7 @@ export const SIM_STATUSES = [
   'exception',
   'timeout',
   'rejected',
+  'integrity_failed',
 ] as const;
 export type SimStatus = (typeof SIM_STATUSES)[number];
 
@@ -88,8 +92,9 @@ export interface SandboxInfo {
   filesystem: string;
   /** Environment variables the simulation got (everything else was cleared; bubblewrap sets PWD). */
   environment: string[];
-  /** `own`: a private /proc and PID namespace. */
-  proc: 'own';
+  /** `none`: no /proc at all (its own PID namespace too): nothing reaches /proc/self/mem or the
+   * descriptors the harness reports on. */
+  proc: 'none';
   network: 'none';
   /** `unprivileged`: uid 65534 in a user namespace; `no-capabilities`: the caller's uid with every capability dropped (no user namespaces). */
   user: 'unprivileged' | 'no-capabilities';
@@ -140,4 +145,14 @@ export interface SimResult {
 
 export function rewardFor(status: SimStatus, overall: number | null): number {
   return status === 'success' && overall !== null ? 1 + overall : 0;
+}
+
+/**
+ * A result record whose every text field (err_msg, log, diagnostics' messages, suggestions and
+ * files, uncovered points' source and labels, the coverage report, settle, build notes, paths and
+ * names) is safe to show: safeDeep over the record. The backends return their records through it,
+ * and so does the remote scorer for what another machine answered.
+ */
+export function safeResult<R extends SimResult>(r: R): R {
+  return safeDeep(r);
 }

@@ -15,6 +15,12 @@ export interface SimLimits {
   memoryLimitMb: number | null;
   /** Wall-clock limit for compiling the candidate, seconds. */
   buildTimeoutS: number;
+  /** Address-space limit for every compile step of the candidate (preprocessor, Verilator front
+   * end, C++ compile and link), MiB; null for none. The examples peak at 174 MiB (cc1plus). */
+  buildMemoryLimitMb: number | null;
+  /** Cap on the bytes the simulation adds to its run directory in all (outputLimitBytes caps each
+   * file); null for none. */
+  runDirLimitBytes: number | null;
 }
 
 export const DEFAULT_LIMITS: SimLimits = {
@@ -23,6 +29,8 @@ export const DEFAULT_LIMITS: SimLimits = {
   outputLimitBytes: 4 * 1024 * 1024,
   memoryLimitMb: 4096,
   buildTimeoutS: 300,
+  buildMemoryLimitMb: 4096,
+  runDirLimitBytes: 64 * 1024 * 1024,
 };
 
 export interface SimRequest {

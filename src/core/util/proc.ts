@@ -15,6 +15,24 @@ export interface RunOptions {
   outputLimitBytes?: number;
   signal?: AbortSignal;
   input?: string;
+  /**
+   * Open a fourth descriptor (fd 3) to the child and collect what it writes there, up to this many
+   * bytes (more is dropped and flagged): the channel a simulation harness reports on, apart from
+   * stdout/stderr, which the testbench writes too.
+   */
+  reportLimitBytes?: number;
+  /** A limit watched while the child runs (the run directory's total size): see RunGuard. */
+  guard?: RunGuard;
+}
+
+/**
+ * Checked every `everyMs` while the child runs (after the previous check has finished) and once
+ * after it exits. A reason stops the process group at once with SIGKILL (nothing is saved from a
+ * run that broke a cap) and comes back as `guardStop`.
+ */
+export interface RunGuard {
+  everyMs: number;
+  check: () => Promise<string | undefined> | string | undefined;
 }
 
 export interface RunResult {
@@ -30,6 +48,12 @@ export interface RunResult {
   /** The program could not be started at all (ENOENT, EACCES...). */
   spawnError?: string;
   durationS: number;
+  /** What the child wrote to fd 3 (only with `reportLimitBytes`). */
+  report?: Buffer;
+  /** fd 3 carried more than `reportLimitBytes`: `report` is cut. */
+  reportOverflow?: boolean;
+  /** Why the guard stopped the child, or found its limit broken when it exited (only with `guard`). */
+  guardStop?: string;
 }
 
 export async function runBounded(file: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
@@ -52,11 +76,28 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
     detached: true,
     buffer: false,
     reject: false,
-    stdin: opts.input === undefined ? 'ignore' : 'pipe',
-    stdout: 'pipe',
-    stderr: 'pipe',
+    stdio: [
+      opts.input === undefined ? 'ignore' : 'pipe',
+      'pipe',
+      'pipe',
+      ...(opts.reportLimitBytes !== undefined ? (['pipe'] as const) : []),
+    ],
     cleanup: true,
   });
+  const report: Buffer[] = [];
+  let reportBytes = 0;
+  let reportOverflow = false;
+  if (opts.reportLimitBytes !== undefined) {
+    const cap = opts.reportLimitBytes;
+    (child.stdio[3] as NodeJS.ReadableStream | undefined)?.on('data', (c: Buffer) => {
+      const room = cap - reportBytes;
+      if (c.length > room) reportOverflow = true;
+      if (room <= 0) return;
+      const piece = c.length > room ? c.subarray(0, room) : c;
+      report.push(piece);
+      reportBytes += piece.length;
+    });
+  }
 
   let killTimer: NodeJS.Timeout | undefined;
   const killGroup = (sig: NodeJS.Signals): void => {
@@ -94,6 +135,29 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
   child.stderr?.on('data', (c: Buffer) => take(err, c));
   if (opts.input !== undefined) child.stdin?.end(opts.input);
 
+  let guardStop: string | undefined;
+  let guardTimer: NodeJS.Timeout | undefined;
+  let guardBusy: Promise<void> | undefined;
+  let exited = false;
+  const guarded = async (): Promise<void> => {
+    let why: string | undefined;
+    try {
+      why = (await opts.guard!.check()) || undefined;
+    } catch {
+      why = undefined; // a check that cannot run stops nothing
+    }
+    if (why && guardStop === undefined) {
+      guardStop = why;
+      if (!exited) killGroup('SIGKILL');
+    }
+  };
+  const guardTick = (): void => {
+    guardBusy = guarded().then(() => {
+      if (!exited && guardStop === undefined) guardTimer = setTimeout(guardTick, opts.guard!.everyMs);
+    });
+  };
+  if (opts.guard) guardTimer = setTimeout(guardTick, opts.guard.everyMs);
+
   const timer =
     opts.timeoutS !== undefined
       ? setTimeout(() => {
@@ -112,6 +176,13 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
 
   const res = await child;
   if (timer) clearTimeout(timer);
+  exited = true;
+  if (opts.guard) {
+    clearTimeout(guardTimer);
+    await guardBusy;
+    // What the child left behind counts too: a burst between two checks.
+    if (guardStop === undefined) await guarded();
+  }
   // The leader exited; make sure nothing it spawned survives it.
   killGroup('SIGKILL');
   if (killTimer) clearTimeout(killTimer);
@@ -131,5 +202,7 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
     outputOverflow,
     spawnError,
     durationS: (performance.now() - start) / 1000,
+    ...(opts.reportLimitBytes !== undefined ? { report: Buffer.concat(report), reportOverflow } : {}),
+    ...(guardStop !== undefined ? { guardStop } : {}),
   };
 }

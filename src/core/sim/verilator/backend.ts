@@ -3,20 +3,33 @@
 // Every candidate gets its own scratch directory; nothing else on disk is written.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import type { Simulator, SimRequest, SimulatorInfo, SimLimits } from '../simulator.js';
 import { DEFAULT_LIMITS } from '../simulator.js';
 import type { Diagnostic, SimResult, SimStage, SimStatus, StageTimings, Protection } from '../result.js';
-import { rewardFor } from '../result.js';
+import { rewardFor, safeResult } from '../result.js';
 import { runBounded, type RunResult } from '../../util/proc.js';
 import { assetPath } from '../../util/assets.js';
 import { cacheRoot } from '../../util/cache.js';
 import { formatDiagnostic } from '../../util/format.js';
-import { checkPreprocessed, checkTestbench, includedFileProblems, insideRoots, type SafetyOptions } from '../safety.js';
+import {
+  checkPreprocessed,
+  checkTestbench,
+  fileCallSites,
+  includedFileProblems,
+  insideRoots,
+  testbenchFiles,
+  testbenchPart,
+  type SafetyOptions,
+} from '../safety.js';
+import { checkJsonNetlist, checkXmlNetlist } from './netlistCheck.js';
 import {
   designView,
   detectJail,
   jailCommand,
+  outOfMemoryDiagnostic,
+  ranOutOfMemory,
   sharedLibraries,
   toolchainCommand,
   toolDirsOf,
@@ -24,7 +37,8 @@ import {
   type JailInfo,
   type SharedLibraries,
 } from '../jail.js';
-import { blankComments, testbenchTops } from '../../design/lexer.js';
+import { blankComments, scanUnits, testbenchTops } from '../../design/lexer.js';
+import { tokenize, withoutComments } from '../../design/svTokens.js';
 import { parseVerilatorCoverage } from '../../coverage/verilatorDat.js';
 import type { CoveragePoint } from '../../coverage/model.js';
 import { dutLibrary, type DutLibrary } from './dutLibrary.js';
@@ -54,6 +68,7 @@ import {
   versionFlags,
 } from './toolchain.js';
 import { eventDrivenCopy } from './settle.js';
+import { readHarnessReport, type HarnessReport } from './harnessReport.js';
 
 /** Verilator flags for every candidate. Why each: docs/environment.md "Verilator 5.006". */
 export const VERILATOR_FLAGS = [
@@ -70,6 +85,8 @@ export const VERILATOR_FLAGS = [
 ];
 
 const LOG_CAP = 64 * 1024;
+/** The harness report carries the coverage database: big designs write tens of MB. */
+const REPORT_LIMIT_BYTES = 512 * 1024 * 1024;
 /**
  * Reusing the compiled DUT pays off when compiling it is expensive; for small DUTs the DPI glue
  * of the library wrapper costs as much as it saves (measured: counter 1.31 s library vs 1.24 s
@@ -179,7 +196,8 @@ export class VerilatorSimulator implements Simulator {
         simulator: { name: this.name, version },
       };
       r.reward = rewardFor(r.status, r.coverage?.waived.overall ?? null);
-      return r;
+      // What the testbench printed is data: no control character or escape sequence leaves here.
+      return safeResult(r);
     };
 
     // 1. Static check: nothing runs if the candidate tries to escape.
@@ -187,10 +205,17 @@ export class VerilatorSimulator implements Simulator {
     // What the testbench may read of the design: the jail shows exactly this, the static check
     // allows relative paths that resolve into it.
     const view = designView([...req.design.files, ...req.design.libraryFiles], req.design.includeDirs);
+    // A testbench may not declare a module, interface or package by a name of the design's: it
+    // would replace the design's own (a -v library module, say) and its coverage.
+    const designNames = [...req.design.files, ...req.design.libraryFiles].flatMap((f) => {
+      const u = scanUnits(readSource(f));
+      return [...u.modules, ...u.interfaces, ...u.packages];
+    });
     const safety = (runDir?: string): SafetyOptions => ({
       jailed: jail.kind !== 'none',
       file: tbName,
       paths: { runDir, includeDirs: req.design.includeDirs.map((d) => resolve(d)), roots: view.roots },
+      designNames,
     });
     const rejected = checkTestbench(req.testbench.content, safety());
     timings.check = (performance.now() - ts) / 1000;
@@ -250,17 +275,68 @@ export class VerilatorSimulator implements Simulator {
       opts: { cwd: string; timeoutS: number; outputLimitBytes?: number },
       readOnly: string[] = [],
     ): Promise<RunResult> => {
-      const c = toolchainCommand(jail, file, args, {
-        writable: [runDir],
-        readOnly: [...view.paths, ...readOnly],
-        hidden: view.hidden,
-        cwd: opts.cwd,
-        toolDirs,
-      });
+      const c = toolchainCommand(
+        jail,
+        file,
+        args,
+        {
+          writable: [runDir],
+          readOnly: [...view.paths, ...readOnly],
+          hidden: view.hidden,
+          cwd: opts.cwd,
+          toolDirs,
+        },
+        // Every compile step has a memory cap, jailed or not, as the run has.
+        { memoryLimitMb: limits.buildMemoryLimitMb },
+      );
       if (jail.kind !== 'none') steps.add(step);
       return runBounded(c.file, c.args, { ...opts, signal: req.signal, env: c.env });
     };
     const trusted = { runDir, includeDirs: [], roots: [...view.roots, tc.root, cacheRoot()] };
+    // The files the host itself resolved before the build: the design's (its files, and the
+    // visible, non-hidden files of its include directories), the testbench, the toolchain's own.
+    // Only design files are ever opened on the simulation's word.
+    const knownDesignFile = (file: string): boolean => {
+      const c = classify(file);
+      if (c.origin !== 'dut') return false;
+      const abs = resolve(runDir, c.file);
+      if (dutFiles.has(abs)) return true;
+      const shown = req.design.includeDirs.some((d) => {
+        const rel = relative(resolve(d), abs);
+        return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && !rel.split(sep).some((seg) => seg.startsWith('.'));
+      });
+      return shown && insideRoots(abs, { includeDirs: [], roots: view.roots });
+    };
+    const knownFile = (file: string): boolean =>
+      classify(file).origin === 'testbench' ||
+      knownDesignFile(file) ||
+      insideRoots(resolve(runDir, file), { includeDirs: [], roots: [tc.root] });
+    const designTexts = new Map<string, string | undefined>();
+    const readDesignFile = (file: string): string | undefined => {
+      if (!knownDesignFile(file)) return undefined;
+      const abs = resolve(runDir, classify(file).file);
+      if (!designTexts.has(abs)) designTexts.set(abs, readSource(abs) || undefined);
+      return designTexts.get(abs);
+    };
+    const integrityFailure = (message: string, warnings: Diagnostic[], log: string): SimResult =>
+      finish('integrity_failed', 'run', {
+        err_msg: `integrity failure: ${message}. The run is not scored (reward 0): coverage must come from driving the design`,
+        diagnostics: [
+          ...warnings,
+          {
+            file: tbName,
+            origin: 'testbench',
+            line: 1,
+            column: 1,
+            severity: 'error',
+            code: 'CHORUS-INTEGRITY',
+            message: `integrity failure: ${message}`,
+            suggestion: 'Drive the DUT through its ports and let the simulator measure coverage; write no coverage data yourself.',
+            stage: 'run',
+          },
+        ],
+        log: bounded(log),
+      });
     const ownOrToolchain = (file: string): boolean => classify(file).origin !== 'other' || insideRoots(resolve(runDir, file), trusted);
     try {
       writeFileSync(join(runDir, tbName), req.testbench.content);
@@ -276,22 +352,124 @@ export class VerilatorSimulator implements Simulator {
           copyOf.set(resolve(orig), at);
         });
       }
-      // Macros, token pasting and `include can assemble what the plain-text check looks for:
-      // check the preprocessed text too (only needed when the testbench uses the preprocessor).
-      if (needsPreprocessing(req.testbench.content)) {
-        ts = performance.now();
-        const pre = await tool('preprocess', tc.verilator, ['-E', ...designArgs(req, false), tbName], {
+      // One view of the source, the compiler's. Macros, token pasting, `include and `ifdef can
+      // assemble what the check above looks for, so the check is repeated on what the build reads:
+      // Verilator's preprocessed text (-E) and its parse (--xml-only on 5.006, --json-only on
+      // current releases) of the exact flat build: the front end's flags (the build defines
+      // VERILATOR_TIMING...), the design's files before the testbench (their macros are defined
+      // when it is read), a retry's flags and control file. Nothing is compiled before both said
+      // OK. The library build reads the testbench after the wrapper alone: when that changes the
+      // testbench's preprocessed text, the candidate is built flat, the build that was checked.
+      // One argument list (buildArgs) for these passes and verilate() below.
+      ts = performance.now();
+      const checkedBefore = timings.check ?? 0;
+      const tbPath = join(runDir, tbName);
+      // The testbench by its absolute path: Verilator looks a relative source name up in the
+      // previous file's directory first, where the user's own file of that name may sit.
+      const flatSources = [...req.design.files.map((f) => copyOf.get(resolve(f)) ?? resolve(f)), tbPath];
+      const buildArgs = (withLibraries: boolean, mdir = 'obj_check'): string[] => [
+        ...versionFlags(tc, VERILATOR_FLAGS),
+        ...(retry?.flags ?? []),
+        ...(retry?.vlt ? ['chorus_split.vlt'] : []),
+        '--top-module',
+        tbTop,
+        '-Mdir',
+        mdir,
+        ...designArgs(req, withLibraries),
+        // A copied file's own `include's still resolve beside the original.
+        ...[...copyOf.keys()].map((f) => `-I${dirname(f)}`),
+      ];
+      const json = tc.caps.jsonOnly || !tc.caps.xmlOnly;
+      const netlist = json
+        ? ['--json-only', '--json-only-output', 'chorus_check.json', '--json-only-meta-output', 'chorus_check.meta.json']
+        : ['--xml-only', '--xml-output', 'chorus_check.xml'];
+      const preOpts = { cwd: runDir, timeoutS: 60, outputLimitBytes: 32 * 1024 * 1024 };
+      const [pre, preLib, parsed] = await Promise.all([
+        // -v libraries are read after every other file: they cannot change the testbench's text,
+        // and without them -E's output ends with the testbench.
+        tool('preprocess', tc.verilator, ['-E', ...buildArgs(false), ...flatSources], preOpts),
+        req.build !== 'flat' && !retry && readsEarlierMacros(req.testbench.content)
+          ? tool('preprocess', tc.verilator, ['-E', ...buildArgs(false), tbPath], preOpts)
+          : undefined,
+        tool('front-end', tc.verilator, [...buildArgs(true), ...netlist, ...flatSources], {
           cwd: runDir,
-          timeoutS: 60,
-          outputLimitBytes: 32 * 1024 * 1024,
-        });
-        timings.check = (timings.check ?? 0) + (performance.now() - ts) / 1000;
-        // Even a failed pass names the files it entered: one outside the design is refused here,
-        // before the front end could quote it.
-        const hidden =
-          pre.exitCode === 0 ? checkPreprocessed(pre.stdout, safety(runDir)) : includedFileProblems(pre.stdout, safety(runDir));
-        if (hidden.length) return reject(hidden);
+          timeoutS: limits.buildTimeoutS,
+          outputLimitBytes: 8 * 1024 * 1024,
+        }),
+      ]);
+      timings.check = checkedBefore + (performance.now() - ts) / 1000;
+      const checked = { ...safety(runDir), sourceName: tbPath };
+      // Even a failed pass names the files it entered: one outside the design is refused here,
+      // before anything could quote it.
+      const hidden =
+        pre.exitCode === 0
+          ? checkPreprocessed(pre.stdout, checked)
+          : includedFileProblems(testbenchPart(pre.stdout, [tbPath, tbName]), checked);
+      if (hidden.length) return reject(hidden);
+      const parseLog = withholdForeignSource(parsed.all, ownOrToolchain);
+      if (parsed.cancelled) return finish('exception', 'lint', { err_msg: 'cancelled' });
+      if (parsed.timedOut)
+        return finish('timeout', 'lint', { err_msg: `Verilator did not finish within ${limits.buildTimeoutS}s`, log: bounded(parseLog) });
+      if (parsed.exitCode !== 0) {
+        if (ranOutOfMemory(parsed)) {
+          const d = outOfMemoryDiagnostic("Verilator's front end", limits.buildMemoryLimitMb, tbName, 'lint');
+          return finish('xrun_failed', 'lint', { err_msg: d.message, diagnostics: [d], log: bounded(parseLog) });
+        }
+        // The front end would stop on the same errors: they are the candidate's lint result.
+        const problem = toolProblem(parseLog);
+        if (problem) return finish('exception', 'lint', { err_msg: toolchainMessage(tc, problem), returncode: 2, log: bounded(parseLog) });
+        const diags = parseVerilatorMessages(parseLog, classify, 'lint').filter((d) => !isNoise(d));
+        return finish('xrun_failed', 'lint', { err_msg: errorText(parseLog, diags), diagnostics: diags, log: bounded(parseLog) });
       }
+      const unreadable = (why: string): SimResult =>
+        reject([
+          {
+            file: tbName,
+            origin: 'testbench',
+            line: 1,
+            column: 1,
+            severity: 'error',
+            code: 'CHORUS-CHECK',
+            message: `the check cannot see what would be compiled: ${why}`,
+            suggestion: 'Keep to plain SystemVerilog that Verilator preprocesses without errors.',
+            stage: 'check',
+          },
+        ]);
+      if (pre.exitCode !== 0)
+        return unreadable(
+          `Verilator's preprocessor (-E) failed where its build did not (${
+            withholdForeignSource(pre.all, ownOrToolchain)
+              .split('\n')
+              .find((l) => l.startsWith('%Error')) ?? `exit ${pre.exitCode}`
+          })`,
+        );
+      const owned = new Set(testbenchFiles(pre.stdout, [tbPath, tbName]).flatMap((f) => [f, resolve(runDir, f)]));
+      const netlistOpts = {
+        ...checked,
+        owned: (f: string) => f !== '' && (owned.has(f) || owned.has(resolve(runDir, f))),
+        judgedCalls: fileCallSites(pre.stdout, checked),
+      };
+      let found: Diagnostic[];
+      try {
+        found = json
+          ? checkJsonNetlist(
+              readFileSync(join(runDir, 'chorus_check.json'), 'utf8'),
+              readFileSync(join(runDir, 'chorus_check.meta.json'), 'utf8'),
+              netlistOpts,
+            )
+          : checkXmlNetlist(readFileSync(join(runDir, 'chorus_check.xml'), 'utf8'), netlistOpts);
+      } catch (e) {
+        return unreadable(`Verilator's parse of the build could not be read (${(e as Error).message})`);
+      }
+      for (const f of ['obj_check', 'chorus_check.json', 'chorus_check.meta.json', 'chorus_check.xml'])
+        rmSync(join(runDir, f), { recursive: true, force: true });
+      if (found.length) return reject(found);
+      if (
+        preLib &&
+        (preLib.exitCode !== 0 || testbenchPart(preLib.stdout, [tbPath, tbName]) !== testbenchPart(pre.stdout, [tbPath, tbName]))
+      )
+        req = { ...req, build: 'flat' };
+      timings.check = checkedBefore + (performance.now() - ts) / 1000;
 
       // 2. Verilator front end: lint + elaboration + C++ generation in one pass. In library mode
       // only the testbench and the DUT wrapper are verilated; any front-end error there (hierarchical
@@ -310,19 +488,7 @@ export class VerilatorSimulator implements Simulator {
         const r = await tool(
           'front-end',
           tc.verilator,
-          [
-            ...versionFlags(tc, VERILATOR_FLAGS),
-            ...(retry?.flags ?? []),
-            ...(retry?.vlt ? ['chorus_split.vlt'] : []),
-            '--top-module',
-            tbTop,
-            '-Mdir',
-            'obj',
-            ...designArgs(req, withLibraries),
-            // A copied file's own `include's still resolve beside the original.
-            ...[...copyOf.keys()].map((f) => `-I${dirname(f)}`),
-            ...sources,
-          ],
+          [...buildArgs(withLibraries, 'obj'), ...sources],
           {
             cwd: runDir,
             timeoutS: limits.buildTimeoutS,
@@ -336,7 +502,7 @@ export class VerilatorSimulator implements Simulator {
       };
       let v: RunResult | undefined;
       if (lib) {
-        v = await verilate([lib.wrapper, tbName], false);
+        v = await verilate([lib.wrapper, tbPath], false);
         if (v.exitCode !== 0 && !v.cancelled) {
           fallbackReason = 'the testbench needs the flat build (it reaches into the DUT or overrides its parameters)';
           rmSync(join(runDir, 'obj'), { recursive: true, force: true });
@@ -344,7 +510,7 @@ export class VerilatorSimulator implements Simulator {
           v = undefined;
         }
       }
-      v ??= await verilate([...req.design.files.map((f) => copyOf.get(resolve(f)) ?? resolve(f)), tbName], true);
+      v ??= await verilate(flatSources, true);
       base.build = lib ? { mode: 'dut-library' } : { mode: 'flat', fallbackReason };
       timings.lint = (performance.now() - ts) / 1000;
       const lintDiags = parseVerilatorMessages(v.all, classify, 'lint').filter((d) => !isNoise(d));
@@ -352,6 +518,11 @@ export class VerilatorSimulator implements Simulator {
       if (v.timedOut)
         return finish('timeout', 'lint', { err_msg: `Verilator did not finish within ${limits.buildTimeoutS}s`, diagnostics: lintDiags });
       if (v.exitCode !== 0) {
+        if (ranOutOfMemory(v)) {
+          const d = outOfMemoryDiagnostic("Verilator's front end", limits.buildMemoryLimitMb, tbName, 'lint');
+          const rest = lintDiags.filter((x) => x.severity !== 'error');
+          return finish('xrun_failed', 'lint', { err_msg: d.message, diagnostics: [...rest, d], log: bounded(v.all) });
+        }
         // An option this Verilator refuses, or its own files missing: the tool's problem.
         const tool = toolProblem(v.all);
         if (tool) return finish('exception', 'lint', { err_msg: toolchainMessage(tc, tool), returncode: 2, log: bounded(v.all) });
@@ -389,6 +560,10 @@ export class VerilatorSimulator implements Simulator {
           diagnostics: warnings,
         });
       if (build.exitCode !== 0) {
+        if (ranOutOfMemory(build)) {
+          const d = outOfMemoryDiagnostic('the C++ compile', limits.buildMemoryLimitMb, tbName, 'build');
+          return finish('xrun_failed', 'build', { err_msg: d.message, diagnostics: [...warnings, d], log: bounded(build.all) });
+        }
         const tool = cxxToolProblem(build.all);
         if (tool)
           return finish('exception', 'build', { err_msg: toolchainMessage(tc, tool, true), returncode: 2, log: bounded(build.all) });
@@ -436,6 +611,7 @@ export class VerilatorSimulator implements Simulator {
           memoryLimitMb: limits.memoryLimitMb,
           fileSizeLimitBytes: limits.outputLimitBytes,
           timeoutS: limits.timeoutS,
+          runDirLimitBytes: limits.runDirLimitBytes,
         },
         libs && { design: view, libs },
       );
@@ -443,7 +619,10 @@ export class VerilatorSimulator implements Simulator {
         steps.add('run');
         runLibs = libs;
       }
-      // The outer limit is a backstop: `timeout` inside the jail fires first and lets coverage out.
+      // The outer limit is a backstop: `timeout` inside the jail fires first and lets the report out.
+      // The harness reports on fd 3, framed by a nonce it reads from stdin before any testbench
+      // code runs (harnessReport.ts): the one source of what is scored.
+      const nonce = randomBytes(16).toString('hex');
       const run = await runBounded(cmd.file, cmd.args, {
         cwd: runDir,
         timeoutS: limits.timeoutS + 10,
@@ -451,13 +630,27 @@ export class VerilatorSimulator implements Simulator {
         outputLimitBytes: limits.outputLimitBytes,
         graceS: 2,
         env: cmd.env,
+        input: `${nonce}\n`,
+        reportLimitBytes: REPORT_LIMIT_BYTES,
+        guard: cmd.guard,
       });
       timings.run = (performance.now() - ts) / 1000;
-      const runDiags = parseVerilatorMessages(run.all, classify, 'run').filter((d) => !isNoise(d));
+      // A run the run-directory guard killed may have been cut mid-report: no report, not a forgery.
+      const reading = run.guardStop ? ({ kind: 'none' } as const) : readHarnessReport(run.report, nonce, run.reportOverflow);
+      if (reading.kind === 'forged')
+        return integrityFailure(`the simulation's report channel was tampered with: ${reading.problem}`, warnings, run.all);
+      const report = reading.kind === 'ok' ? reading.report : undefined;
+      const runDiags = confirmRunDiagnostics(
+        parseVerilatorMessages(run.all, classify, 'run').filter((d) => !isNoise(d)),
+        report,
+        classify,
+        tbName,
+      );
       const diagnostics = [...warnings, ...runDiags];
-      let outcome = classifyRun(run, limits);
+      let outcome = classifyRun(run, limits, report);
       if (outcome.diagnostic) diagnostics.push({ ...outcome.diagnostic, file: tbName });
-      const unsettled = didNotConverge(run.all);
+      // Verilator's own fatal error, from the harness's record: text the testbench prints is never taken for it.
+      const unsettled = report ? didNotConverge(report.fatals.map((f) => fatalLine(f)).join('\n')) : undefined;
       if (unsettled) {
         // The DUT's combinational loop, on every version: retry what can work, else say so.
         // A retry (flat, with what Verilator offers) answers for itself: settled, or diagnosed.
@@ -483,10 +676,17 @@ export class VerilatorSimulator implements Simulator {
         diagnostics.splice(0, diagnostics.length, ...warnings, ...rest, outcome.diagnostic!);
       }
 
-      // 5. Coverage: even failed and timed-out runs leave a database (the main writes it first).
+      // 5. Coverage: from the harness report only (failed and timed-out runs report too). A
+      // coverage.dat in the run directory is the testbench's own file and is never read.
       ts = performance.now();
-      const covPath = join(runDir, 'coverage.dat');
-      const covText = existsSync(covPath) ? readFileSync(covPath, 'utf8') : '';
+      const covText = report?.coverage ?? '';
+      // Kept runs get the database the host received, written by the host after the run.
+      const covPath = join(runDir, 'chorus-coverage.dat');
+      // Whatever the testbench left under that name goes first; 'wx' never follows a link.
+      if (req.keepRunDir && covText) {
+        rmSync(covPath, { recursive: true, force: true });
+        writeFileSync(covPath, covText, { flag: 'wx' });
+      }
       timings.coverage = (performance.now() - ts) / 1000;
       if (outcome.status === 'exception')
         return finish('exception', 'run', { err_msg: outcome.message, diagnostics, log: bounded(run.all) });
@@ -494,7 +694,11 @@ export class VerilatorSimulator implements Simulator {
         const status: SimStatus = outcome.status === 'success' ? 'imc_merge_failed' : outcome.status;
         return finish(status, outcome.status === 'success' ? 'coverage' : 'run', {
           err_msg:
-            outcome.status === 'success' ? 'the simulation wrote no coverage database' : errorText(run.all, runDiags, outcome.message),
+            outcome.status === 'success'
+              ? report?.coverageProblem
+                ? `the harness could not take the coverage database: ${report.coverageProblem}`
+                : 'the simulation reported no coverage database (the harness was killed before it could report)'
+              : errorText(run.all, runDiags, outcome.message),
           diagnostics,
           log: bounded(run.all),
         });
@@ -502,10 +706,23 @@ export class VerilatorSimulator implements Simulator {
       const points = parseVerilatorCoverage(covText);
       if (lib) foldLibraryLevel(points, req.top);
       const wrapper = lib?.wrapper;
+      // Every point must name a file the host resolved before the build (the testbench, the
+      // design, the toolchain's own): any other is never opened and fails the run's integrity.
+      const foreign = [...new Set(points.map((p) => p.file).filter((f) => f && f !== wrapper && !knownFile(f)))];
+      if (foreign.length)
+        return integrityFailure(
+          `the coverage database names ${foreign.length} file${foreign.length > 1 ? 's' : ''} that ${foreign.length > 1 ? 'are' : 'is'} neither the testbench's nor the design's (${foreign
+            .slice(0, 3)
+            .map((f) => `'${f.slice(0, 120)}'`)
+            .join(', ')}); ${foreign.length > 1 ? 'they were' : 'it was'} not opened`,
+          warnings,
+          run.all,
+        );
       const cov = analyzeCoverage(points, {
-        isDutFile: (f) => f !== wrapper && classify(f).origin !== 'testbench',
+        isDutFile: (f) => f !== wrapper && classify(f).origin === 'dut',
         top: req.top,
         waivers: req.waivers,
+        readSource: (f) => (f !== wrapper && classify(f).origin === 'dut' ? readDesignFile(f) : undefined),
       });
       timings.coverage = (performance.now() - ts) / 1000;
       const rows = summaryRows(cov, req.top);
@@ -542,7 +759,7 @@ export class VerilatorSimulator implements Simulator {
         uncovered: cov.uncovered,
         cov_info,
         log: bounded(run.all),
-        coverageFile: req.keepRunDir ? covPath : undefined,
+        coverageFile: req.keepRunDir && covText ? covPath : undefined,
         ...(req.wantPoints ? { points: cov.points } : {}),
       });
     } catch (e) {
@@ -626,13 +843,13 @@ function sandboxInfo(
     steps,
     filesystem: `run directory (read-write); ${view.note}${view.hidden.length ? ` (${view.hidden.length} dot-entries hidden)` : ''}; ${libraries} shared libraries (read-only); nothing else`,
     environment,
-    proc: 'own',
+    proc: 'none',
     network: 'none',
     user: jail.userns ? 'unprivileged' : 'no-capabilities',
   };
 }
 
-/** Compiler directives that cannot build text: a testbench using only these needs no -E pass. */
+/** Directives whose effect on the testbench's text does not depend on what was defined before it. */
 const PLAIN_DIRECTIVES = new Set([
   'timescale',
   'default_nettype',
@@ -643,21 +860,19 @@ const PLAIN_DIRECTIVES = new Set([
   'nounconnected_drive',
   'begin_keywords',
   'end_keywords',
-  'ifdef',
-  'ifndef',
-  'elsif',
-  'else',
-  'endif',
-  'undef',
-  'undefineall',
   'line',
   'pragma',
+  'define',
 ]);
 
-/** True when macros or `include could assemble something the plain-text check would miss. */
-export function needsPreprocessing(src: string): boolean {
-  for (const m of blankComments(src, true).matchAll(/`\s*([A-Za-z_]\w*)/g)) if (!PLAIN_DIRECTIVES.has(m[1])) return true;
-  return false;
+/**
+ * True when the testbench's preprocessed text can depend on macros defined before it (by the
+ * design's files in the flat build, by nothing in the library build): it tests or uses a macro,
+ * or includes a file that might. Only then can the two builds read it differently, which takes a
+ * second -E pass to rule out. (The check itself always runs on the preprocessed text.)
+ */
+export function readsEarlierMacros(src: string): boolean {
+  return tokenize(withoutComments(src)).some((t) => t.kind === 'directive' && !PLAIN_DIRECTIVES.has(t.value));
 }
 
 /**
@@ -842,8 +1057,50 @@ interface RunOutcome {
   diagnostic?: Diagnostic;
 }
 
-/** Exit codes of chorus_main.cpp: 0 ok, 1 $error/$stop seen at finish, 3 out of events, 124 signal, 125 sim-time limit. */
-export function classifyRun(run: RunResult, limits: SimLimits): RunOutcome {
+/** A fatal error of the harness report as Verilator prints it (`%Error[-CODE]: file:line: text`). */
+export function fatalLine(f: HarnessReport['fatals'][number]): string {
+  const code = /^([A-Z]+): /.exec(f.message);
+  const text = code ? f.message.slice(code[0].length) : f.message;
+  return `%Error${code ? `-${code[1]}` : ''}: ${f.file ? `${f.file}:${f.line}: ` : ''}${text}`;
+}
+
+/**
+ * Run-time errors the log attributes to a design file are kept as the design's only when the
+ * harness recorded an $error/$fatal/assertion or a fatal error at that file and line: a testbench
+ * that prints `%Error: dut.sv:2: ...` does not make the design fail. The rest, and every message
+ * naming a file outside the testbench and the design, become the testbench's output (the file is
+ * quoted in the text, never opened).
+ */
+export function confirmRunDiagnostics(
+  diags: Diagnostic[],
+  report: HarnessReport | undefined,
+  classify: FileClassifier,
+  tbName: string,
+): Diagnostic[] {
+  const recorded = new Set<string>();
+  for (const s of report?.sites ?? []) recorded.add(`${classify(s.file).file}\0${s.line}`);
+  for (const f of report?.fatals ?? []) recorded.add(`${classify(f.file).file}\0${f.line}`);
+  return diags.map((d) => {
+    if (d.origin === 'testbench') return d;
+    if (d.origin === 'dut' && (d.severity !== 'error' || recorded.has(`${d.file}\0${d.line}`))) return d;
+    return {
+      ...d,
+      file: tbName,
+      origin: 'testbench',
+      line: 1,
+      column: 1,
+      endColumn: undefined,
+      message: `printed by the testbench, not reported by the simulator: "${d.file}:${d.line}: ${d.message}"`,
+    };
+  });
+}
+
+/**
+ * How the run ended: from the harness report when there is one (a channel the testbench cannot
+ * write), else from the exit status of chorus_main.cpp: 0 ok, 1 $error/$stop seen at finish,
+ * 3 out of events, 120 out of memory, 124 signal, 125 sim-time limit, 134 $fatal/$stop/fatal error.
+ */
+export function classifyRun(run: RunResult, limits: SimLimits, report?: HarnessReport): RunOutcome {
   const diag = (code: string, message: string, severity: Diagnostic['severity'] = 'error'): Diagnostic => ({
     file: '',
     origin: 'testbench',
@@ -856,6 +1113,33 @@ export function classifyRun(run: RunResult, limits: SimLimits): RunOutcome {
   });
   if (run.spawnError) return { status: 'exception', message: `cannot start the simulation: ${run.spawnError}` };
   if (run.cancelled) return { status: 'exception', message: 'cancelled' };
+  // The run directory's cap (jail.ts runDirGuard): the run was killed for it, or broke it.
+  if (run.guardStop) return { status: 'xrun_failed', message: run.guardStop, diagnostic: diag('CHORUS-OUTPUT', run.guardStop) };
+  const oom = (): RunOutcome => {
+    const m = `the simulation ran out of memory (limit ${limits.memoryLimitMb ?? 'none'} MiB of address space)`;
+    return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OOM', m) };
+  };
+  if (report && !run.outputOverflow) {
+    switch (report.end) {
+      case 'oom':
+        return oom();
+      case 'terminate':
+        return { status: 'xrun_failed', message: 'the simulation ended with an unhandled C++ exception (a fatal run-time error)' };
+      case 'stop': {
+        const at = report.fatals[0];
+        return {
+          status: 'xrun_failed',
+          message: `the simulation stopped at $fatal/$stop${at?.file ? ` (${basename(at.file)}:${at.line})` : ''}`,
+        };
+      }
+      case 'fatal': {
+        const at = report.fatals[0];
+        return { status: 'xrun_failed', message: `the simulation hit a fatal run-time error: ${at ? fatalLine(at) : 'unknown'}` };
+      }
+      default:
+        break; // finish, signal, no-events, maxtime, exit: as the exit status says below
+    }
+  }
   if (run.outputOverflow) {
     const m = `the simulation printed more than ${limits.outputLimitBytes} bytes and was stopped (an endless $display loop?)`;
     return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
@@ -880,6 +1164,7 @@ export function classifyRun(run: RunResult, limits: SimLimits): RunOutcome {
     const m = `the testbench wrote a file larger than ${limits.outputLimitBytes} bytes and was stopped`;
     return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
   }
+  if (run.exitCode === 120) return oom();
   if (run.signal)
     return { status: 'xrun_failed', message: `the simulation was killed by ${run.signal} (memory limit ${limits.memoryLimitMb} MiB?)` };
   if (run.exitCode === 0 || run.exitCode === 1) return { status: 'success', message: '' };

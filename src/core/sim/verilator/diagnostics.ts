@@ -6,6 +6,7 @@
 //   [25000] %Error: fifo.sv:47: Assertion failed in tb.uut: push while full
 //   %Error: chorus: simulation ran out of events ...
 import type { Diagnostic, Severity, SimStage } from '../result.js';
+import { safeText } from '../../util/untrusted.js';
 
 const COMPILE = /^%(Error|Warning|Info)(?:-([A-Z0-9_]+))?: ([^:\s][^:]*):(\d+):(\d+): (.*)$/;
 const RUNTIME = /^(?:\[(\d+(?:\.\d+)?)\] )?%(Error|Warning|Fatal|Info)(?:-([A-Z0-9_]+))?: ([^:\s][^:]*):(\d+):(?: (.*))?$/;
@@ -24,7 +25,9 @@ function severityOf(word: string): Severity {
 }
 
 export function parseVerilatorMessages(log: string, classify: FileClassifier, stage: SimStage): Diagnostic[] {
-  const lines = log.split(/\r?\n/);
+  // Text-safe first (util/untrusted.ts): a CR or a line separator the testbench prints inside an
+  // $error message would otherwise end the line for `.` and hide the message from the diagnostics.
+  const lines = safeText(log).split('\n');
   const out: Diagnostic[] = [];
   let last: Diagnostic | undefined;
   let echoLine = -1;

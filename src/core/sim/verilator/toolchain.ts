@@ -305,7 +305,8 @@ function runtimeKey(tc: Toolchain): string {
       RUNTIME_OPT,
       runtimeSources(tc),
       'user-stop-maybe',
-      3,
+      'user-fatal',
+      4,
     ]),
   );
   return h.digest('hex').slice(0, 16);
@@ -339,10 +340,12 @@ async function buildRuntime(tc: Toolchain, dir: string, result: RuntimeBuild, si
   const tmp = mkdtempSync(join(cacheRoot(), '.runtime-build-'));
   try {
     const inc = includeFlags(tc);
-    // verilated.cpp leaves vl_stop_maybe to chorus_main.cpp, which tells $error from $fatal.
-    // verilated.cpp calls it before any declaration once its own definition is compiled out.
+    // verilated.cpp leaves vl_stop_maybe (it tells $error from $fatal) and vl_fatal (it records
+    // the runtime's own fatal errors in the harness report) to chorus_main.cpp.
+    // verilated.cpp calls vl_stop_maybe before any declaration once its own definition is compiled out.
     writeFileSync(join(tmp, 'chorus_decls.h'), 'void vl_stop_maybe(const char* filename, int linenum, const char* hier, bool maybe);\n');
-    const extra = (s: string): string[] => (s === 'verilated' ? ['-DVL_USER_STOP_MAYBE', '-include', join(tmp, 'chorus_decls.h')] : []);
+    const extra = (s: string): string[] =>
+      s === 'verilated' ? ['-DVL_USER_STOP_MAYBE', '-DVL_USER_FATAL', '-include', join(tmp, 'chorus_decls.h')] : [];
     const jobs = runtimeSources(tc).map((s) =>
       runBounded(
         tc.cxx,

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runBounded, type RunResult } from '../../util/proc.js';
 import { DEFAULT_LIMITS, type SimLimits, type SimRequest, type Simulator, type SimulatorInfo } from '../simulator.js';
-import { rewardFor, type CovSummaryRow, type Diagnostic, type SimResult, type SimStage, type SimStatus } from '../result.js';
+import { rewardFor, safeResult, type CovSummaryRow, type Diagnostic, type SimResult, type SimStage, type SimStatus } from '../result.js';
 import { dutRow, parseImcReport } from './imcReport.js';
 import {
   covMergedDir,
@@ -215,7 +215,8 @@ export class XceliumSimulator implements Simulator {
     ): SimResult => {
       timings.total = (performance.now() - t0) / 1000;
       const ok = status === 'success';
-      return {
+      // What xrun, IMC and the testbench printed is data: no control character or escape sequence leaves here.
+      return safeResult({
         returncode: extra.returncode ?? (ok ? 0 : 1),
         status,
         err_msg: extra.err_msg ?? '',
@@ -243,7 +244,7 @@ export class XceliumSimulator implements Simulator {
         dutTop: req.top,
         log,
         ...(req.keepRunDir && dir && ok ? { coverageFile: covMergedDir(dir) } : {}),
-      };
+      });
     };
 
     const run = (spec: CommandSpec, timeoutS: number): Promise<RunResult> =>
@@ -333,6 +334,8 @@ export class XceliumSimulator implements Simulator {
 
       // --- IMC step 2: summary report ---
       const reportFile = path.join(dir, REPORT_FILE);
+      // A report file the testbench wrote during the run must not stand in for IMC's.
+      await rm(reportFile, { recursive: true, force: true });
       await writeFile(path.join(dir, 'imc_report.tcl'), imcReportScript(dir, { metrics: this.opts.metrics, outFile: reportFile }));
       const rp = await run(imcCommand('imc_report.tcl', dir, this.imc), imcTimeout);
       timings.coverage += rp.durationS;
