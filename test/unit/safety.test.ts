@@ -387,6 +387,15 @@ describe('checkTestbench: reads and `include (issue 12)', () => {
     expect(ds[0].message).toMatch(/leads outside the design directories \(a symbolic link\?\)/);
   });
 
+  it('a plain name that links to a dot-file of the design directory is refused (the jail hides that file)', () => {
+    const design = scratchDir('chorus-inc-');
+    writeFileSync(join(design, '.secret'), 'x');
+    symlinkSync(join(design, '.secret'), join(design, 'a.vh'));
+    const paths = { includeDirs: [design], roots: [realpathSync(design)] };
+    const ds = checkTestbench('module tb;\n`include "a.vh"\nendmodule\n', { ...OPEN, paths });
+    expect(ds.map((d) => [d.code, d.line])).toEqual([['CHORUS-FILE', 2]]);
+  });
+
   it('refuses $readmemh/$readmemb of absolute or climbing paths; a computed one only without a jail', () => {
     const src = tb('$readmemh("/data/x.hex", mem);', '$readmemb("../x.bin", mem);', '$readmemh("ok.hex", mem);', '$readmemh(name, mem);');
     expect(where(checkTestbench(src, JAILED))).toEqual([

@@ -134,10 +134,21 @@ function realOrNull(p: string): string | null {
 }
 
 /** True when `p` (absolute) lies in the run directory or one of the roots, after symlinks. */
-export function insideRoots(p: string, paths: SafetyPaths): boolean {
+export function insideRoots(p: string, paths: SafetyPaths, opts: { visibleOnly?: boolean } = {}): boolean {
   const target = realOrNull(p) ?? resolve(p);
   const roots = [...(paths.runDir ? [paths.runDir] : []), ...paths.roots].map((r) => realOrNull(r) ?? resolve(r));
-  return roots.some((r) => target === r || target.startsWith(r.endsWith(sep) ? r : r + sep));
+  return roots.some((r) => {
+    if (target !== r && !target.startsWith(r.endsWith(sep) ? r : r + sep)) return false;
+    // `visibleOnly`: and not a dot-entry below the root, after symlinks (a plain `a.vh` that links
+    // to `.secret` is the dot-file the jail hides).
+    return (
+      !opts.visibleOnly ||
+      !target
+        .slice(r.length)
+        .split(sep)
+        .some((seg) => seg.startsWith('.'))
+    );
+  });
 }
 
 /** Why an `include of `name` is refused, or null when it is fine. */
@@ -148,7 +159,7 @@ function includeProblem(name: string, paths: SafetyPaths | undefined): string | 
   if (!paths) return null;
   for (const base of [...(paths.runDir ? [paths.runDir] : []), ...paths.includeDirs]) {
     const at = join(base, name);
-    if (existsSync(at) && !insideRoots(at, paths))
+    if (existsSync(at) && !insideRoots(at, paths, { visibleOnly: true }))
       return `'${name}' (found in ${base}) leads outside the design directories (a symbolic link?)`;
   }
   return null;
@@ -545,7 +556,7 @@ export function includedFileProblems(preprocessed: string, opts: SafetyOptions):
     if (level !== '1' || seen.has(file) || testbenchNames(opts).includes(file)) continue;
     seen.add(file);
     const abs = isAbsolute(file) || !opts.paths.runDir ? resolve(file) : resolve(opts.paths.runDir, file);
-    if (insideRoots(abs, opts.paths)) continue;
+    if (insideRoots(abs, opts.paths, { visibleOnly: true })) continue;
     out.push({
       file: site.file.split('/').pop() ?? opts.file,
       origin: 'testbench',

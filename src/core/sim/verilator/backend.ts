@@ -305,7 +305,7 @@ export class VerilatorSimulator implements Simulator {
         const rel = relative(resolve(d), abs);
         return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && !rel.split(sep).some((seg) => seg.startsWith('.'));
       });
-      return shown && insideRoots(abs, { includeDirs: [], roots: view.roots });
+      return shown && insideRoots(abs, { includeDirs: [], roots: view.roots }, { visibleOnly: true });
     };
     const knownFile = (file: string): boolean =>
       classify(file).origin === 'testbench' ||
