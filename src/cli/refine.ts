@@ -7,11 +7,11 @@ import { loadDesign } from '../core/design/load.js';
 import { DesignError } from '../core/design/errors.js';
 import { getSimulator } from '../core/sim/registry.js';
 import { ToolchainError } from '../core/sim/verilator/toolchain.js';
-import { createBackend, describeModel } from '../core/llm/factory.js';
+import { describeModel } from '../core/llm/factory.js';
 import { ModelError } from '../core/llm/backend.js';
-import { ContextBudgetError, refineOnce } from '../core/agent/loop.js';
+import { ContextBudgetError } from '../core/agent/loop.js';
+import { runRefinement } from '../core/run/refinement.js';
 import type { LogKind, NamedText } from '../core/agent/protocol.js';
-import type { SimResult } from '../core/sim/result.js';
 import { overallCoverage } from '../core/sim/ranking.js';
 import { pct } from '../core/util/format.js';
 import { safeJson, safeLine, safeText } from '../core/util/untrusted.js';
@@ -24,11 +24,13 @@ import { freeName } from './generate.js';
 import { StatusLine } from './progress.js';
 import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
 
-const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> --model <dir> | --endpoint <url> --model-name <n>
+const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> [--model <dir> | --endpoint <url> --model-name <n>]
 
 One refinement step: the model revises the testbench from the simulator's feedback. With --log the
 feedback is your own simulator's log (Verilator, Xcelium/IMC, or plain text: errors are put first;
 a coverage report asks for more coverage); without it the testbench is simulated here first.
+Without a model the built-in generator writes the revision (saying so): the testbench is simulated
+here and the generator's rounds start from what it left uncovered (a log is not read).
 
 ${DESIGN_HELP}${MODEL_HELP}Refinement:
   --tb <file>           the testbench to refine
@@ -88,7 +90,6 @@ export async function runRefine(argv: string[]): Promise<number> {
   } catch (e) {
     return fail((e as Error).message);
   }
-  if (!model) return fail('refine needs a model: --model <dir> (local) or --endpoint <url> --model-name <name>');
   const outPath = o.out ? resolve(o.out) : freeName(tbPath.replace(/(\.s?v)?$/, '_refined$1'));
   if (o.out && existsSync(outPath) && !o.force) return fail(`${outPath} exists; choose another --out or pass --force to overwrite it`);
 
@@ -110,76 +111,65 @@ export async function runRefine(argv: string[]): Promise<number> {
     const testbench: NamedText = { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') };
     const simulator = getSimulator(simulatorName);
     const specs = (o.spec ?? []).map((f) => ({ name: basename(f), content: readFileSync(f, 'utf8') }));
-    let before: SimResult | null = null;
-    let feedback: { result: SimResult } | { log: string; kind?: LogKind };
-    if (o.log) {
-      feedback = { log: readFileSync(resolve(o.log), 'utf8'), kind: kind === 'auto' ? undefined : kind };
-    } else {
-      status.set('simulating the current testbench');
-      before = await simulator.simulate({ design, top: info.top, testbench, limits: { timeoutS }, signal: controller.signal });
-      const cov = overallCoverage(before);
-      say(`current testbench: ${before.status}${cov !== null ? `, coverage ${pct(cov)}` : ''}\n`);
-      feedback = { result: before };
-    }
-    say(`model: ${describeModel(model)}\n`);
-    // the signal also stops a model load under way (Ctrl-C exits 130 without waiting for it)
-    const backend = await createBackend(model.kind === 'local' ? { ...model, signal: controller.signal } : model);
     let chunks = 0;
-    let outcome;
-    try {
-      outcome = await refineOnce({
-        backend,
+    const r = await runRefinement(
+      {
         design,
-        top: info.top,
+        info,
         testbench,
-        feedback,
+        model,
+        simulator,
+        feedback: o.log ? { log: readFileSync(resolve(o.log), 'utf8'), kind: kind === 'auto' ? undefined : kind } : undefined,
         specs,
         instance: o.instance,
         sampling: samplingFrom(o, seed),
-        signal: controller.signal,
-        onText: () => status.set(`refining: ${++chunks} chunks`),
-      });
-    } finally {
-      await backend.dispose();
-    }
+        seed,
+        limits: { timeoutS },
+        check: !o['no-check'],
+      },
+      (e) => {
+        if (e.type === 'note') say(`note: ${e.message}\n`);
+        else if (e.type === 'before') {
+          const cov = overallCoverage(e.result);
+          say(`current testbench: ${e.result.status}${cov !== null ? `, coverage ${pct(cov)}` : ''}\n`);
+        } else if (e.type === 'progress') status.set(e.message);
+        else if (e.type === 'model') say(`model: ${describeModel(model!)}\n`);
+        else if (e.type === 'text') status.set(`refining: ${++chunks} chunks`);
+      },
+      controller.signal,
+    );
     status.clear();
-    if (outcome.parsed.status !== 'success') {
-      say(`the model's reply held no testbench (${safeText(outcome.parsed.reason)}); nothing written\n`);
-      if (o.json)
+    const before = r.before;
+    const outcome = r.outcome;
+    if (r.testbench === null) {
+      say(
+        `the model's reply held no testbench (${safeText(outcome?.parsed.status === 'unparsable' ? outcome.parsed.reason : 'no reply')}); nothing written\n`,
+      );
+      if (o.json && outcome)
         process.stdout.write(safeJson({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }) + '\n');
       return 1;
     }
     mkdirSync(dirname(outPath), { recursive: true });
-    writeFileSync(outPath, outcome.testbench!.endsWith('\n') ? outcome.testbench! : outcome.testbench + '\n');
+    writeFileSync(outPath, r.testbench.endsWith('\n') ? r.testbench : r.testbench + '\n');
     say(`revision written to ${safeLine(outPath)}\n`);
-    let after: SimResult | null = null;
-    if (!o['no-check']) {
-      status.set('simulating the revision');
-      after = await simulator.simulate({
-        design,
-        top: info.top,
-        testbench: { name: outcome.filename!, content: outcome.testbench! },
-        limits: { timeoutS },
-        signal: controller.signal,
-      });
-      status.clear();
-      if (!o.json) {
-        const b = overallCoverage(before);
-        const a = overallCoverage(after);
-        if (before) say(`coverage: ${pct(b)} -> ${pct(a)}\n\n`);
-        say(formatSimResult(after, { color: useColor(process.stdout) }));
-      }
+    const after = r.result;
+    if (after && !o.json) {
+      const b = overallCoverage(before);
+      const a = overallCoverage(after);
+      if (before) say(`coverage: ${pct(b)} -> ${pct(a)}\n\n`);
+      say(formatSimResult(after, { color: useColor(process.stdout) }));
     }
     if (o.json) {
       process.stdout.write(
         safeJson({
           out: outPath,
-          messages: outcome.messages,
-          reply: outcome.reply,
-          parse_status: outcome.parsed.status,
-          filename: outcome.filename,
-          testbench: outcome.testbench,
-          tokens: outcome.tokens,
+          engine: r.engine,
+          messages: outcome?.messages,
+          reply: outcome?.reply,
+          parse_status: outcome?.parsed.status,
+          filename: r.filename,
+          testbench: r.testbench,
+          tokens: outcome?.tokens,
           before,
           result: after,
         }) + '\n',

@@ -24,6 +24,9 @@ export function heldModel(): { key: string; loaded: boolean } | null {
   return held && { key: held.key, loaded: held.loaded };
 }
 
+/** Why a held backend's load failed (it is disposed right after). */
+const loadErrors = new WeakMap<ModelBackend, unknown>();
+
 function drop(h: Held): void {
   if (held === h) held = null;
   freeing = Promise.all([freeing, h.backend.dispose().catch(() => undefined)]);
@@ -78,8 +81,9 @@ export async function makeBackend(
       h.loaded = true;
       signal?.removeEventListener('abort', onAbort);
     },
-    () => {
+    (e: unknown) => {
       signal?.removeEventListener('abort', onAbort);
+      loadErrors.set(backend, e);
       drop(h);
     },
   );
@@ -91,8 +95,10 @@ export async function makeBackend(
 function shared(b: ModelBackend): ModelBackend {
   return {
     parallelism: b.parallelism,
+    // A load that failed was dropped (disposed) at once: its caller still gets the load's own
+    // error, not "disposed", whichever comes first.
     info: () =>
-      b.info().catch(async (e: unknown) => {
+      (loadErrors.has(b) ? Promise.reject(loadErrors.get(b)) : b.info()).catch(async (e: unknown) => {
         if (held?.backend === b) await releaseModel();
         throw e;
       }),

@@ -6,9 +6,9 @@ import { getSimulator } from '../core/sim/registry.js';
 import { ModelError, type BackendInfo } from '../core/llm/backend.js';
 import { resolveEngine } from '../core/llm/factory.js';
 import { makeBackend, releaseModel } from './heldModel.js';
-import { refineOnce } from '../core/agent/loop.js';
+import { runRefinement, type RefinementEvent } from '../core/run/refinement.js';
+import { checkModel as checkCoreModel } from '../core/run/modelCheck.js';
 import { runGeneration, type GenerationEvent, type GenerationRound } from '../core/run/generation.js';
-import type { SimResult } from '../core/sim/result.js';
 import { coverageByFile } from './coverageData.js';
 import {
   roundRecord,
@@ -134,120 +134,58 @@ async function simulate({ design, testbench, settings: s }: SimulateRequest, sig
   return { result, files };
 }
 
+/** The editor's refinement: the one core entry point (core/run/refinement.ts); without a model it
+ * is the built-in generator seeded with the testbench, as in `chorus refine`. */
 async function refine(req: RefineRequest, signal: AbortSignal, progress: (e: ProgressEvent) => void): Promise<RefineOutcome> {
   const loaded = await loadDesign(req.design, signal);
-  const simulator = getSimulator(req.settings.simulator);
+  const s = req.settings;
   const backend = await makeBackend(req.model, (message) => progress({ kind: 'status', message }), signal);
-  if (!backend) {
-    // Model-free: a generation run with the next seed (at least one refinement round), starting
-    // from the design again.
-    progress({ kind: 'status', message: 'model-free refinement: coverage-directed generator rounds' });
-    const r = await runGeneration(
+  try {
+    const r = await runRefinement(
       {
         design: loaded.design,
         info: loaded.info,
-        model: null,
-        simulator,
-        rounds: Math.max(1, req.settings.rounds),
-        target: req.settings.target,
-        instance: req.settings.instance,
-        seed: req.settings.seed + 1,
-        limits: req.settings.limits,
+        testbench: req.testbench,
+        model: req.model,
+        ...(backend ? { backend } : {}),
+        simulator: s.simulator,
+        feedback: req.last ? { result: req.last } : req.log ? { log: req.log } : undefined,
+        instance: s.instance,
+        sampling: { temperature: s.temperature, topP: s.topP, maxNewTokens: s.maxNewTokens, seed: s.seed },
+        seed: s.seed,
+        rounds: Math.max(1, s.rounds),
+        target: s.target,
+        limits: s.limits,
       },
-      undefined,
+      (e: RefinementEvent) => {
+        if (e.type === 'progress' || e.type === 'note') progress({ kind: 'status', message: e.message });
+        else if (e.type === 'text') progress({ kind: 'text', piece: e.piece });
+      },
       signal,
     );
-    const best = r.best!;
-    return { testbench: best.testbench!, result: best.result, record: toRecord(best), model: modelLabel(req.model) };
-  }
-  try {
-    let last: SimResult | null = req.last;
-    if (!last && !req.log) {
-      progress({ kind: 'status', message: 'simulating the current testbench' });
-      last = await simulator.simulate({
-        design: loaded.design,
-        top: loaded.info.top,
-        testbench: req.testbench,
-        limits: req.settings.limits,
-        signal,
-      });
+    if (r.engine === 'builtin') {
+      const best = r.generation!.best!;
+      return { testbench: best.testbench!, result: best.result, record: toRecord(best), model: modelLabel(req.model) };
     }
-    progress({ kind: 'status', message: 'asking the model for a revision' });
-    const out = await refineOnce({
-      backend,
-      design: loaded.design,
-      top: loaded.info.top,
-      testbench: req.testbench,
-      feedback: last ? { result: last } : { log: req.log ?? '' },
-      instance: req.settings.instance,
-      sampling: {
-        temperature: req.settings.temperature,
-        topP: req.settings.topP,
-        maxNewTokens: req.settings.maxNewTokens,
-        seed: req.settings.seed,
-      },
-      signal,
-      onText: (piece) => progress({ kind: 'text', piece }),
-    });
-    if (!out.testbench)
-      throw new Error(`the model's reply held no testbench${out.parsed.status === 'unparsable' ? `: ${out.parsed.reason}` : ''}`);
-    progress({ kind: 'status', message: 'simulating the revision' });
-    const result = await simulator.simulate({
-      design: loaded.design,
-      top: loaded.info.top,
-      testbench: { name: out.filename ?? req.testbench.name, content: out.testbench },
-      limits: req.settings.limits,
-      signal,
-    });
+    if (!r.testbench) {
+      const parsed = r.outcome?.parsed;
+      throw new Error(`the model's reply held no testbench${parsed?.status === 'unparsable' ? `: ${parsed.reason}` : ''}`);
+    }
     return {
-      testbench: out.testbench,
-      result,
-      record: roundRecord(0, 1, out.testbench, result),
-      model: modelLabel(req.model, await backend.info()),
+      testbench: r.testbench,
+      result: r.result,
+      record: roundRecord(0, 1, r.testbench, r.result),
+      model: modelLabel(req.model, r.model),
     };
   } finally {
-    await backend.dispose().catch(() => undefined);
+    await backend?.dispose().catch(() => undefined);
   }
 }
 
-async function checkModel(m: ModelConfig | null, signal: AbortSignal): Promise<ModelCheck> {
-  if (!m) return { ok: true, message: 'model-free generator: nothing to check' };
-  if (m.kind === 'openai') {
-    const base = m.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '') + '/v1';
-    let res: Response;
-    try {
-      res = await fetch(`${base}/models`, {
-        headers: m.apiKey ? { authorization: `Bearer ${m.apiKey}` } : {},
-        signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]),
-      });
-    } catch (e) {
-      return { ok: false, message: `${base}/models did not answer (${(e as Error).message}); is the server running?` };
-    }
-    if (res.status === 401 || res.status === 403) return { ok: false, message: `${base}/models refused the API key (HTTP ${res.status})` };
-    if (!res.ok) return { ok: false, message: `${base}/models answered HTTP ${res.status}` };
-    const body = (await res.json().catch(() => ({}))) as { data?: Array<{ id?: string }> };
-    const models = (body.data ?? []).map((d) => d.id ?? '').filter(Boolean);
-    if (m.model && models.length && !models.includes(m.model))
-      return { ok: false, models, message: `the server does not serve '${m.model}'; it serves: ${models.join(', ')}` };
-    return { ok: true, models, message: `the server answers; models: ${models.join(', ') || '(none listed)'}` };
-  }
-  // Checking a model is choosing it: the one held so far is released first (makeBackend).
-  const backend = await makeBackend(m, undefined, signal);
-  try {
-    const info = await backend!.info();
-    const engine =
-      info.engine === 'llama'
-        ? `llama.cpp on ${info.device ?? 'cpu'}${info.kvCache ? `, ${info.kvCache} KV cache` : ''}`
-        : `ONNX on cpu${info.onnxCache === 'present' ? ' (no in-place KV cache graph in this export: slower on long prompts; re-export with chorus-train export)' : ''}`;
-    return {
-      ok: true,
-      message: `loaded ${info.model} with ${engine}${info.contextLength ? ` (context ${info.contextLength} tokens)` : ''}`,
-    };
-  } catch (e) {
-    return { ok: false, message: (e as Error).message };
-  } finally {
-    await backend!.dispose().catch(() => undefined);
-  }
+/** The editor's model check and endpoint probe: the one core check (core/run/modelCheck.ts).
+ * Checking a local model is choosing it: the one held so far is released first (makeBackend). */
+function checkModel(m: ModelConfig | null, signal: AbortSignal): Promise<ModelCheck> {
+  return checkCoreModel(m, { signal, open: async (model, sig) => (await makeBackend(model, undefined, sig))! });
 }
 
 type Progress = (e: ProgressEvent) => void;

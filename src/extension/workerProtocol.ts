@@ -9,6 +9,7 @@ import type { CoverageFigures, UncoveredPoint } from '../core/coverage/model.js'
 import type { Diagnostic, SimResult, SimStatus } from '../core/sim/result.js';
 import type { SimLimits } from '../core/sim/simulator.js';
 import type { ModelConfig } from '../core/llm/factory.js';
+import type { ModelCheck } from '../core/run/modelCheck.js';
 import type { FileLineCoverage } from './coverageData.js';
 
 /** The model as every front end configures it (core/llm/factory.ts); null: the built-in generator.
@@ -68,11 +69,8 @@ export interface IntrospectOutcome {
   files: string[];
 }
 
-export interface ModelCheck {
-  ok: boolean;
-  message: string;
-  models?: string[];
-}
+/** The answer of a model check (core/run/modelCheck.ts). */
+export type { ModelCheck };
 
 export interface TestbenchText {
   name: string;

@@ -5,12 +5,12 @@
 // eval: an unknown name is a usage error (exit 2), a registered one runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import type { ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { examples, fixtures, read, repoRoot, scratchDir, sim } from '../helpers.js';
 import { fencedReply, startScriptedServer } from '../support/scriptedServer.js';
-import { WorkerClient } from '../../src/extension/workerClient.js';
+import type { WorkerClient } from '../../src/extension/workerClient.js';
+import { startWorker, stopWorker, type BundledWorker } from '../support/workerBundle.js';
 import type { GenerateSettings, ProgressEvent } from '../../src/extension/workerProtocol.js';
 import { runEvaluation, sampleSeed } from '../../src/core/eval/runner.js';
 import type { EvalSuite } from '../../src/core/eval/task.js';
@@ -25,47 +25,16 @@ const TASK = 'seq_detector';
 /** Eval derives each sample's seed from the base seed (1), the task and the sample: use it everywhere. */
 const SEED = sampleSeed(1, TASK, 0);
 
-// The worker as the editor runs it: a bundle of src/extension/worker.ts forked with an IPC channel.
-// Built under out/ (git-ignored) so that its external packages resolve from node_modules.
-const workerDir = join(repoRoot, 'out', `test-worker-${process.pid}`);
+// The worker as the editor runs it (test/support/workerBundle.ts).
+let worker: BundledWorker | undefined;
 let client: WorkerClient;
 
 beforeAll(async () => {
-  mkdirSync(workerDir, { recursive: true });
-  // esbuild runs in a plain Node child: inside the test runner its target parsing trips over the
-  // runner's environment.
-  const options = {
-    entryPoints: [join(repoRoot, 'src', 'extension', 'worker.ts')],
-    outfile: join(workerDir, 'extension-worker.mjs'),
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    logLevel: 'warning',
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-    define: { __CHORUS_VERSION__: JSON.stringify('test') },
-    external: ['@huggingface/transformers', 'onnxruntime-node', 'onnxruntime-web', 'node-llama-cpp', 'sharp'],
-  };
-  await execa(
-    process.execPath,
-    ['--input-type=module', '-e', `import { build } from 'esbuild'; await build(${JSON.stringify(options)});`],
-    {
-      cwd: repoRoot,
-    },
-  );
-  for (const f of ['chorus_main.cpp', 'chorus_model.cpp'])
-    copyFileSync(join(repoRoot, 'src', 'core', 'sim', 'verilator', f), join(workerDir, f));
-  client = new WorkerClient(join(workerDir, 'extension-worker.mjs'));
+  worker = await startWorker('test-worker');
+  client = worker.client;
 });
 
-afterAll(async () => {
-  // Leave no process behind: wait for the forked worker to exit after the disconnect.
-  const child = (client as unknown as { child: ChildProcess | null } | undefined)?.child;
-  const exited = child && child.exitCode === null ? new Promise((ok) => child.once('exit', ok)) : Promise.resolve();
-  client?.dispose();
-  await exited;
-  rmSync(workerDir, { recursive: true, force: true });
-});
+afterAll(() => stopWorker(worker));
 
 const settings = (over: Partial<GenerateSettings> = {}): GenerateSettings => ({
   rounds: ROUNDS,

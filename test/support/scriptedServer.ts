@@ -30,6 +30,8 @@ export interface ScriptedServer {
   requests: ChatRequest[];
   /** The Authorization header of each chat request ('' when absent). */
   authorizations: string[];
+  /** Every request received, as `METHOD /path`, in order (routed or not). */
+  paths: string[];
   /** Remaining script items. */
   remaining(): number;
   close(): Promise<void>;
@@ -48,6 +50,7 @@ export async function startScriptedServer(script: ScriptItem[], opts: ScriptedSe
   const queue = [...script];
   const requests: ChatRequest[] = [];
   const authorizations: string[] = [];
+  const paths: string[] = [];
   const models = opts.models ?? ['scripted'];
   const hanging = new Set<ServerResponse>();
 
@@ -67,6 +70,7 @@ export async function startScriptedServer(script: ScriptItem[], opts: ScriptedSe
 
   const server = createServer(async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
+    paths.push(`${req.method} ${path}`);
     if (req.method === 'GET' && path === '/v1/models') {
       return json(res, 200, {
         object: 'list',
@@ -146,6 +150,7 @@ export async function startScriptedServer(script: ScriptItem[], opts: ScriptedSe
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     authorizations,
+    paths,
     remaining: () => queue.length,
     close: () =>
       new Promise<void>((ok) => {

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument('--skip-vllm', action='store_true')
     ap.add_argument('--dry-run', action='store_true', help='print the TRL configurations of the run (no GPU, no model)')
     a = ap.parse_args(argv)
-    from . import trl_engine
+    from . import trainers, trl_engine
 
     out = Path(a.out)
     if a.dry_run:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
             ('opd', ocfg, ocfg.student_samples, {}),
         ):
             c.device = 'cpu'  # the plan only; the run is on the GPU
-            args = trl_engine.grpo_args(
+            args = trainers.grpo_args(
                 c,
                 group=g,
                 rounds=c.agentic_rounds,

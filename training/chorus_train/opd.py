@@ -24,7 +24,7 @@ student's group (group-relative advantages, clip-higher). Integrity failures (mi
 truncated or mismatched scores, see envs.integrity_problem; and non-finite teacher log-probs on
 the student's tokens) always take the RL fallback and are counted; in the fallback, student
 members without a score are scored again and, if still missing, left out (never reward 0).
-Log-probs are taken at the rollout temperature. The training runs on TRL (trl_engine.py): this
+Log-probs are taken at the rollout temperature. The training runs on TRL (trl_engine.py, trainers.py): this
 module keeps the math, the routing and the settings.
 """
 
@@ -130,7 +130,7 @@ def route(
 
 
 # ---------------------------------------------------------------------------------------------
-# settings (the training runs on TRL: trl_engine.ChorusOPDTrainer)
+# settings (the training runs on TRL: trainers.ChorusOPDTrainer)
 
 
 @dataclass

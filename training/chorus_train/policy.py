@@ -1,6 +1,6 @@
 """Policy plumbing: loading a Hugging Face causal LM, rendering chat prompts with the model's own
 template (Qwen3, thinking disabled), HF generate sampling (OPD's teachers, tests, the smoke run's
-baseline; the policy's rollouts are TRL's: trl_engine.py), and batched forward passes that return
+baseline; the policy's rollouts are TRL's: rollout.py), and batched forward passes that return
 logits at the response positions only.
 """
 

@@ -53,7 +53,7 @@ class RecordingSampler(ScriptedSampler):
         return super().sample(prompts, n)
 
     def sample_fn(self, prompt_ids, keys):
-        """trl_engine's generation hook: one row per member, the group's rows sharing one prompt."""
+        """The rollout's generation hook (rollout.ChorusRollout): one row per member, the group's rows sharing one prompt."""
         out = []
         for i in range(0, len(prompt_ids), 2):  # group 2
             out += [s.response_ids for s in self.sample([prompt_ids[i]], len(prompt_ids[i : i + 2]))[0]]

@@ -1,4 +1,4 @@
-"""OPD on TRL (trl_engine.ChorusOPDTrainer): the student moves toward the routed teacher only on the
+"""OPD on TRL (trainers.ChorusOPDTrainer): the student moves toward the routed teacher only on the
 rounds where the gate opens; a gate-closed round trains under exactly the DAPO step TRL takes in
 RL; a non-finite teacher score is an integrity failure (RL fallback)."""
 
@@ -9,7 +9,7 @@ import copy
 import pytest
 import torch
 
-from chorus_train import dapo, opd, rl, trl_engine
+from chorus_train import callbacks, dapo, opd, rl, trl_engine
 from chorus_train.envs import Score
 from chorus_train.policy import load_policy, make_batch, response_logits
 
@@ -275,7 +275,7 @@ def test_opd_on_trl_checkpoints_and_resumes(tiny_ckpts, tmp_path):
         c, [{'id': 'win'}], ScriptedEnv(), student=student, tok=tok, teachers=[teacher], steps=2, resume=False, log=lambda *_: None
     )
     ck = tmp_path / 'opd' / 'checkpoint-2'
-    for f in ('model.safetensors', 'optimizer.pt', 'trainer_state.json', trl_engine.ROUTE_RNG):
+    for f in ('model.safetensors', 'optimizer.pt', 'trainer_state.json', callbacks.ROUTE_RNG):
         assert (ck / f).exists(), f
     logs = []
     two = trl_engine.train_opd(c, [{'id': 'win'}], ScriptedEnv(), tok=tok, teachers=[teacher], steps=1, log=logs.append)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from chorus_train import rl, trl_engine
+from chorus_train import rl, rollout, trainers, trl_engine
 from chorus_train.envs import Score, TokenRewardEnv
 from chorus_train.policy import load_policy
 from chorus_train.recipes import load_recipe, rl_config
@@ -151,7 +151,7 @@ def test_unscored_member_gets_no_reward_and_no_loss_tokens(tiny_ckpts):
     _, tok = load_policy(str(tiny_ckpts[0]))
     env = ScriptedEnv()
     plan = lambda task, rnd, j: ['good', 'lost', 'weak', 'bad'][j]  # noqa: E731
-    ro = trl_engine.ChorusRollout(
+    ro = rollout.ChorusRollout(
         TASKS[:1], env, tok, cfg('/nonexistent', rescore_tries=1), group=4, rounds=2, sample_fn=scripted_sample_fn(tok, plan)
     )
 
@@ -175,7 +175,7 @@ def test_grpo_config_is_the_reference_recipe():
     recipe = load_recipe(RECIPES / 'rl.yaml')
     c = rl_config(recipe, 'stage0', {})
     for world in (1, 8):  # (16 ranks: TRL validates 2 rows per rank against the 16 processes it runs in)
-        a = trl_engine.grpo_args(
+        a = trainers.grpo_args(
             c, group=c.group_size, rounds=c.agentic_rounds, prompts=c.prompts_per_step, world=world, steps_total=c.updates
         )
         assert a.loss_type == 'dapo' and a.beta == 0.0

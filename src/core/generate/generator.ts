@@ -30,6 +30,9 @@ export interface GenerateOptions {
   onRoundStart?: (round: number) => void;
   /** Never scale parameters down (the user's -G overrides are never scaled either way). */
   keepParams?: boolean;
+  /** A result of another testbench (refine without a model): the first round is already biased
+   * toward what that testbench left uncovered, as a refinement round would be. */
+  from?: SimResult;
 }
 
 export interface GeneratedRound {
@@ -186,6 +189,10 @@ export async function generateTestbench(
     ? { ...design, params: { ...design.params, ...Object.fromEntries(scaled.map((p) => [p.name, p.value])) } }
     : design;
   let plan = initialPlan(info, design, opts, scaled);
+  if (opts.from) {
+    const seeded = refinePlan(plan, opts.from, info);
+    plan = { ...seeded, round: 0, notes: ['started from what the given testbench left uncovered', ...seeded.notes] };
+  }
   const history: GeneratedRound[] = [];
   let best: GeneratedRound | undefined;
   let stale = 0;

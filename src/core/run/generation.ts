@@ -51,6 +51,8 @@ export interface GenerationRequest {
   specs?: NamedText[];
   /** Model: the task instruction (default: the reference wording). */
   instruction?: string;
+  /** Built-in generator: the result of a testbench the first round refines (core/run/refinement.ts). */
+  from?: SimResult;
   /** Model: the built-in generator's best testbench is round 0 and the model refines it. */
   warmStart?: boolean;
   limits?: Partial<SimLimits>;
@@ -160,6 +162,7 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
     keepParams: req.keepParams,
     instance,
     limits: req.limits,
+    from: req.from,
     signal,
     onRoundStart: (round) => events({ type: 'round-start', sample: 0, round, attempts }),
     onRound: (r) => {

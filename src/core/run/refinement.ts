@@ -1,0 +1,191 @@
+// The one entry point that drives a refinement of a testbench the user already has: `chorus refine`
+// and the editor's worker both call runRefinement, so what happens without a model cannot drift
+// apart again (core/run/generation.ts is the same for generation runs).
+//
+// With a model: one refinement step (agent/loop.ts refineOnce) from the simulator's feedback (the
+// caller's result, the user's log, or a simulation of the testbench here), then the revision is
+// simulated. Without a model: the built-in generator, as `--help` promises for every command, seeded
+// with the user's testbench: its first round is biased toward what that testbench left uncovered
+// (as a generator refinement round would be); it says so in a note. The generator cannot read a
+// log, so the testbench is simulated here for its uncovered points even when a log was given.
+import type { DesignInfo, DesignSpec } from '../design/types.js';
+import type { Simulator, SimLimits } from '../sim/simulator.js';
+import type { SimResult } from '../sim/result.js';
+import { getSimulator } from '../sim/registry.js';
+import type { BackendInfo, ModelBackend, SamplingParams } from '../llm/backend.js';
+import type { ModelConfig } from '../llm/factory.js';
+import type { LogKind, NamedText } from '../agent/protocol.js';
+import { refineOnce, type RefineOutcome } from '../agent/loop.js';
+import { runGeneration, type GenerationResult } from './generation.js';
+import { openModel } from './modelCheck.js';
+import { DEFAULT_ROUNDS } from './defaults.js';
+
+export interface RefinementRequest {
+  /** The design, already loaded and introspected (design/load.ts loadDesign). */
+  design: DesignSpec;
+  info: DesignInfo;
+  /** The testbench to refine. */
+  testbench: NamedText;
+  /** The model, or null: the built-in generator seeded with the testbench. */
+  model: ModelConfig | null;
+  /** An open backend for `model` that the caller keeps and disposes (the editor's held model);
+   * without it runRefinement opens one and disposes it. */
+  backend?: ModelBackend;
+  /** A simulator or a registered name (default `verilator`). */
+  simulator?: Simulator | string;
+  /** What the simulator said about the testbench: a result, or a log of the user's own run.
+   * Absent: the testbench is simulated here first. */
+  feedback?: { result: SimResult } | { log: string; kind?: LogKind };
+  /** Model: specification files shown after the RTL. */
+  specs?: NamedText[];
+  /** DUT instance name in the testbench (default `uut`). */
+  instance?: string;
+  /** Model sampling. */
+  sampling?: Partial<SamplingParams>;
+  /** Stimulus seed of the built-in generator (default 1). */
+  seed?: number;
+  /** Built-in generator: refinement rounds after its first round (default 3). */
+  rounds?: number;
+  /** Built-in generator: overall coverage to stop at, a fraction (default 1). */
+  target?: number;
+  limits?: Partial<SimLimits>;
+  /** Simulate the model's revision (default true; the built-in generator always simulates). */
+  check?: boolean;
+}
+
+export interface RefinementResult {
+  /** Who wrote the revision: the model, or the built-in generator (no model configured). */
+  engine: 'model' | 'builtin';
+  /** The testbench's own result when it was simulated here (no feedback given, or no model). */
+  before: SimResult | null;
+  /** The revision, or null when the model's reply held none. */
+  testbench: string | null;
+  filename: string | null;
+  /** The revision's result (null: not simulated, or no revision). */
+  result: SimResult | null;
+  /** The model that ran (null: the built-in generator). */
+  model: BackendInfo | null;
+  /** Model: the refinement step's record (messages, reply, parse, tokens). */
+  outcome: RefineOutcome | null;
+  /** Built-in generator: the generation run. */
+  generation: GenerationResult | null;
+}
+
+export type RefinementEvent =
+  /** Transient progress: a status line. */
+  | { type: 'progress'; message: string }
+  /** A one-line notice worth keeping (the engine choice without a model). */
+  | { type: 'note'; message: string }
+  /** The testbench's own result, simulated here. */
+  | { type: 'before'; result: SimResult }
+  | { type: 'model'; info: BackendInfo }
+  | { type: 'text'; piece: string };
+
+export type RefinementEvents = (e: RefinementEvent) => void;
+
+/** The notice given when no model is configured: what runs instead. */
+export const NO_MODEL_NOTE =
+  'no model configured: the built-in model-free generator refines the testbench (its first round aims at what the testbench left uncovered)';
+
+/** Runs one refinement: the model's step when `model` is set, else the built-in generator. */
+export async function runRefinement(
+  req: RefinementRequest,
+  events: RefinementEvents = () => undefined,
+  signal?: AbortSignal,
+): Promise<RefinementResult> {
+  const simulator = typeof req.simulator === 'object' ? req.simulator : getSimulator(req.simulator ?? 'verilator');
+  const simulateTestbench = async (): Promise<SimResult> => {
+    events({ type: 'progress', message: 'simulating the current testbench' });
+    const result = await simulator.simulate({
+      design: req.design,
+      top: req.info.top,
+      testbench: req.testbench,
+      limits: req.limits,
+      signal,
+    });
+    events({ type: 'before', result });
+    return result;
+  };
+  if (req.model === null) {
+    events({ type: 'note', message: NO_MODEL_NOTE });
+    if (req.feedback && 'log' in req.feedback)
+      events({
+        type: 'note',
+        message: 'the built-in generator does not read logs: the testbench is simulated here for its uncovered points',
+      });
+    const before = req.feedback && 'result' in req.feedback ? null : await simulateTestbench();
+    const from = before ?? (req.feedback as { result: SimResult }).result;
+    const generation = await runGeneration(
+      {
+        design: req.design,
+        info: req.info,
+        model: null,
+        simulator,
+        rounds: req.rounds ?? DEFAULT_ROUNDS,
+        target: req.target,
+        seed: req.seed,
+        instance: req.instance,
+        limits: req.limits,
+        from,
+      },
+      (e) => {
+        if (e.type === 'round-start') events({ type: 'progress', message: `generator round ${e.round + 1}/${e.attempts}` });
+      },
+      signal,
+    );
+    const best = generation.best;
+    return {
+      engine: 'builtin',
+      before,
+      testbench: best?.testbench ?? null,
+      filename: best?.filename ?? generation.tbName,
+      result: best?.result ?? null,
+      model: null,
+      outcome: null,
+      generation,
+    };
+  }
+  const before = req.feedback ? null : await simulateTestbench();
+  const feedback = req.feedback ?? { result: before! };
+  const backend = req.backend ?? (await openModel(req.model, signal));
+  try {
+    const info = await backend.info();
+    events({ type: 'model', info });
+    events({ type: 'progress', message: 'asking the model for a revision' });
+    const outcome = await refineOnce({
+      backend,
+      design: req.design,
+      top: req.info.top,
+      testbench: req.testbench,
+      feedback,
+      specs: req.specs,
+      instance: req.instance,
+      sampling: req.sampling,
+      signal,
+      onText: (piece) => events({ type: 'text', piece }),
+    });
+    let result: SimResult | null = null;
+    if (outcome.testbench !== null && req.check !== false) {
+      events({ type: 'progress', message: 'simulating the revision' });
+      result = await simulator.simulate({
+        design: req.design,
+        top: req.info.top,
+        testbench: { name: outcome.filename ?? req.testbench.name, content: outcome.testbench },
+        limits: req.limits,
+        signal,
+      });
+    }
+    return {
+      engine: 'model',
+      before,
+      testbench: outcome.testbench,
+      filename: outcome.filename,
+      result,
+      model: info,
+      outcome,
+      generation: null,
+    };
+  } finally {
+    if (!req.backend) await backend.dispose().catch(() => undefined);
+  }
+}

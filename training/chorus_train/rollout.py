@@ -1,0 +1,187 @@
+"""The environment on TRL: `ChorusRollout` (TRL's `rollout_func`: generation, the agentic rounds and
+the service's scores through the environment) and `chorus_reward` (TRL's reward function, the reward
+the rollout carries). The entry points are in trl_engine.py.
+
+Row layout. TRL groups rewards by `num_generations` consecutive rows. Each task of a step is
+drawn `agentic_rounds x group` times in a row (`_get_train_sampler`, trainers.py): rows 0..G-1 of
+the block are the direct group, rows G..2G-1 the refinement group. TRL splits the generation batch over the
+processes in contiguous slices, so a rank may hold a task's direct group and another its
+refinement group: the rounds run in lockstep, the scored members gathered after each round, so
+every rank carries the same member (as rl.rollout_batch did).
+"""
+
+from __future__ import annotations
+
+from .envs import Env, rescore_failed
+from .policy import Sample, render
+from .rl import carry_messages, pick_carry
+
+# ---------------------------------------------------------------------------------------------
+# the environment: TRL's rollout_func
+
+
+class ChorusRollout:
+    """`rollout_func(prompts, trainer)` for this process's rows (see the module docstring).
+
+    `sample_fn(prompt_ids_rows, keys) -> completion_ids_rows` replaces the engine's generation in
+    tests (keys: (task index, round, member), the same on any rank); by default the trainer's own
+    generation runs (HF generate, or vLLM with its weight sync)."""
+
+    def __init__(self, tasks: list[dict], env: Env, tok, cfg, group: int, rounds: int, sample_fn=None, opd=None):
+        self.tasks, self.env, self.tok, self.cfg = tasks, env, tok, cfg
+        self.group, self.rounds = group, rounds
+        self.sample_fn = sample_fn
+        self.opd = opd  # OPDState for ChorusOPDTrainer, else None
+        self.facts: list[tuple] = []  # the last step's gathered facts (metrics)
+        self.last: dict = {}  # the last step's per-row record (tests, OPD routes)
+        self.gen_seconds = 0.0  # time in the engine's generation, and the tokens it returned (gpu_smoke)
+        self.gen_tokens = 0
+
+    # ---- helpers that touch the engine
+    def _gather(self, trainer, items: list) -> list:
+        if trainer.accelerator.num_processes == 1:
+            return list(items)
+        from accelerate.utils import gather_object
+
+        return gather_object(items)
+
+    def _generate(self, trainer, prompt_ids: list[list[int]], keys: list[tuple]) -> tuple[list[list[int]], list | None]:
+        """Completions for this rank's rows of one round. Every rank calls the engine once per round with
+        as many rows as the busiest rank (filler rows discarded), so collective generation (vLLM server
+        mode, DeepSpeed ZeRO-3 parameter gathering) sees every rank."""
+        import time
+
+        t0 = time.perf_counter()
+        try:
+            ids, lps = self._generate_rows(trainer, prompt_ids, keys)
+        finally:
+            self.gen_seconds += time.perf_counter() - t0
+        self.gen_tokens += sum(len(x) for x in ids)
+        return ids, lps
+
+    def _generate_rows(self, trainer, prompt_ids: list[list[int]], keys: list[tuple]) -> tuple[list[list[int]], list | None]:
+        if self.sample_fn is not None:
+            return (self.sample_fn(prompt_ids, keys) if prompt_ids else []), None
+        need = len(prompt_ids)
+        if trainer.accelerator.num_processes > 1:
+            need = max(self._gather(trainer, [len(prompt_ids)]))
+        if need == 0:
+            return [], None
+        filler = prompt_ids[0] if prompt_ids else [self.tok.eos_token_id]
+        rows = prompt_ids + [filler] * (need - len(prompt_ids))
+        ids, logprobs = trainer._generate_single_turn(rows, None, {}, self.group)
+        ids = [list(map(int, x)) for x in ids[: len(prompt_ids)]]
+        if logprobs is not None:
+            logprobs = [[lp[0] if isinstance(lp, (list, tuple)) else lp for lp in seq] for seq in logprobs[: len(prompt_ids)]]
+        return ids, logprobs
+
+    def _eos(self, trainer) -> set[int]:
+        ids = getattr(trainer, 'eos_token_ids', None) or [self.tok.eos_token_id]
+        return {int(x) for x in (ids if isinstance(ids, (list, tuple, set)) else [ids])}
+
+    # ---- the rounds
+    def __call__(self, prompts: list, trainer) -> dict:
+        acc = trainer.accelerator
+        G, R = self.group, self.rounds
+        inputs = trainer._chorus_inputs
+        n = len(prompts)
+        base = acc.process_index * n
+        task_of = self._gather(trainer, [int(x['task_idx']) for x in inputs])  # global row -> task index
+        eos = self._eos(trainer)
+        blocks = {g // (R * G) for g in range(len(task_of))}
+        msgs = {b: None for b in blocks}  # the conversation of each task block, filled on demand
+        rows: dict[int, dict] = {}  # this rank's rows: global index -> record
+        facts: list[tuple] = []
+        live = set(blocks)
+        for rnd in range(R):
+            mine = [g for g in range(base, base + n) if (g % (R * G)) // G == rnd and g // (R * G) in live]
+            for g in mine:
+                b = g // (R * G)
+                if msgs[b] is None:
+                    msgs[b] = list(self.env.first_turn(self.tasks[task_of[g]]))
+            p_ids = [render(self.tok, msgs[g // (R * G)]) for g in mine]
+            keys = [(task_of[g], rnd, g % G) for g in mine]
+            comp, lps = self._generate(trainer, p_ids, keys)
+            samples = {}
+            for k, g in enumerate(mine):
+                resp = comp[k]
+                text = self.tok.decode(resp, skip_special_tokens=True)
+                samples[g] = Sample(
+                    p_ids[k], resp, text, truncated=not resp or resp[-1] not in eos, meta={'who': 'student', 'key': keys[k]}
+                )
+                rows[g] = {
+                    'round': rnd,
+                    'sample': samples[g],
+                    'logprobs': lps[k] if lps is not None else None,
+                    'messages': msgs[g // (R * G)],
+                }
+            # scores, per task block (one request per block and round)
+            local = []
+            for b in sorted({g // (R * G) for g in mine}):
+                gs = [g for g in mine if g // (R * G) == b]
+                task = self.tasks[task_of[gs[0]]]
+                sc = self.env.score(task, [samples[g] for g in gs])
+                if self.opd is None:  # RL: a failed score is asked for again now (OPD first gates on integrity)
+                    sc = rescore_failed(self.env, task, [samples[g] for g in gs], sc, tries=self.cfg.rescore_tries)
+                local += [(g, samples[g], s) for g, s in zip(gs, sc, strict=False)]
+            if self.opd is not None:
+                local = self.opd.round(self, trainer, rnd, mine, samples, local, task_of, msgs)
+            everyone = sorted(self._gather(trainer, local), key=lambda x: x[0])
+            for g, _, s in local:
+                rows[g]['score'] = s
+            nxt = set()
+            for b in sorted(live):
+                members = [x for x in everyone if x[0] // (R * G) == b and (x[0] % (R * G)) // G == rnd]
+                if not members:
+                    continue
+                scores = [x[2] for x in members]
+                ok = [s for s in scores if s is not None and not s.failed]
+                facts += [
+                    (rnd, s.reward, s.coverage, float(s.passed), len(x[1].response_ids), float(x[1].truncated))
+                    for x, s in zip(members, scores, strict=True)
+                    if s in ok
+                ]
+                facts.append(('group', rnd, len({s.reward for s in ok}) <= 1, len(scores) - len(ok)))
+                if rnd + 1 < R:
+                    k = pick_carry(scores, self.cfg.carry)
+                    if k is not None:  # nothing scored: nothing to refine from, the block's later rows stay empty
+                        nxt.add(b)
+                        later = any((g % (R * G)) // G > rnd and g // (R * G) == b for g in range(base, base + n))
+                        if later:  # only the ranks that sample a later round ask the service for the feedback turn
+                            task = self.tasks[task_of[members[k][0]]]
+                            if msgs[b] is None:
+                                msgs[b] = list(self.env.first_turn(task))
+                            msgs[b] = carry_messages(msgs[b], self.env, task, members[k][1], scores[k])
+            live = nxt
+        self.facts = facts
+        out = {'prompt_ids': [], 'completion_ids': [], 'logprobs': [], 'env_mask': [], 'chorus_reward': []}
+        any_lp = any(r.get('logprobs') is not None for r in rows.values())
+        for g in range(base, base + n):
+            r = rows.get(g)
+            s = r.get('score') if r else None
+            if r is None:  # a refinement row of a task with nothing carried: no tokens, no reward
+                out['prompt_ids'].append([self.tok.eos_token_id])
+                out['completion_ids'].append([self.tok.eos_token_id])
+                out['logprobs'].append([0.0])
+                out['env_mask'].append([0])
+                out['chorus_reward'].append(None)
+                continue
+            smp = r['sample']
+            resp = smp.response_ids or [self.tok.eos_token_id]
+            ok = s is not None and not s.failed
+            out['prompt_ids'].append(smp.prompt_ids)
+            out['completion_ids'].append(resp)
+            lp = list(r['logprobs'] or [])[: len(resp)]
+            out['logprobs'].append(lp + [0.0] * (len(resp) - len(lp)))  # one per completion token (TRL's shape)
+            out['env_mask'].append([1 if ok else 0] * len(resp))  # an unscored member is left out of the loss
+            out['chorus_reward'].append(float(s.reward) if ok else None)
+        if not any_lp:
+            out['logprobs'] = None  # HF generate: TRL recomputes the old log-probs when it needs them
+        self.last = {'rows': rows, 'base': base, 'task_of': task_of}
+        return out
+
+
+def chorus_reward(prompts=None, completions=None, chorus_reward=None, **_):
+    """TRL reward function: the service's reward carried by the rollout (None: unscored, excluded from the
+    group's mean and std by TRL and given advantage 0)."""
+    return list(chorus_reward)
