@@ -3,8 +3,12 @@
 //   dist/extension-worker.mjs  the worker process running src/core (ESM, like the CLI bundle)
 //   dist/webview.js            the dashboard UI (browser, @vscode-elements/elements inside)
 // and copies the C++ simulation main the engine compiles into every candidate.
-// Usage: node scripts/build-extension.mjs [--production]
-import { build } from 'esbuild';
+// Usage: node scripts/build-extension.mjs [--production] [--watch] [--package]
+//   --watch  rebuilds the three bundles on every change under src/ and webview/ (the launch
+//            configuration in .vscode/ runs it as a background task before the Extension
+//            Development Host starts); it prints "[watch] build started/finished" for the task's
+//            problem matcher.
+import { build, context } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { NATIVE_EXTERNALS, browserBundle, nodeBundle } from './esbuild.config.mjs';
@@ -15,25 +19,48 @@ const production = process.argv.includes('--production');
 mkdirSync('dist', { recursive: true });
 for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`src/core/sim/verilator/${f}`, `dist/${f}`);
 
-await Promise.all([
+const bundles = [
   // The extension host loads CommonJS (package.json is "type": "module"); only `vscode` is external.
-  build(nodeBundle({ entryPoints: ['src/extension.ts'], outfile: 'dist/extension.cjs', format: 'cjs', production, external: ['vscode'] })),
+  nodeBundle({ entryPoints: ['src/extension.ts'], outfile: 'dist/extension.cjs', format: 'cjs', production, external: ['vscode'] }),
   // The worker bundles transformers.js (pure JS) and loads only the native packages from the VSIX's
   // dist/node_modules.
-  build(
-    nodeBundle({
-      entryPoints: ['src/extension/worker.ts'],
-      outfile: 'dist/extension-worker.mjs',
-      production,
-      external: NATIVE_EXTERNALS.filter((e) => e !== '@huggingface/transformers'),
-    }),
-  ),
-  build(browserBundle({ entryPoints: ['webview/main.ts'], outfile: 'dist/webview.js', production })),
-]);
-console.log('build-extension: dist/extension.cjs, dist/extension-worker.mjs, dist/webview.js');
+  nodeBundle({
+    entryPoints: ['src/extension/worker.ts'],
+    outfile: 'dist/extension-worker.mjs',
+    production,
+    external: NATIVE_EXTERNALS.filter((e) => e !== '@huggingface/transformers'),
+  }),
+  browserBundle({ entryPoints: ['webview/main.ts'], outfile: 'dist/webview.js', production }),
+];
+
+if (process.argv.includes('--watch')) {
+  // One start/finish pair per rebuild of any bundle, errors in esbuild's own format (file:line:col).
+  let running = 0;
+  const reporter = {
+    name: 'watch-reporter',
+    setup(b) {
+      b.onStart(() => {
+        if (running++ === 0) console.log('[watch] build started');
+      });
+      b.onEnd(() => {
+        if (--running === 0) console.log('[watch] build finished');
+      });
+    },
+  };
+  const contexts = await Promise.all(bundles.map((o) => context({ ...o, plugins: [...(o.plugins ?? []), reporter] })));
+  await Promise.all(contexts.map((c) => c.watch()));
+  console.log('build-extension: watching src/ and webview/ (Ctrl-C stops)');
+  process.on('SIGINT', async () => {
+    await Promise.all(contexts.map((c) => c.dispose()));
+    process.exit(0);
+  });
+} else {
+  await Promise.all(bundles.map((o) => build(o)));
+  console.log('build-extension: dist/extension.cjs, dist/extension-worker.mjs, dist/webview.js');
+}
 
 // --package: assemble out/vsix-stage and pack a linux-x64 VSIX with vsce (offline).
-if (process.argv.includes('--package')) {
+if (process.argv.includes('--package') && !process.argv.includes('--watch')) {
   const { cpSync, readFileSync, rmSync, writeFileSync, statSync } = await import('node:fs');
   const { execFileSync } = await import('node:child_process');
   const stage = resolve('out/vsix-stage');
