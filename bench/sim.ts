@@ -258,6 +258,8 @@ interface NaiveHarness {
   sources: string[];
   /** The main defines vl_stop_maybe, so the runtime must be compiled with VL_USER_STOP_MAYBE. */
   userStopMaybe: boolean;
+  /** The main defines vl_fatal (it records the runtime's fatal errors), so VL_USER_FATAL too. */
+  userFatal: boolean;
 }
 
 function naiveHarness(): NaiveHarness {
@@ -268,7 +270,8 @@ function naiveHarness(): NaiveHarness {
   } catch {
     /* an engine whose main includes the model header itself */
   }
-  return { sources, userStopMaybe: /^\s*void\s+vl_stop_maybe\s*\(/m.test(readFileSync(main, 'utf8')) };
+  const text = readFileSync(main, 'utf8');
+  return { sources, userStopMaybe: /^\s*void\s+vl_stop_maybe\s*\(/m.test(text), userFatal: /^\s*void\s+vl_fatal\s*\(/m.test(text) };
 }
 
 const NAIVE_ENV = { ...process.env, CCACHE_DISABLE: '1', OBJCACHE: '' };
@@ -293,6 +296,7 @@ async function naiveOnce(
       writeFileSync(decls, 'void vl_stop_maybe(const char* filename, int linenum, const char* hier, bool maybe);\n');
       cflags.push('-DVL_USER_STOP_MAYBE', '-include', decls);
     }
+    if (harness.userFatal) cflags.push('-DVL_USER_FATAL');
     const args = [
       '--cc',
       '--exe',

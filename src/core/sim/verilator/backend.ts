@@ -583,7 +583,8 @@ export class VerilatorSimulator implements Simulator {
 
       // 4. Run, jailed and bounded.
       ts = performance.now();
-      const simArgs = ['+chorus+cov+coverage.dat', `+verilator+seed+${req.seed ?? 1}`, '+verilator+rand+reset+0'];
+      // No +chorus+cov+: the counts come back on the harness's report channel, never as a file.
+      const simArgs = [`+verilator+seed+${req.seed ?? 1}`, '+verilator+rand+reset+0'];
       if (limits.simTimeLimitNs !== null) simArgs.push(`+chorus+maxtime_ns+${limits.simTimeLimitNs}`);
       const stops = stopPositions([
         { name: tbName, content: req.testbench.content },

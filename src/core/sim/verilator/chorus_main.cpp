@@ -59,6 +59,7 @@ constexpr size_t MAX_SITES = 4096;
 VerilatedContext* g_contextp = nullptr;
 bool g_channel = false;  // fd 3 was open at start: the host reads a report
 std::string g_nonce;
+std::string g_handCovPath;  // +chorus+cov+<path>: only without a host channel
 std::atomic<bool> g_reported{false};
 const char* g_end = "running";
 char* g_reserve = nullptr;  // released on out-of-memory, so the report can still be written
@@ -154,7 +155,13 @@ void writeReport() {
     bool expected = false;
     if (!g_reported.compare_exchange_strong(expected, true)) return;
     std::fflush(nullptr);
-    if (!g_channel || g_contextp == nullptr) return;
+    if (g_contextp == nullptr) return;
+    if (!g_channel) {
+        // Run by hand (no host on fd 3): +chorus+cov+<path> names where the counts go, as a
+        // plain Verilator main would write them. The engine never reads such a file.
+        if (!g_handCovPath.empty()) g_contextp->coveragep()->write(g_handCovPath.c_str());
+        return;
+    }
     std::string head = "CHORUS-REPORT 1 " + g_nonce + "\n";
     head += std::string("end ") + g_end + "\n";
     head += std::string("finished ") + (g_contextp->gotFinish() ? "1" : "0") + "\n";
@@ -308,6 +315,7 @@ int main(int argc, char** argv) {
     g_contextp = contextp.get();
     contextp->commandArgs(argc, argv);
     contextp->errorLimit(1000000);
+    if (!g_channel) g_handCovPath = plusArg(contextp.get(), "chorus+cov+");
     {
         const std::string stops = plusArg(contextp.get(), "chorus+stops+");
         size_t start = 0;
