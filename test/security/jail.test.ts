@@ -1,6 +1,6 @@
 // The jail's command lines, run for real on a small host program copied into a run directory (as
 // Vtb is): what it can see, its environment, its identity, with and without user namespaces.
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -36,6 +36,16 @@ async function inJail(jail: JailInfo, args: string[], design = designView([], []
 }
 
 describe('jail', () => {
+  // These tests are about the jail's own command lines: they run it whatever CHORUS_NO_JAIL says
+  // (the unjailed mode is tried by the suites that flip it themselves).
+  const saved = process.env.CHORUS_NO_JAIL;
+  beforeAll(() => {
+    delete process.env.CHORUS_NO_JAIL;
+  });
+  afterAll(() => {
+    if (saved !== undefined) process.env.CHORUS_NO_JAIL = saved;
+  });
+
   it("parses the dynamic loader's list", () => {
     const text =
       '\tlinux-vdso.so.1 (0x00007f)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n';

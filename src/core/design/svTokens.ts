@@ -148,13 +148,24 @@ export function scanPreprocessor(src: string): PreprocessorScan {
       else break;
     }
     if (src[j] !== '(') return p;
+    return bracketed(j, 'arguments');
+  };
+
+  /**
+   * From an opening bracket to just after its match: strings and comments skipped whole; in a
+   * macro call's arguments `\`" and `"..`" too, in a `define's formals a backslash escapes the
+   * next character. n when it never closes.
+   */
+  const bracketed = (p: number, within: 'arguments' | 'formals'): number => {
+    let j = p;
     let depth = 0;
     while (j < n) {
       const c = src[j];
       if (c === '"') j = str(j);
       else if (src.startsWith('//', j) || src.startsWith('/*', j)) j = comment(j);
-      else if (src.startsWith('`\\`"', j)) j += 4;
-      else if (src.startsWith('`"', j)) j = strify(j);
+      else if (within === 'arguments' && src.startsWith('`\\`"', j)) j += 4;
+      else if (within === 'arguments' && src.startsWith('`"', j)) j = strify(j);
+      else if (within === 'formals' && c === '\\') j += 2;
       else if (c === '(' || c === '[' || c === '{') {
         depth++;
         j++;
@@ -181,21 +192,7 @@ export function scanPreprocessor(src: string): PreprocessorScan {
     j = nameEnd;
     if (src[j] === '(') {
       withFormals.add(name);
-      let depth = 0;
-      while (j < n) {
-        const c = src[j];
-        if (c === '"') j = str(j);
-        else if (src.startsWith('//', j) || src.startsWith('/*', j)) j = comment(j);
-        else if (c === '\\') j += 2;
-        else if (c === '(' || c === '[' || c === '{') {
-          depth++;
-          j++;
-        } else if (c === ')' || c === ']' || c === '}') {
-          depth--;
-          j++;
-          if (depth === 0) break;
-        } else j++;
-      }
+      j = bracketed(j, 'formals');
     }
     // The value.
     while (j < n) {

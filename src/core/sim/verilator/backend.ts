@@ -133,6 +133,23 @@ export class VerilatorSimulator implements Simulator {
   readonly name = 'verilator';
   /** Designs that settled only with a workaround: later candidates start with it (same semantics every round). */
   private readonly settled = new Map<string, { spec: SettleRetry; loops: string[]; where?: Diagnostic }>();
+  /** The units the design declares, by design identity (settleKey: files, sizes, times): read and
+   * scanned once per design, not once per candidate. */
+  private readonly unitNames = new Map<string, string[]>();
+
+  private designNamesOf(req: SimRequest): string[] {
+    const key = settleKey(req);
+    let names = this.unitNames.get(key);
+    if (!names) {
+      names = [...req.design.files, ...req.design.libraryFiles].flatMap((f) => {
+        const u = scanUnits(readSource(f));
+        return [...u.modules, ...u.interfaces, ...u.packages];
+      });
+      if (this.unitNames.size > 64) this.unitNames.clear();
+      this.unitNames.set(key, names);
+    }
+    return names;
+  }
 
   async info(): Promise<SimulatorInfo> {
     const tc = await findToolchain();
@@ -207,10 +224,7 @@ export class VerilatorSimulator implements Simulator {
     const view = designView([...req.design.files, ...req.design.libraryFiles], req.design.includeDirs);
     // A testbench may not declare a module, interface or package by a name of the design's: it
     // would replace the design's own (a -v library module, say) and its coverage.
-    const designNames = [...req.design.files, ...req.design.libraryFiles].flatMap((f) => {
-      const u = scanUnits(readSource(f));
-      return [...u.modules, ...u.interfaces, ...u.packages];
-    });
+    const designNames = this.designNamesOf(req);
     const safety = (runDir?: string): SafetyOptions => ({
       jailed: jail.kind !== 'none',
       file: tbName,
