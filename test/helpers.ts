@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadDesign } from '../src/core/design/load.js';
+import { loadDesign } from '../src/core/run/design.js';
 import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
 import type { SimRequest } from '../src/core/sim/simulator.js';
 import type { RunResult } from '../src/core/util/proc.js';

@@ -1,6 +1,6 @@
 // The dashboard UI (runs in the webview): run history, coverage per round, per-type breakdown,
 // uncovered points (click: jump to the line), each round's testbench and diff, the project file.
-// Talks to the extension host only through the typed messages of webviewProtocol.ts.
+// Talks to the extension host only through the typed messages of protocol.ts.
 import '@vscode-elements/elements/dist/vscode-button/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
@@ -15,7 +15,7 @@ import {
   type ProjectFile,
   type ProjectView,
   type RunView,
-} from '../src/extension/webviewProtocol.js';
+} from './protocol.js';
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): unknown; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();

@@ -2,15 +2,8 @@
 // --top), parsed the same way, and --save-project, which records what was found in chorus.json.
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
-import type { DesignOptions } from '../core/design/load.js';
-import {
-  findProjectFile,
-  projectToDesign,
-  readProjectFile,
-  withDiscovered,
-  writeProjectFile,
-  PROJECT_FILE,
-} from '../core/design/project.js';
+import type { DesignOptions } from '../core/run/design.js';
+import { findProjectFile, projectToDesign, readProjectFile, withDiscovered, writeProjectFile, PROJECT_FILE } from '../core/run/sources.js';
 import type { ProjectFile } from '../core/design/types.js';
 
 export const DESIGN_OPTIONS = {

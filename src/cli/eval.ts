@@ -2,26 +2,34 @@
 // suite's reference testbenches) and write report.json / report.md / report.html.
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
-import { getSimulator, simulatorNames } from '../core/sim/registry.js';
-import { RemoteSimulator, scorerUrls } from '../core/sim/remote.js';
+import { getSimulator, simulatorNames, RemoteSimulator, scorerUrls } from '../core/run/simulators.js';
 import type { Simulator } from '../core/sim/simulator.js';
-import { ToolchainError } from '../core/sim/verilator/toolchain.js';
-import { EVAL_FORMATS, SuiteError, loadSuite, selectTasks } from '../core/eval/suites/index.js';
-import { runEvaluation, type EvalReport, type EvalRow } from '../core/eval/runner.js';
-import { writeReports } from '../core/eval/report/json.js';
-import { modelIdentity } from '../core/eval/cache.js';
-import { pct } from '../core/eval/report/md.js';
+import {
+  EVAL_FORMATS,
+  SuiteError,
+  loadSuite,
+  modelIdentity,
+  runEvaluation,
+  safeName,
+  selectTasks,
+  writeReports,
+  type EvalReport,
+  type EvalRow,
+} from '../core/run/evaluation.js';
 import { createProgress } from './evalProgress.js';
-import { safeName } from '../core/eval/suites/materialize.js';
 import type { EvalFormat } from '../core/eval/task.js';
-import { createBackend, describeModel, type ModelConfig } from '../core/llm/factory.js';
-import { ModelError, type ModelBackend, type SamplingParams } from '../core/llm/backend.js';
+import type { ModelConfig } from '../core/llm/factory.js';
+import { createBackend, describeModel, ModelError } from '../core/run/models.js';
+import type { ModelBackend, SamplingParams } from '../core/llm/backend.js';
 import { MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
-import { numberOption, parseCommand } from './command.js';
+import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { canRedraw } from './terminal.js';
 import { SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
-import { DEFAULT_ROUNDS } from '../core/run/generation.js';
-import { safeJson } from '../core/util/untrusted.js';
+import { DEFAULT_EVAL_SAMPLES, DEFAULT_LIMITS, DEFAULT_ROUNDS, DEFAULT_SEED } from '../core/run/defaults.js';
+import { pct as formatPct, safeJson } from '../core/run/frontEnd.js';
+
+/** Percentages as the eval reports print them (one decimal). */
+const pct = (x: number | null | undefined): string => formatPct(x, 1);
 
 const HELP = `Usage: chorus eval --suite <path> [row] [options]
 
@@ -48,15 +56,15 @@ Sampling (model rows; PROTOCOL §4 defaults):
   --context-length <n>    the model's context when the server does not report it
   --allow-download        let --model name a model to download
 Run:
-  --samples <n>           samples per task (default 5)
-  --rounds <n>            refinement rounds after the first generation (default 3)
+  --samples <n>           samples per task (default ${DEFAULT_EVAL_SAMPLES})
+  --rounds <n>            refinement rounds after the first generation (default ${DEFAULT_ROUNDS})
   --history <mode>        markov (default, PROTOCOL §3) | full
   --workers <n>           simulations at once (default: the number of cores, ${availableParallelism()} here;
                           with --scorer, the services' workers together)
   --scorer <url,...>      simulate on these reward services (\`chorus serve\` on other machines) instead
                           of here: each candidate goes to the least-loaded service
-  --seed <n>              base seed; sample seeds derive from it, the task and the sample (default 1)
-  --timeout <s>           wall-clock limit per simulation (default 60)
+  --seed <n>              base seed; sample seeds derive from it, the task and the sample (default ${DEFAULT_SEED})
+  --timeout <s>           wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
   --simulator <name>      ${simulatorNames().join(' | ')} (default verilator; with --scorer the services'
                           own)
 Output:
@@ -68,40 +76,49 @@ Exit code: 0 the run finished (task errors are in the report), 2 usage or suite 
 130 interrupted (the report covers the finished samples; --resume continues).
 `;
 
-export async function runEval(argv: string[]): Promise<number> {
-  const args = parseCommand(
-    'eval',
+const OPTIONS = {
+  suite: { type: 'string' },
+  'suite-format': { type: 'string' },
+  ...MODEL_OPTIONS,
+  generator: { type: 'string' },
+  reference: { type: 'boolean' },
+  samples: { type: 'string' },
+  rounds: { type: 'string' },
+  history: { type: 'string' },
+  workers: { type: 'string' },
+  scorer: { type: 'string' },
+  limit: { type: 'string' },
+  tasks: { type: 'string' },
+  seed: { type: 'string' },
+  timeout: { type: 'string' },
+  out: { type: 'string' },
+  resume: { type: 'boolean' },
+  ...SIMULATOR_OPTION,
+  json: { type: 'boolean' },
+} as const;
+
+export function runEval(argv: string[]): Promise<number> {
+  return runCommand(
     argv,
     {
-      suite: { type: 'string' },
-      'suite-format': { type: 'string' },
-      ...MODEL_OPTIONS,
-      generator: { type: 'string' },
-      reference: { type: 'boolean' },
-      samples: { type: 'string' },
-      rounds: { type: 'string' },
-      history: { type: 'string' },
-      workers: { type: 'string' },
-      scorer: { type: 'string' },
-      limit: { type: 'string' },
-      tasks: { type: 'string' },
-      seed: { type: 'string' },
-      timeout: { type: 'string' },
-      out: { type: 'string' },
-      resume: { type: 'boolean' },
-      ...SIMULATOR_OPTION,
-      json: { type: 'boolean' },
-    } as const,
-    HELP,
-    false,
+      name: 'eval',
+      options: OPTIONS,
+      help: HELP,
+      takesDesign: false,
+      errors: [
+        (e) => (e instanceof SuiteError ? e.message : undefined),
+        (e) => (e instanceof ModelError ? `model: ${e.message}` : undefined),
+        toolchainError,
+      ],
+    },
+    evalCommand,
   );
-  if (typeof args === 'number') return args;
-  const { values: o, fail } = args;
+}
+
+async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<typeof OPTIONS>): Promise<number> {
   if (!o.suite)
-    return fail(
-      args.positionals.length ? `name the suite with --suite (got '${args.positionals[0]}')` : 'name the suite with --suite <path>',
-    );
-  if (args.positionals.length) return fail(`unexpected argument '${args.positionals[0]}'`);
+    return fail(positionals.length ? `name the suite with --suite (got '${positionals[0]}')` : 'name the suite with --suite <path>');
+  if (positionals.length) return fail(`unexpected argument '${positionals[0]}'`);
   const format = o['suite-format'] as EvalFormat | undefined;
   if (format && !EVAL_FORMATS.includes(format)) return fail(`--suite-format must be one of ${EVAL_FORMATS.join(', ')}`);
   const rows = [o.model !== undefined, o.endpoint !== undefined, o.generator !== undefined, o.reference === true].filter(Boolean).length;
@@ -117,11 +134,11 @@ export async function runEval(argv: string[]): Promise<number> {
       throw new Error(
         '--simulator picks the simulator here; with --scorer the reward services simulate (start them with `chorus serve --simulator`)',
       );
-    samples = Math.floor(numberOption('samples', o.samples, 5, 1));
+    samples = Math.floor(numberOption('samples', o.samples, DEFAULT_EVAL_SAMPLES, 1));
     rounds = Math.floor(numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0));
     workers = Math.floor(numberOption('workers', o.workers, availableParallelism(), 1));
-    seed = Math.floor(numberOption('seed', o.seed, 1));
-    timeoutS = numberOption('timeout', o.timeout, 60, 1);
+    seed = Math.floor(numberOption('seed', o.seed, DEFAULT_SEED));
+    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 1);
     limit = o.limit === undefined ? undefined : Math.floor(numberOption('limit', o.limit, 0, 1));
   } catch (e) {
     return fail((e as Error).message);
@@ -157,11 +174,6 @@ export async function runEval(argv: string[]): Promise<number> {
     );
   }
 
-  const controller = new AbortController();
-  const onSigint = (): void => controller.abort();
-  // `on`, not `once`: node-llama-cpp loads signal-exit, which re-sends SIGINT (killing the process
-  // before the cancel is handled) when it finds itself the only listener left.
-  process.on('SIGINT', onSigint);
   let backend: ModelBackend | null = null;
   try {
     const suitePath = resolve(o.suite);
@@ -183,7 +195,7 @@ export async function runEval(argv: string[]): Promise<number> {
     let row: EvalRow;
     if (modelConfig) {
       // the signal also stops a model load under way (Ctrl-C exits 130 without waiting for it)
-      backend = await createBackend(modelConfig.kind === 'local' ? { ...modelConfig, signal: controller.signal } : modelConfig);
+      backend = await createBackend(modelConfig.kind === 'local' ? { ...modelConfig, signal } : modelConfig);
       const bi = await backend.info(); // fails fast when the server is down or the model is missing
       row = {
         kind: 'model',
@@ -223,7 +235,7 @@ export async function runEval(argv: string[]): Promise<number> {
         simulator,
         limits: { timeoutS },
         seed,
-        signal: controller.signal,
+        signal,
         onProgress: progress.onProgress,
       });
     } finally {
@@ -241,19 +253,12 @@ export async function runEval(argv: string[]): Promise<number> {
           `report: ${paths.md}\n        ${paths.html}\n        ${paths.json}\n`,
       );
     }
-    if (controller.signal.aborted) {
+    if (signal.aborted) {
       process.stderr.write(`interrupted: the report covers the finished samples; rerun with --resume --out ${outDir} to continue\n`);
       return 130;
     }
     return 0;
-  } catch (e) {
-    if (controller.signal.aborted) return 130;
-    if (e instanceof SuiteError) return fail(e.message);
-    if (e instanceof ModelError) return fail(`model: ${e.message}`);
-    if (e instanceof ToolchainError) return fail(e.message);
-    throw e;
   } finally {
-    process.removeListener('SIGINT', onSigint);
     await backend?.dispose();
   }
 }

@@ -1,9 +1,8 @@
 // Progress of an evaluation on a stream (stderr): on a terminal one line redrawn in place with a
 // bar and the ETA; otherwise (CI logs, files) one line per finished task.
-import type { ProgressEvent } from '../core/eval/runner.js';
+import type { ProgressEvent } from '../core/run/evaluation.js';
 import { bar, formatDuration } from './progress.js';
-import { pct } from '../core/util/format.js';
-import { safeLine } from '../core/util/untrusted.js';
+import { pct, safeLine } from '../core/run/frontEnd.js';
 
 export interface ProgressSink {
   write(s: string): unknown;

@@ -1,8 +1,8 @@
 // Human-readable summary of a result record for the terminal.
 import type { SimResult } from '../core/sim/result.js';
 import type { CoverageFigures } from '../core/coverage/model.js';
-import { formatDiagnostic, pct } from '../core/util/format.js';
-import { safeResult } from '../core/sim/result.js';
+import { formatDiagnostic, pct } from '../core/run/frontEnd.js';
+import { safeResult } from '../core/run/coverage.js';
 
 function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user' | 'expr' | 'cond'): string {
   const t = f.tallies[k];

@@ -4,32 +4,30 @@
 // says so).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { loadDesign } from '../core/design/load.js';
-import { DesignError } from '../core/design/errors.js';
+import { loadDesign } from '../core/run/design.js';
 import type { DesignInfo, DesignSpec } from '../core/design/types.js';
-import { ToolchainError } from '../core/sim/verilator/toolchain.js';
-import { overallCoverage } from '../core/sim/ranking.js';
+import { overallCoverage } from '../core/run/coverage.js';
 import type { SimResult } from '../core/sim/result.js';
-import { pct } from '../core/util/format.js';
-import { safeJson, safeLine, safeText } from '../core/util/untrusted.js';
-import { describeModel, type ModelConfig } from '../core/llm/factory.js';
-import { ModelError } from '../core/llm/backend.js';
-import { ContextBudgetError } from '../core/agent/loop.js';
+import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
+import type { ModelConfig } from '../core/llm/factory.js';
+import { describeModel } from '../core/run/models.js';
 import {
+  DEFAULT_GENERATE_SAMPLES,
+  DEFAULT_INSTANCE,
+  DEFAULT_LIMITS,
   DEFAULT_ROUNDS,
-  runGeneration,
-  type GenerationRequest,
-  type GenerationResult,
-  type GenerationRound,
-} from '../core/run/generation.js';
+  DEFAULT_SEED,
+  DEFAULT_TARGET,
+} from '../core/run/defaults.js';
+import { runGeneration, type GenerationRequest, type GenerationResult, type GenerationRound } from '../core/run/generation.js';
 import type { HistoryMode } from '../core/agent/types.js';
 import type { NamedText } from '../core/agent/protocol.js';
 import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
-import { numberOption, parseCommand } from './command.js';
+import { contextBudgetError, designError, modelError, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { formatSimResult } from './format.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
-import { StatusLine } from './progress.js';
+import type { StatusLine } from './progress.js';
 import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
 
 const HELP = `Usage: chorus generate <design files | folder | .core | Bender.yml> [options]
@@ -38,16 +36,16 @@ Writes a stimulus testbench that maximizes the design's coverage: one generation
 rounds fed with the simulator's log and coverage report, and prints the coverage of each round.
 
 ${DESIGN_HELP}${MODEL_HELP}Generation:
-  --rounds <n>          refinement rounds after the first generation (default 3); stops early at
+  --rounds <n>          refinement rounds after the first generation (default ${DEFAULT_ROUNDS}); stops early at
                         the target
-  --samples <n>         independent runs with a model; the best testbench wins (default 1)
+  --samples <n>         independent runs with a model; the best testbench wins (default ${DEFAULT_GENERATE_SAMPLES})
   --history <mode>      markov (default: the model sees the best candidate and its feedback) | full
   --spec <file>         specification file shown to the model after the RTL; repeatable
   --instruction <text>  the task instruction (default: the reference wording naming top and instance)
-  --target <pct>        coverage target in percent (default 100)
-  --instance <name>     DUT instance name in the testbench (default uut)
-  --seed <n>            stimulus / sampling seed (default 1)
-  --timeout <s>         wall-clock limit per simulation (default 60)
+  --target <pct>        coverage target in percent (default ${DEFAULT_TARGET * 100})
+  --instance <name>     DUT instance name in the testbench (default ${DEFAULT_INSTANCE})
+  --seed <n>            stimulus / sampling seed (default ${DEFAULT_SEED})
+  --timeout <s>         wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
   --stream              echo the model's text to stderr as it is generated
   --keep-params         built-in generator: never scale down parameters that put terminal counts
                         out of reach (it says which it scaled; -G values are never scaled)
@@ -81,36 +79,38 @@ interface Ctx {
   status: StatusLine;
 }
 
-export async function runGenerate(argv: string[]): Promise<number> {
-  const args = parseCommand(
-    'generate',
+const OPTIONS = {
+  ...MODEL_OPTIONS,
+  rounds: { type: 'string' },
+  samples: { type: 'string' },
+  history: { type: 'string' },
+  spec: { type: 'string', multiple: true },
+  instruction: { type: 'string' },
+  target: { type: 'string' },
+  instance: { type: 'string' },
+  seed: { type: 'string' },
+  timeout: { type: 'string' },
+  stream: { type: 'boolean' },
+  'warm-start': { type: 'boolean' },
+  'keep-params': { type: 'boolean' },
+  ...SIMULATOR_OPTION,
+  out: { type: 'string' },
+  force: { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+export function runGenerate(argv: string[]): Promise<number> {
+  return runCommand(
     argv,
-    {
-      ...MODEL_OPTIONS,
-      rounds: { type: 'string' },
-      samples: { type: 'string' },
-      history: { type: 'string' },
-      spec: { type: 'string', multiple: true },
-      instruction: { type: 'string' },
-      target: { type: 'string' },
-      instance: { type: 'string' },
-      seed: { type: 'string' },
-      timeout: { type: 'string' },
-      stream: { type: 'boolean' },
-      'warm-start': { type: 'boolean' },
-      'keep-params': { type: 'boolean' },
-      ...SIMULATOR_OPTION,
-      out: { type: 'string' },
-      force: { type: 'boolean' },
-      json: { type: 'boolean' },
-    } as const,
-    HELP,
+    { name: 'generate', options: OPTIONS, help: HELP, errors: [designError, toolchainError, modelError, contextBudgetError] },
+    generateCommand,
   );
-  if (typeof args === 'number') return args;
-  const { values: o, fail } = args;
+}
+
+async function generateCommand({ values: o, positionals, fail, signal, status }: CommandRun<typeof OPTIONS>): Promise<number> {
   let cliDesign: CliDesign;
   try {
-    cliDesign = designFromArgs(o, args.positionals);
+    cliDesign = designFromArgs(o, positionals);
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -119,10 +119,10 @@ export async function runGenerate(argv: string[]): Promise<number> {
   try {
     rounds = Math.floor(numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0));
     simulator = simulatorOption(o.simulator);
-    samples = Math.floor(numberOption('samples', o.samples, 1, 1));
-    target = numberOption('target', o.target, 100) / 100;
-    seed = Math.floor(numberOption('seed', o.seed, 1));
-    timeoutS = numberOption('timeout', o.timeout, 60, 1);
+    samples = Math.floor(numberOption('samples', o.samples, DEFAULT_GENERATE_SAMPLES, 1));
+    target = numberOption('target', o.target, DEFAULT_TARGET * 100) / 100;
+    seed = Math.floor(numberOption('seed', o.seed, DEFAULT_SEED));
+    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 1);
     model = modelConfig(o);
     if (history !== 'markov' && history !== 'full') throw new Error(`--history must be markov or full, got '${o.history}'`);
     if (!model && (o.spec?.length || o.instruction || o.samples || o.stream || o['warm-start']))
@@ -139,78 +139,60 @@ export async function runGenerate(argv: string[]): Promise<number> {
     specs = [...specs, { name: basename(f), content: readFileSync(f, 'utf8') }];
   }
 
-  const controller = new AbortController();
-  const onSigint = (): void => controller.abort();
-  // `on`, not `once`: node-llama-cpp loads signal-exit, which re-sends SIGINT (killing the process
-  // before the cancel is handled) when it finds itself the only listener left.
-  process.on('SIGINT', onSigint);
-  const status = new StatusLine();
   const log = (s: string): void => {
     status.clear();
     if (!o.json) process.stdout.write(s);
     else process.stderr.write(s);
   };
-  try {
-    const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, controller.signal);
-    for (const n of notes) process.stderr.write(`note: ${n}\n`);
-    for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
-    if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
-    const ctx: Ctx = { design, info, rounds, target, signal: controller.signal, log, status };
-    const request: GenerationRequest = {
-      design,
-      info,
-      model,
-      simulator,
-      rounds,
-      target,
-      seed,
-      instance: o.instance ?? 'uut',
-      keepParams: o['keep-params'] === true,
-      limits: { timeoutS },
-      ...(model
-        ? {
-            samples,
-            history,
-            specs,
-            instruction: o.instruction,
-            sampling: samplingFrom(o, seed),
-            warmStart: o['warm-start'] ?? false,
-          }
-        : {}),
-    };
-    const outcome = await generate(ctx, request, { stream: o.stream ?? false });
-    status.clear();
-    if (!outcome.best) {
-      log('no testbench: no reply held a parsable testbench; see the rounds above\n');
-      if (o.json) process.stdout.write(safeJson(outcome.record) + '\n');
-      return controller.signal.aborted ? 130 : 1;
-    }
-    // Beside the top module's file (the first file may be a package from a dependency).
-    const topFile = info.modules.find((m) => m.name === info.top)?.file;
-    const outPath = o.out
-      ? resolve(o.out)
-      : freeName(join(dirname(topFile && existsSync(topFile) ? topFile : design.files[design.files.length - 1]), outcome.best.name));
-    mkdirSync(dirname(outPath), { recursive: true });
-    writeFileSync(outPath, outcome.best.testbench.endsWith('\n') ? outcome.best.testbench : outcome.best.testbench + '\n');
-    if (o.json) {
-      process.stdout.write(safeJson({ ...outcome.record, out: outPath }) + '\n');
-    } else {
-      log(`best: ${outcome.best.label}, written to ${safeLine(outPath)}\n\n`);
-      log(formatSimResult(outcome.best.result, { color: useColor(process.stdout) }));
-    }
-    if (controller.signal.aborted) return 130;
-    return outcome.best.result.status === 'success' ? 0 : 1;
-  } catch (e) {
-    status.clear();
-    if (controller.signal.aborted) return 130; // e.g. Ctrl-C while the model loads
-    if (e instanceof DesignError) return fail(`design error (${e.kind}): ${e.message}`);
-    if (e instanceof ToolchainError) return fail(e.message);
-    if (e instanceof ModelError) return fail(`model error (${e.kind}): ${e.message}`);
-    if (e instanceof ContextBudgetError) return fail(e.message);
-    throw e;
-  } finally {
-    process.removeListener('SIGINT', onSigint);
+  const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, signal);
+  for (const n of notes) process.stderr.write(`note: ${n}\n`);
+  for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+  if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
+  const ctx: Ctx = { design, info, rounds, target, signal, log, status };
+  const request: GenerationRequest = {
+    design,
+    info,
+    model,
+    simulator,
+    rounds,
+    target,
+    seed,
+    instance: o.instance ?? DEFAULT_INSTANCE,
+    keepParams: o['keep-params'] === true,
+    limits: { timeoutS },
+    ...(model
+      ? {
+          samples,
+          history,
+          specs,
+          instruction: o.instruction,
+          sampling: samplingFrom(o, seed),
+          warmStart: o['warm-start'] ?? false,
+        }
+      : {}),
+  };
+  const outcome = await generate(ctx, request, { stream: o.stream ?? false });
+  status.clear();
+  if (!outcome.best) {
+    log('no testbench: no reply held a parsable testbench; see the rounds above\n');
+    if (o.json) process.stdout.write(safeJson(outcome.record) + '\n');
+    return signal.aborted ? 130 : 1;
   }
+  // Beside the top module's file (the first file may be a package from a dependency).
+  const topFile = info.modules.find((m) => m.name === info.top)?.file;
+  const outPath = o.out
+    ? resolve(o.out)
+    : freeName(join(dirname(topFile && existsSync(topFile) ? topFile : design.files[design.files.length - 1]), outcome.best.name));
+  mkdirSync(dirname(outPath), { recursive: true });
+  writeFileSync(outPath, outcome.best.testbench.endsWith('\n') ? outcome.best.testbench : outcome.best.testbench + '\n');
+  if (o.json) {
+    process.stdout.write(safeJson({ ...outcome.record, out: outPath }) + '\n');
+  } else {
+    log(`best: ${outcome.best.label}, written to ${safeLine(outPath)}\n\n`);
+    log(formatSimResult(outcome.best.result, { color: useColor(process.stdout) }));
+  }
+  if (signal.aborted) return 130;
+  return outcome.best.result.status === 'success' ? 0 : 1;
 }
 
 interface Outcome {

@@ -5,7 +5,7 @@ import { runRefine } from './refine.js';
 import { runServe } from './serve.js';
 import { runEval } from './eval.js';
 import { EXIT, chorusVersion } from './terminal.js';
-import { safeText } from '../core/util/untrusted.js';
+import { safeText } from '../core/run/frontEnd.js';
 
 const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
 

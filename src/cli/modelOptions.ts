@@ -1,7 +1,7 @@
 // The model options `generate`, `refine` and `eval` share: where the model is, how to sample.
 import type { ModelConfig } from '../core/llm/factory.js';
 import type { SamplingParams } from '../core/llm/backend.js';
-import { DEFAULT_SAMPLING } from '../core/llm/backend.js';
+import { DEFAULT_SAMPLING } from '../core/run/defaults.js';
 import { numberOption } from './command.js';
 
 export const MODEL_OPTIONS = {

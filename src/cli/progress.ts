@@ -1,7 +1,7 @@
 // Progress on stderr for long commands: one redrawn line on a terminal, nothing extra in logs
 // (the commands print their own per-round / per-task lines). evalProgress.ts builds on it.
 import { canRedraw } from './terminal.js';
-import { safeLine } from '../core/util/untrusted.js';
+import { safeLine } from '../core/run/frontEnd.js';
 
 /** 42s, 3m05s, 1h02m; `?` when unknown. */
 export function formatDuration(s: number): string {

@@ -1,27 +1,22 @@
 // `chorus refine`: one refinement step on a testbench the user already has. The feedback is a log
 // from the user's own simulator run (Verilator, Xcelium/IMC or plain text) or, without --log, the
 // engine's own simulation of the testbench. Writes the revision to a new file.
+import { DEFAULT_INSTANCE, DEFAULT_LIMITS } from '../core/run/defaults.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { loadDesign } from '../core/design/load.js';
-import { DesignError } from '../core/design/errors.js';
-import { getSimulator } from '../core/sim/registry.js';
-import { ToolchainError } from '../core/sim/verilator/toolchain.js';
-import { describeModel } from '../core/llm/factory.js';
-import { ModelError } from '../core/llm/backend.js';
-import { ContextBudgetError } from '../core/agent/loop.js';
+import { loadDesign } from '../core/run/design.js';
+import { getSimulator } from '../core/run/simulators.js';
+import { describeModel } from '../core/run/models.js';
 import { runRefinement } from '../core/run/refinement.js';
 import type { LogKind, NamedText } from '../core/agent/protocol.js';
-import { overallCoverage } from '../core/sim/ranking.js';
-import { pct } from '../core/util/format.js';
-import { safeJson, safeLine, safeText } from '../core/util/untrusted.js';
+import { overallCoverage } from '../core/run/coverage.js';
+import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
-import { numberOption, parseCommand } from './command.js';
+import { contextBudgetError, designError, modelError, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
 import { formatSimResult } from './format.js';
 import { freeName } from './generate.js';
-import { StatusLine } from './progress.js';
 import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
 
 const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> [--model <dir> | --endpoint <url> --model-name <n>]
@@ -38,9 +33,9 @@ ${DESIGN_HELP}${MODEL_HELP}Refinement:
   --log-kind <k>        auto (default) | xrun (a compile/run failure) | coverage | imc (a coverage
                         tool failure)
   --spec <file>         specification file shown to the model; repeatable
-  --instance <name>     DUT instance name (default uut)
+  --instance <name>     DUT instance name (default ${DEFAULT_INSTANCE})
   --seed <n>            sampling seed
-  --timeout <s>         wall-clock limit per simulation (default 60)
+  --timeout <s>         wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
 ${SIMULATOR_HELP}  --no-check            do not simulate the revision
 Output:
   --out <file>          where to write the revision (default: <tb>_refined.sv beside the testbench;
@@ -49,32 +44,34 @@ Output:
   --json                print {messages, reply, parse_status, testbench, result} as JSON on stdout
 `;
 
-export async function runRefine(argv: string[]): Promise<number> {
-  const args = parseCommand(
-    'refine',
+const OPTIONS = {
+  ...MODEL_OPTIONS,
+  tb: { type: 'string' },
+  log: { type: 'string' },
+  'log-kind': { type: 'string' },
+  spec: { type: 'string', multiple: true },
+  instance: { type: 'string' },
+  seed: { type: 'string' },
+  timeout: { type: 'string' },
+  'no-check': { type: 'boolean' },
+  ...SIMULATOR_OPTION,
+  out: { type: 'string' },
+  force: { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+export function runRefine(argv: string[]): Promise<number> {
+  return runCommand(
     argv,
-    {
-      ...MODEL_OPTIONS,
-      tb: { type: 'string' },
-      log: { type: 'string' },
-      'log-kind': { type: 'string' },
-      spec: { type: 'string', multiple: true },
-      instance: { type: 'string' },
-      seed: { type: 'string' },
-      timeout: { type: 'string' },
-      'no-check': { type: 'boolean' },
-      ...SIMULATOR_OPTION,
-      out: { type: 'string' },
-      force: { type: 'boolean' },
-      json: { type: 'boolean' },
-    } as const,
-    HELP,
+    { name: 'refine', options: OPTIONS, help: HELP, errors: [designError, toolchainError, modelError, contextBudgetError] },
+    refineCommand,
   );
-  if (typeof args === 'number') return args;
-  const { values: o, fail } = args;
+}
+
+async function refineCommand({ values: o, positionals, fail, signal, status }: CommandRun<typeof OPTIONS>): Promise<number> {
   let tbPath: string, cliDesign: CliDesign;
   try {
-    ({ tbPath, design: cliDesign } = testbenchAndDesign(o, args.positionals));
+    ({ tbPath, design: cliDesign } = testbenchAndDesign(o, positionals));
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -86,106 +83,88 @@ export async function runRefine(argv: string[]): Promise<number> {
     simulatorName = simulatorOption(o.simulator);
     model = modelConfig(o);
     seed = o.seed === undefined ? undefined : Math.floor(numberOption('seed', o.seed, 0));
-    timeoutS = numberOption('timeout', o.timeout, 60, 1);
+    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 1);
   } catch (e) {
     return fail((e as Error).message);
   }
   const outPath = o.out ? resolve(o.out) : freeName(tbPath.replace(/(\.s?v)?$/, '_refined$1'));
   if (o.out && existsSync(outPath) && !o.force) return fail(`${outPath} exists; choose another --out or pass --force to overwrite it`);
 
-  const controller = new AbortController();
-  const onSigint = (): void => controller.abort();
-  // `on`, not `once`: node-llama-cpp loads signal-exit, which re-sends SIGINT (killing the process
-  // before the cancel is handled) when it finds itself the only listener left.
-  process.on('SIGINT', onSigint);
-  const status = new StatusLine();
   const say = (s: string): void => {
     status.clear();
     (o.json ? process.stderr : process.stdout).write(s);
   };
-  try {
-    const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, controller.signal);
-    for (const n of notes) process.stderr.write(`note: ${n}\n`);
-    if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
-    for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
-    const testbench: NamedText = { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') };
-    const simulator = getSimulator(simulatorName);
-    const specs = (o.spec ?? []).map((f) => ({ name: basename(f), content: readFileSync(f, 'utf8') }));
-    let chunks = 0;
-    const r = await runRefinement(
-      {
-        design,
-        info,
-        testbench,
-        model,
-        simulator,
-        feedback: o.log ? { log: readFileSync(resolve(o.log), 'utf8'), kind: kind === 'auto' ? undefined : kind } : undefined,
-        specs,
-        instance: o.instance,
-        sampling: samplingFrom(o, seed),
-        seed,
-        limits: { timeoutS },
-        check: !o['no-check'],
-      },
-      (e) => {
-        if (e.type === 'note') say(`note: ${e.message}\n`);
-        else if (e.type === 'before') {
-          const cov = overallCoverage(e.result);
-          say(`current testbench: ${e.result.status}${cov !== null ? `, coverage ${pct(cov)}` : ''}\n`);
-        } else if (e.type === 'progress') status.set(e.message);
-        else if (e.type === 'model') say(`model: ${describeModel(model!)}\n`);
-        else if (e.type === 'text') status.set(`refining: ${++chunks} chunks`);
-      },
-      controller.signal,
+  const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, signal);
+  for (const n of notes) process.stderr.write(`note: ${n}\n`);
+  if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
+  for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+  const testbench: NamedText = { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') };
+  const simulator = getSimulator(simulatorName);
+  const specs = (o.spec ?? []).map((f) => ({ name: basename(f), content: readFileSync(f, 'utf8') }));
+  let chunks = 0;
+  const r = await runRefinement(
+    {
+      design,
+      info,
+      testbench,
+      model,
+      simulator,
+      feedback: o.log ? { log: readFileSync(resolve(o.log), 'utf8'), kind: kind === 'auto' ? undefined : kind } : undefined,
+      specs,
+      instance: o.instance,
+      sampling: samplingFrom(o, seed),
+      seed,
+      limits: { timeoutS },
+      check: !o['no-check'],
+    },
+    (e) => {
+      if (e.type === 'note') say(`note: ${e.message}\n`);
+      else if (e.type === 'before') {
+        const cov = overallCoverage(e.result);
+        say(`current testbench: ${e.result.status}${cov !== null ? `, coverage ${pct(cov)}` : ''}\n`);
+      } else if (e.type === 'progress') status.set(e.message);
+      else if (e.type === 'model') say(`model: ${describeModel(model!)}\n`);
+      else if (e.type === 'text') status.set(`refining: ${++chunks} chunks`);
+    },
+    signal,
+  );
+  status.clear();
+  const before = r.before;
+  const outcome = r.outcome;
+  if (r.testbench === null) {
+    say(
+      `the model's reply held no testbench (${safeText(outcome?.parsed.status === 'unparsable' ? outcome.parsed.reason : 'no reply')}); nothing written\n`,
     );
-    status.clear();
-    const before = r.before;
-    const outcome = r.outcome;
-    if (r.testbench === null) {
-      say(
-        `the model's reply held no testbench (${safeText(outcome?.parsed.status === 'unparsable' ? outcome.parsed.reason : 'no reply')}); nothing written\n`,
-      );
-      if (o.json && outcome)
-        process.stdout.write(safeJson({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }) + '\n');
-      return 1;
-    }
-    mkdirSync(dirname(outPath), { recursive: true });
-    writeFileSync(outPath, r.testbench.endsWith('\n') ? r.testbench : r.testbench + '\n');
-    say(`revision written to ${safeLine(outPath)}\n`);
-    const after = r.result;
-    if (after && !o.json) {
-      const b = overallCoverage(before);
-      const a = overallCoverage(after);
-      if (before) say(`coverage: ${pct(b)} -> ${pct(a)}\n\n`);
-      say(formatSimResult(after, { color: useColor(process.stdout) }));
-    }
-    if (o.json) {
-      process.stdout.write(
-        safeJson({
-          out: outPath,
-          engine: r.engine,
-          messages: outcome?.messages,
-          reply: outcome?.reply,
-          parse_status: outcome?.parsed.status,
-          filename: r.filename,
-          testbench: r.testbench,
-          tokens: outcome?.tokens,
-          before,
-          result: after,
-        }) + '\n',
-      );
-    }
-    if (controller.signal.aborted) return 130;
-    return after && after.status !== 'success' ? 1 : 0;
-  } catch (e) {
-    status.clear();
-    if (controller.signal.aborted) return 130;
-    if (e instanceof DesignError) return fail(`design error (${e.kind}): ${e.message}`);
-    if (e instanceof ToolchainError) return fail(e.message);
-    if (e instanceof ModelError) return fail(`model error (${e.kind}): ${e.message}`);
-    if (e instanceof ContextBudgetError) return fail(e.message);
-    throw e;
-  } finally {
-    process.removeListener('SIGINT', onSigint);
+    if (o.json && outcome)
+      process.stdout.write(safeJson({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }) + '\n');
+    return 1;
   }
+  mkdirSync(dirname(outPath), { recursive: true });
+  writeFileSync(outPath, r.testbench.endsWith('\n') ? r.testbench : r.testbench + '\n');
+  say(`revision written to ${safeLine(outPath)}\n`);
+  const after = r.result;
+  if (after && !o.json) {
+    const b = overallCoverage(before);
+    const a = overallCoverage(after);
+    if (before) say(`coverage: ${pct(b)} -> ${pct(a)}\n\n`);
+    say(formatSimResult(after, { color: useColor(process.stdout) }));
+  }
+  if (o.json) {
+    process.stdout.write(
+      safeJson({
+        out: outPath,
+        engine: r.engine,
+        messages: outcome?.messages,
+        reply: outcome?.reply,
+        parse_status: outcome?.parsed.status,
+        filename: r.filename,
+        testbench: r.testbench,
+        tokens: outcome?.tokens,
+        before,
+        result: after,
+      }) + '\n',
+    );
+  }
+  if (signal.aborted) return 130;
+  return after && after.status !== 'success' ? 1 : 0;
 }

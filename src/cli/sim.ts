@@ -1,17 +1,17 @@
 // `chorus sim`: one testbench, one design, one result. Exit 0 when the testbench ran and coverage
 // was measured, 1 when the testbench failed (compile, run, timeout, rejected), 2 for usage or DUT
 // errors.
+import { DEFAULT_LIMITS, DEFAULT_SEED } from '../core/run/defaults.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
-import { loadDesign } from '../core/design/load.js';
-import { DesignError } from '../core/design/errors.js';
-import { getSimulator } from '../core/sim/registry.js';
-import { loadWaivers, WaiverError, type Waiver } from '../core/coverage/waivers.js';
-import { toLcov } from '../core/coverage/lcov.js';
-import { ToolchainError } from '../core/sim/verilator/toolchain.js';
+import { loadDesign } from '../core/run/design.js';
+import { DesignError } from '../core/run/sources.js';
+import { getSimulator } from '../core/run/simulators.js';
+import type { Waiver } from '../core/coverage/waivers.js';
+import { loadWaivers, WaiverError, toLcov } from '../core/run/coverage.js';
 import { formatSimResult } from './format.js';
-import { safeJson, safeText } from '../core/util/untrusted.js';
-import { numberOption, parseCommand } from './command.js';
+import { safeJson, safeText } from '../core/run/frontEnd.js';
+import { designError, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
 import { SIMULATOR_HELP, simulatorOption } from './simulatorOption.js';
@@ -20,48 +20,68 @@ const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design f
 
 ${DESIGN_HELP}Run:
   --tb <file>           the testbench (its top module is found in the file)
-  --timeout <s>         wall-clock limit for the simulation (default 60)
-  --sim-time <ns>       simulated-time limit in ns (default 1e9; 0 for none)
+  --timeout <s>         wall-clock limit for the simulation (default ${DEFAULT_LIMITS.timeoutS})
+  --sim-time <ns>       simulated-time limit in ns (default ${DEFAULT_LIMITS.simTimeLimitNs}; 0 for none)
   --waivers <file>      coverage waivers: <file>:<line>[:<type>[:<label>]] <reason>
   --lcov <file>         also write the DUT coverage as an lcov tracefile
-  --seed <n>            simulator random seed (default 1)
+  --seed <n>            simulator random seed (default ${DEFAULT_SEED})
 ${SIMULATOR_HELP}  --keep                keep the scratch directory and print its path
 Output:
   --json                print the result record as JSON on stdout
 `;
 
-export async function runSim(argv: string[]): Promise<number> {
-  const args = parseCommand(
-    'sim',
+const OPTIONS = {
+  tb: { type: 'string' },
+  json: { type: 'boolean' },
+  timeout: { type: 'string' },
+  'sim-time': { type: 'string' },
+  waivers: { type: 'string' },
+  lcov: { type: 'string' },
+  seed: { type: 'string' },
+  simulator: { type: 'string' },
+  keep: { type: 'boolean' },
+} as const;
+
+export function runSim(argv: string[]): Promise<number> {
+  return runCommand(
     argv,
     {
-      tb: { type: 'string' },
-      json: { type: 'boolean' },
-      timeout: { type: 'string' },
-      'sim-time': { type: 'string' },
-      waivers: { type: 'string' },
-      lcov: { type: 'string' },
-      seed: { type: 'string' },
-      simulator: { type: 'string' },
-      keep: { type: 'boolean' },
-    } as const,
-    HELP,
+      name: 'sim',
+      options: OPTIONS,
+      help: HELP,
+      // No model here: a second Ctrl-C ends the process at once, and a design load that Ctrl-C
+      // cancelled is reported as the design error it raised.
+      interrupt: 'cancel-once',
+      errors: [
+        (e, { values: o }) => {
+          if (e instanceof DesignError && o.json)
+            process.stdout.write(
+              safeJson({ status: 'design_error', kind: e.kind, err_msg: e.message, candidates: e.candidates, diagnostics: e.diagnostics }) +
+                '\n',
+            );
+          return designError(e);
+        },
+        toolchainError,
+      ],
+    },
+    sim,
   );
-  if (typeof args === 'number') return args;
-  const { values: o, fail } = args;
+}
+
+async function sim({ values: o, positionals, fail, signal }: CommandRun<typeof OPTIONS>): Promise<number> {
   let tbPath: string, cliDesign: CliDesign;
   try {
-    ({ tbPath, design: cliDesign } = testbenchAndDesign(o, args.positionals));
+    ({ tbPath, design: cliDesign } = testbenchAndDesign(o, positionals));
   } catch (e) {
     return fail((e as Error).message);
   }
   let timeoutS: number, simTimeNs: number | null, seed: number, simulatorName: string;
   try {
     simulatorName = simulatorOption(o.simulator);
-    timeoutS = numberOption('timeout', o.timeout, 60);
-    simTimeNs = numberOption('sim-time', o['sim-time'], 1e9);
+    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS);
+    simTimeNs = numberOption('sim-time', o['sim-time'], DEFAULT_LIMITS.simTimeLimitNs ?? 0);
     if (simTimeNs === 0) simTimeNs = null;
-    seed = numberOption('seed', o.seed, 1);
+    seed = numberOption('seed', o.seed, DEFAULT_SEED);
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -72,54 +92,36 @@ export async function runSim(argv: string[]): Promise<number> {
     return fail(e instanceof WaiverError ? e.message : String(e));
   }
 
-  const controller = new AbortController();
-  const onSigint = (): void => controller.abort();
-  process.once('SIGINT', onSigint);
-  try {
-    const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, controller.signal);
-    for (const n of notes) process.stderr.write(`note: ${safeText(n)}\n`);
-    if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
-    const simulator = getSimulator(simulatorName);
-    const result = await simulator.simulate({
-      design,
-      top: info.top,
-      testbench: { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') },
-      limits: { timeoutS, simTimeLimitNs: simTimeNs },
-      waivers,
-      seed,
-      keepRunDir: Boolean(o.keep),
-      // lcov is written from the points the figure was computed from, never from a second
-      // reading of the database with another idea of which files are the DUT.
-      wantPoints: Boolean(o.lcov),
-      signal: controller.signal,
-    });
-    const lcovWritten = Boolean(o.lcov && result.points);
-    if (o.lcov && result.points) writeFileSync(resolve(o.lcov), toLcov(result.points));
-    if (o.json) process.stdout.write(safeJson(result) + '\n');
-    else {
-      for (const w of warnings) process.stderr.write(`warning: ${safeText(w)}\n`);
-      process.stdout.write(formatSimResult(result, { color: useColor(process.stdout) }));
-      if (o.keep && result.protection.scratchDir) process.stdout.write(`run directory kept: ${result.protection.scratchDir}\n`);
-      if (lcovWritten) process.stdout.write(`lcov written: ${resolve(o.lcov as string)}\n`);
-      else if (o.lcov)
-        process.stderr.write(
-          `warning: no lcov written: the run produced no per-point coverage (${result.simulator.name}, ${result.status})\n`,
-        );
-    }
-    if (result.status === 'exception') return 2;
-    return result.status === 'success' ? 0 : 1;
-  } catch (e) {
-    if (e instanceof DesignError) {
-      if (o.json)
-        process.stdout.write(
-          safeJson({ status: 'design_error', kind: e.kind, err_msg: e.message, candidates: e.candidates, diagnostics: e.diagnostics }) +
-            '\n',
-        );
-      return fail(`design error (${e.kind}): ${e.message}`);
-    }
-    if (e instanceof ToolchainError) return fail(e.message);
-    throw e;
-  } finally {
-    process.removeListener('SIGINT', onSigint);
+  const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, signal);
+  for (const n of notes) process.stderr.write(`note: ${safeText(n)}\n`);
+  if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
+  const simulator = getSimulator(simulatorName);
+  const result = await simulator.simulate({
+    design,
+    top: info.top,
+    testbench: { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') },
+    limits: { timeoutS, simTimeLimitNs: simTimeNs },
+    waivers,
+    seed,
+    keepRunDir: Boolean(o.keep),
+    // lcov is written from the points the figure was computed from, never from a second
+    // reading of the database with another idea of which files are the DUT.
+    wantPoints: Boolean(o.lcov),
+    signal,
+  });
+  const lcovWritten = Boolean(o.lcov && result.points);
+  if (o.lcov && result.points) writeFileSync(resolve(o.lcov), toLcov(result.points));
+  if (o.json) process.stdout.write(safeJson(result) + '\n');
+  else {
+    for (const w of warnings) process.stderr.write(`warning: ${safeText(w)}\n`);
+    process.stdout.write(formatSimResult(result, { color: useColor(process.stdout) }));
+    if (o.keep && result.protection.scratchDir) process.stdout.write(`run directory kept: ${result.protection.scratchDir}\n`);
+    if (lcovWritten) process.stdout.write(`lcov written: ${resolve(o.lcov as string)}\n`);
+    else if (o.lcov)
+      process.stderr.write(
+        `warning: no lcov written: the run produced no per-point coverage (${result.simulator.name}, ${result.status})\n`,
+      );
   }
+  if (result.status === 'exception') return 2;
+  return result.status === 'success' ? 0 : 1;
 }

@@ -1,7 +1,7 @@
 // `--simulator <name>`, the same for every command that simulates (sim, serve, generate, refine,
 // eval): a registered backend name, default verilator; an unknown name is a usage error that lists
 // the names there are.
-import { simulatorNames } from '../core/sim/registry.js';
+import { simulatorNames } from '../core/run/simulators.js';
 
 export const SIMULATOR_OPTION = { simulator: { type: 'string' } } as const;
 

@@ -1,9 +1,17 @@
 // Settings (contributes.configuration `chorus.*`) read into the worker's typed options. The API key
 // lives in SecretStorage, never in settings.
 import * as vscode from 'vscode';
-import type { GenerateSettings, ModelConfig } from './workerProtocol.js';
-import { DEFAULT_ROUNDS } from '../core/run/defaults.js';
-import { workerEnvFrom } from './workerSettings.js';
+import type { GenerateSettings, ModelConfig } from './worker/protocol.js';
+import {
+  DEFAULT_GENERATE_SAMPLES,
+  DEFAULT_INSTANCE,
+  DEFAULT_LIMITS,
+  DEFAULT_ROUNDS,
+  DEFAULT_SAMPLING,
+  DEFAULT_SEED,
+  DEFAULT_TARGET,
+} from '../core/run/defaults.js';
+import { workerEnvFrom } from './worker/settings.js';
 
 export const SECRET_API_KEY = 'chorus.apiKey';
 
@@ -42,7 +50,7 @@ export async function modelConfig(secrets: vscode.SecretStorage): Promise<ModelC
       dtype: oneOf(c.get<string>('model.dtype', 'q4'), ['fp32', 'q4', 'q4f16'] as const, 'q4'),
       allowDownload: c.get<boolean>('model.allowDownload', false),
       engine: oneOf(c.get<string>('model.engine', 'auto'), ['auto', 'llama', 'onnx'] as const, 'auto'),
-      // part of the held model's identity (worker.ts): a change loads the model again
+      // part of the held model's identity (worker/process/heldModel.ts): a change loads the model again
       kvCache: oneOf(c.get<string>('model.kvCache', 'auto'), ['auto', 'f16', 'q8_0'] as const, 'auto'),
     };
   }
@@ -59,25 +67,25 @@ export function generateSettings(): GenerateSettings {
   return {
     // Refinement rounds after the first generation, as in `chorus generate --rounds` (attempts: rounds + 1).
     rounds: Math.max(0, Math.floor(c.get<number>('generation.rounds', DEFAULT_ROUNDS))),
-    samples: Math.max(1, Math.floor(c.get<number>('generation.samples', 1))),
-    target: Math.min(100, Math.max(0, c.get<number>('generation.coverageTarget', 100))) / 100,
-    instance: c.get<string>('generation.dutInstance', 'uut') || 'uut',
+    samples: Math.max(1, Math.floor(c.get<number>('generation.samples', DEFAULT_GENERATE_SAMPLES))),
+    target: Math.min(100, Math.max(0, c.get<number>('generation.coverageTarget', DEFAULT_TARGET * 100))) / 100,
+    instance: c.get<string>('generation.dutInstance', DEFAULT_INSTANCE) || DEFAULT_INSTANCE,
     history,
-    seed: Math.floor(c.get<number>('generation.seed', 1)),
-    temperature: c.get<number>('generation.temperature', 0.7),
-    topP: c.get<number>('generation.topP', 0.8),
-    maxNewTokens: Math.max(1, Math.floor(c.get<number>('generation.maxNewTokens', 16384))),
+    seed: Math.floor(c.get<number>('generation.seed', DEFAULT_SEED)),
+    temperature: c.get<number>('generation.temperature', DEFAULT_SAMPLING.temperature),
+    topP: c.get<number>('generation.topP', DEFAULT_SAMPLING.topP),
+    maxNewTokens: Math.max(1, Math.floor(c.get<number>('generation.maxNewTokens', DEFAULT_SAMPLING.maxNewTokens))),
     simulator: c.get<string>('simulator.backend', 'verilator') || 'verilator',
     warmStart: c.get<boolean>('generation.warmStart', false),
     limits: {
-      timeoutS: Math.max(1, c.get<number>('simulator.timeoutSeconds', 60)),
-      buildTimeoutS: Math.max(1, c.get<number>('simulator.buildTimeoutSeconds', 300)),
+      timeoutS: Math.max(1, c.get<number>('simulator.timeoutSeconds', DEFAULT_LIMITS.timeoutS)),
+      buildTimeoutS: Math.max(1, c.get<number>('simulator.buildTimeoutSeconds', DEFAULT_LIMITS.buildTimeoutS)),
     },
   };
 }
 
 /** Environment for the worker: simulator executables from settings (read once, at its start: a
- * change restarts it, workerSettings.ts). */
+ * change restarts it, worker/settings.ts). */
 export function workerEnv(): NodeJS.ProcessEnv {
   const c = cfg();
   return workerEnvFrom((setting) => c.get<string>(setting.replace(/^chorus\./, ''), ''));

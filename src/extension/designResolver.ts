@@ -3,20 +3,20 @@
 import * as vscode from 'vscode';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import type { DesignOptions } from '../core/design/load.js';
+import type { DesignOptions } from '../core/run/design.js';
+import { inferProject } from './project.js';
 import {
+  PROJECT_FILE,
+  collectFolder,
+  discover,
+  findManifest,
   findProjectFile,
-  inferProject,
   projectToDesign,
   readProjectFile,
   withDiscovered,
   writeProjectFile,
-  PROJECT_FILE,
   type ProjectFile,
-} from './project.js';
-import { collectFolder } from '../core/design/folder.js';
-import { discover } from '../core/design/discover.js';
-import { findManifest } from '../core/design/manifest/index.js';
+} from '../core/run/sources.js';
 import { worthAProjectFile } from './projectOffer.js';
 
 export interface ResolvedDesign {

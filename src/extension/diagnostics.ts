@@ -2,7 +2,7 @@
 import * as vscode from 'vscode';
 import { isAbsolute, resolve } from 'node:path';
 import type { Diagnostic } from '../core/sim/result.js';
-import { safeLine, safeText } from '../core/util/untrusted.js';
+import { safeLine, safeText } from '../core/run/frontEnd.js';
 
 export function toVscodeDiagnostic(d: Diagnostic): vscode.Diagnostic {
   const line = Math.max(0, d.line - 1);

@@ -2,7 +2,7 @@
 // Refine and Run Coverage need an open testbench, Generate needs an open design file.
 import * as vscode from 'vscode';
 import { basename } from 'node:path';
-import { looksLikeTestbench } from '../core/design/folder.js';
+import { looksLikeTestbench } from '../core/run/sources.js';
 
 const HDL_LANGS = new Set(['verilog', 'systemverilog']);
 const HDL_EXT = /\.(sv|svh|v|vh)$/i;

@@ -4,20 +4,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import type { ProjectFile } from '../core/design/types.js';
-import { looksLikeTestbench } from '../core/design/folder.js';
-import { findManifest } from '../core/design/manifest/index.js';
-
-export {
-  findProjectFile,
-  projectToDesign,
-  readProjectFile,
-  validateProject,
-  withDiscovered,
-  writeProjectFile,
-  PROJECT_FILE,
-} from '../core/design/project.js';
-export { looksLikeTestbench };
-export type { ProjectFile };
+import { looksLikeTestbench, findManifest } from '../core/run/sources.js';
 
 export const HDL_EXT = /\.(sv|v|svh|vh)$/i;
 const SOURCE_EXT = /\.(sv|v)$/i;

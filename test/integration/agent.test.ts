@@ -5,7 +5,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { examples, read } from '../helpers.js';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { getSimulator } from '../../src/core/sim/registry.js';
 import { createOpenAIBackend } from '../../src/core/llm/openai.js';
 import { ContextBudgetError, designContext, refineMessages, refineOnce, runAgent } from '../../src/core/agent/loop.js';

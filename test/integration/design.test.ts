@@ -1,7 +1,7 @@
 // Design introspection on real Verilator: the design shapes users bring, and the DUT errors.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { DesignError } from '../../src/core/design/errors.js';
 import { examples, fixtures, sim } from '../helpers.js';
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { cpSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { DesignError } from '../../src/core/design/errors.js';
 import { fixtures, scratchDir } from '../helpers.js';
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSuite, selectTasks } from '../../src/core/eval/suites/index.js';
-import { runEvaluation, type EvalReport } from '../../src/core/eval/runner.js';
+import { runEvaluation, type EvalReport } from '../../src/core/run/evaluation.js';
 import { computeMetrics } from '../../src/core/eval/metrics.js';
 import { runEval } from '../../src/cli/eval.js';
 import type { Simulator } from '../../src/core/sim/simulator.js';

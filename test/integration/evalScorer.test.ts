@@ -8,7 +8,7 @@ import { runEval } from '../../src/cli/eval.js';
 import { startScoreServer, type ScoreServer } from '../../src/core/service/http.js';
 import { parseExposition } from '../../src/core/service/metrics.js';
 import { RemoteSimulator, scorerUrls } from '../../src/core/sim/remote.js';
-import type { EvalReport } from '../../src/core/eval/runner.js';
+import type { EvalReport } from '../../src/core/run/evaluation.js';
 import { benchData, scratchDir } from '../helpers.js';
 
 const ve = join(benchData, 'verilog-eval-v2');

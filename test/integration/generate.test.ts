@@ -4,13 +4,13 @@ import { describe, expect, it } from 'vitest';
 import { execa } from 'execa';
 import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { generateTestbench, refinePlan, initialPlan } from '../../src/core/generate/generator.js';
 import { examples, fixtures, repoRoot, scratchDir, benchData, sim } from '../helpers.js';
 
 const gen = async (files: string[], opts: { params?: string[]; rounds?: number } = {}) => {
   const { design, info } = await loadDesign({ files, params: opts.params });
-  return { ...(await generateTestbench(sim, design, info, { rounds: opts.rounds ?? 4 })), info, design };
+  return { ...(await generateTestbench(sim, design, info, { attempts: opts.rounds ?? 4 })), info, design };
 };
 
 describe('built-in generator', () => {

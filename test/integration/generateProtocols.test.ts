@@ -6,14 +6,14 @@
 // AXI4-Lite and AHB-Lite register slaves.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { generateTestbench, type GenerateOptions } from '../../src/core/generate/generator.js';
 import { fixtures, sim } from '../helpers.js';
 
 const designs = join(fixtures, 'designs');
 const gen = async (file: string, opts: GenerateOptions & { params?: string[] } = {}) => {
   const { design, info } = await loadDesign({ files: [join(designs, file)], params: opts.params });
-  return generateTestbench(sim, design, info, { rounds: 1, ...opts });
+  return generateTestbench(sim, design, info, { attempts: 1, ...opts });
 };
 const stimulusOnly = (tb: string): void => {
   expect(tb).toMatch(/\$finish;/);
@@ -93,10 +93,10 @@ describe('built-in generator: protocols', () => {
   });
 
   it('seeds reproduce; a round whose random segment raised coverage is replayed in the next', async () => {
-    const a = await gen('long_timer/watchdog.sv', { keepParams: true, rounds: 3, seed: 5 });
-    const b = await gen('long_timer/watchdog.sv', { keepParams: true, rounds: 3, seed: 5 });
+    const a = await gen('long_timer/watchdog.sv', { keepParams: true, attempts: 3, seed: 5 });
+    const b = await gen('long_timer/watchdog.sv', { keepParams: true, attempts: 3, seed: 5 });
     expect(b.rounds.map((r) => r.testbench)).toEqual(a.rounds.map((r) => r.testbench));
-    const c = await gen('long_timer/watchdog.sv', { keepParams: true, rounds: 1, seed: 6 });
+    const c = await gen('long_timer/watchdog.sv', { keepParams: true, attempts: 1, seed: 6 });
     expect(c.rounds[0].testbench).not.toEqual(a.rounds[0].testbench);
     const cov = a.rounds.map((r) => r.result.coverage!.waived.overall!);
     expect(cov[1]).toBeGreaterThan(cov[0]);

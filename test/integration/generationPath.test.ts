@@ -9,12 +9,12 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { examples, fixtures, read, repoRoot, scratchDir, sim } from '../helpers.js';
 import { fencedReply, startScriptedServer } from '../support/scriptedServer.js';
-import type { WorkerClient } from '../../src/extension/workerClient.js';
+import type { WorkerClient } from '../../src/extension/worker/client.js';
 import { startWorker, stopWorker, type BundledWorker } from '../support/workerBundle.js';
-import type { GenerateSettings, ProgressEvent } from '../../src/extension/workerProtocol.js';
-import { runEvaluation, sampleSeed } from '../../src/core/eval/runner.js';
+import type { GenerateSettings, ProgressEvent } from '../../src/extension/worker/protocol.js';
+import { runEvaluation, sampleSeed } from '../../src/core/run/evaluation.js';
 import type { EvalSuite } from '../../src/core/eval/task.js';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { runGeneration, type GenerationEvent } from '../../src/core/run/generation.js';
 
 const cli = join(repoRoot, 'dist', 'cli.js');

@@ -1,16 +1,16 @@
-// The editor worker's held model (src/extension/heldModel.ts) on the real llama.cpp engine and the
-// tiny GGUF: a Generate cancelled while its model loads stops the load and leaves nothing held, so
-// the next request loads afresh instead of awaiting the cancelled load; a changed model setting
-// (here the KV cache type) is another model, which frees the held one first.
+// The editor worker's held model (src/extension/worker/process/heldModel.ts) on the real llama.cpp
+// engine and the tiny GGUF: a Generate cancelled while its model loads stops the load and leaves
+// nothing held, so the next request loads afresh instead of awaiting the cancelled load; a changed
+// model setting (here the KV cache type) is another model, which frees the held one first.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { heldModel, makeBackend, releaseModel } from '../../src/extension/heldModel.js';
+import { heldModel, makeBackend, releaseModel } from '../../src/extension/worker/process/heldModel.js';
 import { loadedLlamaModels } from '../../src/core/llm/llama.js';
 import { ModelError } from '../../src/core/llm/backend.js';
-import type { ModelConfig } from '../../src/extension/workerProtocol.js';
+import type { ModelConfig } from '../../src/extension/worker/protocol.js';
 import { ensureTinyGguf } from '../support/gguf.js';
 
 const fixture = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'models', 'tiny-qwen3');

@@ -6,7 +6,7 @@ import { cacheRoot } from '../../src/core/util/cache.js';
 import { describe, expect, it } from 'vitest';
 import { accessSync, constants, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, join, relative } from 'node:path';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { DesignError } from '../../src/core/design/errors.js';
 import { fixtures, scratchDir, sim } from '../helpers.js';
 

@@ -8,11 +8,11 @@ import { execa } from 'execa';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { examples, read, repoRoot, scratchDir } from '../helpers.js';
-import type { WorkerClient } from '../../src/extension/workerClient.js';
+import type { WorkerClient } from '../../src/extension/worker/client.js';
 import { startWorker, stopWorker, type BundledWorker } from '../support/workerBundle.js';
-import type { GenerateSettings, ProgressEvent } from '../../src/extension/workerProtocol.js';
+import type { GenerateSettings, ProgressEvent } from '../../src/extension/worker/protocol.js';
 import { startScriptedServer } from '../support/scriptedServer.js';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { overallCoverage } from '../../src/core/sim/ranking.js';
 import { NO_MODEL_NOTE, runRefinement, type RefinementEvent } from '../../src/core/run/refinement.js';
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { counterTb, examples, read, scratchDir, sim } from '../helpers.js';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import type { SimRequest } from '../../src/core/sim/simulator.js';
 import { emptyDesign } from '../../src/core/design/types.js';
 

@@ -13,7 +13,7 @@ import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { counterTb, examples, read, repoRoot, scratchDir } from '../helpers.js';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { VerilatorSimulator } from '../../src/core/sim/verilator/backend.js';
 import { cacheRoot } from '../../src/core/util/cache.js';
 import { feedbackTurn, resultForEcho } from '../../src/core/agent/protocol.js';

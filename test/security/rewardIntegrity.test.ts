@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { examples, read, scratchDir } from '../helpers.js';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { VerilatorSimulator } from '../../src/core/sim/verilator/backend.js';
 import { startScoreServer } from '../../src/core/service/http.js';
 import type { SimResult } from '../../src/core/sim/result.js';

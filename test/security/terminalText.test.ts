@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { counterTb, examples, read, repoRoot, scratchDir } from '../helpers.js';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import { VerilatorSimulator } from '../../src/core/sim/verilator/backend.js';
 import { cacheRoot } from '../../src/core/util/cache.js';
 import { runAgent } from '../../src/core/agent/loop.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { counterTb, examples, read, runResult, scratchDir, sim } from '../helpers.js';
-import { loadDesign } from '../../src/core/design/load.js';
+import { loadDesign } from '../../src/core/run/design.js';
 import type { DesignInfo, DesignSpec } from '../../src/core/design/types.js';
 import type { SimLimits } from '../../src/core/sim/simulator.js';
 import type { SimResult } from '../../src/core/sim/result.js';

@@ -1,12 +1,13 @@
 // The editor's worker as the editor runs it, for integration tests: a bundle of
-// src/extension/worker.ts forked with an IPC channel (WorkerClient). Built under out/ (git-ignored)
-// so that its external packages resolve from node_modules; stopWorker leaves no process behind.
+// src/extension/worker/process/main.ts forked with an IPC channel (WorkerClient). Built under out/
+// (git-ignored) so that its external packages resolve from node_modules; stopWorker leaves no
+// process behind.
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { repoRoot } from '../helpers.js';
-import { WorkerClient } from '../../src/extension/workerClient.js';
+import { WorkerClient } from '../../src/extension/worker/client.js';
 
 export interface BundledWorker {
   client: WorkerClient;
@@ -19,7 +20,7 @@ export async function startWorker(name: string): Promise<BundledWorker> {
   // esbuild runs in a plain Node child: inside the test runner its target parsing trips over the
   // runner's environment.
   const options = {
-    entryPoints: [join(repoRoot, 'src', 'extension', 'worker.ts')],
+    entryPoints: [join(repoRoot, 'src', 'extension', 'worker', 'process', 'main.ts')],
     outfile: join(dir, 'extension-worker.mjs'),
     bundle: true,
     platform: 'node',

@@ -1,53 +1,86 @@
 // Layers that point one way: a module of src/core imports only from its own layer or the layers
-// below it (README, "Layout"). A new upward import fails here; fix it by moving the shared piece
-// down, not by adding an exception.
+// below it (README, "Layout"), and the front ends (the CLI, the editor, the webview, the
+// benchmarks) reach the engine only through src/core/run/ and the engine's types. A new upward
+// import, or a front end reaching past core/run, fails here; fix it by moving the shared piece down
+// or by exporting it from core/run, never by an exception.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const CORE = resolve(import.meta.dirname, '..', '..', 'src', 'core');
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const CORE = join(ROOT, 'src', 'core');
 
-/** Lowest first. */
-const LAYERS = ['util', 'design', 'coverage', 'sim', 'llm', 'agent', 'generate', 'run', 'eval', 'service'];
+/** Lowest first. `run` is the top: the one layer every front end calls. */
+const LAYERS = ['util', 'design', 'coverage', 'sim', 'llm', 'agent', 'generate', 'eval', 'service', 'run'];
 
-/** Known upward imports, `from -> to` (paths under src/core), each with the reason it stays. */
-const EXCEPTIONS: Record<string, string> = {
-  // Introspection runs Verilator's front end; its toolchain and message parser live under sim/verilator.
-  'design/introspect.ts -> sim/verilator/toolchain.ts': 'Verilator toolchain lookup',
-  'design/introspect.ts -> sim/verilator/diagnostics.ts': 'Verilator message parser',
-  'design/errors.ts -> sim/result.ts': 'the Diagnostic type (type-only)',
-  // The chat message type belongs to the protocol; the local engines are being reworked (issue 17).
-};
+/** Data every layer reads: it has no value imports (checked below), so reading it cannot form a cycle. */
+const DEFAULTS = 'run/defaults.ts';
 
-function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+/** The front ends, relative to the repository root. */
+const FRONT_ENDS = ['src/cli', 'src/extension', 'src/extension.ts', 'webview', 'bench'];
+
+function tsFiles(path: string): string[] {
+  if (path.endsWith('.ts')) return [path];
+  return readdirSync(path, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(join(path, e.name)) : e.name.endsWith('.ts') ? [join(path, e.name)] : [],
   );
 }
 
-/** Relative specifiers of `import ... from`, `export ... from`, `import '...'` and `import('...')`. */
-export function importsOf(src: string): string[] {
-  const out: string[] = [];
-  for (const m of src.matchAll(/^\s*(?:import|export)\b[^;'"]*?(?:\bfrom\s*)?['"]([^'"]+)['"]/gm)) out.push(m[1]);
-  for (const m of src.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) out.push(m[1]);
-  return out.filter((s) => s.startsWith('.'));
+export interface ImportRef {
+  spec: string;
+  /** `import type`, `export type`, or named imports that are all `type X`: erased at build time. */
+  typeOnly: boolean;
 }
 
+/** Relative imports of `import ... from`, `export ... from`, `import '...'` and `import('...')`. */
+export function importRefs(src: string): ImportRef[] {
+  const out: ImportRef[] = [];
+  for (const m of src.matchAll(/^\s*(import|export)\b([^;'"]*?)(?:\bfrom\s*)?['"]([^'"]+)['"]/gm)) {
+    const clause = m[2].trim();
+    const named = /^\{([^}]*)\}$/.exec(clause);
+    const typeOnly =
+      /^type\b/.test(clause) ||
+      (named !== null &&
+        named[1]
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+          .every((s) => s.startsWith('type ')));
+    out.push({ spec: m[3], typeOnly });
+  }
+  for (const m of src.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) out.push({ spec: m[1], typeOnly: false });
+  return out.filter((r) => r.spec.startsWith('.'));
+}
+
+export const importsOf = (src: string): string[] => importRefs(src).map((r) => r.spec);
+
 const layerOf = (rel: string): string => rel.split('/')[0];
+const target = (file: string, spec: string): string =>
+  relative(CORE, resolve(dirname(file), spec))
+    .replaceAll('\\', '/')
+    .replace(/\.js$/, '.ts');
 
 function upwardImports(): string[] {
   const found: string[] = [];
   for (const file of tsFiles(CORE)) {
     const from = relative(CORE, file).replaceAll('\\', '/');
-    for (const spec of importsOf(readFileSync(file, 'utf8'))) {
-      const to = relative(CORE, resolve(dirname(file), spec))
-        .replaceAll('\\', '/')
-        .replace(/\.js$/, '.ts');
-      if (to.startsWith('..')) {
-        found.push(`${from} -> ${to} (outside src/core)`);
-        continue;
-      }
-      if (LAYERS.indexOf(layerOf(to)) > LAYERS.indexOf(layerOf(from))) found.push(`${from} -> ${to}`);
+    for (const { spec } of importRefs(readFileSync(file, 'utf8'))) {
+      const to = target(file, spec);
+      if (to.startsWith('..')) found.push(`${from} -> ${to} (outside src/core)`);
+      else if (to !== DEFAULTS && LAYERS.indexOf(layerOf(to)) > LAYERS.indexOf(layerOf(from))) found.push(`${from} -> ${to}`);
+    }
+  }
+  return found.sort();
+}
+
+/** Value imports of a front end that land in src/core outside core/run. */
+function frontEndReach(): string[] {
+  const found: string[] = [];
+  for (const file of FRONT_ENDS.flatMap((p) => tsFiles(join(ROOT, p)))) {
+    for (const { spec, typeOnly } of importRefs(readFileSync(file, 'utf8'))) {
+      const to = target(file, spec);
+      if (typeOnly || to.startsWith('..') || layerOf(to) === 'run') continue;
+      found.push(`${relative(ROOT, file)} -> core/${to}`);
     }
   }
   return found.sort();
@@ -61,20 +94,33 @@ describe('src/core layers', () => {
     expect(dirs.filter((d) => !LAYERS.includes(d))).toEqual([]);
   });
 
-  it('imports point down (or sideways), except the listed ones', () => {
-    expect(upwardImports().filter((x) => !(x in EXCEPTIONS))).toEqual([]);
+  it('imports point down (or sideways)', () => {
+    expect(upwardImports()).toEqual([]);
   });
 
-  it('every listed exception still exists (remove it once fixed)', () => {
-    const found = new Set(upwardImports());
-    expect(Object.keys(EXCEPTIONS).filter((x) => !found.has(x))).toEqual([]);
+  it('the defaults module has no value imports', () => {
+    const refs = importRefs(readFileSync(join(CORE, DEFAULTS), 'utf8'));
+    expect(refs.filter((r) => !r.typeOnly)).toEqual([]);
+  });
+
+  it('the CLI, the editor, the webview and the benchmarks reach the engine only through core/run (and its types)', () => {
+    expect(frontEndReach()).toEqual([]);
   });
 
   it('reads the import forms the code uses', () => {
-    expect(
-      importsOf(
-        "import { a } from '../x.js';\nimport type { B } from './y.js';\nexport { c } from '../z.js';\nimport 'node:fs';\nconst m = await import('../w.js');",
-      ),
-    ).toEqual(['../x.js', './y.js', '../z.js', '../w.js']);
+    const refs = importRefs(
+      "import { a } from '../x.js';\nimport type { B } from './y.js';\nexport { c } from '../z.js';\nimport 'node:fs';\nconst m = await import('../w.js');\n" +
+        "import { type D, type E } from './v.js';\nimport { type F, g } from './u.js';\nexport type { H } from './t.js';\nimport {\n  i,\n  type J,\n} from './s.js';",
+    );
+    expect(refs).toEqual([
+      { spec: '../x.js', typeOnly: false },
+      { spec: './y.js', typeOnly: true },
+      { spec: '../z.js', typeOnly: false },
+      { spec: './v.js', typeOnly: true },
+      { spec: './u.js', typeOnly: false },
+      { spec: './t.js', typeOnly: true },
+      { spec: './s.js', typeOnly: false },
+      { spec: '../w.js', typeOnly: false },
+    ]);
   });
 });

@@ -7,7 +7,7 @@ import type { DesignSpec } from '../design/types.js';
 import type { SimResult } from '../sim/result.js';
 import { better, meetsTarget, overallCoverage } from '../sim/ranking.js';
 import { Semaphore } from '../util/semaphore.js';
-import { DEFAULT_SAMPLING, ModelError, estimateTokens, type ModelBackend, type SamplingParams } from '../llm/backend.js';
+import { ModelError, estimateTokens, type ModelBackend, type SamplingParams } from '../llm/backend.js';
 import {
   defaultInstruction,
   feedbackFromLog,
@@ -23,6 +23,7 @@ import {
   type ParsedReply,
 } from './protocol.js';
 import type { AgentEvent, AgentOptions, AgentRound, AgentRun, HistoryMode, SampleRun, TokenUsage } from './types.js';
+import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_TARGET } from '../run/defaults.js';
 
 /** Room a reply needs at least; a prompt that leaves less than this does not fit. */
 export const MIN_REPLY_TOKENS = 1024;
@@ -95,8 +96,8 @@ async function promptTokens(backend: ModelBackend, messages: ChatMessage[]): Pro
 /** Run one direct generation + up to `rounds` refinements for each sample. */
 export async function runAgent(o: AgentOptions): Promise<AgentRun> {
   const top = o.info.top;
-  const instance = o.instance ?? 'uut';
-  const target = o.target ?? 1;
+  const instance = o.instance ?? DEFAULT_INSTANCE;
+  const target = o.target ?? DEFAULT_TARGET;
   const rtl = designContext(o.design);
   const first = firstTurn(rtl, o.specs ?? [], o.instruction ?? defaultInstruction(top, instance));
   const info = await o.backend.info();
@@ -116,7 +117,7 @@ export async function runAgent(o: AgentOptions): Promise<AgentRun> {
     top,
     instance,
     target,
-    rounds: Math.max(0, Math.floor(o.rounds ?? 3)),
+    rounds: Math.max(0, Math.floor(o.rounds ?? DEFAULT_ROUNDS)),
     history: o.history ?? 'markov',
     sampling,
     contextLength: limit,
@@ -366,7 +367,7 @@ export interface RefineOutcome {
 /** Messages for one refinement of an existing testbench: the first turn, the testbench as the
  * model's own reply, and the feedback turn built from the result or the log. */
 export function refineMessages(o: Omit<RefineOptions, 'backend' | 'signal' | 'onText' | 'sampling'>): ChatMessage[] {
-  const instruction = o.instruction ?? defaultInstruction(o.top, o.instance ?? 'uut');
+  const instruction = o.instruction ?? defaultInstruction(o.top, o.instance ?? DEFAULT_INSTANCE);
   const feedback =
     'result' in o.feedback
       ? feedbackTurn(

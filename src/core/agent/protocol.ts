@@ -9,6 +9,7 @@ import { safeResult } from '../sim/result.js';
 
 // The message type belongs to the model interface (llm/backend.ts); the protocol builds on it.
 import type { ChatMessage } from '../llm/backend.js';
+import { DEFAULT_INSTANCE } from '../run/defaults.js';
 export type { ChatMessage };
 
 export interface NamedText {
@@ -69,7 +70,7 @@ Write a SystemVerilog testbench that maximizes coverage of the given RTL project
 }
 
 /** The reference instruction for designs that come without one (training data, a user's file). */
-export function defaultInstruction(top: string, instance = 'uut'): string {
+export function defaultInstruction(top: string, instance = DEFAULT_INSTANCE): string {
   return (
     `Generate a SystemVerilog testbench for the given RTL design. The top module is '${top}', and its instance name in the testbench should be '${instance}'. ` +
     `Target coverage only in your testbench: Try to achieve as high coverage as possible, including line, toggle, FSM, branch, etc. ` +

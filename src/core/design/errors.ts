@@ -1,6 +1,6 @@
 // Errors about the user's design (not the testbench): they stop the run before any candidate is
 // judged, and each one says what is wrong and how to fix it.
-import type { Diagnostic } from '../sim/result.js';
+import type { Diagnostic } from './diagnostic.js';
 
 export type DesignErrorKind =
   | 'missing-file'

@@ -4,7 +4,7 @@
 // Read by the CLI and the editor alike; written only when the user asks.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import type { DesignOptions } from './load.js';
+import type { DesignOptions } from './prepare.js';
 import { projectFileSchema, type ProjectFile } from './projectSchema.js';
 import { check } from '../util/schema.js';
 

@@ -124,7 +124,7 @@ export function passes(
       if (v === undefined || v === null) continue;
     }
     const v = inst === top && t.metric === 'Overall Average' ? c : (row as unknown as Record<string, unknown>)[t.metric];
-    if (typeof v !== 'number' || v * 100 < t.target_percentage - 1e-7) return false;
+    if (typeof v !== 'number' || !meetsTarget(v, t.target_percentage / 100)) return false;
   }
   return true;
 }

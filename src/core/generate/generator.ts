@@ -5,20 +5,22 @@
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
-import { constValue } from '../design/introspect.js';
+import { parseSvLiteral, svLiteralValue } from '../design/svLiteral.js';
+import { significant, tokenize } from '../design/svTokens.js';
 import { better, meetsTarget, overallCoverage } from '../sim/ranking.js';
-import { introspect } from '../design/introspect.js';
+import { introspect } from '../sim/verilator/introspect.js';
 import { assignRoles, type Roles } from './roles.js';
 import { emitTestbench, segmentSeed, type StimulusPlan } from './emit.js';
 import { scaleParams, type ScaledParam } from './params.js';
 import { describeProtocols, detectProtocols } from './protocols/detect.js';
+import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../run/defaults.js';
 
 export interface GenerateOptions {
-  /** Rounds of coverage-directed refinement, including the first (default 4). */
-  rounds?: number;
+  /** Attempts in all, the first generation included: rounds + 1 (default DEFAULT_ROUNDS + 1). */
+  attempts?: number;
   /** Stop as soon as coverage reaches this fraction (default 1.0). */
   target?: number;
-  /** Stop after this many rounds in a row without improvement (default 3). */
+  /** Stop after this many attempts in a row without improvement (default DEFAULT_PATIENCE). */
   patience?: number;
   /** DUT instance name in the testbench (default `uut`). */
   instance?: string;
@@ -56,7 +58,7 @@ function designConstants(info: DesignInfo, roles: Roles): Record<string, bigint[
   const m = info.modules.find((x) => x.name === info.top);
   const out: Record<string, bigint[]> = {};
   for (const p of roles.data) {
-    const vals = (m?.comparisons[p.name] ?? []).map((v) => constValue(v)).filter((v): v is bigint => v !== null);
+    const vals = (m?.comparisons[p.name] ?? []).map((v) => svLiteralValue(v)).filter((v): v is bigint => v !== null);
     if (vals.length) out[p.name] = vals;
   }
   return out;
@@ -68,7 +70,7 @@ function holdLength(info: DesignInfo): number {
   let need = 32;
   for (const vals of Object.values(m?.comparisons ?? {})) {
     for (const v of vals) {
-      const n = constValue(v);
+      const n = svLiteralValue(v);
       if (n !== null && n < 1_000_000n) need = Math.max(need, Number(n) + 4);
     }
   }
@@ -82,7 +84,7 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
   const protocols = detectProtocols(info, roles);
   return {
     top: info.top,
-    instance: opts.instance ?? 'uut',
+    instance: opts.instance ?? DEFAULT_INSTANCE,
     params: { ...design.params, ...Object.fromEntries(scaled.map((p) => [p.name, p.value])) },
     scaled,
     protocols,
@@ -90,7 +92,7 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
     protocolScale: 1,
     walkCycles: 256,
     roles,
-    seed: opts.seed ?? 1,
+    seed: opts.seed ?? DEFAULT_SEED,
     randomCycles: 400,
     holdCycles: holdLength(info),
     holdCombos: 8,
@@ -140,27 +142,36 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
     );
   }
   // Constants in the source of uncovered conditions, for every input of a matching width.
-  const found = new Set<string>();
+  // Sized literals with no x/z bits (`8'hFF`), each shown as written, base in lower case.
+  const found = new Map<string, bigint>();
   for (const u of blocks) {
-    for (const lit of (u.source ?? '').matchAll(/\b(\d+)'([sS]?[hHdDbBoO])([0-9a-fA-F_]+)\b/g))
-      found.add(`${lit[1]}'${lit[2].toLowerCase()}${lit[3]}`);
+    for (const tok of significant(tokenize(u.source ?? ''))) {
+      const lit = tok.kind === 'number' ? parseSvLiteral(tok.value) : null;
+      if (lit?.form !== 'based' || lit.width === undefined || lit.value === undefined) continue;
+      found.set(
+        tok.value.replace(/\s+/g, '').replace(/'[sS]?[bBoOdDhH]/, (b) => b.toLowerCase()),
+        lit.value,
+      );
+    }
   }
   // Named constants too (`case (state) S_WAIT:`, `if (addr == REG_CTRL)`): the design's own
   // parameters and localparams, by name, give their values.
   const named = new Map<string, string>();
-  for (const m of info.modules) for (const p of m.params) if (p.value !== null && constValue(p.value) !== null) named.set(p.name, p.value);
+  for (const m of info.modules)
+    for (const p of m.params) if (p.value !== null && svLiteralValue(p.value) !== null) named.set(p.name, p.value);
   for (const u of blocks) {
     for (const id of (u.source ?? '').matchAll(/\b([A-Za-z_]\w*)\b/g)) {
       const v = named.get(id[1]);
-      if (v && found.size < 64) found.add(v.replace(/^(\d+)'s/, "$1'"));
+      const n = v === undefined ? null : svLiteralValue(v);
+      if (v && n !== null && found.size < 64) found.set(v.replace(/^(\d+)'s/, "$1'"), n);
     }
   }
   if (found.size) {
     for (const p of prev.roles.data) {
-      const add = [...found].map((l) => constValue(l)).filter((v): v is bigint => v !== null && v < 1n << BigInt(p.width));
+      const add = [...found.values()].filter((v) => v < 1n << BigInt(p.width));
       if (add.length) next.constants[p.name] = [...new Set([...(next.constants[p.name] ?? []), ...add])];
     }
-    notes.push(`constants from uncovered conditions tried on the inputs: ${[...found].slice(0, 8).join(', ')}`);
+    notes.push(`constants from uncovered conditions tried on the inputs: ${[...found.keys()].slice(0, 8).join(', ')}`);
   }
   return next;
 }
@@ -171,8 +182,8 @@ export async function generateTestbench(
   info: DesignInfo,
   opts: GenerateOptions = {},
 ): Promise<GenerateResult> {
-  const rounds = Math.max(1, opts.rounds ?? 4);
-  const target = opts.target ?? 1;
+  const attempts = Math.max(1, opts.attempts ?? DEFAULT_ROUNDS + 1);
+  const target = opts.target ?? DEFAULT_TARGET;
   const tbName = `tb_${info.top}.sv`;
   // Parameters that put terminal counts out of reach are scaled down in the instantiation (and
   // passed as overrides, so the DUT library is built with the same values).
@@ -196,7 +207,7 @@ export async function generateTestbench(
   const history: GeneratedRound[] = [];
   let best: GeneratedRound | undefined;
   let stale = 0;
-  for (let i = 0; i < rounds; i++) {
+  for (let i = 0; i < attempts; i++) {
     if (opts.signal?.aborted) break;
     const testbench = emitTestbench(plan);
     opts.onRoundStart?.(i);
@@ -216,7 +227,7 @@ export async function generateTestbench(
       best = round;
       stale = 0;
       improved = true;
-    } else if (++stale >= (opts.patience ?? 3)) break;
+    } else if (++stale >= (opts.patience ?? DEFAULT_PATIENCE)) break;
     if (meetsTarget(overallCoverage(result), target)) break;
     if (result.status === 'rejected' || result.status === 'exception') break;
     const prev = plan;

@@ -5,7 +5,7 @@
 // elaborating the design again with the new value, and reported (header comment, run record).
 // The user's -G overrides and `keepParams` win: those parameters are never touched.
 import type { DesignInfo, DesignSpec, ModuleInfo } from '../design/types.js';
-import { constValue } from '../design/introspect.js';
+import { svLiteralValue } from '../design/svLiteral.js';
 
 export interface ScaledParam {
   name: string;
@@ -30,7 +30,7 @@ function largestCompared(info: DesignInfo): bigint {
   for (const m of info.modules) {
     for (const vals of Object.values(m.comparisons)) {
       for (const v of vals) {
-        const n = constValue(v);
+        const n = svLiteralValue(v);
         if (n !== null && n > big) big = n;
       }
     }
@@ -44,7 +44,7 @@ function perSignal(info: DesignInfo): Map<string, bigint> {
   for (const m of info.modules) {
     for (const [sig, vals] of Object.entries(m.comparisons)) {
       for (const v of vals) {
-        const n = constValue(v);
+        const n = svLiteralValue(v);
         const k = `${m.name}.${sig}`;
         if (n !== null && n > (out.get(k) ?? -1n)) out.set(k, n);
       }
@@ -58,7 +58,7 @@ export function scaleCandidates(m: ModuleInfo, userParams: Record<string, string
   const out: Array<{ name: string; value: bigint; text: string }> = [];
   for (const p of m.params) {
     if (p.local || p.isType || p.value === null || p.name in userParams) continue;
-    const v = constValue(p.value);
+    const v = svLiteralValue(p.value);
     if (v === null || v < 64n) continue;
     if (SHAPE.test(p.name) && !TIMING.test(p.name)) continue;
     if (!TIMING.test(p.name) && v < 1024n) continue;

@@ -15,8 +15,6 @@ export interface SamplingParams {
   seed?: number;
 }
 
-export const DEFAULT_SAMPLING: SamplingParams = { temperature: 0.7, topP: 0.8, maxNewTokens: 16_384 };
-
 export interface CompletionRequest {
   messages: ChatMessage[];
   sampling: SamplingParams;

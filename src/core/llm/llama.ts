@@ -10,13 +10,16 @@
 // engines draft alike; node-llama-cpp's own InputLookupTokenPredictor searches the prompt only, not
 // the reply so far); llama.cpp verifies them in one batch and keeps the ones the sampler would have
 // drawn anyway, so the output does not change.
+// complete() is the frame both in-process engines share (localComplete.ts) around the decode loop
+// here, so the two engines stream, stop and count alike.
 import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { freemem, homedir, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import type { ChatMessage } from './backend.js';
 import { Drafter } from './lookup.js';
-import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
+import { ModelError, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 import { acquireShared, releaseShared } from './shared.js';
+import { localComplete, type LocalEngine, type Reply } from './localComplete.js';
 import { physicalCores } from './cpu.js';
 
 type NodeLlama = typeof import('node-llama-cpp');
@@ -536,6 +539,84 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
 
   const promptIds = (l: Loaded, messages: ChatMessage[]): number[] => l.model.tokenize(l.render(messages), true) as number[];
 
+  /** The decode loop (the engine step of localComplete): llama.cpp evaluates the prompt past the
+   * reused prefix, then samples; the context regrows when the reply outgrows it. */
+  const generate = async (l: Loaded, ids: number[], reply: Reply): Promise<Pick<Completion, 'cache' | 'drafts'>> => {
+    const { maxNew, tokens: gen } = reply;
+    const req = reply.request;
+    // Prefix reuse: keep the evaluated tokens this prompt starts with (at least one token must
+    // be evaluated to get the next token's logits).
+    const keepOf = (s: Sequence | null): number =>
+      s && opts.prefixReuse !== false ? Math.min(s.compareContextTokens(ids as never).firstDifferentIndex, ids.length - 1) : 0;
+    // Room for the prompt and the reply's first `step` tokens; a longer reply regrows it.
+    let seq = await sized(l, Math.min(l.contextLength, ids.length + Math.min(maxNew, l.step) + DRAFT_ROOM), keepOf(l.sequence));
+    const keep = keepOf(seq);
+    if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
+    let before = { ...seq.tokenPredictions };
+    const drafts = { proposed: 0, accepted: 0 };
+    const countDrafts = (s: Sequence): void => {
+      const after = s.tokenPredictions;
+      drafts.proposed += after.validated + after.refuted - before.validated - before.refuted;
+      drafts.accepted += after.used - before.used;
+    };
+    const sampling =
+      req.sampling.temperature > 0
+        ? {
+            temperature: req.sampling.temperature,
+            topP: req.sampling.topP,
+            topK: 0,
+            seed: req.sampling.seed ?? (Math.random() * 2 ** 31) >>> 0,
+          }
+        : { temperature: 0 };
+    try {
+      let feed = ids.slice(keep);
+      reply: for (;;) {
+        let grow = false;
+        // after a regrow, a sampled reply goes on from a random stream of its own (seed + length)
+        const draw = 'seed' in sampling && gen.length ? { ...sampling, seed: ((sampling.seed ?? 0) + gen.length) >>> 0 } : sampling;
+        for await (const tok of seq.evaluate(feed as never, { ...draw, yieldEogToken: true })) {
+          if (reply.aborted || !reply.take(tok as number)) break reply;
+          // Evaluating this token (and a draft batch after it) must fit: else regrow first.
+          if (seq.nextTokenIndex + 1 + DRAFT_ROOM > l.allocated && l.allocated < l.contextLength) {
+            grow = true;
+            break;
+          }
+        }
+        if (!grow) break;
+        // The reply goes on in a larger context from the last token drawn, which the sequence
+        // has not evaluated yet.
+        countDrafts(seq);
+        const held = seq.contextTokens as number[];
+        seq = await sized(
+          l,
+          Math.min(l.contextLength, held.length + 1 + DRAFT_ROOM + Math.min(maxNew - gen.length, 2 * l.step)),
+          held.length,
+        );
+        before = { ...seq.tokenPredictions };
+        feed = [...held.slice(seq.nextTokenIndex), gen.at(-1)!]; // what the regrow did not keep, then the new token
+      }
+    } catch (e) {
+      throw new ModelError('corrupt', `Generation failed in ${gguf}: ${(e as Error).message}`);
+    }
+    countDrafts(seq);
+    return {
+      cache: { evaluatedTokens: ids.length - keep, reusedTokens: keep, contextTokens: l.allocated },
+      ...(l.lookup ? { drafts } : {}),
+    };
+  };
+
+  const engine: LocalEngine<Loaded> = {
+    load: get,
+    promptIds,
+    contextLength: (l) => l.contextLength,
+    overflow: (tokens, ctx) =>
+      `The prompt takes ${tokens} tokens; the context is ${ctx}. Shorten the design context or raise the context length (--context-length).`,
+    isEnd: (l, token) => l.model.isEogToken(token as never),
+    // a piece is rendered after the reply's last tokens before it (a leading space depends on them)
+    detokenize: (l, tokens, reply, at) => l.model.detokenize(tokens as never, false, reply.slice(Math.max(0, at - 8), at) as never),
+    generate,
+  };
+
   return {
     parallelism: 1,
 
@@ -560,118 +641,7 @@ export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
       return promptIds(await get(), messages);
     },
 
-    async complete(req: CompletionRequest): Promise<Completion> {
-      const t0 = performance.now();
-      const cancelled = (): ModelError => new ModelError('cancelled', 'The completion was cancelled.');
-      if (req.signal?.aborted) throw cancelled();
-      const l = await abortable(get(), req.signal, cancelled);
-      const job = async (): Promise<Completion> => {
-        if (req.signal?.aborted) throw cancelled();
-        const ids = promptIds(l, req.messages);
-        if (ids.length >= l.contextLength)
-          throw new ModelError(
-            'context-overflow',
-            `The prompt takes ${ids.length} tokens; the context is ${l.contextLength}. Shorten the design context or raise the context length (--context-length).`,
-          );
-        const maxNew = Math.min(req.sampling.maxNewTokens, l.contextLength - ids.length);
-        // Prefix reuse: keep the evaluated tokens this prompt starts with (at least one token must
-        // be evaluated to get the next token's logits).
-        const keepOf = (s: Sequence | null): number =>
-          s && opts.prefixReuse !== false ? Math.min(s.compareContextTokens(ids as never).firstDifferentIndex, ids.length - 1) : 0;
-        // Room for the prompt and the reply's first `step` tokens; a longer reply regrows it.
-        let seq = await sized(l, Math.min(l.contextLength, ids.length + Math.min(maxNew, l.step) + DRAFT_ROOM), keepOf(l.sequence));
-        const keep = keepOf(seq);
-        if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
-        let before = { ...seq.tokenPredictions };
-        const drafts = { proposed: 0, accepted: 0 };
-        const countDrafts = (s: Sequence): void => {
-          const after = s.tokenPredictions;
-          drafts.proposed += after.validated + after.refuted - before.validated - before.refuted;
-          drafts.accepted += after.used - before.used;
-        };
-        const sampling =
-          req.sampling.temperature > 0
-            ? {
-                temperature: req.sampling.temperature,
-                topP: req.sampling.topP,
-                topK: 0,
-                seed: req.sampling.seed ?? (Math.random() * 2 ** 31) >>> 0,
-              }
-            : { temperature: 0 };
-        const gen: number[] = [];
-        let pending: number[] = [];
-        let firstTokenMs: number | null = null;
-        let stopped = false;
-        const flush = (final: boolean): void => {
-          if (!pending.length || !req.onText) return;
-          const piece = l.model.detokenize(
-            pending as never,
-            false,
-            gen.slice(Math.max(0, gen.length - pending.length - 8), gen.length - pending.length) as never,
-          );
-          if (!final && piece.endsWith('\uFFFD')) return; // half a UTF-8 character: wait for the rest
-          pending = [];
-          if (piece) req.onText(piece);
-        };
-        try {
-          let feed = ids.slice(keep);
-          reply: for (;;) {
-            let grow = false;
-            // after a regrow, a sampled reply goes on from a random stream of its own (seed + length)
-            const draw = 'seed' in sampling && gen.length ? { ...sampling, seed: ((sampling.seed ?? 0) + gen.length) >>> 0 } : sampling;
-            for await (const tok of seq.evaluate(feed as never, { ...draw, yieldEogToken: true })) {
-              firstTokenMs ??= performance.now() - t0;
-              if (req.signal?.aborted) break reply;
-              if (l.model.isEogToken(tok)) {
-                stopped = true;
-                break reply;
-              }
-              gen.push(tok as number);
-              pending.push(tok as number);
-              flush(false);
-              if (gen.length >= maxNew) break reply;
-              // Evaluating this token (and a draft batch after it) must fit: else regrow first.
-              if (seq.nextTokenIndex + 1 + DRAFT_ROOM > l.allocated && l.allocated < l.contextLength) {
-                grow = true;
-                break;
-              }
-            }
-            if (!grow) break;
-            // The reply goes on in a larger context from the last token drawn, which the sequence
-            // has not evaluated yet.
-            countDrafts(seq);
-            const held = seq.contextTokens as number[];
-            seq = await sized(
-              l,
-              Math.min(l.contextLength, held.length + 1 + DRAFT_ROOM + Math.min(maxNew - gen.length, 2 * l.step)),
-              held.length,
-            );
-            before = { ...seq.tokenPredictions };
-            feed = [...held.slice(seq.nextTokenIndex), gen.at(-1)!]; // what the regrow did not keep, then the new token
-          }
-        } catch (e) {
-          if (req.signal?.aborted) throw cancelled();
-          throw new ModelError('corrupt', `Generation failed in ${gguf}: ${(e as Error).message}`);
-        }
-        if (req.signal?.aborted) throw cancelled();
-        flush(true);
-        countDrafts(seq);
-        return {
-          text: l.model.detokenize(gen as never, false),
-          promptTokens: ids.length,
-          completionTokens: gen.length,
-          finishReason: !stopped && gen.length >= maxNew ? 'length' : 'stop',
-          firstTokenMs,
-          totalMs: performance.now() - t0,
-          cache: { evaluatedTokens: ids.length - keep, reusedTokens: keep, contextTokens: l.allocated },
-          ...(l.lookup ? { drafts } : {}),
-        };
-      };
-      const p = l.queue.then(job, job);
-      l.queue = p.catch(() => undefined);
-      // Cancel answers at once: a prompt being evaluated finishes its batch in the background.
-      return abortable(p, req.signal, cancelled);
-    },
+    complete: (req: CompletionRequest): Promise<Completion> => localComplete(req, engine),
 
     async dispose(): Promise<void> {
       if (disposed) return;

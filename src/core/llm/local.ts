@@ -6,6 +6,7 @@
 // transformers.js (onnxKv.ts says why the first is the fast one). Both runtimes are imported on
 // first use, so the CLI starts without them and the bundle keeps them external. A model loads once
 // per directory, dtype and threads, and is shared by every backend that names it.
+// complete() is the frame both in-process engines share (localComplete.ts) around decode() here.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
@@ -14,8 +15,9 @@ import { sampleToken, seededRandom } from './sampling.js';
 import { Drafter } from './lookup.js';
 import { physicalCores } from './cpu.js';
 import { InplaceRunner, PresentRunner, type KvRunner, type Logits, type OrtSession, type OrtTensorCtor } from './onnxKv.js';
-import { ModelError, abortable, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
+import { ModelError, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
 import { acquireShared, releaseShared } from './shared.js';
+import { localComplete, type LocalEngine, type Reply } from './localComplete.js';
 
 export type LocalDtype = 'fp32' | 'q4' | 'q4f16';
 
@@ -303,25 +305,21 @@ async function load(r: Resolved, dtype: LocalDtype, opts: LocalBackendOptions & 
 /** Prompt tokens per forward pass while prefilling: bounds the logits and the time a cancel waits. */
 const PREFILL_CHUNK = 512;
 
-type DecodeResult = Pick<Completion, 'text' | 'completionTokens' | 'finishReason' | 'firstTokenMs' | 'cache' | 'drafts'>;
-
 /**
- * The decode loop: reuse the cached keys/values of the longest common prefix, prefill the rest in
- * chunks, then sample token by token. With lookup on, each step also feeds the draft tokens that
- * followed the reply's last n-gram in the prompt; position i's logits are the ones plain decoding
- * would see after accepting drafts 0..i-1, so drawing from them with the same random stream and
- * keeping drafts while they equal the draw gives plain decoding's tokens (greedy and sampled).
+ * The decode loop (the engine step of localComplete): reuse the cached keys/values of the longest
+ * common prefix, prefill the rest in chunks, then sample token by token. With lookup on, each step
+ * also feeds the draft tokens that followed the reply's last n-gram in the prompt; position i's
+ * logits are the ones plain decoding would see after accepting drafts 0..i-1, so drawing from them
+ * with the same random stream and keeping drafts while they equal the draw gives plain decoding's
+ * tokens (greedy and sampled).
  */
 async function decode(
   l: Loaded,
   prompt: number[],
-  maxNew: number,
-  req: CompletionRequest,
-  t0: number,
-  cancelled: () => ModelError,
+  reply: Reply,
   lookup: boolean,
   script: readonly number[] | undefined,
-): Promise<DecodeResult> {
+): Promise<Pick<Completion, 'cache' | 'drafts'>> {
   // Prefix reuse: the cached tokens this prompt starts with (at least one prompt token is fed, for
   // its logits). The runner's cache always matches its tokens (a forward pass that fails changes
   // neither; a cancel lands between passes), so what a cancelled call evaluated stays reusable.
@@ -334,48 +332,25 @@ async function decode(
 
   let logits: Logits | null = null;
   for (let i = keep; i < prompt.length; i += PREFILL_CHUNK) {
-    if (req.signal?.aborted) throw cancelled();
+    if (reply.aborted) throw reply.cancelled();
     logits = await forward(prompt.slice(i, i + PREFILL_CHUNK), 1);
   }
   const vocab = logits!.dims.at(-1)!;
-  const temperature = req.sampling.temperature;
-  const random = seededRandom(req.sampling.seed ?? (Math.random() * 2 ** 31) >>> 0);
+  const { temperature, topP, seed } = reply.request.sampling;
+  const random = seededRandom(seed ?? (Math.random() * 2 ** 31) >>> 0);
+  const gen = reply.tokens;
   const draw = (rows: Logits, row: number): number =>
     script
       ? script[gen.length] // the scripted reply's next token (LocalBackendOptions.scriptedReply)
-      : sampleToken(rows.data.subarray(row * vocab, (row + 1) * vocab), temperature, req.sampling.topP, random);
+      : sampleToken(rows.data.subarray(row * vocab, (row + 1) * vocab), temperature, topP, random);
 
-  const gen: number[] = [];
-  let pending: number[] = [];
-  const flush = (final: boolean): void => {
-    if (!pending.length || !req.onText) return;
-    const piece = l.tokenizer.decode(pending, { skip_special_tokens: true });
-    if (!final && piece.endsWith('\uFFFD')) return; // half a UTF-8 character: wait for the rest
-    pending = [];
-    if (piece) req.onText(piece);
-  };
-  let firstTokenMs: number | null = null;
-  let stopped = false;
   let proposed = 0;
   let accepted = 0;
-  /** Takes one sampled token; false when generation ends with it. */
-  const take = (tok: number): boolean => {
-    firstTokenMs ??= performance.now() - t0;
-    if (l.eos.has(tok)) {
-      stopped = true;
-      return false;
-    }
-    gen.push(tok);
-    pending.push(tok);
-    flush(false);
-    return gen.length < maxNew;
-  };
-
   const drafter = lookup ? new Drafter() : null;
   let next = draw(logits!, 0);
-  while (take(next)) {
-    if (req.signal?.aborted) throw cancelled();
-    const draft = drafter ? drafter.draft([...prompt, ...gen]).slice(0, Math.max(0, maxNew - gen.length - 1)) : [];
+  while (reply.take(next)) {
+    if (reply.aborted) throw reply.cancelled();
+    const draft = drafter ? drafter.draft([...prompt, ...gen]).slice(0, Math.max(0, reply.maxNew - gen.length - 1)) : [];
     const base = kv.tokens.length;
     const rows = await forward([next, ...draft], draft.length + 1);
     proposed += draft.length;
@@ -385,7 +360,7 @@ async function decode(
     while (i < draft.length && tok === draft[i]) {
       accepted++;
       i++;
-      if (!(going = take(tok))) break;
+      if (!(going = reply.take(tok))) break;
       tok = draw(rows, i);
     }
     drafter?.record(draft.length, i);
@@ -394,13 +369,7 @@ async function decode(
     if (i < draft.length) kv.truncate(base + 1 + i);
     next = tok;
   }
-  if (req.signal?.aborted) throw cancelled();
-  flush(true);
   return {
-    text: l.tokenizer.decode(gen, { skip_special_tokens: true }),
-    completionTokens: gen.length,
-    finishReason: !stopped && gen.length >= maxNew ? 'length' : 'stop',
-    firstTokenMs,
     cache: { evaluatedTokens: prompt.length - keep, reusedTokens: keep },
     ...(lookup ? { drafts: { proposed, accepted } } : {}),
   };
@@ -444,6 +413,21 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
     return l.tokenizer.encode(text, { add_special_tokens: false });
   };
 
+  const engine: LocalEngine<Loaded> = {
+    load: get,
+    promptIds: render,
+    contextLength: contextOf,
+    overflow: (tokens, ctx) =>
+      `The prompt takes ${tokens} tokens; the model's context is ${ctx}. Shorten the design context or raise contextLength.`,
+    replyLimit: opts.scriptedReply?.length,
+    isEnd: (l, token) => l.eos.has(token),
+    detokenize: (l, tokens) => l.tokenizer.decode(tokens, { skip_special_tokens: true }),
+    generate: (l, prompt, reply) => {
+      if (opts.prefixReuse === false) l.runner.truncate(0);
+      return decode(l, prompt, reply, opts.lookup !== false, opts.scriptedReply);
+    },
+  };
+
   return {
     parallelism: 1,
 
@@ -469,36 +453,7 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
       return render(await get(), messages);
     },
 
-    async complete(req: CompletionRequest): Promise<Completion> {
-      const t0 = performance.now();
-      const cancelled = (): ModelError => new ModelError('cancelled', 'The completion was cancelled.');
-      if (req.signal?.aborted) throw cancelled();
-      const l = await abortable(get(), req.signal, cancelled);
-      const job = async (): Promise<Completion> => {
-        if (req.signal?.aborted) throw cancelled();
-        const promptIds = render(l, req.messages);
-        const promptTokens = promptIds.length;
-        let maxNew = req.sampling.maxNewTokens;
-        const ctx = contextOf(l);
-        if (ctx != null) {
-          if (promptTokens >= ctx)
-            throw new ModelError(
-              'context-overflow',
-              `The prompt takes ${promptTokens} tokens; the model's context is ${ctx}. Shorten the design context or raise contextLength.`,
-            );
-          maxNew = Math.min(maxNew, ctx - promptTokens);
-        }
-        if (opts.prefixReuse === false) l.runner.truncate(0);
-        const script = opts.scriptedReply;
-        if (script) maxNew = Math.min(maxNew, script.length);
-        const out = await decode(l, promptIds, maxNew, req, t0, cancelled, opts.lookup !== false, script);
-        return { ...out, promptTokens, totalMs: performance.now() - t0 };
-      };
-      const p = l.queue.then(job, job);
-      l.queue = p.catch(() => undefined);
-      // Cancel answers at once; a forward pass under way finishes in the background.
-      return abortable(p, req.signal, cancelled);
-    },
+    complete: (req: CompletionRequest): Promise<Completion> => localComplete(req, engine),
 
     async dispose(): Promise<void> {
       if (disposed) return;

@@ -1,5 +1,59 @@
-// Defaults of a generation run, in a module without imports: the extension host reads them for its
-// settings without bundling the engine (the worker process runs that).
+// Every default a person could want to change, in one place: the CLI's option defaults, the editor's
+// setting fallbacks, the engine's own fallbacks and the reward service read them from here.
+//
+// This module has no value imports (test/unit/layers.test.ts checks it), so every layer of src/core
+// may read it without an upward dependency, and the extension host reads it for its settings
+// without bundling the engine (the worker process runs that).
+import type { SimLimits } from '../sim/simulator.js';
+import type { SamplingParams } from '../llm/backend.js';
 
-/** Refinement rounds after the first generation when the caller names none: 4 attempts in all. */
+/** The DUT's instance name in a testbench when neither the user nor the task names one. */
+export const DEFAULT_INSTANCE = 'uut';
+
+/** Refinement rounds after the first generation when the caller names none: 4 attempts in all.
+ * "Rounds" means this everywhere (CLI, editor, eval, agent loop); the built-in generator counts
+ * its attempts (rounds + 1). */
 export const DEFAULT_ROUNDS = 3;
+
+/** Coverage target (fraction of the overall figure) when none is given: stop only at 100%. */
+export const DEFAULT_TARGET = 1;
+
+/** Coverage is a ratio of counts computed in floating point: a target met up to this much is met.
+ * The one pass/target tolerance (ranking, eval targets, reward service). */
+export const COVERAGE_TOLERANCE = 1e-9;
+
+/** The built-in generator stops after this many attempts in a row without a coverage gain. */
+export const DEFAULT_PATIENCE = 3;
+
+/** Independent samples per design for `chorus generate`, and per task for `chorus eval` (Pass@5 needs 5). */
+export const DEFAULT_GENERATE_SAMPLES = 1;
+export const DEFAULT_EVAL_SAMPLES = 5;
+
+/** Base seed of every run that takes one (generator, sampling, eval's per-sample seeds). */
+export const DEFAULT_SEED = 1;
+
+/** Limits of one candidate's build and simulation (wall clock, simulated time, output, memory). */
+export const DEFAULT_LIMITS: SimLimits = {
+  timeoutS: 60,
+  simTimeLimitNs: 1e9,
+  outputLimitBytes: 4 * 1024 * 1024,
+  memoryLimitMb: 4096,
+  buildTimeoutS: 300,
+  buildMemoryLimitMb: 4096,
+  runDirLimitBytes: 64 * 1024 * 1024,
+};
+
+/** Sampling of a model reply (the checkpoints' recommended Qwen3 settings; 16k new tokens leaves room
+ * for the thinking block before the testbench). */
+export const DEFAULT_SAMPLING: SamplingParams = { temperature: 0.7, topP: 0.8, maxNewTokens: 16_384 };
+
+/** The reward service (`chorus serve`): where it listens, how much work it queues, how long it
+ * drains on SIGTERM, the largest per-request timeout and request body it accepts. */
+export const DEFAULT_SERVICE = {
+  port: 8080,
+  host: '127.0.0.1',
+  queueLimit: 64,
+  graceS: 30,
+  maxTimeoutS: 300,
+  bodyLimitMiB: 8,
+} as const;

@@ -16,12 +16,13 @@ import type { NamedText } from '../agent/protocol.js';
 import { runAgent } from '../agent/loop.js';
 import type { AgentRound, HistoryMode, SampleRun, TokenUsage } from '../agent/types.js';
 import { generateTestbench, type ScaledParam } from '../generate/generator.js';
-import { DEFAULT_ROUNDS } from './defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from './defaults.js';
 
-export { DEFAULT_ROUNDS } from './defaults.js';
+/** The model-free generator alone, for the benchmark that measures it against human testbenches. */
+export { generateTestbench } from '../generate/generator.js';
 
 export interface GenerationRequest {
-  /** The design, already loaded and introspected (design/load.ts loadDesign). */
+  /** The design, already loaded and introspected (run/design.ts loadDesign). */
   design: DesignSpec;
   info: DesignInfo;
   /** The model, or null for the built-in model-free generator. */
@@ -139,8 +140,8 @@ export async function runGeneration(
 
 async function builtin(req: GenerationRequest, rounds: number, events: GenerationEvents, signal?: AbortSignal): Promise<GenerationResult> {
   const attempts = rounds + 1;
-  const target = req.target ?? 1;
-  const instance = req.instance ?? 'uut';
+  const target = req.target ?? DEFAULT_TARGET;
+  const instance = req.instance ?? DEFAULT_INSTANCE;
   let bestCov: number | null = null;
   const tbName = `tb_${req.info.top}.sv`;
   const toRound = (r: { round: number; testbench: string; result: SimResult; notes: string[] }): GenerationRound => ({
@@ -156,9 +157,9 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
     simMs: r.result.timings.total * 1000,
   });
   const g = await generateTestbench(resolveSimulator(req.simulator), req.design, req.info, {
-    rounds: attempts,
+    attempts,
     target,
-    seed: req.seed ?? 1,
+    seed: req.seed ?? DEFAULT_SEED,
     keepParams: req.keepParams,
     instance,
     limits: req.limits,
@@ -220,17 +221,17 @@ async function withModel(
   signal?: AbortSignal,
 ): Promise<GenerationResult> {
   const simulator = resolveSimulator(req.simulator);
-  const seed = req.seed ?? 1;
+  const seed = req.seed ?? DEFAULT_SEED;
   let warmStart: { testbench: string; filename: string; result: SimResult } | undefined;
   let scaledParams: ScaledParam[] = [];
   if (req.warmStart) {
     events({ type: 'progress', message: 'warm start: running the built-in generator; the model refines its best testbench' });
     const g = await generateTestbench(simulator, req.design, req.info, {
-      rounds: rounds + 1,
-      target: req.target ?? 1,
+      attempts: rounds + 1,
+      target: req.target ?? DEFAULT_TARGET,
       seed,
       keepParams: req.keepParams,
-      instance: req.instance ?? 'uut',
+      instance: req.instance ?? DEFAULT_INSTANCE,
       limits: req.limits,
       signal,
     });

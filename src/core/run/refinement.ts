@@ -21,7 +21,7 @@ import { openModel } from './modelCheck.js';
 import { DEFAULT_ROUNDS } from './defaults.js';
 
 export interface RefinementRequest {
-  /** The design, already loaded and introspected (design/load.ts loadDesign). */
+  /** The design, already loaded and introspected (run/design.ts loadDesign). */
   design: DesignSpec;
   info: DesignInfo;
   /** The testbench to refine. */

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { introspect } from '../design/introspect.js';
+import { introspect } from '../sim/verilator/introspect.js';
 import { DesignError } from '../design/errors.js';
 import type { DesignSpec } from '../design/types.js';
 import type { NamedText } from '../agent/protocol.js';

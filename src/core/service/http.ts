@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { getSimulator } from '../sim/registry.js';
+import { DEFAULT_SERVICE } from '../run/defaults.js';
 import type { SimulatorInfo } from '../sim/simulator.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
 import {
@@ -116,17 +117,17 @@ function parseJson(buf: Buffer): unknown {
 }
 
 export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<ScoreServer> {
-  const host = opts.host ?? '127.0.0.1';
-  const graceS = opts.graceS ?? 30;
-  const bodyLimit = opts.bodyLimitBytes ?? 8 * 1024 * 1024;
+  const host = opts.host ?? DEFAULT_SERVICE.host;
+  const graceS = opts.graceS ?? DEFAULT_SERVICE.graceS;
+  const bodyLimit = opts.bodyLimitBytes ?? DEFAULT_SERVICE.bodyLimitMiB * 1024 * 1024;
   const log = opts.log ?? (() => {});
   const simulator = getSimulator(opts.simulator ?? 'verilator');
   const simInfo: SimulatorInfo = await simulator.info();
   const service = new ScoreService({
     simulator,
     workers: opts.workers ?? availableParallelism(),
-    queueLimit: opts.queueLimit ?? 64,
-    maxTimeoutS: opts.maxTimeoutS ?? 300,
+    queueLimit: opts.queueLimit ?? DEFAULT_SERVICE.queueLimit,
+    maxTimeoutS: opts.maxTimeoutS ?? DEFAULT_SERVICE.maxTimeoutS,
   });
   const m = service.metrics;
   let draining = false;

@@ -4,6 +4,7 @@
 import * as z from 'zod';
 import { SIM_STATUSES } from '../sim/result.js';
 import { check, formatIssues, strictObject, type FieldIssue } from '../util/schema.js';
+import { DEFAULT_INSTANCE } from '../run/defaults.js';
 
 // ---------------------------------------------------------------------------------------------
 // Errors a client gets as HTTP statuses
@@ -222,7 +223,7 @@ export const firstTurnRequestSchema = strictObject({
   design_files: fileList(1),
   specs: fileList(0).default([]).meta({ description: 'Specification documents shown with the RTL.' }),
   top: z.string().min(1, 'must not be empty').optional().meta({ description: 'DUT top module; required unless `instruction` is given.' }),
-  instance: identifier('an instance name').default('uut'),
+  instance: identifier('an instance name').default(DEFAULT_INSTANCE),
   instruction: z.string().min(1, 'must not be empty').optional().meta({ description: 'Replaces the default instruction.' }),
 }).superRefine((o, ctx) => {
   if (o.top === undefined && o.instruction === undefined)

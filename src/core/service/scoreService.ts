@@ -4,10 +4,10 @@
 // knows nothing about sockets.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { introspect } from '../design/introspect.js';
+import { introspect } from '../sim/verilator/introspect.js';
 import { DesignError } from '../design/errors.js';
 import type { Simulator } from '../sim/simulator.js';
-import { DEFAULT_LIMITS } from '../sim/simulator.js';
+import { DEFAULT_LIMITS, DEFAULT_SERVICE } from '../run/defaults.js';
 import type { SimResult } from '../sim/result.js';
 import { meetsTarget } from '../sim/ranking.js';
 import type { CoverageBreakdown } from '../coverage/model.js';
@@ -133,7 +133,7 @@ export class ScoreService {
     this.simulator = opts.simulator;
     this.pool = new WorkerPool({ concurrency: opts.workers, queueLimit: opts.queueLimit });
     this.designs = new DesignStore(opts.designCacheEntries ?? 128);
-    this.maxTimeoutS = opts.maxTimeoutS ?? 300;
+    this.maxTimeoutS = opts.maxTimeoutS ?? DEFAULT_SERVICE.maxTimeoutS;
     this.defaultTimeoutS = Math.min(opts.defaultTimeoutS ?? DEFAULT_LIMITS.timeoutS, this.maxTimeoutS);
     const pool = this.pool;
     this.metrics = serviceMetrics({

@@ -2,14 +2,12 @@
 // passed, overall coverage — lexicographic. One definition for the agent, the built-in generator
 // and the evaluator.
 import type { SimResult } from './result.js';
+import { COVERAGE_TOLERANCE } from '../run/defaults.js';
 
 /** Overall coverage (after waivers) as a fraction, or null when the run produced none. */
 export function overallCoverage(r: SimResult | null | undefined): number | null {
   return r?.status === 'success' ? (r.coverage?.waived.overall ?? null) : null;
 }
-
-/** Coverage is a ratio of counts computed in floating point: a target met up to rounding is met. */
-export const COVERAGE_TOLERANCE = 1e-9;
 
 /** "Passed": coverage `c` (a fraction) reaches `target`. The one definition (agent, generator,
  * evaluator, reward service). */

@@ -1,6 +1,7 @@
 // The engine's result record: the LLM4Cov EDA schema (docs/protocol.md §6), so results can be compared
 // with the published harness and an Xcelium/IMC site can plug in, plus CHORUS's own fields.
 import { safeDeep } from '../util/untrusted.js';
+import type { Diagnostic, SimStage } from '../design/diagnostic.js';
 import type { CoverageBreakdown, CoveragePoint, CovSummaryRow, UncoveredPoint } from '../coverage/model.js';
 
 /** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit), `rejected` (safety check) and
@@ -19,29 +20,8 @@ export const SIM_STATUSES = [
 ] as const;
 export type SimStatus = (typeof SIM_STATUSES)[number];
 
-/** Where the run stopped; `success` when every stage passed. */
-export type SimStage = 'check' | 'lint' | 'build' | 'run' | 'coverage' | 'success';
-
-export type Severity = 'error' | 'warning' | 'info';
-
-/** One simulator message mapped to a source position (1-based line and column). */
-export interface Diagnostic {
-  /** Path as the user knows it: the testbench name, or the DUT file path. */
-  file: string;
-  /** Which side of the run the file belongs to. */
-  origin: 'testbench' | 'dut' | 'other';
-  line: number;
-  column: number;
-  endColumn?: number;
-  severity: Severity;
-  /** Simulator message code, e.g. `PINNOTFOUND`, `WIDTH`, `ASSERT`, `CHORUS-SYSTEM`. */
-  code?: string;
-  message: string;
-  suggestion?: string;
-  /** Simulation time for run-time messages. */
-  time?: string;
-  stage: SimStage;
-}
+// The message types sit with the design layer, which reports diagnostics of its own (introspection).
+export type { Diagnostic, Severity, SimStage } from '../design/diagnostic.js';
 
 /** One row of the per-instance summary: defined with the coverage model (coverage/report.ts builds it). */
 export type { CovSummaryRow } from '../coverage/model.js';

@@ -23,16 +23,6 @@ export interface SimLimits {
   runDirLimitBytes: number | null;
 }
 
-export const DEFAULT_LIMITS: SimLimits = {
-  timeoutS: 60,
-  simTimeLimitNs: 1e9,
-  outputLimitBytes: 4 * 1024 * 1024,
-  memoryLimitMb: 4096,
-  buildTimeoutS: 300,
-  buildMemoryLimitMb: 4096,
-  runDirLimitBytes: 64 * 1024 * 1024,
-};
-
 export interface SimRequest {
   design: DesignSpec;
   testbench: TestbenchSource;

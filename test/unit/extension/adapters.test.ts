@@ -6,8 +6,8 @@ vi.mock('vscode', () => import('./fakeVscode.js'));
 import * as fake from './fakeVscode.js';
 import { groupDiagnostics, toVscodeDiagnostic } from '../../../src/extension/diagnostics.js';
 import { generateSettings, modelConfig, workerEnv, SECRET_API_KEY } from '../../../src/extension/config.js';
-import { dashboardHtml } from '../../../src/extension/dashboard.js';
-import type { Diagnostic } from '../../../src/core/sim/result.js';
+import { dashboardHtml } from '../../../src/extension/views/dashboard.js';
+import type { Diagnostic, SimResult } from '../../../src/core/sim/result.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../../helpers.js';
@@ -132,5 +132,27 @@ describe('dashboard html', () => {
     expect(scripts).toHaveLength(1);
     expect(scripts[0]).toContain('nonce="NONCE123"');
     expect(scripts[0]).toContain('/ext/dist/webview.js');
+  });
+});
+
+describe('a testbench run in the editor passes only at the coverage target', () => {
+  it('success below the target ran but has not passed; at the target it passed; a failed run did neither', async () => {
+    const { verdict } = await import('../../../src/extension/commands/coverage.js');
+    const at = (overall: number, status = 'success'): SimResult =>
+      ({
+        status,
+        stage: status === 'success' ? 'success' : 'build',
+        err_msg: status === 'success' ? '' : 'tb.sv:3: syntax error',
+        coverage: { waived: { overall, block: overall, toggle: overall, line: overall, branch: overall } },
+      }) as unknown as SimResult;
+    const low = verdict(at(0.625), 0.9);
+    expect(low).toMatchObject({ ran: true, passed: false });
+    expect(low.summary).toMatch(/below the 90\.0+% target/);
+    expect(verdict(at(0.9), 0.9)).toMatchObject({ ran: true, passed: true });
+    expect(verdict(at(1, 'xrun_failed'), 0)).toMatchObject({
+      ran: false,
+      passed: false,
+      summary: 'xrun_failed at build: tb.sv:3: syntax error',
+    });
   });
 });

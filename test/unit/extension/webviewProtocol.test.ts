@@ -3,8 +3,8 @@
 // typed post/request helpers talk to the host's dispatcher through a JSON round trip, as
 // postMessage carries them.
 import { describe, expect, it } from 'vitest';
-import { dispatchWebviewMessage, parseWebviewMessage, type WebviewHandlers } from '../../../src/extension/webviewHost.js';
-import { webviewMessenger, type HostMessage, type WebviewResponse } from '../../../src/extension/webviewProtocol.js';
+import { dispatchWebviewMessage, parseWebviewMessage, type WebviewHandlers } from '../../../src/extension/views/webviewHost.js';
+import { webviewMessenger, type HostMessage, type WebviewResponse } from '../../../webview/protocol.js';
 
 /** Handlers that record what they were called with; saveProject answers or throws. */
 function recorder() {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { changedWorkerSettings, workerEnvFrom, workerRestartPlan, WORKER_START_SETTINGS } from '../../../src/extension/workerSettings.js';
+import { changedWorkerSettings, workerEnvFrom, workerRestartPlan, WORKER_START_SETTINGS } from '../../../src/extension/worker/settings.js';
 import { repoRoot } from '../../helpers.js';
 
 /** VS Code's affectsConfiguration for a change of `changed`: the setting itself or a parent section. */

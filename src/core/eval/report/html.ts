@@ -1,7 +1,7 @@
 // report.html: one self-contained page (inline CSS and SVG, no scripts, fonts or images from
 // anywhere): the aggregate figures, the per-round pass-rate chart, the coverage histogram and the
 // per-task table.
-import type { EvalReport } from '../runner.js';
+import type { EvalReport } from './model.js';
 import { pct } from './md.js';
 
 export const escapeHtml = (s: string): string =>

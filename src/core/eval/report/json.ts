@@ -1,8 +1,8 @@
 // report.json: the stable machine-readable record of an evaluation (schema in docs/eval.md).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EvalReport } from '../runner.js';
-import { REPORT_SCHEMA_VERSION } from '../runner.js';
+import type { EvalReport } from './model.js';
+import { REPORT_SCHEMA_VERSION } from './model.js';
 import { renderMarkdown } from './md.js';
 import { renderHtml } from './html.js';
 

@@ -1,5 +1,5 @@
 // report.md: the aggregate table, the per-round curve and the per-task table.
-import type { EvalReport } from '../runner.js';
+import type { EvalReport } from './model.js';
 import { pct as formatPct } from '../../util/format.js';
 
 /** Reports show one decimal. */

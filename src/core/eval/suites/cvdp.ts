@@ -7,6 +7,7 @@
 // agentic one `{id, categories, prompt, context, patch, harness}` are read.
 import type { EvalTask } from '../task.js';
 import { taskDir, writeInside } from './materialize.js';
+import { DEFAULT_INSTANCE, DEFAULT_TARGET } from '../../run/defaults.js';
 
 type Rec = Record<string, unknown>;
 const isObj = (x: unknown): x is Rec => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -80,7 +81,7 @@ export function cvdpThreshold(env: string | undefined): number | null {
 /** One cid012 record as an EvalTask (files written under workDir/<id>/). */
 export function cvdpTask(r: Rec, workDir: string, fallbackId: string): EvalTask {
   const id = typeof r.id === 'string' && r.id ? r.id : fallbackId;
-  const task: EvalTask = { id, designFiles: [], specFiles: [], top: '', instance: 'uut', threshold: 1 };
+  const task: EvalTask = { id, designFiles: [], specFiles: [], top: '', instance: DEFAULT_INSTANCE, threshold: DEFAULT_TARGET };
   const input = isObj(r.input) ? r.input : r;
   const prompt = typeof input.prompt === 'string' ? input.prompt : '';
   const harness = textMap(isObj(r.harness) ? r.harness.files : undefined);
@@ -102,7 +103,7 @@ export function cvdpTask(r: Rec, workDir: string, fallbackId: string): EvalTask 
     };
   task.threshold = threshold;
   task.instruction = prompt || undefined;
-  task.instance = instanceFromPrompt(prompt) ?? 'uut';
+  task.instance = instanceFromPrompt(prompt) ?? DEFAULT_INSTANCE;
   task.top = chooseTop(
     rtl.map(([, t]) => t),
     tbEntry?.[0] ?? null,

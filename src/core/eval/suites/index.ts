@@ -7,6 +7,7 @@ import type { EvalFormat, EvalSuite, EvalTask } from '../task.js';
 import { isVerilogEvalDir, loadVerilogEval } from './verilogEval.js';
 import { cvdpTask, isCid012, looksLikeCvdp } from './cvdp.js';
 import { llm4covTask, looksLikeLlm4cov } from './llm4cov.js';
+import { DEFAULT_INSTANCE } from '../../run/defaults.js';
 
 export const EVAL_FORMATS: EvalFormat[] = ['verilog-eval', 'cvdp', 'llm4cov'];
 
@@ -71,7 +72,7 @@ export function loadSuite(pathIn: string, o: LoadSuiteOptions): EvalSuite {
       designFiles: [],
       specFiles: [],
       top: '',
-      instance: 'uut',
+      instance: DEFAULT_INSTANCE,
       threshold: 1,
       error,
     });

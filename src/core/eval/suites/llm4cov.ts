@@ -6,6 +6,7 @@
 import type { CovTarget, EvalTask } from '../task.js';
 import { thresholdFromTargets } from '../task.js';
 import { taskDir, writeInside } from './materialize.js';
+import { DEFAULT_INSTANCE, DEFAULT_TARGET } from '../../run/defaults.js';
 
 type Rec = Record<string, unknown>;
 const isObj = (x: unknown): x is Rec => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -25,13 +26,13 @@ function files(x: unknown, what: string): Array<{ name: string; content: string 
 
 export function llm4covTask(r: Rec, workDir: string, fallbackId: string): EvalTask {
   const id = r.id !== undefined && r.id !== null && String(r.id) ? String(r.id) : fallbackId;
-  const base: EvalTask = { id, designFiles: [], specFiles: [], top: '', instance: 'uut', threshold: 1 };
+  const base: EvalTask = { id, designFiles: [], specFiles: [], top: '', instance: DEFAULT_INSTANCE, threshold: DEFAULT_TARGET };
   try {
     const rtl = files(r.rtl_files, 'rtl_files');
     const specs = files(r.spec_files, 'spec_files');
     if (!rtl.length) throw new Error('rtl_files is empty');
     if (typeof r.dut_module_name !== 'string' || !r.dut_module_name) throw new Error('dut_module_name is missing');
-    const instance = typeof r.dut_instance_name === 'string' && r.dut_instance_name ? r.dut_instance_name : 'uut';
+    const instance = typeof r.dut_instance_name === 'string' && r.dut_instance_name ? r.dut_instance_name : DEFAULT_INSTANCE;
     const targets: CovTarget[] = [];
     if (r.targets !== undefined) {
       if (!Array.isArray(r.targets)) throw new Error('targets is not a list');

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { EvalTask } from '../task.js';
+import { DEFAULT_INSTANCE } from '../../run/defaults.js';
 
 export function isVerilogEvalDir(dir: string): boolean {
   try {
@@ -28,7 +29,7 @@ export function loadVerilogEval(dirIn: string): EvalTask[] {
       designFiles: [design],
       specFiles: existsSync(prompt) ? [prompt] : [],
       top: 'RefModule',
-      instance: 'uut',
+      instance: DEFAULT_INSTANCE,
       threshold: 1,
     };
     if (existsSync(test)) {

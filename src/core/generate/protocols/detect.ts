@@ -4,7 +4,7 @@
 // handshakes with data-dependent latency. Nothing here knows a design by name: only the names
 // designers give ports. What is recognised decides which bus-functional tasks the testbench gets.
 import type { DesignInfo, ModuleInfo, PortInfo } from '../../design/types.js';
-import { constValue } from '../../design/introspect.js';
+import { svLiteralValue } from '../../design/svLiteral.js';
 import type { Roles } from '../roles.js';
 
 export interface Level {
@@ -276,7 +276,7 @@ function detectRegFile(ports: PortInfo[], taken: Set<PortInfo>): RegFileBus | un
 function comparedOn(info: DesignInfo, m: ModuleInfo, port: PortInfo): bigint[] {
   const vals = new Set<bigint>();
   for (const v of m.comparisons[port.name] ?? []) {
-    const n = constValue(v);
+    const n = svLiteralValue(v);
     if (n !== null) vals.add(n);
   }
   void info;
@@ -390,7 +390,7 @@ function paramValue(m: ModuleInfo, re: RegExp): number[] {
   const out: number[] = [];
   for (const p of m.params) {
     if (!re.test(p.name) || p.value === null) continue;
-    const v = constValue(p.value);
+    const v = svLiteralValue(p.value);
     if (v !== null && v > 0n && v < 1_000_000n) out.push(Number(v));
   }
   return out;

@@ -22,6 +22,7 @@
 // {"/et", "c/x"} is computed to them, a literal to Verilator's constant folding.
 import type { Diagnostic } from '../result.js';
 import { REFUSALS, computedPathProblem, filePathProblem, type Refusal } from '../safety.js';
+import { parseSvLiteral } from '../../design/svLiteral.js';
 import { decodeSvString } from '../../design/svTokens.js';
 
 export interface NetlistCheckOptions {
@@ -73,9 +74,11 @@ const PARSE_NOTE = " (found in Verilator's parse of the build)";
 export function constString(node: Node | undefined): string | null {
   if (!node || node.tag !== 'const') return null;
   const v = node.name ?? '';
-  const hex = /^(\d+)'s?h([0-9a-fA-F]+)$/.exec(v);
-  if (hex) {
-    const digits = hex[2].length % 2 ? `0${hex[2]}` : hex[2];
+  // 5.006 writes a string const as a sized hex number of its bytes, first character highest.
+  const hex = parseSvLiteral(v);
+  if (hex?.form === 'based' && hex.base === 16 && hex.width !== undefined && hex.value !== undefined) {
+    const h = hex.value.toString(16);
+    const digits = h.length % 2 ? `0${h}` : h;
     let s = '';
     for (let k = 0; k < digits.length; k += 2) s += String.fromCharCode(parseInt(digits.slice(k, k + 2), 16));
     return s.replace(/^\0+/, '');

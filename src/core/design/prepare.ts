@@ -1,14 +1,14 @@
 // From what a user types (files, folders, manifests, -f lists, -I, -D, -G, --top) to a checked
-// DesignSpec and its introspection. One entry point for the CLI, the editor and the services.
+// DesignSpec, ready for introspection (core/run/design.ts loadDesign runs it: the front end is the
+// simulator layer's).
 // A folder gives its sources (folder.ts); a FuseSoC/Bender manifest is read by its own tool
 // (manifest/); includes, packages and modules the files need but nobody named are searched for in
 // the design's repository (discover.ts). Every addition is reported in `notes`, and `discovered`
 // holds what a project file should record so that the search happens once.
 import { existsSync, statSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
-import { emptyDesign, type DesignInfo, type DesignSpec } from './types.js';
+import { emptyDesign, type DesignSpec } from './types.js';
 import { readFileList } from './filelist.js';
-import { introspect } from './introspect.js';
 import { DesignError } from './errors.js';
 import { collectFolder, describeFolder } from './folder.js';
 import { discover, type Discovery } from './discover.js';
@@ -136,20 +136,6 @@ export async function prepareDesign(o: DesignOptions, signal?: AbortSignal): Pro
     notes.push(...found.notes);
   }
   return out;
-}
-
-export async function loadDesign(
-  o: DesignOptions,
-  signal?: AbortSignal,
-): Promise<{ design: DesignSpec; info: DesignInfo; warnings: string[]; notes: string[]; discovered: PreparedDesign['discovered'] }> {
-  const p = await prepareDesign(o, signal);
-  let info;
-  try {
-    info = await introspect(p.design, { signal });
-  } catch (e) {
-    throw e instanceof DesignError ? explainMissing(e, p, o.cwd ?? process.cwd()) : e;
-  }
-  return { design: info.design, info, warnings: [...p.warnings, ...info.warnings], notes: p.notes, discovered: p.discovered };
 }
 
 /** A front-end error about a name nobody provides, restated with what was searched and the next

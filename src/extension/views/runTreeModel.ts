@@ -2,8 +2,8 @@
 // what each node shows and what clicking it does. runTree.ts turns it into VS Code tree items.
 import { isAbsolute, join } from 'node:path';
 import type { RunRecord } from './history.js';
-import { pct } from './webviewProtocol.js';
-import { safeLine, safeText } from '../core/util/untrusted.js';
+import { pct } from '../../../webview/protocol.js';
+import { safeLine, safeText } from '../../core/run/frontEnd.js';
 
 export type RunNode =
   | { kind: 'run'; runId: string }

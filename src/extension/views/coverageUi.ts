@@ -2,7 +2,7 @@
 // and VS Code's native test-coverage API (FileCoverage with statement and branch details).
 import * as vscode from 'vscode';
 import { lineHover, type FileLineCoverage } from './coverageData.js';
-import { safeText } from '../core/util/untrusted.js';
+import { safeText } from '../../core/run/frontEnd.js';
 
 export class CoverageDecorations implements vscode.Disposable {
   private readonly covered: vscode.TextEditorDecorationType;

@@ -3,14 +3,14 @@
 // runs on the extension host's thread; progress and model text stream back, cancel goes forward.
 // One map, WorkerProtocol, names every request with its payload and its result (as Continue's
 // protocol files do); the client's request() and the worker's handlers are typed from it.
-import type { DesignOptions } from '../core/design/load.js';
-import type { DesignSpec } from '../core/design/types.js';
-import type { CoverageFigures, UncoveredPoint } from '../core/coverage/model.js';
-import type { Diagnostic, SimResult, SimStatus } from '../core/sim/result.js';
-import type { SimLimits } from '../core/sim/simulator.js';
-import type { ModelConfig } from '../core/llm/factory.js';
-import type { ModelCheck } from '../core/run/modelCheck.js';
-import type { FileLineCoverage } from './coverageData.js';
+import type { DesignOptions } from '../../core/run/design.js';
+import type { DesignSpec } from '../../core/design/types.js';
+import type { CoverageFigures, UncoveredPoint } from '../../core/coverage/model.js';
+import type { Diagnostic, SimResult, SimStatus } from '../../core/sim/result.js';
+import type { SimLimits } from '../../core/sim/simulator.js';
+import type { ModelConfig } from '../../core/llm/factory.js';
+import type { ModelCheck } from '../../core/run/modelCheck.js';
+import type { FileLineCoverage } from '../views/coverageData.js';
 
 /** The model as every front end configures it (core/llm/factory.ts); null: the built-in generator.
  * Its progress callbacks are never sent: the worker sets its own. */

@@ -1,7 +1,8 @@
 // Per-file, per-line coverage from the simulator's points, in the shape the editor shows:
 // decorations (covered/uncovered lines with counts) and VS Code's test-coverage API (statements
 // and branches). Pure: no vscode import, runs in the worker and in unit tests.
-import { isCovered, type CoveragePoint } from '../core/coverage/model.js';
+import type { CoveragePoint } from '../../core/coverage/model.js';
+import { isCovered } from '../../core/run/coverage.js';
 
 export interface LineCoverage {
   line: number;

@@ -2,10 +2,10 @@
 // engine keeps the KV state of the last prompt for the next request. One is held at a time: a
 // request for another configuration (another folder, engine, KV cache type ...: the whole
 // ModelConfig is the key) frees the held one first, so two never sit in memory together. No vscode
-// import: worker.ts uses it, and test/integration/heldModel.test.ts drives it with a real engine.
-import { ModelError, type ModelBackend } from '../core/llm/backend.js';
-import { createBackend } from '../core/llm/factory.js';
-import type { ModelConfig } from './workerProtocol.js';
+// import: handlers.ts uses it, and test/integration/heldModel.test.ts drives it with a real engine.
+import type { ModelBackend } from '../../../core/llm/backend.js';
+import { ModelError, createBackend } from '../../../core/run/models.js';
+import type { ModelConfig } from '../protocol.js';
 
 interface Held {
   key: string;

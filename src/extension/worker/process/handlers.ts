@@ -1,18 +1,19 @@
-// The worker process: runs the engine off the extension host's thread. Started by WorkerClient
-// with child_process.fork (IPC channel); one AbortController per request, cancelled by message.
-import { loadDesign, type DesignOptions } from '../core/design/load.js';
-import { DesignError } from '../core/design/errors.js';
-import { getSimulator } from '../core/sim/registry.js';
-import { ModelError, type BackendInfo } from '../core/llm/backend.js';
-import { resolveEngine } from '../core/llm/factory.js';
-import { makeBackend, releaseModel } from './heldModel.js';
-import { runRefinement, type RefinementEvent } from '../core/run/refinement.js';
-import { checkModel as checkCoreModel } from '../core/run/modelCheck.js';
-import { runGeneration, type GenerationEvent, type GenerationRound } from '../core/run/generation.js';
-import { coverageByFile } from './coverageData.js';
+// The worker's handler map: one handler per request of the protocol (../protocol.ts), each a thin
+// call of the one core entry point for it (core/run/generation.ts, core/run/refinement.ts,
+// core/run/modelCheck.ts, the design loader and the simulator), its events turned into the
+// editor's progress events and its rounds into the editor's records. Runs in the worker process
+// only (main.ts); a local model stays loaded between requests (heldModel.ts).
+import { loadDesign, type DesignOptions } from '../../../core/run/design.js';
+import { getSimulator } from '../../../core/run/simulators.js';
+import type { BackendInfo } from '../../../core/llm/backend.js';
+import { resolveEngine } from '../../../core/run/models.js';
+import { makeBackend } from './heldModel.js';
+import { runRefinement, type RefinementEvent } from '../../../core/run/refinement.js';
+import { checkModel as checkCoreModel } from '../../../core/run/modelCheck.js';
+import { runGeneration, type GenerationEvent, type GenerationRound } from '../../../core/run/generation.js';
+import { coverageByFile } from '../../views/coverageData.js';
 import {
   roundRecord,
-  type FromWorker,
   type GenerateOutcome,
   type GenerateRequest,
   type IntrospectOutcome,
@@ -24,24 +25,9 @@ import {
   type RoundRecord,
   type SimulateOutcome,
   type SimulateRequest,
-  type ToWorker,
-  type WorkerErrorInfo,
   type WorkerProtocol,
   type WorkerRequestKind,
-} from './workerProtocol.js';
-
-const controllers = new Map<number, AbortController>();
-
-function send(m: FromWorker): void {
-  process.send?.(m);
-}
-
-function errorInfo(e: unknown, signal?: AbortSignal): WorkerErrorInfo {
-  if (signal?.aborted) return { message: 'cancelled', kind: 'cancelled' };
-  if (e instanceof DesignError) return { message: e.message, kind: e.kind, candidates: e.candidates, diagnostics: e.diagnostics };
-  if (e instanceof ModelError) return { message: e.message, kind: e.kind === 'cancelled' ? 'cancelled' : `model-${e.kind}` };
-  return { message: e instanceof Error ? e.message : String(e) };
-}
+} from '../protocol.js';
 
 export function modelLabel(m: ModelConfig | null, info?: BackendInfo | null): string {
   if (!m) return 'model-free generator';
@@ -188,10 +174,10 @@ function checkModel(m: ModelConfig | null, signal: AbortSignal): Promise<ModelCh
   return checkCoreModel(m, { signal, open: async (model, sig) => (await makeBackend(model, undefined, sig))! });
 }
 
-type Progress = (e: ProgressEvent) => void;
+export type Progress = (e: ProgressEvent) => void;
 
 /** One handler per request of the protocol map: adding a request without its handler does not compile. */
-const handlers: {
+export const handlers: {
   [K in WorkerRequestKind]: (p: WorkerProtocol[K][0], signal: AbortSignal, progress: Progress) => Promise<WorkerProtocol[K][1]>;
 } = {
   introspect: (p, signal) => introspectReq(p.design, signal),
@@ -200,36 +186,3 @@ const handlers: {
   refine: (p, signal, progress) => refine(p, signal, progress),
   checkModel: (p, signal) => checkModel(p.model, signal),
 };
-
-async function handle(req: ToWorker): Promise<void> {
-  if (req.kind === 'cancel') {
-    controllers.get(req.id)?.abort();
-    return;
-  }
-  const ctl = new AbortController();
-  controllers.set(req.id, ctl);
-  const progress: Progress = (event) => send({ id: req.id, type: 'progress', event });
-  try {
-    // The union of (kind, payload) pairs cannot be narrowed through a generic index: the map above
-    // is what keeps each payload with its handler.
-    const handler = handlers[req.kind] as (
-      p: unknown,
-      signal: AbortSignal,
-      progress: Progress,
-    ) => Promise<WorkerProtocol[WorkerRequestKind][1]>;
-    send({ id: req.id, type: 'result', result: await handler(req.payload, ctl.signal, progress) });
-  } catch (e) {
-    send({ id: req.id, type: 'error', error: errorInfo(e, ctl.signal) });
-  } finally {
-    controllers.delete(req.id);
-  }
-}
-
-if (process.send) {
-  process.on('message', (m: ToWorker) => void handle(m));
-  process.on('disconnect', () => {
-    for (const c of controllers.values()) c.abort();
-    void releaseModel();
-    setTimeout(() => process.exit(0), 2000).unref();
-  });
-}

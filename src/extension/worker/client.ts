@@ -1,7 +1,7 @@
 // The extension host's side of the worker: forks dist/extension-worker.mjs once, sends typed
 // requests, routes progress to the caller and turns an AbortSignal into a cancel message.
 import { fork, type ChildProcess } from 'node:child_process';
-import type { FromWorker, ProgressEvent, ToWorker, WorkerErrorInfo, WorkerProtocol, WorkerRequestKind } from './workerProtocol.js';
+import type { FromWorker, ProgressEvent, ToWorker, WorkerErrorInfo, WorkerProtocol, WorkerRequestKind } from './protocol.js';
 
 export class WorkerError extends Error {
   constructor(readonly info: WorkerErrorInfo) {

@@ -2,7 +2,7 @@
 // its environment (core reads CHORUS_VERILATOR/CHORUS_XRUN/CHORUS_IMC, and keeps the simulator and
 // toolchain it built from them for the life of the process). A change to one of them needs a new
 // worker; every other setting (the backend, the model, rounds, limits) travels with each request
-// and applies to the next run by itself. Pure: no vscode import (the controller passes the event's
+// and applies to the next run by itself. Pure: no vscode import (the session passes the event's
 // affectsConfiguration; test/unit/extension/workerSettings.test.ts).
 
 /** Setting -> the environment variable the worker's core reads for it. */

@@ -1,12 +1,12 @@
 // The dashboard webview host: strict CSP with a nonce, the bundled dist/webview.js, typed messages
-// (webviewProtocol.ts), each one checked before it is acted on (webviewHost.ts).
+// (webview/protocol.ts), each one checked before it is acted on (webviewHost.ts).
 import * as vscode from 'vscode';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { RunHistory } from './history.js';
 import { runView } from './history.js';
 import { dispatchWebviewMessage, type WebviewHandlers } from './webviewHost.js';
-import type { DashboardCommand, HostMessage, ProjectView, ToWebview } from './webviewProtocol.js';
+import type { DashboardCommand, HostMessage, ProjectView, ToWebview } from '../../../webview/protocol.js';
 
 export interface DashboardActions {
   project(): ProjectView;

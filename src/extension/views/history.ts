@@ -1,9 +1,9 @@
 // Run history: every generate/refine/coverage run with its rounds, kept in workspace state (the
 // testbench texts included, bounded) so the dashboard survives a reload.
 import type { Memento } from 'vscode';
-import type { RoundRecord } from './workerProtocol.js';
-import type { RoundView, RunView } from './webviewProtocol.js';
-import { safeDeep } from '../core/util/untrusted.js';
+import type { RoundRecord } from '../worker/protocol.js';
+import type { RoundView, RunView } from '../../../webview/protocol.js';
+import { safeDeep } from '../../core/run/frontEnd.js';
 
 export interface RunRecord {
   id: string;

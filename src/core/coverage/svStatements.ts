@@ -1,0 +1,290 @@
+// A light reader of SystemVerilog module bodies for the 2-state rules (twoState.ts): tokens
+// with their lines, a statement tree of each process (blocks, if, case, loops, simple statements
+// kept as token lists), and the value of constant expressions. It reads only what those rules
+// look at and gives up on the rest (a process it cannot follow is left out by the caller, never
+// guessed); it is not a SystemVerilog parser, which this tool leaves to Verilator's front end.
+// Tokens come from the design layer's lexer (svTokens.ts), the one that follows Verilator's own
+// rules for strings, escaped identifiers, attributes and numbers; literals are read by
+// svLiteral.ts.
+import { parseSvLiteral } from '../design/svLiteral.js';
+import { significant, tokenize as lexTokens } from '../design/svTokens.js';
+
+export interface Tok {
+  t: string;
+  line: number;
+}
+
+/** Operators of more than one character, longest first where one begins another. */
+const OPERATORS = ['::', '<<<', '>>>', '<<=', '>>=', '===', '!==', '==', '!=', '<=', '>=', '&&', '||', '++', '--', '+=', '-=', '*=', '/=', '&=', '|=', '^=', '<<', '>>', '**', '->'];
+
+/**
+ * Tokens of `code` (comments already blanked) with their lines. The lexer gives operators one
+ * character at a time; adjacent ones that form an operator above are joined. A number's white
+ * space (`8 'hFF`) is dropped, a string is one token as written, a directive or macro use is two
+ * tokens (`` ` `` and its name; `timescale and the like take the rest of their line, as in
+ * Verilator), an escaped identifier keeps its backslash, and (* attributes *) are left out.
+ */
+export function tokenize(code: string): Tok[] {
+  const out: Tok[] = [];
+  const toks = significant(lexTokens(code));
+  let line = 1;
+  let at = 0;
+  const lineOf = (offset: number): number => {
+    for (; at < offset; at++) if (code.charCodeAt(at) === 10) line++;
+    return line;
+  };
+  for (let k = 0; k < toks.length; k++) {
+    const x = toks[k];
+    const ln = lineOf(x.start);
+    if (x.kind === 'op') {
+      const op = OPERATORS.find((o) => code.startsWith(o, x.start) && [...o].every((_, j) => toks[k + j]?.kind === 'op' && toks[k + j].start === x.start + j));
+      out.push({ t: op ?? x.value, line: ln });
+      if (op) k += op.length - 1;
+    } else if (x.kind === 'number') out.push({ t: x.value.replace(/\s+/g, ''), line: ln });
+    else if (x.kind === 'directive') out.push({ t: '`', line: ln }, { t: x.value, line: ln });
+    else out.push({ t: code.slice(x.start, x.end), line: ln });
+  }
+  return out;
+}
+
+type StmtStart = Stmt extends infer S ? (S extends Stmt ? Omit<S, 'end'> : never) : never;
+
+export type Stmt =
+  | { kind: 'block'; body: Stmt[]; line: number; end: number }
+  | { kind: 'if'; cond: Tok[]; then: Stmt; else?: Stmt; line: number; end: number }
+  | { kind: 'case'; op: string; sel: Tok[]; items: CaseItem[]; line: number; end: number }
+  | { kind: 'for'; init: Tok[]; cond: Tok[]; step: Tok[]; body: Stmt; line: number; end: number }
+  | { kind: 'loop'; body: Stmt; line: number; end: number }
+  | { kind: 'simple'; toks: Tok[]; line: number; end: number };
+
+export interface CaseItem {
+  labels: Tok[][] | 'default';
+  body: Stmt;
+  line: number;
+}
+
+export class Parser {
+  i = 0;
+  constructor(readonly toks: Tok[]) {}
+  peek(k = 0): string {
+    return this.toks[this.i + k]?.t ?? '';
+  }
+  line(): number {
+    return this.toks[Math.min(this.i, this.toks.length - 1)]?.line ?? 0;
+  }
+  lastLine(): number {
+    return this.toks[Math.max(0, this.i - 1)]?.line ?? 0;
+  }
+  /** Tokens up to (not including) `stop` at bracket depth 0; consumes `stop`. */
+  until(stop: string[]): Tok[] {
+    const out: Tok[] = [];
+    let depth = 0;
+    while (this.i < this.toks.length) {
+      const t = this.peek();
+      if (depth === 0 && stop.includes(t)) {
+        this.i++;
+        return out;
+      }
+      if ('([{'.includes(t)) depth++;
+      else if (')]}'.includes(t)) depth--;
+      out.push(this.toks[this.i++]);
+    }
+    return out;
+  }
+  paren(): Tok[] {
+    if (this.peek() !== '(') return [];
+    this.i++;
+    return this.until([')']);
+  }
+  label(): void {
+    if (this.peek() === ':' && /^[A-Za-z_]/.test(this.peek(1))) this.i += 2;
+  }
+  stmt(): Stmt {
+    const line = this.line();
+    const t = this.peek();
+    const done = (s: StmtStart): Stmt => ({ ...s, end: this.lastLine() }) as Stmt;
+    if (t === 'begin' || t === 'fork') {
+      this.i++;
+      this.label();
+      const body: Stmt[] = [];
+      while (this.i < this.toks.length && !/^(?:end|join|join_any|join_none)$/.test(this.peek())) body.push(this.stmt());
+      this.i++;
+      this.label();
+      return done({ kind: 'block', body, line });
+    }
+    if (t === 'unique' || t === 'unique0' || t === 'priority') {
+      this.i++;
+      return this.stmt();
+    }
+    if (t === 'if') {
+      this.i++;
+      const cond = this.paren();
+      const then = this.stmt();
+      let other: Stmt | undefined;
+      if (this.peek() === 'else') {
+        this.i++;
+        other = this.stmt();
+      }
+      return done({ kind: 'if', cond, then, else: other, line });
+    }
+    if (t === 'case' || t === 'casez' || t === 'casex') {
+      this.i++;
+      const sel = this.paren();
+      if (this.peek() === 'inside') this.i++;
+      const items: CaseItem[] = [];
+      while (this.i < this.toks.length && this.peek() !== 'endcase') {
+        const at = this.line();
+        if (this.peek() === 'default') {
+          this.i++;
+          if (this.peek() === ':') this.i++;
+          items.push({ labels: 'default', body: this.stmt(), line: at });
+          continue;
+        }
+        const raw = this.until([':']);
+        const labels: Tok[][] = [[]];
+        let depth = 0;
+        for (const x of raw) {
+          if ('([{'.includes(x.t)) depth++;
+          else if (')]}'.includes(x.t)) depth--;
+          if (x.t === ',' && depth === 0) labels.push([]);
+          else labels[labels.length - 1].push(x);
+        }
+        items.push({ labels, body: this.stmt(), line: at });
+      }
+      this.i++;
+      return done({ kind: 'case', op: t, sel, items, line });
+    }
+    if (t === 'for') {
+      this.i++;
+      if (this.peek() !== '(') return done({ kind: 'simple', toks: [], line });
+      this.i++;
+      const init = this.until([';']);
+      const cond = this.until([';']);
+      const step = this.until([')']);
+      return done({ kind: 'for', init, cond, step, body: this.stmt(), line });
+    }
+    if (t === 'while' || t === 'repeat' || t === 'foreach') {
+      this.i++;
+      this.paren();
+      return done({ kind: 'loop', body: this.stmt(), line });
+    }
+    if (t === 'forever') {
+      this.i++;
+      return done({ kind: 'loop', body: this.stmt(), line });
+    }
+    if (t === 'do') {
+      this.i++;
+      const body = this.stmt();
+      this.until([';']);
+      return done({ kind: 'loop', body, line });
+    }
+    if (t === '@' || t === '#') {
+      this.i++;
+      if (this.peek() === '(') this.paren();
+      else this.i++;
+      return this.stmt();
+    }
+    return done({ kind: 'simple', toks: this.until([';']), line });
+  }
+}
+
+export function splitTop(toks: Tok[], sep = ','): Tok[][] {
+  const out: Tok[][] = [[]];
+  let depth = 0;
+  for (const x of toks) {
+    if ('([{'.includes(x.t)) depth++;
+    else if (')]}'.includes(x.t)) depth--;
+    if (x.t === sep && depth === 0) out.push([]);
+    else out[out.length - 1].push(x);
+  }
+  return out;
+}
+
+/** Value of a constant expression of literals and fixed names; null when it is not one. */
+export function evalConst(toks: Tok[] | string[], fixed: Map<string, bigint | null> = new Map()): bigint | null {
+  const ts = toks.map((x) => (typeof x === 'string' ? x : x.t));
+  let i = 0;
+  const PREC: Record<string, number> = { '|': 1, '^': 2, '&': 3, '<<': 4, '>>': 4, '+': 5, '-': 5, '*': 6, '/': 6, '%': 6 };
+  const atom = (): bigint | null => {
+    const t = ts[i++];
+    if (t === undefined) return null;
+    if (t === '(') {
+      const v = expr(0);
+      return ts[i++] === ')' ? v : null;
+    }
+    if (t === '-' || t === '+' || t === '~') {
+      const v = atom();
+      return v === null ? null : t === '-' ? -v : t === '~' ? ~v : v;
+    }
+    const lit = parseSvLiteral(t);
+    // A sized literal is truncated to its size; x/z bits make no value. `'1` reads as 1, not as
+    // all ones (the context's width is not known here).
+    if (lit) return lit.value ?? null;
+    if (t === '$clog2' && ts[i] === '(') {
+      i++;
+      const v = expr(0);
+      if (ts[i++] !== ')' || v === null) return null;
+      let r = 0n;
+      while (1n << r < v) r++;
+      return r;
+    }
+    if (fixed.has(t)) return fixed.get(t) ?? null;
+    return null;
+  };
+  const expr = (min: number): bigint | null => {
+    let left = atom();
+    while (i < ts.length && PREC[ts[i]] !== undefined && PREC[ts[i]] >= min) {
+      const op = ts[i++];
+      const right = expr(PREC[op] + 1);
+      if (left === null || right === null) return null;
+      if ((op === '/' || op === '%') && right === 0n) return null;
+      left = { '|': left | right, '^': left ^ right, '&': left & right, '<<': left << right, '>>': left >> right, '+': left + right, '-': left - right, '*': left * right, '/': left / right, '%': left % right }[op]!;
+    }
+    return left;
+  };
+  const v = expr(0);
+  return i === ts.length ? v : null;
+}
+
+export function* walk(s: Stmt, path: Stmt[] = []): Generator<{ s: Stmt; path: Stmt[] }> {
+  yield { s, path };
+  const inner = [...path, s];
+  if (s.kind === 'block') for (const b of s.body) yield* walk(b, inner);
+  else if (s.kind === 'if') {
+    yield* walk(s.then, inner);
+    if (s.else) yield* walk(s.else, inner);
+  } else if (s.kind === 'case') for (const it of s.items) yield* walk(it.body, inner);
+  else if (s.kind === 'for' || s.kind === 'loop') yield* walk(s.body, inner);
+}
+
+/** `lhs = rhs` / `lhs <= rhs` / `lhs op= rhs` / `lhs++` of a simple statement, split. */
+export function assignmentOf(toks: Tok[]): { lhs: Tok[]; op: string; rhs: Tok[] } | undefined {
+  let depth = 0;
+  for (let k = 0; k < toks.length; k++) {
+    const t = toks[k].t;
+    if ('([{'.includes(t)) depth++;
+    else if (')]}'.includes(t)) depth--;
+    else if (depth === 0 && /^(?:=|<=|\+=|-=|\*=|\/=|&=|\|=|\^=|<<=|>>=|\+\+|--)$/.test(t) && k > 0)
+      return { lhs: toks.slice(0, k), op: t, rhs: toks.slice(k + 1) };
+  }
+  return undefined;
+}
+
+/** The variable an assignment target names (`x`, `x[3]`, `x.f`), or every name in `{a, b}`. */
+export function targets(lhs: Tok[]): string[] {
+  if (lhs[0]?.t === '{') return lhs.filter((x) => /^[A-Za-z_]/.test(x.t)).map((x) => x.t);
+  return lhs[0] && /^[A-Za-z_]/.test(lhs[0].t) ? [lhs[0].t] : [];
+}
+
+export function modulesIn(code: string): Array<{ name: string; toks: Tok[] }> {
+  const toks = tokenize(code);
+  const out: Array<{ name: string; toks: Tok[] }> = [];
+  for (let k = 0; k < toks.length; k++) {
+    if (toks[k].t !== 'module' && toks[k].t !== 'macromodule') continue;
+    const name = toks[k + 1]?.t === 'automatic' || toks[k + 1]?.t === 'static' ? toks[k + 2]?.t : toks[k + 1]?.t;
+    const end = toks.findIndex((x, j) => j > k && x.t === 'endmodule');
+    out.push({ name, toks: toks.slice(k + 2, end < 0 ? undefined : end) });
+    if (end > 0) k = end;
+  }
+  return out;
+}

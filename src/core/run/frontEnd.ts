@@ -1,0 +1,7 @@
+// What every front end (CLI, editor, webview, benchmarks) needs to show the engine's output and to
+// check what it is sent: untrusted text made safe for a terminal or a view (a testbench and a model
+// write what they like), the percentage and diagnostic-line formats, and the zod checks with
+// readable messages. Light modules only (the extension host and the webview bundle them).
+export { safeDeep, safeJson, safeLine, safeText } from '../util/untrusted.js';
+export { formatDiagnostic, pct } from '../util/format.js';
+export { check, formatIssues, strictObject } from '../util/schema.js';

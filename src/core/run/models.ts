@@ -1,0 +1,9 @@
+// The models a run can use (a local directory through llama.cpp or ONNX, an OpenAI-compatible
+// endpoint), their errors, and the checkpoints' conversation (first turn, feedback turn) for the
+// front ends that show or measure it.
+export { createBackend, describeModel, resolveEngine, type LocalEngine, type ModelConfig } from '../llm/factory.js';
+export { createLlamaBackend } from '../llm/llama.js';
+export { createLocalBackend } from '../llm/local.js';
+export { ModelError } from '../llm/backend.js';
+export { ContextBudgetError } from '../agent/loop.js';
+export { defaultInstruction, feedbackFromLog, firstTurn } from '../agent/protocol.js';

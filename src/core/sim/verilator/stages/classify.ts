@@ -1,0 +1,283 @@
+// Stage "classify": how the run ended and what the record says about it. How it ended comes from
+// the harness report when there is one (a channel the testbench cannot write), else from the exit
+// status of chorus_main.cpp; the log is the testbench's output as much as the simulator's, so an
+// error it attributes to a design file counts as the design's only when the harness recorded it.
+// Then the status: a run without coverage, a failed run with the coverage it reached, a run that
+// never instantiated the DUT, or success. The reward follows from the status (candidate.ts).
+import { basename } from 'node:path';
+import type { SimLimits } from '../../simulator.js';
+import type { Diagnostic, SimStatus } from '../../result.js';
+import type { RunResult } from '../../../util/proc.js';
+import type { DutCoverage } from '../../../coverage/analyze.js';
+import { coverageDetail, summaryRows } from '../../../coverage/report.js';
+import { didNotConverge, isNoise, loopSignals, parseVerilatorMessages, type FileClassifier } from '../diagnostics.js';
+import type { HarnessReport } from '../harnessReport.js';
+import { describeRetry } from '../settleRetry.js';
+import { bounded, type Candidate, Ending, errorText, secondsSince, type SettleRetry } from './candidate.js';
+import type { HarnessRun } from './run.js';
+
+export interface RunOutcome {
+  status: SimStatus;
+  message: string;
+  diagnostic?: Diagnostic;
+}
+
+/** A run judged: its outcome, every diagnostic of the record, the run's own (confirmed) ones, and
+ * whether Verilator itself said the design's logic did not settle. */
+export interface Judged {
+  outcome: RunOutcome;
+  /** The lint warnings, the run's diagnostics and the outcome's. */
+  diagnostics: Diagnostic[];
+  runDiags: Diagnostic[];
+  unsettled?: { region: string; limit: number | null };
+}
+
+/** How the run ended, with its diagnostics. */
+export function judgeRun(c: Candidate, ran: HarnessRun, warnings: Diagnostic[], classify: FileClassifier): Judged {
+  const { run, report } = ran;
+  const runDiags = confirmRunDiagnostics(
+    parseVerilatorMessages(run.all, classify, 'run').filter((d) => !isNoise(d)),
+    report,
+    classify,
+    c.tbName,
+  );
+  const diagnostics = [...warnings, ...runDiags];
+  const outcome = classifyRun(run, c.limits, report);
+  if (outcome.diagnostic) diagnostics.push({ ...outcome.diagnostic, file: c.tbName });
+  // Verilator's own fatal error, from the harness's record: text the testbench prints is never taken for it.
+  const unsettled = report ? didNotConverge(report.fatals.map((f) => fatalLine(f)).join('\n')) : undefined;
+  return { outcome, diagnostics, runDiags, unsettled };
+}
+
+/**
+ * A run whose logic never settled, after every retry that could apply (or none could): a DUT error
+ * at the looping signal, never the testbench's, in place of the run's own convergence messages.
+ */
+export function notSettled(
+  judged: Judged & { unsettled: NonNullable<Judged['unsettled']> },
+  warnings: Diagnostic[],
+  retry: SettleRetry | undefined,
+  convergeLimit: boolean,
+): Judged {
+  const outcome = combLoopOutcome(
+    warnings,
+    judged.unsettled,
+    retry
+      ? `retried with ${describeRetry(retry)}, it still does not settle: nothing made it run, so there is no coverage result`
+      : convergeLimit
+        ? 'nothing Verilator offers applies to it'
+        : 'this Verilator offers no --converge-limit to retry with',
+  );
+  const rest = judged.runDiags.filter((d) => d.code !== 'DIDNOTCONVERGE' && !/region did not converge/.test(d.message));
+  return { ...judged, outcome, runDiags: rest, diagnostics: [...warnings, ...rest, outcome.diagnostic!] };
+}
+
+/**
+ * The end of a run that cannot be scored on coverage: it could not run at all (exception), or the
+ * harness reported no coverage database. Undefined when there is coverage to read.
+ */
+export function endWithoutCoverage(judged: Judged, ran: HarnessRun): Ending | undefined {
+  const { outcome, diagnostics, runDiags } = judged;
+  const { run, report } = ran;
+  if (outcome.status === 'exception')
+    return new Ending('exception', 'run', { err_msg: outcome.message, diagnostics, log: bounded(run.all) });
+  if (report?.coverage) return undefined;
+  const status: SimStatus = outcome.status === 'success' ? 'imc_merge_failed' : outcome.status;
+  return new Ending(status, outcome.status === 'success' ? 'coverage' : 'run', {
+    err_msg:
+      outcome.status === 'success'
+        ? report?.coverageProblem
+          ? `the harness could not take the coverage database: ${report.coverageProblem}`
+          : 'the simulation reported no coverage database (the harness was killed before it could report)'
+        : errorText(run.all, runDiags, outcome.message),
+    diagnostics,
+    log: bounded(run.all),
+  });
+}
+
+/**
+ * The end of a run with coverage: the run's failure with the coverage it reached, no coverage of
+ * the DUT (the testbench never instantiated it), or success. `coverageFile`: the kept database.
+ */
+export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, cov: DutCoverage, coverageFile?: string): Ending {
+  const { req } = c;
+  const { outcome, diagnostics, runDiags } = judged;
+  const { run } = ran;
+  const rows = summaryRows(cov, req.top);
+  const detail = coverageDetail(cov, req.top);
+  const cov_info = { summary: rows, detail, runtime_sec: secondsSince(c.t0) };
+  const unreachable2State = cov.twoState.count
+    ? { count: cov.twoState.count, overall: cov.twoState.figures.overall, points: cov.twoState.points.slice(0, 200) }
+    : undefined;
+  if (outcome.status !== 'success') {
+    return new Ending(outcome.status, 'run', {
+      err_msg: errorText(run.all, runDiags, outcome.message),
+      diagnostics,
+      coverage: cov.breakdown,
+      unreachable2State,
+      uncovered: cov.uncovered,
+      cov_info,
+      log: bounded(run.all),
+      ...(req.wantPoints ? { points: cov.points } : {}),
+    });
+  }
+  if (cov.dutInstances.length === 0 || cov.breakdown.waived.overall === null) {
+    return new Ending('imc_report_summary_failed', 'coverage', {
+      err_msg: `no coverage points of the DUT '${req.top}' were found: the testbench does not instantiate module '${req.top}'`,
+      diagnostics,
+      coverage: cov.breakdown,
+      cov_info,
+      log: bounded(run.all),
+    });
+  }
+  return new Ending('success', 'success', {
+    diagnostics,
+    coverage: cov.breakdown,
+    unreachable2State,
+    uncovered: cov.uncovered,
+    cov_info,
+    log: bounded(run.all),
+    coverageFile,
+    ...(req.wantPoints ? { points: cov.points } : {}),
+  });
+}
+
+/** The run outcome for logic that never settled: a DUT error at the looping signal, never the testbench's. */
+function combLoopOutcome(warnings: Diagnostic[], unsettled: { region: string; limit: number | null }, retried: string): RunOutcome {
+  const loops = loopSignals(warnings);
+  const names = loops.map((l) => l.name).join(', ');
+  const at = loops[0]?.at;
+  const message =
+    `the DUT's combinational logic does not settle (Verilator: ${unsettled.region} region did not converge${unsettled.limit ? ` after ${unsettled.limit} tries` : ''})` +
+    (names ? `: a combinational loop through ${names}` : '') +
+    `. This is the design's problem, not the testbench's; ${retried}. Fix the DUT: a signal computed in always @* or assign must not depend on its own value`;
+  return {
+    status: 'xrun_failed',
+    message,
+    diagnostic: {
+      file: at?.file ?? '',
+      origin: 'dut',
+      line: at?.line ?? 1,
+      column: at?.column ?? 1,
+      endColumn: at?.endColumn,
+      severity: 'error',
+      code: 'CHORUS-COMBLOOP',
+      message,
+      stage: 'run',
+    },
+  };
+}
+
+/** A fatal error of the harness report as Verilator prints it (`%Error[-CODE]: file:line: text`). */
+export function fatalLine(f: HarnessReport['fatals'][number]): string {
+  const code = /^([A-Z]+): /.exec(f.message);
+  const text = code ? f.message.slice(code[0].length) : f.message;
+  return `%Error${code ? `-${code[1]}` : ''}: ${f.file ? `${f.file}:${f.line}: ` : ''}${text}`;
+}
+
+/**
+ * Run-time errors the log attributes to a design file are kept as the design's only when the
+ * harness recorded an $error/$fatal/assertion or a fatal error at that file and line: a testbench
+ * that prints `%Error: dut.sv:2: ...` does not make the design fail. The rest, and every message
+ * naming a file outside the testbench and the design, become the testbench's output (the file is
+ * quoted in the text, never opened).
+ */
+export function confirmRunDiagnostics(
+  diags: Diagnostic[],
+  report: HarnessReport | undefined,
+  classify: FileClassifier,
+  tbName: string,
+): Diagnostic[] {
+  const recorded = new Set<string>();
+  for (const s of report?.sites ?? []) recorded.add(`${classify(s.file).file}\0${s.line}`);
+  for (const f of report?.fatals ?? []) recorded.add(`${classify(f.file).file}\0${f.line}`);
+  return diags.map((d) => {
+    if (d.origin === 'testbench') return d;
+    if (d.origin === 'dut' && (d.severity !== 'error' || recorded.has(`${d.file}\0${d.line}`))) return d;
+    return {
+      ...d,
+      file: tbName,
+      origin: 'testbench',
+      line: 1,
+      column: 1,
+      endColumn: undefined,
+      message: `printed by the testbench, not reported by the simulator: "${d.file}:${d.line}: ${d.message}"`,
+    };
+  });
+}
+
+/**
+ * How the run ended: from the harness report when there is one (a channel the testbench cannot
+ * write), else from the exit status of chorus_main.cpp: 0 ok, 1 $error/$stop seen at finish,
+ * 3 out of events, 120 out of memory, 124 signal, 125 sim-time limit, 134 $fatal/$stop/fatal error.
+ */
+export function classifyRun(run: RunResult, limits: SimLimits, report?: HarnessReport): RunOutcome {
+  const diag = (code: string, message: string, severity: Diagnostic['severity'] = 'error'): Diagnostic => ({
+    file: '',
+    origin: 'testbench',
+    line: 1,
+    column: 1,
+    severity,
+    code,
+    message,
+    stage: 'run',
+  });
+  if (run.spawnError) return { status: 'exception', message: `cannot start the simulation: ${run.spawnError}` };
+  if (run.cancelled) return { status: 'exception', message: 'cancelled' };
+  // The run directory's cap (jail.ts runDirGuard): the run was killed for it, or broke it.
+  if (run.guardStop) return { status: 'xrun_failed', message: run.guardStop, diagnostic: diag('CHORUS-OUTPUT', run.guardStop) };
+  const oom = (): RunOutcome => {
+    const m = `the simulation ran out of memory (limit ${limits.memoryLimitMb ?? 'none'} MiB of address space)`;
+    return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OOM', m) };
+  };
+  if (report && !run.outputOverflow) {
+    switch (report.end) {
+      case 'oom':
+        return oom();
+      case 'terminate':
+        return { status: 'xrun_failed', message: 'the simulation ended with an unhandled C++ exception (a fatal run-time error)' };
+      case 'stop': {
+        const at = report.fatals[0];
+        return {
+          status: 'xrun_failed',
+          message: `the simulation stopped at $fatal/$stop${at?.file ? ` (${basename(at.file)}:${at.line})` : ''}`,
+        };
+      }
+      case 'fatal': {
+        const at = report.fatals[0];
+        return { status: 'xrun_failed', message: `the simulation hit a fatal run-time error: ${at ? fatalLine(at) : 'unknown'}` };
+      }
+      default:
+        break; // finish, signal, no-events, maxtime, exit: as the exit status says below
+    }
+  }
+  if (run.outputOverflow) {
+    const m = `the simulation printed more than ${limits.outputLimitBytes} bytes and was stopped (an endless $display loop?)`;
+    return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
+  }
+  if (run.timedOut || run.exitCode === 124) {
+    const m = `the simulation did not finish within ${limits.timeoutS}s of wall-clock time: the testbench must end with $finish (a free-running clock never runs out of events)`;
+    return { status: 'timeout', message: m, diagnostic: diag('CHORUS-TIMEOUT', m) };
+  }
+  if (run.exitCode === 125) {
+    const m = `the simulation reached the simulated-time limit of ${limits.simTimeLimitNs} ns without $finish: add $finish after the stimulus`;
+    return { status: 'timeout', message: m, diagnostic: diag('CHORUS-SIMTIME', m) };
+  }
+  if (run.exitCode === 3) {
+    // Commercial simulators end a run that has no events left normally; so do we, with a warning.
+    const m = 'the simulation ran out of events without $finish; end the stimulus with $finish';
+    return { status: 'success', message: m, diagnostic: diag('CHORUS-NOFINISH', m, 'warning') };
+  }
+  if (run.signal === 'SIGABRT' || run.exitCode === 134) {
+    return { status: 'xrun_failed', message: 'the simulation aborted ($fatal, $stop or a fatal run-time error)' };
+  }
+  if (run.signal === 'SIGXFSZ') {
+    const m = `the testbench wrote a file larger than ${limits.outputLimitBytes} bytes and was stopped`;
+    return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
+  }
+  if (run.exitCode === 120) return oom();
+  if (run.signal)
+    return { status: 'xrun_failed', message: `the simulation was killed by ${run.signal} (memory limit ${limits.memoryLimitMb} MiB?)` };
+  if (run.exitCode === 0 || run.exitCode === 1) return { status: 'success', message: '' };
+  return { status: 'xrun_failed', message: `the simulation exited with code ${run.exitCode}` };
+}

@@ -1,0 +1,130 @@
+// CHORUS: Run Coverage, and the test controller's Coverage profile: simulates a testbench against
+// its design in the worker, fills the Problems panel, the line decorations and VS Code's
+// test-coverage view, and records the run in the history.
+import * as vscode from 'vscode';
+import { existsSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { SimResult } from '../../core/sim/result.js';
+import { generateSettings } from '../config.js';
+import { groupDiagnostics } from '../diagnostics.js';
+import { HDL_EXT } from '../project.js';
+import type { FileLineCoverage } from '../views/coverageData.js';
+import { pct } from '../../../webview/protocol.js';
+import { WorkerError } from '../worker/client.js';
+import { roundRecord } from '../worker/protocol.js';
+import { meetsTarget, overallCoverage } from '../../core/run/coverage.js';
+import type { Session } from './session.js';
+
+/** What a run of a testbench says, with the one meaning of "passed" (core/sim/ranking.ts): the
+ * testbench simulated AND its coverage reaches the target (chorus.generation.coverageTarget). A run
+ * below the target is not an error, but it has not passed. */
+export function verdict(res: SimResult, target: number): { ran: boolean; passed: boolean; summary: string } {
+  const ran = res.status === 'success';
+  if (!ran) return { ran, passed: false, summary: `${res.status} at ${res.stage}: ${res.err_msg.split('\n')[0]}` };
+  const c = res.coverage?.waived;
+  const passed = meetsTarget(overallCoverage(res), target);
+  const figures = `coverage ${pct(c?.overall)} (block ${pct(c?.block)}, toggle ${pct(c?.toggle)}, line ${pct(c?.line)}, branch ${pct(c?.branch)})`;
+  return { ran, passed, summary: passed ? figures : `${figures}, below the ${pct(target)} target` };
+}
+
+async function simulateTestbench(s: Session, tb: vscode.Uri, signal: AbortSignal, onStatus?: (m: string) => void) {
+  const doc = await vscode.workspace.openTextDocument(tb);
+  const r = s.designForTestbench(tb);
+  s.lastProjectPath = r.projectPath;
+  onStatus?.(`simulating ${basename(tb.fsPath)}`);
+  const settings = generateSettings();
+  const out = await s.withTop(r, (design) =>
+    s.worker.request('simulate', { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, settings }, { signal }),
+  );
+  s.last.set(tb.fsPath, { design: r.design, result: out.result });
+  // Problems panel: every file of this run, replaced as a whole.
+  s.diagnostics.clear();
+  for (const [file, ds] of groupDiagnostics(out.result.diagnostics, basename(tb.fsPath), tb.fsPath, r.dir))
+    s.diagnostics.set(vscode.Uri.file(file), ds);
+  s.decorations.set(out.files);
+  return { out, r };
+}
+
+/** The test controller's run of one testbench (CoverageTests). */
+export async function coverageForTest(
+  s: Session,
+  tb: vscode.Uri,
+  token: vscode.CancellationToken,
+): Promise<{ passed: boolean; message: string; files: FileLineCoverage[] } | null> {
+  if (!s.trusted()) return null;
+  const ctl = s.begin();
+  token.onCancellationRequested(() => ctl.abort());
+  try {
+    const { out } = await simulateTestbench(s, tb, ctl.signal);
+    const v = verdict(out.result, generateSettings().target);
+    return { passed: v.passed, message: v.summary, files: out.files };
+  } finally {
+    s.end(ctl);
+  }
+}
+
+export async function runCoverage(s: Session, uri?: vscode.Uri): Promise<SimResult | null> {
+  if (!s.trusted()) return null;
+  const tb = s.targetUri(uri);
+  if (!tb || !HDL_EXT.test(tb.fsPath)) {
+    void vscode.window.showWarningMessage('CHORUS: open a testbench (.sv/.v) to run its coverage');
+    return null;
+  }
+  const ctl = s.begin();
+  const t0 = Date.now();
+  s.setStatus('busy', 'simulating…');
+  const run = s.history.start({
+    kind: 'coverage',
+    top: '',
+    model: '-',
+    simulator: generateSettings().simulator,
+    testbenchPath: tb.fsPath,
+    designDir: dirname(tb.fsPath),
+  });
+  try {
+    const { out } = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'CHORUS: running coverage', cancellable: true },
+      async (progress, token) => {
+        token.onCancellationRequested(() => ctl.abort());
+        return simulateTestbench(s, tb, ctl.signal, (m) => progress.report({ message: m }));
+      },
+    );
+    const res = out.result;
+    const doc = await vscode.workspace.openTextDocument(tb);
+    s.history.update(run, {
+      top: res.dutTop,
+      simulator: `${res.simulator.name} ${res.simulator.version}`,
+      rounds: [roundRecord(0, 0, doc.getText(), res)],
+      best: 0,
+      state: res.status === 'success' ? 'done' : 'failed',
+      message: res.status === 'success' ? res.status : `${res.status}: ${res.err_msg.split('\n')[0]}`,
+    });
+    const { ran, passed, summary } = verdict(res, generateSettings().target);
+    s.tests.publish(tb, passed, summary, out.files, Date.now() - t0);
+    s.output.appendLine(`[CHORUS] ${basename(tb.fsPath)}: ${summary}`);
+    s.setStatus(ran ? 'done' : 'error', ran ? pct(res.coverage?.waived.overall) : res.status);
+    // Show the design file with its decorations beside the testbench.
+    const dut = out.files[0]?.file;
+    if (dut && existsSync(dut))
+      await vscode.window.showTextDocument(vscode.Uri.file(dut), {
+        viewColumn: vscode.ViewColumn.Beside,
+        preserveFocus: true,
+        preview: true,
+      });
+    if (ran) void vscode.window.showInformationMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`);
+    else
+      void vscode.window
+        .showErrorMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`, 'Show Problems')
+        .then((p) => p && vscode.commands.executeCommand('workbench.actions.view.problems'));
+    return res;
+  } catch (e) {
+    s.history.update(run, {
+      state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
+      message: (e as Error).message,
+    });
+    s.reportError('coverage run', e);
+    return null;
+  } finally {
+    s.end(ctl);
+  }
+}

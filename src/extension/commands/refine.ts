@@ -1,0 +1,102 @@
+// CHORUS: Refine Testbench. Revises the open testbench from its last result here, a fresh
+// simulation or a simulator log the user picks; the revision opens as a diff with Accept / Reject.
+import * as vscode from 'vscode';
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { generateSettings, modelConfig } from '../config.js';
+import type { ResolvedDesign } from '../designResolver.js';
+import { HDL_EXT } from '../project.js';
+import { pct } from '../../../webview/protocol.js';
+import { WorkerError } from '../worker/client.js';
+import type { ModelConfig } from '../worker/protocol.js';
+import { onProgress } from './progress.js';
+import type { Session } from './session.js';
+
+export async function refine(s: Session, uri?: vscode.Uri): Promise<void> {
+  if (!s.trusted()) return;
+  const tb = s.targetUri(uri);
+  if (!tb || !HDL_EXT.test(tb.fsPath)) {
+    void vscode.window.showWarningMessage('CHORUS: open the testbench to refine');
+    return;
+  }
+  const doc = await vscode.workspace.openTextDocument(tb);
+  let last = s.last.get(tb.fsPath)?.result ?? null;
+  let log: string | undefined;
+  if (!last) {
+    const pick = await vscode.window.showQuickPick(
+      [
+        { label: 'Simulate it now', description: 'run the testbench and refine from its result', id: 'sim' },
+        { label: 'Use a simulator log…', description: 'a log from your own simulator run (Verilator, Xcelium/IMC)', id: 'log' },
+      ],
+      { title: 'CHORUS: no result of this testbench yet' },
+    );
+    if (!pick) return;
+    if (pick.id === 'log') {
+      const f = await vscode.window.showOpenDialog({
+        canSelectMany: false,
+        openLabel: 'Use this log',
+        filters: { Logs: ['log', 'txt', 'rpt'], All: ['*'] },
+      });
+      if (!f?.[0]) return;
+      log = readFileSync(f[0].fsPath, 'utf8');
+    }
+  }
+  let model: ModelConfig | null;
+  let r: ResolvedDesign;
+  try {
+    model = await modelConfig(s.ctx.secrets);
+    r = s.designForTestbench(tb);
+  } catch (e) {
+    s.reportError('refinement', e);
+    return;
+  }
+  const ctl = s.begin();
+  const settings = generateSettings();
+  const run = s.history.start({
+    kind: 'refine',
+    top: '',
+    model: model?.kind ?? 'none',
+    simulator: settings.simulator,
+    testbenchPath: tb.fsPath,
+    designDir: r.dir,
+  });
+  s.setStatus('busy', 'refining…');
+  try {
+    const out = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'CHORUS: refining testbench', cancellable: true },
+      async (progress, token) => {
+        token.onCancellationRequested(() => ctl.abort());
+        return s.withTop(r, (design) =>
+          s.worker.request(
+            'refine',
+            { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, last, log, model, settings },
+            {
+              signal: ctl.signal,
+              onProgress: (ev) => onProgress(s, ev, run, (m) => progress.report({ message: m })),
+            },
+          ),
+        );
+      },
+    );
+    last = out.result;
+    s.history.update(run, {
+      rounds: [out.record],
+      best: 0,
+      model: out.model,
+      state: 'done',
+      top: out.result?.dutTop ?? '',
+      message: `revision: ${pct(out.record.coverage?.overall)}`,
+    });
+    s.setStatus('done', `revision ${pct(out.record.coverage?.overall)}`);
+    const accepted = await s.revisions.review(tb, out.testbench, `revision: ${pct(out.record.coverage?.overall)}`);
+    if (accepted) s.last.set(tb.fsPath, { design: r.design, result: out.result });
+  } catch (e) {
+    s.history.update(run, {
+      state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
+      message: (e as Error).message,
+    });
+    s.reportError('refinement', e);
+  } finally {
+    s.end(ctl);
+  }
+}
