@@ -25,6 +25,8 @@ import { MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './m
 import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { canRedraw } from './terminal.js';
 import { SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
+import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import type { ScoreMode } from '../core/run/simulators.js';
 import { DEFAULT_EVAL_SAMPLES, DEFAULT_LIMITS, DEFAULT_ROUNDS, DEFAULT_SEED } from '../core/run/defaults.js';
 import { pct as formatPct, safeJson } from '../core/run/frontEnd.js';
 
@@ -67,7 +69,7 @@ Run:
   --timeout <s>           wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
   --simulator <name>      ${simulatorNames().join(' | ')} (default verilator; with --scorer the services'
                           own)
-Output:
+${SCORE_HELP}Output:
   --out <dir>             report folder (default out/eval/<suite>-<row>)
   --resume                reuse the finished samples of an earlier run into the same --out
   --json                  print report.json on stdout
@@ -94,6 +96,7 @@ const OPTIONS = {
   out: { type: 'string' },
   resume: { type: 'boolean' },
   ...SIMULATOR_OPTION,
+  ...SCORE_OPTION,
   json: { type: 'boolean' },
 } as const;
 
@@ -127,9 +130,17 @@ async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<
   // the rest of the model flags are checked by modelConfigFrom (shared with generate and refine)
   if (o.dtype !== undefined && o.model === undefined) return fail('--dtype goes with --model <dir>');
   if (o.history !== undefined && o.history !== 'markov' && o.history !== 'full') return fail('--history must be markov or full');
-  let samples: number, rounds: number, workers: number, seed: number, timeoutS: number, limit: number | undefined, simulatorName: string;
+  let samples: number,
+    rounds: number,
+    workers: number,
+    seed: number,
+    timeoutS: number,
+    limit: number | undefined,
+    simulatorName: string,
+    score: ScoreMode;
   try {
     simulatorName = simulatorOption(o.simulator);
+    score = scoreOption(o.score);
     if (o.simulator !== undefined && o.scorer !== undefined)
       throw new Error(
         '--simulator picks the simulator here; with --scorer the reward services simulate (start them with `chorus serve --simulator`)',
@@ -234,6 +245,7 @@ async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<
         resume: o.resume === true,
         simulator,
         limits: { timeoutS },
+        ...(score !== 'paper' ? { score } : {}),
         seed,
         signal,
         onProgress: progress.onProgress,

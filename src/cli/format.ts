@@ -1,8 +1,9 @@
 // Human-readable summary of a result record for the terminal.
 import type { SimResult } from '../core/sim/result.js';
 import type { CoverageFigures } from '../core/coverage/model.js';
-import { formatDiagnostic, pct } from '../core/run/frontEnd.js';
+import { formatDiagnostic, pct, safeText } from '../core/run/frontEnd.js';
 import { safeResult } from '../core/run/coverage.js';
+import { assertionCount, assertionSummary, failureReason, thousands, uncoveredByReason } from '../core/run/coverage.js';
 
 function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user' | 'expr' | 'cond'): string {
   const t = f.tallies[k];
@@ -27,27 +28,27 @@ export function formatSimResult(result: SimResult, opts: { color?: boolean; maxE
   lines.push(
     `status: ${ok ? c('32', r.status) : c('31', r.status)}  stage: ${r.stage}  reward: ${r.reward.toFixed(4)}  time: ${t.total.toFixed(2)}s${stageTimes ? ` (${stageTimes})` : ''}`,
   );
+  // The design's own assertions, from the harness's record: said before the figure they qualify.
+  const broke = assertionSummary(r.dutAssertions);
+  if (broke) {
+    const legal = !ok && r.stage === 'run' && r.err_msg.startsWith(broke);
+    lines.push(c('33', `${broke}${legal ? ' (legal scoring: a failed run, reward 0)' : ''}`));
+  }
   if (r.coverage) {
     const w = r.coverage.waived;
-    lines.push(`coverage of ${r.dutTop}: ${c('1', pct(w.overall))} overall = mean(block, toggle)`);
+    lines.push(
+      `coverage of ${r.dutTop}: ${c('1', pct(w.overall))} overall = mean(block, toggle)${broke ? ", reached with illegal stimulus (it broke the design's assertions)" : ''}`,
+    );
     lines.push(`  block  ${tallyText(w, 'block')}   [line ${tallyText(w, 'line')}, branch ${tallyText(w, 'branch')}]`);
     lines.push(`  toggle ${tallyText(w, 'toggle')}`);
     if (w.tallies.user.total) lines.push(`  user cover points ${tallyText(w, 'user')}`);
     if (w.tallies.expr?.total) lines.push(`  expression ${tallyText(w, 'expr')}   (where the simulator has it; not part of overall)`);
     if (w.tallies.cond?.total) lines.push(`  ?: arms   ${tallyText(w, 'cond')}   (where the simulator has it; not part of overall)`);
     if (r.coverage.waivedPoints) lines.push(`  ${r.coverage.waivedPoints} points waived; raw overall ${pct(r.coverage.raw.overall)}`);
-    const u2 = r.unreachable2State;
-    if (u2?.count)
-      lines.push(
-        `  ${u2.count} point${u2.count === 1 ? '' : 's'} cannot be reached under 2-state simulation; coverage excluding them: ${pct(u2.overall)} (the scored figure stays ${pct(w.overall)}; --json lists them)`,
-      );
-    const blocks = r.uncovered.filter((u) => u.type !== 'toggle');
-    if (blocks.length) {
-      lines.push(`uncovered code (${blocks.length}):`);
-      for (const u of blocks.slice(0, 8))
-        lines.push(`  ${u.file}:${u.span && u.span[0] !== u.line ? u.span[0] : u.line} [${u.type} ${u.label}] ${u.source ?? ''}`.trimEnd());
-      if (blocks.length > 8) lines.push(`  ... ${blocks.length - 8} more (--json for all)`);
-    }
+    // Every uncovered point with its reason (dead under the parameters, tied off, unreachable in
+    // 2-state simulation, or reachable but not hit), toggles included, bounded per reason; then the
+    // reachable ceiling beside (never instead of) the scored figure.
+    lines.push(...uncoveredByReason(r.uncovered, r.coverage, 8));
   }
   const errs = r.diagnostics.filter((d) => d.severity === 'error');
   const warns = r.diagnostics.filter((d) => d.severity === 'warning');
@@ -55,11 +56,19 @@ export function formatSimResult(result: SimResult, opts: { color?: boolean; maxE
     lines.push(c('31', `errors (${errs.length}):`));
     for (const d of errs.slice(0, opts.maxErrors ?? 10)) {
       lines.push(
-        `  ${formatDiagnostic(d)}${d.time ? ` (at time ${d.time})` : ''}${d.suggestion ? `\n    suggestion: ${d.suggestion}` : ''}`,
+        `  ${formatDiagnostic(d)}${d.count && d.count > 1 ? ` (${thousands(d.count)} times${d.time ? `, at times ${d.time} to ${d.lastTime ?? d.time}` : ''})` : d.time ? ` (at time ${d.time})` : ''}${d.suggestion ? `\n    suggestion: ${d.suggestion}` : ''}`,
       );
     }
   }
   if (warns.length) lines.push(`warnings: ${warns.length} (--json for the list)`);
   if (!ok && !errs.length && r.err_msg) lines.push(c('31', r.err_msg.split('\n').slice(0, 12).join('\n')));
   return lines.join('\n') + '\n';
+}
+
+/** A round's verdict in one line: the status and, for a failed run, why (from the record's own
+ * fields: failureReason), or the broken DUT assertions of a run that succeeded. */
+export function verdictText(result: SimResult): string {
+  if (result.status !== 'success') return safeText(failureReason(result));
+  const n = assertionCount(result.dutAssertions ?? []);
+  return n ? `success (illegal stimulus: broke the design's assertions ${thousands(n)} time${n === 1 ? '' : 's'})` : 'success';
 }

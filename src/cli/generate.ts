@@ -25,10 +25,12 @@ import type { NamedText } from '../core/agent/protocol.js';
 import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
 import { contextBudgetError, designError, modelError, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
-import { formatSimResult } from './format.js';
+import { formatSimResult, verdictText } from './format.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
 import type { StatusLine } from './progress.js';
 import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
+import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import type { ScoreMode } from '../core/run/simulators.js';
 
 const HELP = `Usage: chorus generate <design files | folder | .core | Bender.yml> [options]
 
@@ -49,7 +51,7 @@ ${DESIGN_HELP}${MODEL_HELP}Generation:
   --stream              echo the model's text to stderr as it is generated
   --keep-params         built-in generator: never scale down parameters that put terminal counts
                         out of reach (it says which it scaled; -G values are never scaled)
-${SIMULATOR_HELP}Output:
+${SIMULATOR_HELP}${SCORE_HELP}Output:
   --out <file>          where to write the testbench (default: the model's file name, or
                         tb_<top>.sv, beside the first design file; an existing file is never
                         overwritten: a free name is chosen)
@@ -94,6 +96,7 @@ const OPTIONS = {
   'warm-start': { type: 'boolean' },
   'keep-params': { type: 'boolean' },
   ...SIMULATOR_OPTION,
+  ...SCORE_OPTION,
   out: { type: 'string' },
   force: { type: 'boolean' },
   json: { type: 'boolean' },
@@ -114,11 +117,19 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   } catch (e) {
     return fail((e as Error).message);
   }
-  let rounds: number, samples: number, target: number, seed: number, timeoutS: number, model: ModelConfig | null, simulator: string;
+  let rounds: number,
+    samples: number,
+    target: number,
+    seed: number,
+    timeoutS: number,
+    model: ModelConfig | null,
+    simulator: string,
+    score: ScoreMode;
   const history = (o.history ?? 'markov') as HistoryMode;
   try {
     rounds = Math.floor(numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0));
     simulator = simulatorOption(o.simulator);
+    score = scoreOption(o.score, cliDesign.project?.score);
     samples = Math.floor(numberOption('samples', o.samples, DEFAULT_GENERATE_SAMPLES, 1));
     target = numberOption('target', o.target, DEFAULT_TARGET * 100) / 100;
     seed = Math.floor(numberOption('seed', o.seed, DEFAULT_SEED));
@@ -160,6 +171,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
     instance: o.instance ?? DEFAULT_INSTANCE,
     keepParams: o['keep-params'] === true,
     limits: { timeoutS },
+    ...(score !== 'paper' ? { score } : {}),
     ...(model
       ? {
           samples,
@@ -251,13 +263,13 @@ function roundLine(r: GenerationRound, total: number, tag: string): string {
   const cov = r.result?.coverage?.waived;
   const covText = cov ? `  coverage ${pct(cov.overall)} (block ${pct(cov.block)}, toggle ${pct(cov.toggle)})` : '';
   if (r.source === 'builtin')
-    return `round ${r.round + 1}/${total}: ${r.result!.status}${covText}  ${r.result!.timings.total.toFixed(2)}s\n`;
+    return `round ${r.round + 1}/${total}: ${verdictText(r.result!)}${covText}  ${r.result!.timings.total.toFixed(2)}s\n`;
   const a = r.agent!;
   const what = r.error
     ? `model error (${safeLine(r.error.kind)}): ${safeText(r.error.message)}`
     : a.parsed.status !== 'success'
       ? `unparsable reply (${safeText(a.parsed.reason)})`
-      : `${r.result!.status}${covText}`;
+      : `${verdictText(r.result!)}${covText}`;
   const cost =
     r.source === 'warm-start'
       ? 'built-in generator (warm start)'

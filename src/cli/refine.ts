@@ -15,9 +15,11 @@ import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './
 import { contextBudgetError, designError, modelError, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
-import { formatSimResult } from './format.js';
+import { formatSimResult, verdictText } from './format.js';
 import { freeName } from './generate.js';
 import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
+import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import type { ScoreMode } from '../core/run/simulators.js';
 
 const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> [--model <dir> | --endpoint <url> --model-name <n>]
 
@@ -36,7 +38,7 @@ ${DESIGN_HELP}${MODEL_HELP}Refinement:
   --instance <name>     DUT instance name (default ${DEFAULT_INSTANCE})
   --seed <n>            sampling seed
   --timeout <s>         wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
-${SIMULATOR_HELP}  --no-check            do not simulate the revision
+${SIMULATOR_HELP}${SCORE_HELP}  --no-check            do not simulate the revision
 Output:
   --out <file>          where to write the revision (default: <tb>_refined.sv beside the testbench;
                         never overwrites without --force)
@@ -55,6 +57,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
   'no-check': { type: 'boolean' },
   ...SIMULATOR_OPTION,
+  ...SCORE_OPTION,
   out: { type: 'string' },
   force: { type: 'boolean' },
   json: { type: 'boolean' },
@@ -78,9 +81,10 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
   if (o.log && !existsSync(resolve(o.log))) return fail(`log ${resolve(o.log)} does not exist`);
   const kind = (o['log-kind'] ?? 'auto') as LogKind | 'auto';
   if (!['auto', 'xrun', 'coverage', 'imc'].includes(kind)) return fail(`--log-kind must be auto, xrun, coverage or imc, got '${kind}'`);
-  let model, seed: number | undefined, timeoutS: number, simulatorName: string;
+  let model, seed: number | undefined, timeoutS: number, simulatorName: string, score: ScoreMode;
   try {
     simulatorName = simulatorOption(o.simulator);
+    score = scoreOption(o.score, cliDesign.project?.score);
     model = modelConfig(o);
     seed = o.seed === undefined ? undefined : Math.floor(numberOption('seed', o.seed, 0));
     timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 1);
@@ -115,13 +119,14 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
       sampling: samplingFrom(o, seed),
       seed,
       limits: { timeoutS },
+      ...(score !== 'paper' ? { score } : {}),
       check: !o['no-check'],
     },
     (e) => {
       if (e.type === 'note') say(`note: ${e.message}\n`);
       else if (e.type === 'before') {
         const cov = overallCoverage(e.result);
-        say(`current testbench: ${e.result.status}${cov !== null ? `, coverage ${pct(cov)}` : ''}\n`);
+        say(`current testbench: ${verdictText(e.result)}${cov !== null ? `, coverage ${pct(cov)}` : ''}\n`);
       } else if (e.type === 'progress') status.set(e.message);
       else if (e.type === 'model') say(`model: ${describeModel(model!)}\n`);
       else if (e.type === 'text') status.set(`refining: ${++chunks} chunks`);

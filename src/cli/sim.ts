@@ -15,6 +15,8 @@ import { designError, numberOption, runCommand, toolchainError, type CommandRun 
 import { useColor } from './terminal.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
 import { SIMULATOR_HELP, simulatorOption } from './simulatorOption.js';
+import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import type { ScoreMode } from '../core/run/simulators.js';
 
 const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files | folder | .core | Bender.yml> [options]
 
@@ -25,7 +27,7 @@ ${DESIGN_HELP}Run:
   --waivers <file>      coverage waivers: <file>:<line>[:<type>[:<label>]] <reason>
   --lcov <file>         also write the DUT coverage as an lcov tracefile
   --seed <n>            simulator random seed (default ${DEFAULT_SEED})
-${SIMULATOR_HELP}  --keep                keep the scratch directory and print its path
+${SIMULATOR_HELP}${SCORE_HELP}  --keep                keep the scratch directory and print its path
 Output:
   --json                print the result record as JSON on stdout
 `;
@@ -40,6 +42,7 @@ const OPTIONS = {
   seed: { type: 'string' },
   simulator: { type: 'string' },
   keep: { type: 'boolean' },
+  ...SCORE_OPTION,
 } as const;
 
 export function runSim(argv: string[]): Promise<number> {
@@ -75,13 +78,14 @@ async function sim({ values: o, positionals, fail, signal }: CommandRun<typeof O
   } catch (e) {
     return fail((e as Error).message);
   }
-  let timeoutS: number, simTimeNs: number | null, seed: number, simulatorName: string;
+  let timeoutS: number, simTimeNs: number | null, seed: number, simulatorName: string, score: ScoreMode;
   try {
     simulatorName = simulatorOption(o.simulator);
     timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS);
     simTimeNs = numberOption('sim-time', o['sim-time'], DEFAULT_LIMITS.simTimeLimitNs ?? 0);
     if (simTimeNs === 0) simTimeNs = null;
     seed = numberOption('seed', o.seed, DEFAULT_SEED);
+    score = scoreOption(o.score, cliDesign.project?.score);
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -107,6 +111,7 @@ async function sim({ values: o, positionals, fail, signal }: CommandRun<typeof O
     // lcov is written from the points the figure was computed from, never from a second
     // reading of the database with another idea of which files are the DUT.
     wantPoints: Boolean(o.lcov),
+    ...(score !== 'paper' ? { score } : {}),
     signal,
   });
   const lcovWritten = Boolean(o.lcov && result.points);

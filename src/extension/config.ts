@@ -12,6 +12,7 @@ import {
   DEFAULT_TARGET,
 } from '../core/run/defaults.js';
 import { workerEnvFrom } from './worker/settings.js';
+import type { ProjectFile } from '../core/design/types.js';
 
 export const SECRET_API_KEY = 'chorus.apiKey';
 
@@ -61,8 +62,11 @@ function oneOf<T extends string>(v: string, choices: readonly T[], dflt: T): T {
   return (choices as readonly string[]).includes(v) ? (v as T) : dflt;
 }
 
-export function generateSettings(): GenerateSettings {
+/** The run settings; a design's project file (chorus.json) `score` wins over the setting, as it
+ * does over the CLI's default. */
+export function generateSettings(project?: Pick<ProjectFile, 'score'>): GenerateSettings {
   const c = cfg();
+  const scoring = c.get<string>('generation.scoring', 'paper') === 'legal' ? 'legal' : 'paper';
   const history = c.get<string>('generation.historyMode', 'markov') === 'full' ? 'full' : 'markov';
   return {
     // Refinement rounds after the first generation, as in `chorus generate --rounds` (attempts: rounds + 1).
@@ -77,6 +81,7 @@ export function generateSettings(): GenerateSettings {
     maxNewTokens: Math.max(1, Math.floor(c.get<number>('generation.maxNewTokens', DEFAULT_SAMPLING.maxNewTokens))),
     simulator: c.get<string>('simulator.backend', 'verilator') || 'verilator',
     warmStart: c.get<boolean>('generation.warmStart', false),
+    score: project?.score ?? scoring,
     limits: {
       timeoutS: Math.max(1, c.get<number>('simulator.timeoutSeconds', DEFAULT_LIMITS.timeoutS)),
       buildTimeoutS: Math.max(1, c.get<number>('simulator.buildTimeoutSeconds', DEFAULT_LIMITS.buildTimeoutS)),

@@ -33,8 +33,10 @@ describe('built-in generator', () => {
     expect(r.status).toBe('success');
     expect(r.coverage!.waived.tallies.toggle).toEqual({ covered: 15, total: 15 });
     expect(r.uncovered.map((u) => `${u.type}:${u.line}:${u.label}`)).toEqual(['line:23:case']);
-    // No improvement is possible: the generator stops after its patience, not at the round cap.
-    expect(g.rounds.length).toBe(4);
+    // The one point left is proven unreachable in 2-state (unreachable2State): no round is spent
+    // chasing it.
+    expect(r.unreachable2State?.points.map((p) => p.line)).toEqual([23]);
+    expect(g.rounds.length).toBe(1);
   });
 
   it('packed structs, unpacked arrays, a type parameter and two clocks: 100%', async () => {

@@ -18,10 +18,11 @@ import { loadDesign } from '../../src/core/run/design.js';
 import { runGeneration, type GenerationEvent } from '../../src/core/run/generation.js';
 
 const cli = join(repoRoot, 'dist', 'cli.js');
-const fsm = join(examples, 'fsm', 'seq_detector.sv');
-/** The FSM never reaches 100% (an unreachable default arm), so every attempt runs. */
+const hardDesign = join(fixtures, 'designs', 'hard_point', 'hard_point.sv');
+/** The design never reaches 100% (a reachable point random stimulus does not meet: not one the
+ * generator may skip as proven unreachable), so every attempt runs. */
 const ROUNDS = 2;
-const TASK = 'seq_detector';
+const TASK = 'hard_point';
 /** Eval derives each sample's seed from the base seed (1), the task and the sample: use it everywhere. */
 const SEED = sampleSeed(1, TASK, 0);
 
@@ -57,7 +58,7 @@ describe('one generation path', () => {
     const dir = scratchDir('chorus-path-');
     const r = await execa(
       process.execPath,
-      [cli, 'generate', '--json', '--rounds', String(ROUNDS), '--seed', String(SEED), '--out', join(dir, 'tb.sv'), fsm],
+      [cli, 'generate', '--json', '--rounds', String(ROUNDS), '--seed', String(SEED), '--out', join(dir, 'tb.sv'), hardDesign],
       { reject: false },
     );
     expect(r.exitCode, r.stderr).toBe(0);
@@ -74,7 +75,7 @@ describe('one generation path', () => {
     const events: ProgressEvent[] = [];
     const w = await client.request(
       'generate',
-      { design: { files: [fsm] }, model: null, settings: settings() },
+      { design: { files: [hardDesign] }, model: null, settings: settings() },
       { onProgress: (e) => events.push(e) },
     );
     expect(w.rounds.length).toBe(ROUNDS + 1);
@@ -94,10 +95,10 @@ describe('one generation path', () => {
     // 3. The evaluation runner on a one-task suite of the same design.
     const suite: EvalSuite = {
       name: 'path',
-      path: fsm,
+      path: hardDesign,
       format: 'llm4cov',
       skipped: [],
-      tasks: [{ id: TASK, designFiles: [fsm], specFiles: [], top: 'seq_detector', instance: 'uut', threshold: 1 }],
+      tasks: [{ id: TASK, designFiles: [hardDesign], specFiles: [], top: 'hard_point', instance: 'uut', threshold: 1 }],
     };
     const out = scratchDir('chorus-path-eval-');
     const report = await runEvaluation({

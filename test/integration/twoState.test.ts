@@ -57,7 +57,7 @@ describe('unreachable under 2-state simulation', () => {
     }
   });
 
-  it('the CLI says it in one line beside the scored figure', async () => {
+  it('the CLI lists them by reason and gives the reachable ceiling beside the scored figure', async () => {
     const out = await execa(
       process.execPath,
       [join(repoRoot, 'dist', 'cli.js'), 'sim', '--top', 'two_state', '--tb', join(dir, tbName), dut],
@@ -68,8 +68,9 @@ describe('unreachable under 2-state simulation', () => {
       },
     );
     expect(out.exitCode, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/^ {2}unreachable in 2-state simulation \(\d+\):$/m);
     expect(out.stdout).toMatch(
-      /^ {2}\d+ points cannot be reached under 2-state simulation; coverage excluding them: \d+\.\d\d% \(the scored figure stays \d+\.\d\d%/m,
+      /^reachable ceiling: coverage excluding the \d+ points? proven unreachable \([^)]*\d+ unreachable in 2-state simulation[^)]*\): \d+\.\d\d% .*; the scored figure stays \d+\.\d\d%$/m,
     );
   });
 });

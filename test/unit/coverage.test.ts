@@ -420,7 +420,17 @@ describe('analyzeCoverage', () => {
   it('attaches the trimmed source line from readSource, reading each file once', () => {
     const reads: string[] = [];
     const cov = analyzeCoverage(designPoints(), baseOpts({ readSource: (f) => (reads.push(f), sources[f]) }));
-    expect(cov.uncovered[0]).toEqual({ type: 'line', file: C, line: 9, label: 'block', hier: 'tb.uut', count: 0, source: "q <= 2'd0;" });
+    const notHit = { kind: 'not-hit', detail: expect.any(String) };
+    expect(cov.uncovered[0]).toEqual({
+      type: 'line',
+      file: C,
+      line: 9,
+      label: 'block',
+      hier: 'tb.uut',
+      count: 0,
+      source: "q <= 2'd0;",
+      reason: notHit,
+    });
     expect(cov.uncovered[1]).toEqual({
       type: 'line',
       file: S,
@@ -429,6 +439,7 @@ describe('analyzeCoverage', () => {
       hier: 'tb.uut.u_sub',
       count: 0,
       source: 'initial $display("never");',
+      reason: notHit,
     });
     expect(cov.uncovered[3].source).toBe('if (a) z = 1;');
     expect(cov.uncovered[4].source).toBe('cover property (@(posedge clk) q == 3);');
@@ -441,9 +452,20 @@ describe('analyzeCoverage', () => {
       [pt('branch', 7, 0, { label: 'else', span: [9, 10] }), pt('toggle', 2, 0, { label: 'q[0]', span: [3, 4] })],
       baseOpts(),
     );
+    const notHit = { kind: 'not-hit', detail: expect.any(String) };
     expect(cov.uncovered).toEqual([
-      { type: 'branch', file: C, line: 7, span: [9, 10], label: 'else', hier: 'tb.uut', count: 0, source: "q <= 2'd0;" },
-      { type: 'toggle', file: C, line: 2, span: undefined, label: 'q[0]', hier: 'tb.uut', count: 0, source: 'input logic clk,' },
+      { type: 'branch', file: C, line: 7, span: [9, 10], label: 'else', hier: 'tb.uut', count: 0, source: "q <= 2'd0;", reason: notHit },
+      {
+        type: 'toggle',
+        file: C,
+        line: 2,
+        span: undefined,
+        label: 'q[0]',
+        hier: 'tb.uut',
+        count: 0,
+        source: 'input logic clk,',
+        reason: notHit,
+      },
     ]);
     expect('span' in cov.uncovered[1] ? cov.uncovered[1].span : undefined).toBeUndefined();
   });
@@ -526,12 +548,12 @@ describe('toLcov', () => {
     count,
   });
 
-  it('writes DA per line, BRDA per arm, BRF/BRH, LF/LH and end_of_record; toggles left out', () => {
+  it('writes DA per line point, BRDA per arm, BRF/BRH, LF/LH and end_of_record; toggles and user points left out', () => {
     const points = [
       p('line', B, 3, 1, 2),
       p('toggle', A, 2, 5, 5, 'tb.u', 'q[0]'),
       p('line', A, 5, 3, 4),
-      p('line', A, 5, 3, 7, 'tb.v'), // same line, another instance: DA takes the max
+      p('line', A, 5, 3, 7, 'tb.v'), // same line, another instance: the hits add up
       p('branch', A, 8, 12, 0, 'tb.u', 'else'),
       p('branch', A, 8, 9, 3, 'tb.u', 'if'),
       p('branch', A, 8, 9, 0, 'tb.v', 'if'),
@@ -548,12 +570,10 @@ describe('toLcov', () => {
         'BRDA:8,0,1,-',
         'BRF:3',
         'BRH:1',
-        'DA:5,7',
-        'DA:8,3',
+        'DA:5,11',
         'DA:10,0',
-        'DA:12,1',
-        'LF:4',
-        'LH:3',
+        'LF:2',
+        'LH:1',
         'end_of_record',
         'TN:chorus',
         'SF:/rtl/b.sv',
@@ -566,10 +586,10 @@ describe('toLcov', () => {
     );
   });
 
-  it('raises a line hit count to its best branch arm and names the test', () => {
+  it('keeps branch arms out of the line figures and names the test', () => {
     const out = toLcov([p('line', A, 4, 1, 1), p('branch', A, 4, 1, 6, 'tb.u', 'if'), p('branch', A, 4, 2, 6, 'tb.u', 'else')], 'run7');
     expect(out).toBe(
-      ['TN:run7', 'SF:/rtl/a.sv', 'BRDA:4,0,0,6', 'BRDA:4,0,1,6', 'BRF:2', 'BRH:2', 'DA:4,6', 'LF:1', 'LH:1', 'end_of_record', ''].join(
+      ['TN:run7', 'SF:/rtl/a.sv', 'BRDA:4,0,0,6', 'BRDA:4,0,1,6', 'BRF:2', 'BRH:2', 'DA:4,1', 'LF:1', 'LH:1', 'end_of_record', ''].join(
         '\n',
       ),
     );
@@ -584,7 +604,17 @@ describe('toLcov', () => {
       'BRF:3',
       'BRH:1',
     ]);
-    expect(out.split('\n').filter((l) => /^(DA|LF|LH)/.test(l))).toEqual(['DA:10,1', 'DA:20,0', 'LF:2', 'LH:1']);
+    expect(out.split('\n').filter((l) => /^(DA|LF|LH)/.test(l))).toEqual(['LF:0', 'LH:0']);
+  });
+
+  it('shows a line point where its code starts, leaves waived points out, and calls a line with an unhit point unhit', () => {
+    // Verilator files an `else` arm under its `if` line (5) with the arm's lines (8) as its span:
+    // the summary lists it at 8, and so does lcov; the `if` arm at 5 ran.
+    const elseArm = { ...p('line', A, 5, 3, 0, 'tb.u', 'else'), span: [8, 8] as [number, number] };
+    const ifArm = { ...p('line', A, 5, 3, 9, 'tb.u', 'if'), span: [5, 6] as [number, number] };
+    const waived = { ...p('line', A, 12, 3, 0), waived: true as const };
+    const out = toLcov([ifArm, elseArm, waived, p('line', A, 20, 1, 3), p('line', A, 20, 1, 0, 'tb.v')]);
+    expect(out.split('\n').filter((l) => /^(DA|LF|LH)/.test(l))).toEqual(['DA:5,9', 'DA:8,0', 'DA:20,0', 'LF:3', 'LH:1']);
   });
 
   it('is empty for no points and for toggle-only points', () => {

@@ -13,12 +13,14 @@ const NONCE = '0123456789abcdef0123456789abcdef';
 const hex = (s: string): string => (s ? Buffer.from(s).toString('hex') : '-');
 const COV = "# SystemC::Coverage-3\nC '\x01f\x02/rtl/c.sv\x01l\x023\x01page\x02v_line/c\x01o\x02block\x01h\x02tb.uut\x01' 4\n";
 
-function frame(opts: { nonce?: string; end?: string; cov?: string | null; extra?: string; fatal?: [string, number, string] } = {}): Buffer {
+function frame(
+  opts: { nonce?: string; end?: string; cov?: string | null; extra?: string; fatal?: [string, number, string]; site?: string } = {},
+): Buffer {
   const n = opts.nonce ?? NONCE;
   const cov = opts.cov === undefined ? COV : opts.cov;
-  let head = `CHORUS-REPORT 1 ${n}\nend ${opts.end ?? 'finish'}\nfinished 1\ntime 120000\nprecision -12\n`;
+  let head = `CHORUS-REPORT 2 ${n}\nend ${opts.end ?? 'finish'}\nfinished 1\ntime 120000\nprecision -12\n`;
   if (opts.fatal) head += `fatal ${hex(opts.fatal[0])} ${opts.fatal[1]} ${hex(opts.fatal[2])}\n`;
-  head += `site ${hex('/rtl/c.sv')} 40 3048 25000 0\n`;
+  head += opts.site ?? `site ${hex('/rtl/c.sv')} 40 3048 25000 118000 0\n`;
   head += cov === null ? `coverage-error ${hex('the run directory is full')}\n` : `coverage ${Buffer.byteLength(cov)}\n${cov}`;
   return Buffer.from(head + `\nCHORUS-END ${n}\n` + (opts.extra ?? ''));
 }
@@ -29,7 +31,7 @@ describe('readHarnessReport', () => {
     expect(r.kind).toBe('ok');
     if (r.kind !== 'ok') return;
     expect(r.report).toMatchObject({ end: 'finish', finished: true, time: 120000, precision: -12, coverage: COV });
-    expect(r.report.sites).toEqual([{ file: '/rtl/c.sv', line: 40, count: 3048, first: 25000, stops: false }]);
+    expect(r.report.sites).toEqual([{ file: '/rtl/c.sv', line: 40, count: 3048, first: 25000, last: 118000, stops: false }]);
     expect(fatalLine(r.report.fatals[0])).toBe('%Error-DIDNOTCONVERGE: /rtl/c.sv:7: Active region did not converge');
   });
 
@@ -49,9 +51,16 @@ describe('readHarnessReport', () => {
     ['a second frame after the first', frame({ extra: frame().toString() })],
     ['bytes after the frame', frame({ extra: 'x' })],
     ['a frame cut short', frame().subarray(0, 60)],
-    ['a coverage length past the end', Buffer.from(`CHORUS-REPORT 1 ${NONCE}\nend finish\ncoverage 999999\nabc\nCHORUS-END ${NONCE}\n`)],
-    ['an unknown field', Buffer.from(`CHORUS-REPORT 1 ${NONCE}\nscore 2.0\ncoverage 0\n\nCHORUS-END ${NONCE}\n`)],
-    ['an unknown end', Buffer.from(`CHORUS-REPORT 1 ${NONCE}\nend great\ncoverage 0\n\nCHORUS-END ${NONCE}\n`)],
+    ['a coverage length past the end', Buffer.from(`CHORUS-REPORT 2 ${NONCE}\nend finish\ncoverage 999999\nabc\nCHORUS-END ${NONCE}\n`)],
+    ['an unknown field', Buffer.from(`CHORUS-REPORT 2 ${NONCE}\nscore 2.0\ncoverage 0\n\nCHORUS-END ${NONCE}\n`)],
+    ['a frame of the previous format (version 1)', Buffer.from(frame().toString().replace('CHORUS-REPORT 2', 'CHORUS-REPORT 1'))],
+    ['a site without its last time (the version 1 line)', frame({ site: `site ${hex('/rtl/c.sv')} 40 3048 25000 0\n` })],
+    ['a site with a field too many', frame({ site: `site ${hex('/rtl/c.sv')} 40 3048 25000 26000 0 1\n` })],
+    ['a site whose last time is before its first', frame({ site: `site ${hex('/rtl/c.sv')} 40 3 25000 24000 0\n` })],
+    ['a site counted zero times', frame({ site: `site ${hex('/rtl/c.sv')} 40 0 25000 25000 0\n` })],
+    ['a site with a bad stops flag', frame({ site: `site ${hex('/rtl/c.sv')} 40 3 25000 25000 yes\n` })],
+    ['a site with a non-numeric last time', frame({ site: `site ${hex('/rtl/c.sv')} 40 3 25000 1e9 0\n` })],
+    ['an unknown end', Buffer.from(`CHORUS-REPORT 2 ${NONCE}\nend great\ncoverage 0\n\nCHORUS-END ${NONCE}\n`)],
   ])('refuses %s', (_, bytes) => {
     expect(readHarnessReport(bytes, NONCE).kind).toBe('forged');
   });

@@ -32,6 +32,8 @@ describe('chorus.json check', () => {
       /"params\[1\]" must be NAME=VALUE, got parameter "D"; "top" must be a module name/,
     );
     expect(validateProject({ files: ['a.sv'], top: '' })).toEqual({ files: ['a.sv'] });
+    expect(validateProject({ files: ['a.sv'], score: 'legal' })).toEqual({ files: ['a.sv'], score: 'legal' });
+    expect(() => validateProject({ files: ['a.sv'], score: 'strict' })).toThrow(/"score" must be 'paper' or 'legal'/);
     expect(validateProject({ manifest: 'Bender.yml', target: 'sim' })).toEqual({ files: [], manifest: 'Bender.yml', target: 'sim' });
   });
 });
@@ -52,11 +54,17 @@ describe('reward service requests', () => {
     }
     expect(err.status).toBe(400);
     expect(err.message).toBe(
-      'timeout: unknown field (allowed: design_files, top, testbench, include_files, defines, params, threshold, timeout_s, seed); top: must be a string, got 5; ' +
+      'timeout: unknown field (allowed: design_files, top, testbench, include_files, defines, params, threshold, timeout_s, seed, score); top: must be a string, got 5; ' +
         'defines.1x: not a macro name; threshold: must be between 0 and 1, got 2; seed: must be an integer, got 1.5',
     );
     expect(err.extra.fields).toEqual(['timeout', 'top', 'defines.1x', 'threshold', 'seed']);
     expect(err.extra.field).toBe('timeout');
+  });
+
+  it("score: 'paper' or 'legal', null when not given", () => {
+    expect(validateScoreRequest({ ...item, score: 'legal' }).items[0].score).toBe('legal');
+    expect(validateScoreRequest({ ...item }).items[0].score).toBeNull();
+    expect(() => validateScoreRequest({ ...item, score: 'strict' })).toThrow(/score/);
   });
 
   it('defaults and conversions match the documented request', () => {

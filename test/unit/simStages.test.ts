@@ -268,7 +268,7 @@ describe('judgeRun and the classification of its end', () => {
     const run = runResult({ all: `%Error: c.sv:3: Assertion failed\n`, exitCode: 1 });
     const judged = judgeRun(
       c,
-      { run, report: report({ sites: [{ file, line: 3, count: 1, first: 0, stops: false }] }) },
+      { run, report: report({ sites: [{ file, line: 3, count: 1, first: 0, last: 0, stops: false }] }) },
       [],
       files.classify,
     );
@@ -367,7 +367,7 @@ describe('the run stage alone', () => {
 
   it("harnessReading: another nonce's frame is a forgery; a run the guard killed has no report", () => {
     const nonce = '0123456789abcdef0123456789abcdef';
-    const frame = Buffer.from(`CHORUS-REPORT 1 ${'f'.repeat(32)}\nend finish\ncoverage 0\n\nCHORUS-END ${'f'.repeat(32)}\n`);
+    const frame = Buffer.from(`CHORUS-REPORT 2 ${'f'.repeat(32)}\nend finish\ncoverage 0\n\nCHORUS-END ${'f'.repeat(32)}\n`);
     expect(harnessReading(runResult({ report: frame }), nonce).kind).toBe('forged');
     expect(harnessReading(runResult({ report: frame, guardStop: 'the run directory grew past its cap' }), nonce)).toEqual({ kind: 'none' });
   });

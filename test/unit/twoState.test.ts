@@ -61,7 +61,7 @@ describe('constant variables and loop indices', () => {
       '  st_t st;', // 3
       '  reg [3:0] k;', // 4
       '  always @(posedge clk) begin', // 5
-      "    st <= (st == S2) ? S0 : st_t'(st + 1);", // 6
+      '    st <= (st == S2) ? S0 : (st == S0) ? S1 : S2;', // 6
       '    n <= 0;', // 7
       '    if (d[0]) for (k = 0; k < 8; k = k + 1) n <= n + d[k];', // 8
       '  end', // 9

@@ -47,7 +47,7 @@ describe('classifyRun', () => {
   });
 
   it('outputOverflow -> xrun_failed with CHORUS-OUTPUT naming the byte limit, before timeout', () => {
-    const m = 'the simulation printed more than 1024 bytes and was stopped (an endless $display loop?)';
+    const m = 'the simulation printed more than 1024 bytes (the output limit) and was stopped';
     expect(classifyRun(run({ outputOverflow: true, timedOut: true, exitCode: null, signal: 'SIGTERM' }), LIMITS)).toEqual({
       status: 'xrun_failed',
       message: m,

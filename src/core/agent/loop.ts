@@ -266,6 +266,7 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
               top: sh.top,
               testbench: { name: filename!, content: parsed.testbench },
               limits: o.limits,
+              ...(o.score ? { score: o.score } : {}),
               waivers: o.waivers,
               signal: o.signal,
             }),

@@ -6,6 +6,7 @@ import type { SimResult } from '../sim/result.js';
 import { formatDiagnostic } from '../util/format.js';
 import { safeText } from '../util/untrusted.js';
 import { safeResult } from '../sim/result.js';
+import { assertionSummary } from '../sim/assertions.js';
 
 // The message type belongs to the model interface (llm/backend.ts); the protocol builds on it.
 import type { ChatMessage } from '../llm/backend.js';
@@ -286,6 +287,12 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
     ['status', 'success'],
     ['type', 'file'],
   ]);
+  // The design's own assertions the stimulus broke (from the harness's record; docs/protocol.md
+  // §3): one more field of the EDA block, only when some fired, so every other turn is unchanged.
+  const broke = assertionSummary(result.dutAssertions);
+  const asserted: Array<[string, string]> = broke
+    ? [['dut_assertions', safeText(`${broke}. Drive the design only as its assertions allow.`)]]
+    : [];
   let eda: string;
   let instruction: string;
   if (result.status === 'success') {
@@ -293,6 +300,7 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
       ['status', 'success'],
       ['stage', 'success'],
       ['coverage', safeText(result.cov_info?.detail ?? '')],
+      ...asserted,
     ]);
     instruction = INSTRUCTIONS.success;
   } else if (result.status === 'imc_merge_failed' || result.status === 'imc_report_summary_failed') {
@@ -308,6 +316,8 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
       ['status', 'xrun_failed'],
       ['stage', 'xrun'],
       ['log', safeText(errorLog(result))],
+      // (A legal-scoring failure's log already opens with them.)
+      ...(result.err_msg.startsWith(broke) ? [] : asserted),
     ]);
     instruction = INSTRUCTIONS.xrun;
   }

@@ -2,7 +2,7 @@
 // candidate and result kept (the editor shows them, training reuses them).
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits } from '../sim/simulator.js';
-import type { SimResult } from '../sim/result.js';
+import type { ScoreMode, SimResult } from '../sim/result.js';
 import type { Waiver } from '../coverage/waivers.js';
 import type { ModelBackend, SamplingParams } from '../llm/backend.js';
 import type { ChatMessage, NamedText, ParsedReply } from './protocol.js';
@@ -30,6 +30,8 @@ export interface AgentOptions {
   history?: HistoryMode;
   sampling?: Partial<SamplingParams>;
   limits?: Partial<SimLimits>;
+  /** How each candidate is scored (sim/result.ts ScoreMode; default `paper`). */
+  score?: ScoreMode;
   waivers?: Waiver[];
   /** Simulations run at once across samples (default 1). */
   simConcurrency?: number;

@@ -1,6 +1,6 @@
 // Turns raw simulator points into what every caller needs: the DUT-only point set, the scored
 // figure (with waivers), the per-instance hierarchy, and the uncovered points with source text.
-import { figures, isCovered, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type UncoveredPoint } from './model.js';
+import { figures, isCovered, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type Exclusion, type UncoveredPoint, type UncoveredReason } from './model.js';
 import { isWaived, type Waiver } from './waivers.js';
 import { twoStateUnreachable, type TwoStateReport } from './twoState.js';
 
@@ -14,6 +14,7 @@ export interface InstanceCoverage {
 }
 
 export interface DutCoverage {
+  /** The DUT's points, waived ones included and marked `waived` (the scored set: the others). */
   points: CoveragePoint[];
   breakdown: CoverageBreakdown;
   instances: InstanceCoverage[];
@@ -36,6 +37,9 @@ export interface AnalyzeOptions {
   readSource: (file: string) => string | undefined;
   /** Cap on the uncovered list (feedback must stay bounded). */
   maxUncovered?: number;
+  /** The run's `-G` overrides of the top's parameters: the parameters' values as elaborated, for
+   * the dead-under-the-parameters reasons (without it, the top is taken at its defaults). */
+  params?: Record<string, string>;
 }
 
 export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): DutCoverage {
@@ -50,9 +54,11 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
   );
   const dutInstances = topHiers.filter((h, i) => !topHiers.slice(0, i).some((o) => h.startsWith(o + '.')));
   const under = (h: string): boolean => dutInstances.some((d) => h === d || h.startsWith(d + '.'));
-  const points = inDutFiles.filter((p) => under(p.hier));
   const waivers = opts.waivers ?? [];
-  const kept = waivers.length ? points.filter((p) => !isWaived(p, waivers)) : points;
+  // One point set for every view: a waived point stays in the list (raw figures) marked, so
+  // lcov, the editor and the summary all leave the same points out.
+  const points = inDutFiles.filter((p) => under(p.hier)).map((p) => (waivers.length && isWaived(p, waivers) ? { ...p, waived: true as const } : p));
+  const kept = waivers.length ? points.filter((p) => !p.waived) : points;
   const breakdown: CoverageBreakdown = {
     raw: figures(points),
     waived: figures(kept),
@@ -87,6 +93,14 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
     if (!cache.has(file)) cache.set(file, read(file)?.split(/\r?\n/));
     return cache.get(file)?.[line - 1]?.trim();
   };
+  let twoState: TwoStateReport;
+  try {
+    twoState = twoStateUnreachable(kept, read, { top: opts.top, params: opts.params });
+  } catch {
+    // A report beside the figure: a source this reader trips on must never cost the run its result.
+    twoState = { count: 0, points: [], figures: figures(kept), proven: new Map() };
+  }
+  breakdown.ceiling = ceilingOf(kept, twoState.proven);
   const max = opts.maxUncovered ?? 500;
   const uncovered: UncoveredPoint[] = [];
   // Block points first (they say which code never ran), then toggles.
@@ -96,14 +110,38 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
   const missing = kept.filter((p) => p.type !== 'expr' && p.type !== 'cond' && !isCovered(p)).sort((a, b) => order[a.type] - order[b.type] || a.file.localeCompare(b.file) || a.line - b.line);
   for (const p of missing.slice(0, max)) {
     const first = p.span && p.type !== 'toggle' ? p.span[0] : p.line;
-    uncovered.push({ type: p.type, file: p.file, line: p.line, span: p.type !== 'toggle' ? p.span : undefined, label: p.label, hier: p.hier, count: p.count, source: sourceLine(p.file, first) });
-  }
-  let twoState: TwoStateReport;
-  try {
-    twoState = twoStateUnreachable(kept, read);
-  } catch {
-    // A report beside the figure: a source this reader trips on must never cost the run its result.
-    twoState = { count: 0, points: [], figures: figures(kept) };
+    uncovered.push({
+      type: p.type,
+      file: p.file,
+      line: p.line,
+      span: p.type !== 'toggle' ? p.span : undefined,
+      label: p.label,
+      hier: p.hier,
+      count: p.count,
+      source: sourceLine(p.file, first),
+      reason: reasonOf(p, twoState.proven),
+    });
   }
   return { points, breakdown, instances, uncovered, dutInstances, twoState };
+}
+
+const NOT_HIT: UncoveredReason = { kind: 'not-hit', detail: 'reachable as far as the source analysis can tell; the stimulus did not get there' };
+
+/** An uncovered point's reason: its proof when one of the rules made one, else not hit. */
+export function reasonOf(p: CoveragePoint, proven: Map<CoveragePoint, UncoveredReason>): UncoveredReason {
+  const r = proven.get(p);
+  return r ? { kind: r.kind, detail: r.detail, ...(r.enable ? { enable: r.enable } : {}) } : NOT_HIT;
+}
+
+/** The reachable ceiling over the scored points: the figures without the proven ones. */
+function ceilingOf(kept: CoveragePoint[], proven: Map<CoveragePoint, UncoveredReason>): NonNullable<CoverageBreakdown['ceiling']> {
+  const byReason: Record<Exclusion, number> = { 'dead-param': 0, constant: 0, 'unreachable-2state': 0 };
+  let excluded = 0;
+  for (const p of kept) {
+    const r = proven.get(p);
+    if (!r || r.kind === 'not-hit') continue;
+    byReason[r.kind] += 1;
+    excluded += 1;
+  }
+  return { figures: figures(kept.filter((p) => !proven.has(p))), excluded, byReason };
 }

@@ -35,6 +35,15 @@ const merge = (a: AV, b: AV): AV => {
 };
 const MAX_W = 4096;
 
+/** Names declared as unpacked arrays, and packed vectors whose range is not `[w-1:0]`. */
+export interface DeclShape {
+  memories: Set<string>;
+  offset: Set<string>;
+}
+
+/** System tasks that only print or end the run: they write no variable of the design. */
+export const PRINT_TASK = /^\$(?:display|displayb|displayh|displayo|write|writeb|writeh|writeo|strobe|strobeb|strobeh|strobeo|monitor|monitoron|monitoroff|info|warning|error|fatal|finish|stop)$/;
+
 export interface CombEnv {
   vars: Map<string, AV>;
 }
@@ -45,6 +54,11 @@ export class CombEval {
     readonly m: ConstantNames,
     readonly widthOf: (name: string) => number | undefined,
     readonly declWidth: Map<string, number>,
+    /** What the declarations say beyond widths: unpacked arrays (memories) and packed ranges
+     * that are not `[w-1:0]`. A memory element read through any index is unknown (this pass keeps
+     * no memory contents: a ROM filled in `initial` holds different words), and a select on a
+     * vector whose bits are not numbered from 0 is not followed. */
+    readonly shape: DeclShape = { memories: new Set(), offset: new Set() },
   ) {}
   width(name: string): number {
     const w = this.widthOf(name) ?? this.declWidth.get(name);
@@ -186,14 +200,26 @@ export class CombEval {
     }
     const lit = parseSvLiteral(t);
     if (lit?.form === 'fill') {
-      // `'0` / `'1` set the context's low bit only, as this pass has always read them.
-      if (lit.value === undefined) throw new Unsupported(t);
-      return fromBig(lit.value, Math.max(1, ctx));
+      // `'0` is 0 at any width. `'1` is all ones of the context's width, which this pass does not
+      // work out inside an expression (an operand of a shift or a comparison is wider than the
+      // target): not followed there; `assign` reads a whole right-hand side `'1` itself.
+      if (lit.value !== 0n) throw new Unsupported(t);
+      return fromBig(0n, Math.max(1, ctx));
     }
     // Sized: its own width; unsized (`'hF`, `42`): 32 bits. x/z bits make the whole value unknown.
     if (lit) return lit.value === undefined ? unknown(lit.width ?? 32) : fromBig(lit.value, lit.width ?? 32);
     if (/^[A-Za-z_]/.test(t)) {
-      if (ts[p.i]?.t === '(' || ts[p.i]?.t === '::' || ts[p.i]?.t === '.') throw new Unsupported(t);
+      if (ts[p.i]?.t === '(' || ts[p.i]?.t === '::' || ts[p.i]?.t === '.' || ts[p.i]?.t === "'") throw new Unsupported(t);
+      if (this.shape.memories.has(t)) {
+        // A memory element: unknown whatever the index (no contents are tracked), one element wide.
+        if (ts[p.i]?.t !== '[') throw new Unsupported(t);
+        p.i++;
+        this.select(ts, p, env); // the index is read (and consumed); its value does not matter
+        const w = this.declWidth.get(t);
+        if (!w || w > MAX_W || ts[p.i]?.t === '[') throw new Unsupported(t);
+        return unknown(w);
+      }
+      if (this.shape.offset.has(t) && ts[p.i]?.t === '[') throw new Unsupported(t);
       const v = env.vars.get(t);
       if (v) return v;
       if (this.m.fixed.has(t)) {
@@ -300,7 +326,7 @@ export class CombEval {
       const a = assignmentOf(s.toks);
       if (a) this.assign(s.toks, env, written);
       else if (/^(?:integer|int|logic|reg|bit|byte)$/.test(s.toks[0].t)) return;
-      else if (/^\$/.test(s.toks[0].t)) return; // $display and other system tasks change nothing
+      else if (PRINT_TASK.test(s.toks[0].t)) return; // $display and the like change nothing
       else throw new Unsupported(s.toks[0].t);
     } else throw new Unsupported(s.kind);
   }
@@ -322,8 +348,17 @@ export class CombEval {
     if (!a) throw new Unsupported('assignment');
     const name = a.lhs[0]?.t;
     if (!name || !/^[A-Za-z_]/.test(name)) throw new Unsupported('lhs');
+    if (this.shape.memories.has(name) || (this.shape.offset.has(name) && a.lhs.length > 1)) throw new Unsupported(name);
     const cur = env.vars.get(name) ?? unknown(this.width(name));
     let rhs: Tok[] = a.rhs;
+    const fill = a.rhs.length === 1 && (a.op === '=' || a.op === '<=') ? parseSvLiteral(a.rhs[0].t) : undefined;
+    if (fill?.form === 'fill' && fill.value !== 0n) {
+      // `x = '1` (or 'x, 'z): every bit of the target, all ones (unknown for x and z).
+      written.add(name);
+      if (a.lhs.length !== 1) throw new Unsupported('lhs');
+      env.vars.set(name, fill.value === 1n ? { w: cur.w, b: new Array<Bit>(cur.w).fill(1) } : unknown(cur.w));
+      return;
+    }
     if (a.op === '++' || a.op === '--') rhs = [...a.lhs, { t: a.op[0], line: 0 }, { t: '1', line: 0 }];
     else if (a.op !== '=' && a.op !== '<=') rhs = [...a.lhs, { t: a.op.slice(0, -1), line: 0 }, { t: '(', line: 0 }, ...a.rhs, { t: ')', line: 0 }];
     written.add(name);

@@ -23,6 +23,15 @@ export interface CoveragePoint {
   /** Branch arm (`if`, `else`, `case`...), block kind, signal bit (`count[3]`) or cover label. */
   label: string;
   count: number;
+  /** Set on a point a waiver excludes: it is in the record (raw figures) but not in the scored
+   * set, so lcov, the editor and the summary leave it out alike. */
+  waived?: true;
+}
+
+/** The line a block point is shown at: the first line of the code it stands for (an `else` arm
+ * Verilator reports at its `if` line is shown where the arm's code starts). Toggles: their line. */
+export function displayLine(p: Pick<CoveragePoint, 'type' | 'line' | 'span'>): number {
+  return p.type !== 'toggle' && p.span ? p.span[0] : p.line;
 }
 
 /** A point is covered when it was hit; a toggle point only when the bit moved both ways (>= 2). */
@@ -59,6 +68,38 @@ export interface CoverageBreakdown {
   raw: CoverageFigures;
   /** Points excluded by the waiver file. */
   waivedPoints: number;
+  /** The reachable ceiling, reported beside the scored figure and never in its place: the scored
+   * point set (after waivers) without the points proven unreachable (dead under the parameters,
+   * tied off or constant, unreachable under 2-state simulation). Absent where no source analysis
+   * ran (backends without per-point data). */
+  ceiling?: CoverageCeiling;
+}
+
+export interface CoverageCeiling {
+  /** Figures over the scored points that can be reached: what the run reached of what it could. */
+  figures: CoverageFigures;
+  /** How many scored points were set aside, in all and by reason. */
+  excluded: number;
+  byReason: Record<Exclusion, number>;
+}
+
+/** Why a point no stimulus can cover is proven so (UncoveredReason's kinds but `not-hit`). */
+export type Exclusion = 'dead-param' | 'constant' | 'unreachable-2state';
+
+/**
+ * Why an uncovered point was not covered. Every kind but `not-hit` is a proof from the design's
+ * source, made only when certain (a point that some stimulus could reach is `not-hit`):
+ * - `dead-param`: code under a condition on parameters that is false under the elaborated values
+ *   (`enable` says how to turn it on: `-G NAME=value` for the top's parameters);
+ * - `constant`: a signal bit that cannot change (tied to a constant, never assigned, written only
+ *   at time 0, a field no assignment writes);
+ * - `unreachable-2state`: reachable only with X or Z, which Verilator does not have;
+ * - `not-hit`: reachable as far as the analysis knows; the stimulus did not get there.
+ */
+export interface UncoveredReason {
+  kind: Exclusion | 'not-hit';
+  detail: string;
+  enable?: string;
 }
 
 export interface UncoveredPoint {
@@ -72,6 +113,8 @@ export interface UncoveredPoint {
   span?: [number, number];
   /** The first source line of that code, trimmed, for feedback and decorations. */
   source?: string;
+  /** Why it is uncovered (set by analyzeCoverage on every point it lists). */
+  reason?: UncoveredReason;
 }
 
 export function tally(points: CoveragePoint[], types: PointType[]): Tally {

@@ -1,7 +1,7 @@
 // What the coverage looks like to the outside: LLM4Cov summary rows (docs/protocol.md §6), and the
 // feedback text a model sees (an IMC-style per-instance table plus the uncovered source lines).
 import type { DutCoverage } from './analyze.js';
-import type { CoverageFigures, CovSummaryRow } from './model.js';
+import { displayLine, type CoverageBreakdown, type CoverageFigures, type CovSummaryRow, type Exclusion, type UncoveredPoint, type UncoveredReason } from './model.js';
 import { renderImcTable, type ImcRow } from './imcTable.js';
 import { pct } from '../util/format.js';
 
@@ -55,15 +55,21 @@ function imcRows(cov: DutCoverage): ImcRow[] {
   });
 }
 
-/** Feedback text: the table, the scored figure, then uncovered points with their source lines. */
-export function coverageDetail(cov: DutCoverage, top: string, maxLines = 60): string {
+/** The IMC-style table and the scored figure's line: the head of the feedback text and of the
+ * person's report alike. */
+function reportHead(cov: DutCoverage, top: string): string[] {
   const w = cov.breakdown.waived;
-  const parts: string[] = [renderImcTable(imcRows(cov)).trimEnd()];
-  parts.push(
+  return [
+    renderImcTable(imcRows(cov)).trimEnd(),
     `\nDUT '${top}': overall ${pct(w.overall)} = mean(block ${pct(w.block)}, toggle ${pct(w.toggle)}); ` +
       `line ${pct(w.line)}, branch ${pct(w.branch)}` +
       (cov.breakdown.waivedPoints ? `; ${cov.breakdown.waivedPoints} points waived (raw overall ${pct(cov.breakdown.raw.overall)})` : ''),
-  );
+  ];
+}
+
+/** Feedback text: the table, the scored figure, then uncovered points with their source lines. */
+export function coverageDetail(cov: DutCoverage, top: string, maxLines = 60): string {
+  const parts = reportHead(cov, top);
   const blocks = cov.uncovered.filter((u) => u.type !== 'toggle');
   const toggles = cov.uncovered.filter((u) => u.type === 'toggle');
   if (blocks.length) {
@@ -94,5 +100,77 @@ export function coverageDetail(cov: DutCoverage, top: string, maxLines = 60): st
       parts.push(`  ${sig}${bits.length ? ` [${bits.join(',')}]` : ''}`);
     }
   }
+  return parts.join('\n') + '\n';
+}
+
+// ---- human-facing text (never the model's: coverageDetail above stays what the checkpoints saw) --
+
+const REASON_TITLE: Record<UncoveredReason['kind'], string> = {
+  'not-hit': 'reachable, not hit',
+  'dead-param': 'dead under the chosen parameters',
+  constant: 'tied off / constant',
+  'unreachable-2state': 'unreachable in 2-state simulation',
+};
+const REASON_ORDER: Array<UncoveredReason['kind']> = ['not-hit', 'dead-param', 'constant', 'unreachable-2state'];
+
+/** `file:line [kind label] source` of a block point, as coverageDetail shows it. */
+function blockText(u: UncoveredPoint): string {
+  return `${u.file.split('/').pop()}:${displayLine(u)} [${u.type} ${u.label}] ${u.source ?? ''}`.trimEnd();
+}
+
+/**
+ * "Uncovered points by reason" for a person (the CLI, the dashboard): one heading per reason with
+ * its count, then its points, at most `max` entries each (toggle bits grouped per signal and
+ * reason) and a count of the rest; the proof's words and, where there is one, the `-G` that
+ * enables the code. Then the reachable ceiling beside the scored figure, when the breakdown has it.
+ * `uncovered` is a result record's list (bounded by the backend: 500 points).
+ */
+export function uncoveredByReason(uncovered: UncoveredPoint[], breakdown?: CoverageBreakdown | null, max = 10): string[] {
+  const lines: string[] = [];
+  if (uncovered.length) lines.push(`uncovered points by reason (${uncovered.length}):`);
+  for (const kind of REASON_ORDER) {
+    const mine = uncovered.filter((u) => (u.reason?.kind ?? 'not-hit') === kind);
+    if (!mine.length) continue;
+    lines.push(`  ${REASON_TITLE[kind]} (${mine.length}):`);
+    const entries: string[] = [];
+    // Block points one by one; toggle bits per instance, signal and reason.
+    for (const u of mine.filter((x) => x.type !== 'toggle')) {
+      const why = kind === 'not-hit' ? '' : ` -- ${u.reason!.detail}${u.reason!.enable ? `; enable with ${u.reason!.enable}` : ''}`;
+      entries.push(`${blockText(u)}${why}`);
+    }
+    const bySignal = new Map<string, { name: string; bits: string[]; reason?: UncoveredReason }>();
+    for (const u of mine.filter((x) => x.type === 'toggle')) {
+      const sig = u.label.replace(/\[\d+\]$/, '');
+      const key = `${u.hier}\0${sig}\0${u.reason?.detail ?? ''}`;
+      const e = bySignal.get(key) ?? { name: `${u.hier.split('.').slice(1).join('.') || u.hier}.${sig}`, bits: [], reason: u.reason };
+      const bit = /\[(\d+)\]$/.exec(u.label)?.[1];
+      if (bit !== undefined) e.bits.push(bit);
+      bySignal.set(key, e);
+    }
+    for (const e of bySignal.values())
+      entries.push(`${e.name}${e.bits.length ? ` [${e.bits.join(',')}]` : ''}${kind === 'not-hit' || !e.reason ? '' : ` -- ${e.reason.detail}`}`);
+    for (const x of entries.slice(0, max)) lines.push(`    ${x}`);
+    if (entries.length > max) lines.push(`    ... ${entries.length - max} more`);
+  }
+  const c = breakdown?.ceiling;
+  if (breakdown && c && c.excluded > 0) {
+    const parts = REASON_ORDER.filter((k): k is Exclusion => k !== 'not-hit' && c.byReason[k as Exclusion] > 0).map((k) => `${c.byReason[k]} ${REASON_TITLE[k]}`);
+    lines.push(
+      `reachable ceiling: coverage excluding the ${c.excluded} point${c.excluded === 1 ? '' : 's'} proven unreachable (${parts.join(', ')}): ${pct(c.figures.overall)} ` +
+        `(block ${pct(c.figures.block)}, toggle ${pct(c.figures.toggle)}); the scored figure stays ${pct(breakdown.waived.overall)}`,
+    );
+  }
+  return lines;
+}
+
+/**
+ * The coverage report for a person: coverageDetail's table and figure, then every uncovered
+ * point with its reason (block points and toggle bits, `max` entries per reason and a count of
+ * the rest) and the reachable ceiling. Not for the model: its feedback is coverageDetail's text.
+ */
+export function coverageReport(cov: DutCoverage, top: string, max = 20): string {
+  const parts = reportHead(cov, top);
+  const byReason = uncoveredByReason(cov.uncovered, cov.breakdown, max);
+  if (byReason.length) parts.push('', ...byReason);
   return parts.join('\n') + '\n';
 }

@@ -217,9 +217,9 @@ export function evalConst(toks: Tok[] | string[], fixed: Map<string, bigint | nu
       return v === null ? null : t === '-' ? -v : t === '~' ? ~v : v;
     }
     const lit = parseSvLiteral(t);
-    // A sized literal is truncated to its size; x/z bits make no value. `'1` reads as 1, not as
-    // all ones (the context's width is not known here).
-    if (lit) return lit.value ?? null;
+    // A sized literal is truncated to its size; x/z bits make no value. `'0` is 0 at any width;
+    // `'1` is all ones of a width not known here: no value.
+    if (lit) return lit.form === 'fill' && lit.value !== 0n ? null : (lit.value ?? null);
     if (t === '$clog2' && ts[i] === '(') {
       i++;
       const v = expr(0);
@@ -287,4 +287,95 @@ export function modulesIn(code: string): Array<{ name: string; toks: Tok[] }> {
     if (end > 0) k = end;
   }
   return out;
+}
+
+/** A module instance in a module body: `sub #(.P(1)) u_sub (.a(x), .b());`. */
+export interface Instance {
+  module: string;
+  name: string;
+  /** Tokens inside `#( )`, empty when there is none. */
+  params: Tok[];
+  /** Tokens inside the port list's `( )`. */
+  ports: Tok[];
+  line: number;
+}
+
+const NOT_A_MODULE =
+  /^(?:assign|always|always_comb|always_ff|always_latch|initial|final|function|task|assert|assume|cover|restrict|property|sequence|bind|default|clocking|import|export|typedef|parameter|localparam|input|output|inout|wire|reg|logic|bit|int|integer|genvar|generate|endgenerate|if|else|for|case|begin|end|module|endmodule|return|struct|union|enum|byte|shortint|longint|real|time|string|tri|var|signed|unsigned|modport|interface)$/;
+
+const PRIMITIVE = /^(?:and|or|nand|nor|xor|xnor|buf|not|bufif0|bufif1|notif0|notif1|pullup|pulldown|tran|tranif0|tranif1|rtran|rtranif0|rtranif1|nmos|pmos|cmos|rnmos|rpmos|rcmos)$/;
+
+/** The module instances of a module body (tokens), found by their shape; gate primitives too. */
+export function instancesIn(toks: Tok[]): Instance[] {
+  const out: Instance[] = [];
+  const group = (k: number): number => {
+    // toks[k] is '(' : the index of its ')'
+    let depth = 0;
+    for (let j = k; j < toks.length; j++) {
+      if ('([{'.includes(toks[j].t)) depth++;
+      else if (')]}'.includes(toks[j].t) && --depth === 0) return j;
+    }
+    return -1;
+  };
+  for (let k = 0; k < toks.length; k++) {
+    const a = toks[k];
+    if (!/^[A-Za-z_]/.test(a.t) || NOT_A_MODULE.test(a.t)) continue;
+    if (k > 0 && !/^(?:;|end|begin|endgenerate|generate|\)|else|:)$/.test(toks[k - 1].t) && !/^end/.test(toks[k - 1].t)) continue;
+    let j = k + 1;
+    let params: Tok[] = [];
+    if (PRIMITIVE.test(a.t) && toks[j]?.t === '(') {
+      // A gate without an instance name: `and (y, a, b);`.
+      const close = group(j);
+      if (close > 0) out.push({ module: a.t, name: '', params, ports: toks.slice(j + 1, close), line: a.line });
+      continue;
+    }
+    if (toks[j]?.t === '#' && toks[j + 1]?.t === '(') {
+      const close = group(j + 1);
+      if (close < 0) continue;
+      params = toks.slice(j + 2, close);
+      j = close + 1;
+    }
+    // One or more instances: `name [range] ( ports )` separated by commas.
+    for (;;) {
+      const b = toks[j];
+      if (!b || !/^[A-Za-z_]/.test(b.t)) break;
+      let n = j + 1;
+      while (toks[n]?.t === '[') {
+        const close = toks.findIndex((x, i) => i > n && x.t === ']');
+        if (close < 0) break;
+        n = close + 1;
+      }
+      if (toks[n]?.t !== '(') break;
+      const close = group(n);
+      if (close < 0) break;
+      out.push({ module: a.t, name: b.t, params, ports: toks.slice(n + 1, close), line: b.line });
+      j = close + 1;
+      if (toks[j]?.t === ',') j++;
+      else break;
+    }
+    if (j > k + 1) k = j - 1;
+  }
+  return out;
+}
+
+/**
+ * The declarators of a `parameter`/`localparam` statement starting at toks[k] (the keyword), up to
+ * its `;`, the `)` closing a `#( )` list, or the `,` before the next parameter keyword in such a
+ * list: `localparam [3:0] A = 1, B = 2;`, `parameter int W = 4`. `end` is the index it stopped at.
+ */
+export function parameterStatement(toks: Tok[], k: number): { stmt: Tok[]; end: number } {
+  let j = k + 1;
+  let depth = 0;
+  const stmt: Tok[] = [];
+  for (; j < toks.length; j++) {
+    const x = toks[j].t;
+    if ('([{'.includes(x)) depth++;
+    else if (')]}'.includes(x)) {
+      if (depth === 0) break;
+      depth--;
+    }
+    if (depth === 0 && (x === ';' || (x === ',' && /^(?:parameter|localparam)$/.test(toks[j + 1]?.t ?? '')))) break;
+    stmt.push(toks[j]);
+  }
+  return { stmt, end: j };
 }

@@ -20,7 +20,12 @@ export interface Diagnostic {
   code?: string;
   message: string;
   suggestion?: string;
-  /** Simulation time for run-time messages. */
+  /** Simulation time for run-time messages (of the first one, when repeats were folded). */
   time?: string;
+  /** Repeats folded into this one (same file, line, code and message; run-time messages only):
+   * how many times it was printed, absent when once. */
+  count?: number;
+  /** Simulation time of the last repeat, when folded. */
+  lastTime?: string;
   stage: SimStage;
 }

@@ -321,6 +321,13 @@ function collectBehaviour(module: X): { edges: ModuleInfo['edges']; comparisons:
     (comparisons[name] ??= new Set()).add(value);
   };
   const asList = (v: unknown): X[] => (Array.isArray(v) ? (v as X[]) : v && typeof v === 'object' ? [v as X] : []);
+  // A signal compared through a width extension (an 8-bit address against 32-bit case items):
+  // the front end wraps it in extend/extends.
+  const refsOf = (n: X): X[] => [
+    ...asList(n.varref),
+    ...asList(n.extend).flatMap((e) => asList(e.varref)),
+    ...asList(n.extends).flatMap((e) => asList(e.varref)),
+  ];
   const walk = (n: unknown): void => {
     if (!n || typeof n !== 'object') return;
     if (Array.isArray(n)) return n.forEach(walk);
@@ -337,13 +344,13 @@ function collectBehaviour(module: X): { edges: ModuleInfo['edges']; comparisons:
         }
       } else if (COMPARE.has(k)) {
         for (const c of asList(v)) {
-          const refs = asList(c.varref);
+          const refs = refsOf(c);
           const consts = asList(c.const);
           if (refs.length === 1 && consts.length === 1) addCmp(refs[0].name, consts[0].name);
         }
       } else if (k === 'case') {
         for (const c of asList(v)) {
-          const sel = asList(c.varref)[0];
+          const sel = refsOf(c)[0];
           if (sel?.name) for (const item of asList(c.caseitem)) for (const k2 of asList(item.const)) addCmp(sel.name, k2.name);
         }
       }

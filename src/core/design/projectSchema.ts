@@ -45,6 +45,10 @@ export const projectFileSchema = strictObject({
     "FuseSoC: the target (default 'default'). Bender: targets to enable, comma-separated.",
   ).optional(),
   coresRoots: list("FuseSoC: folders searched for cores (default: the manifest's repository root).").optional(),
+  score: z.enum(['paper', 'legal'], { error: "must be 'paper' or 'legal'" }).optional().meta({
+    description:
+      "How runs are scored (--score). 'paper' (default): CHORUS eq. 1, any run that ran earns 1 + coverage. 'legal': a run whose stimulus broke the design's own assertions is a failed run (reward 0).",
+  }),
 })
   .superRefine((p, ctx) => {
     if (p.files.length === 0 && !p.fileLists?.length && !p.manifest)

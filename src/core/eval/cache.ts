@@ -65,6 +65,8 @@ export function sampleKey(parts: {
   simulator: { name: string; version: string };
   limits: unknown;
   testbench?: string | null;
+  /** The score mode; `paper` (or none) leaves the key as it always was. */
+  score?: string;
 }): string {
   const h = createHash('sha256');
   h.update(
@@ -77,6 +79,7 @@ export function sampleKey(parts: {
       simulator: parts.simulator,
       limits: parts.limits,
       testbench: parts.testbench ?? null,
+      ...(parts.score && parts.score !== 'paper' ? { score: parts.score } : {}),
     }),
   );
   return h.digest('hex');

@@ -8,6 +8,7 @@ import { cornerValues, literal, randomExpr, withNeighbours } from './values.js';
 import type { ScaledParam } from './params.js';
 import type { ProtocolPlan } from './protocols/detect.js';
 import { emitProtocols } from './protocols/emit.js';
+import type { LegalityRule } from './legality.js';
 
 export interface StimulusPlan {
   top: string;
@@ -44,6 +45,8 @@ export interface StimulusPlan {
   walkCycles?: number;
   /** Random segments of earlier rounds that raised coverage, replayed before the new one. */
   elite?: Array<{ round: number; seed: number; cycles: number }>;
+  /** Input conditions the design's assertions forbid, learned from failures: applied in every step. */
+  legality?: LegalityRule[];
 }
 
 /** The seed a round's random segment starts from (round 1 on), so that it can be replayed. */
@@ -181,6 +184,22 @@ export function emitTestbench(plan: StimulusPlan): string {
     if (push && full) L.push(`${ind(2)}if (${full.name}) ${push.name} = 1'b0;`);
     if (pop && empty) L.push(`${ind(2)}if (${empty.name}) ${pop.name} = 1'b0;`);
   }
+  const rules = plan.legality ?? [];
+  if (rules.length) {
+    // Whatever the phase assigned, never the input conditions the design's assertions forbid:
+    // once before the design sees the new inputs, and again once outputs that follow the inputs
+    // combinationally have settled (still before the sampling edge).
+    const gate = (): void => {
+      for (const r of rules) for (const s of r.statements) L.push(`${ind(2)}${s}`);
+    };
+    L.push(`${ind(2)}// Legal stimulus only (learned from the design's assertions):`);
+    for (const r of rules) L.push(`${ind(2)}// - ${r.why}`);
+    gate();
+    if (clk) {
+      L.push(`${ind(2)}#1;`);
+      gate();
+    }
+  }
   L.push(clk ? `${ind(2)}@(${stepEdge} ${clk.port.name});` : `${ind(2)}#5;`);
   L.push(`${ind(2)}cycle++;`);
   L.push(`${ind(1)}endtask`);
@@ -202,7 +221,10 @@ export function emitTestbench(plan: StimulusPlan): string {
     L.push('');
   }
 
-  const proto = plan.protocols && clk ? emitProtocols(plan.protocols, plan.constants, plan.protocolScale ?? 1) : { tasks: [], phases: [] };
+  const proto =
+    plan.protocols && clk
+      ? emitProtocols(plan.protocols, plan.constants, plan.protocolScale ?? 1, roles.resets.length > 0)
+      : { tasks: [], phases: [] };
   L.push(...proto.tasks);
   // Constant walk: module-level tables of the constants each input is compared against.
   const walk = clk
@@ -291,6 +313,47 @@ export function emitTestbench(plan: StimulusPlan): string {
         L.push(`${ind(2)}${e} = '0; step();`);
       }
     }
+    // Equal operands: inputs of the same width take the same value (comparators, `a == b` arms,
+    // subtraction to zero), at every corner and at random.
+    const byWidth = new Map<number, PortInfo[]>();
+    for (const p of roles.data)
+      if (p.kind !== 'enum' && p.width >= 2 && p.unpackedDims.length === 0) byWidth.set(p.width, [...(byWidth.get(p.width) ?? []), p]);
+    const equal = [...byWidth.entries()].filter(([, ps]) => ps.length >= 2);
+    if (equal.length) {
+      L.push(`${ind(2)}// Phase 2b: equal operands: inputs of the same width take the same value (corners, then random).`);
+      for (const [w, ps] of equal) {
+        for (const v of cornerValues(w))
+          L.push(`${ind(2)}drive_random(); ${ps.map((p) => `${p.name} = ${literal(w, v)};`).join(' ')} step();`);
+        L.push(
+          `${ind(2)}repeat (8) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${ps.map((p) => `${p.name} = v;`).join(' ')} step(); end`,
+        );
+      }
+    }
+    // Unpacked-array inputs: arrangements of the elements (all equal, ascending, descending).
+    const arrays = roles.data.filter(
+      (p) => p.kind !== 'enum' && p.unpackedDims.length && elements(p).length > 1 && elements(p).length <= 256,
+    );
+    if (arrays.length) {
+      L.push(`${ind(2)}// Phase 2c: array inputs arranged: all elements equal, ascending, descending (sorters, max/min, search).`);
+      for (const p of arrays) {
+        const els = elements(p);
+        const w = p.width;
+        const at = (k: number, e: string): string => `${w}'(${e} + ${k})`;
+        for (const v of [0n, (1n << BigInt(w)) - 1n, 1n])
+          L.push(`${ind(2)}drive_random(); ${els.map((e) => `${e} = ${literal(w, v)};`).join(' ')} step(); step();`);
+        L.push(
+          `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e) => `${e} = v;`).join(' ')} step(); step(); end`,
+        );
+        L.push(`${ind(2)}drive_random(); ${els.map((e, k) => `${e} = ${w}'(${k});`).join(' ')} step(); step();`);
+        L.push(`${ind(2)}drive_random(); ${els.map((e, k) => `${e} = ${w}'(${els.length - 1 - k});`).join(' ')} step(); step();`);
+        L.push(
+          `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e, k) => `${e} = ${at(k, 'v')};`).join(' ')} step(); step(); end`,
+        );
+        L.push(
+          `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e, k) => `${e} = ${at(els.length - 1 - k, 'v')};`).join(' ')} step(); step(); end`,
+        );
+      }
+    }
     // Constants the design compares inputs against.
     const withConst = roles.data.filter((p) => (plan.constants[p.name]?.length ?? 0) > 0 && p.kind !== 'enum');
     if (withConst.length) {
@@ -355,7 +418,7 @@ export function emitTestbench(plan: StimulusPlan): string {
       L.push(`${ind(2)}// so counters and timers reach their terminal values; wide data stays random.`);
       L.push(`${ind(2)}for (int unsigned combo = 0; combo < ${combos}; combo++) begin`);
       L.push(
-        `${ind(3)}logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : `${ctrl.length}'($urandom)`};`,
+        `${ind(3)}logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : randomExpr(ctrl.length)};`,
       );
       L.push(`${ind(3)}repeat (${plan.holdCycles}) begin`);
       L.push(`${ind(4)}drive_random();`);

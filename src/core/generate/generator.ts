@@ -1,7 +1,11 @@
 // The model-free stimulus generator: plan from the design's ports and compared constants, emit a
 // testbench, simulate it, read what stayed uncovered, and bias the next round toward it (more
 // and longer held runs for deep counters and states, the constants of uncovered conditions,
-// respect for full/empty flags after the design's own assertions fired). Keeps the best round.
+// respect for full/empty flags after the design's own assertions fired, and the input conditions
+// those assertions forbid, read from their source: legality.ts). Points proven unreachable in
+// 2-state are never aimed at. Keeps the best round; a round whose stimulus broke the design's
+// assertions is best only when it beats every legal one by more than LEGAL_COVERAGE_TOLERANCE.
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
@@ -13,7 +17,15 @@ import { assignRoles, type Roles } from './roles.js';
 import { emitTestbench, segmentSeed, type StimulusPlan } from './emit.js';
 import { scaleParams, type ScaledParam } from './params.js';
 import { describeProtocols, detectProtocols } from './protocols/detect.js';
-import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../run/defaults.js';
+import { dutFailures, illegalCount, legalityRules } from './legality.js';
+import {
+  DEFAULT_INSTANCE,
+  DEFAULT_PATIENCE,
+  DEFAULT_ROUNDS,
+  DEFAULT_SEED,
+  DEFAULT_TARGET,
+  LEGAL_COVERAGE_TOLERANCE,
+} from '../run/defaults.js';
 
 export interface GenerateOptions {
   /** Attempts in all, the first generation included: rounds + 1 (default DEFAULT_ROUNDS + 1). */
@@ -77,11 +89,26 @@ function holdLength(info: DesignInfo): number {
   return Math.min(need, 4096);
 }
 
+/** The design's source text (files the front end read, else the given ones), for facts the
+ * netlist does not keep (which clock most registers use). */
+export function designSources(info: DesignInfo, design: DesignSpec): string[] {
+  const out: string[] = [];
+  for (const f of new Set([...design.files, ...info.files])) {
+    try {
+      if (existsSync(f) && statSync(f).isFile() && statSync(f).size < 4_000_000) out.push(readFileSync(f, 'utf8'));
+    } catch {
+      // unreadable: the netlist's facts still hold
+    }
+  }
+  return out;
+}
+
 export function initialPlan(info: DesignInfo, design: DesignSpec, opts: GenerateOptions, scaled: ScaledParam[] = []): StimulusPlan {
   const m = info.modules.find((x) => x.name === info.top);
   if (!m) throw new Error(`module '${info.top}' not found in the introspected design`);
-  const roles = assignRoles(m, info.modules);
-  const protocols = detectProtocols(info, roles);
+  const sources = designSources(info, design);
+  const roles = assignRoles(m, info.modules, sources.length ? sources : undefined);
+  const protocols = detectProtocols(info, roles, sources);
   return {
     top: info.top,
     instance: opts.instance ?? DEFAULT_INSTANCE,
@@ -105,6 +132,32 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
   };
 }
 
+/** `file:line:type:label` of an uncovered point, the file by its base name. */
+function pointKey(p: { file: string; line: number; type: string; label: string }): string {
+  return `${p.file.replace(/^.*\//, '')}:${p.line}:${p.type}:${p.label}`;
+}
+
+/** The uncovered points a 2-state simulator can reach: the ones worth aiming at. */
+export function reachableUncovered(result: SimResult): SimResult['uncovered'] {
+  const out = new Set((result.unreachable2State?.points ?? []).map(pointKey));
+  return out.size ? result.uncovered.filter((u) => !out.has(pointKey(u))) : result.uncovered;
+}
+
+/**
+ * Whether round `a` should replace `b` as best: the usual ranking, except that a round whose
+ * stimulus broke the design's assertions never wins over a legal one whose coverage is within
+ * LEGAL_COVERAGE_TOLERANCE, and a legal round within that tolerance of an illegal best wins.
+ */
+export function betterRound(a: SimResult, b: SimResult | undefined, target: number): boolean {
+  if (!b) return true;
+  const ia = illegalCount(a) > 0;
+  const ib = illegalCount(b) > 0;
+  if (ia === ib || a.status !== 'success' || b.status !== 'success') return better(a, b, target);
+  const ca = overallCoverage(a) ?? 0;
+  const cb = overallCoverage(b) ?? 0;
+  return ia ? ca > cb + LEGAL_COVERAGE_TOLERANCE : ca >= cb - LEGAL_COVERAGE_TOLERANCE;
+}
+
 /** Next round's plan from what the last one left uncovered. */
 export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignInfo): StimulusPlan {
   const notes: string[] = [];
@@ -115,12 +168,17 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
     notes,
     constants: { ...prev.constants },
   };
-  const uncovered = result.uncovered;
+  const uncovered = reachableUncovered(result);
   const blocks = uncovered.filter((u) => u.type !== 'toggle');
   const toggles = uncovered.filter((u) => u.type === 'toggle');
-  if (result.diagnostics.some((d) => d.code === 'ASSERT' && d.origin === 'dut')) {
+  const failures = dutFailures(result);
+  if (failures.length) {
     next.respectFlags = true;
     notes.push("the design's assertions fired on the last round: push/pop now respect full/empty");
+    const rules = legalityRules(result, info, prev.roles, prev.legality ?? []);
+    const added = rules.filter((r) => !(prev.legality ?? []).includes(r));
+    if (rules.length) next.legality = rules;
+    for (const r of added) notes.push(`legal stimulus: ${r.why}`);
   }
   if (result.status === 'timeout') {
     next.randomCycles = Math.max(50, Math.floor(prev.randomCycles / 4));
@@ -223,13 +281,17 @@ export async function generateTestbench(
     history.push(round);
     opts.onRound?.(round);
     let improved = false;
-    if (!best || better(result, best.result, target)) {
+    const illegal = illegalCount(result) > 0;
+    if (!best || betterRound(result, best.result, target)) {
       best = round;
       stale = 0;
       improved = true;
-    } else if (++stale >= (opts.patience ?? DEFAULT_PATIENCE)) break;
-    if (meetsTarget(overallCoverage(result), target)) break;
+    } else if (++stale >= (opts.patience ?? DEFAULT_PATIENCE) && !(illegalCount(best.result) > 0 && illegal)) break;
+    // An illegal round that meets the target is not the end: the next one keeps its stimulus legal.
+    if (meetsTarget(overallCoverage(result), target) && !illegal) break;
     if (result.status === 'rejected' || result.status === 'exception') break;
+    // Nothing left to aim at: every point still uncovered is proven unreachable in 2-state.
+    if (result.status === 'success' && !illegal && result.uncovered.length > 0 && reachableUncovered(result).length === 0) break;
     const prev = plan;
     plan = refinePlan(plan, result, info);
     // Search: a segment that raised coverage is kept (replayed) in the next rounds; at most two.

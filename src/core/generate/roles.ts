@@ -2,6 +2,7 @@
 // data. Decided from the front end's facts (which signals are sensitivity-list edges, port
 // widths) and, where facts are silent, from the names designers use.
 import type { ModuleInfo, PortInfo } from '../design/types.js';
+import { significant, tokenize } from '../design/svTokens.js';
 
 export interface ClockRole {
   port: PortInfo;
@@ -62,7 +63,32 @@ export function portEdges(m: ModuleInfo, name: string, modules: ModuleInfo[] = [
   return [];
 }
 
-export function assignRoles(m: ModuleInfo, modules: ModuleInfo[] = []): Roles {
+/**
+ * How often each name is used as an edge in the design's source (`posedge X` / `negedge X` in
+ * always blocks, clocking blocks and property clocks): clocks are identified by use, and the one
+ * most registers use is the one stimulus steps on.
+ */
+export function sourceEdgeUses(sources: string[]): Map<string, number> {
+  const uses = new Map<string, number>();
+  for (const src of sources) {
+    const t = significant(tokenize(src));
+    for (let i = 0; i + 1 < t.length; i++) {
+      if (t[i].kind !== 'id' || (t[i].value !== 'posedge' && t[i].value !== 'negedge')) continue;
+      let j = i + 1;
+      while (t[j]?.kind === 'op' && t[j].value === '(') j++;
+      if (t[j]?.kind === 'id') uses.set(t[j].value, (uses.get(t[j].value) ?? 0) + 1);
+    }
+  }
+  return uses;
+}
+
+/**
+ * `sources`: the design's source text, when available: an input is a clock when it is used as an
+ * edge (the netlist's sensitivity lists, or `posedge X` in the source); a name that looks like a
+ * clock (`en_clk_x`) is one only when nothing is used as a clock at all. The clock most edges use
+ * comes first: the stimulus steps on it.
+ */
+export function assignRoles(m: ModuleInfo, modules: ModuleInfo[] = [], sources?: string[]): Roles {
   const inputs = m.ports.filter((p) => p.direction === 'input' || p.direction === 'inout');
   const outputs = m.ports.filter((p) => p.direction === 'output');
   const single = (p: PortInfo): boolean => p.width === 1 && p.unpackedDims.length === 0;
@@ -83,13 +109,24 @@ export function assignRoles(m: ModuleInfo, modules: ModuleInfo[] = []): Roles {
     resets.push({ port: p, activeLow, async: edges.length > 0 });
   }
   const isReset = (p: PortInfo): boolean => resets.some((r) => r.port === p);
-  for (const p of inputs) {
-    if (isReset(p) || !single(p)) continue;
+  const uses = sources ? sourceEdgeUses(sources) : new Map<string, number>();
+  const used = (p: PortInfo): boolean => portEdges(m, p.name, modules).length > 0 || (uses.get(p.name) ?? 0) > 0;
+  const cands = inputs.filter((p) => !isReset(p) && single(p));
+  // Without the source, the names decide as before; with it, a name alone makes a clock only
+  // when no input is used as one.
+  const anyUsed = sources !== undefined && cands.some(used);
+  for (const p of cands) {
     const edges = portEdges(m, p.name, modules);
-    if (edges.length > 0 || isClockName(p.name)) {
+    if (used(p) || (isClockName(p.name) && !anyUsed)) {
       const half = [5, 7, 11, 13][clocks.length % 4];
       clocks.push({ port: p, halfPeriodNs: half, activeEdge: edges.includes('neg') && !edges.includes('pos') ? 'neg' : 'pos' });
     }
+  }
+  // The clock most edges use first (port order among equals).
+  if (sources && clocks.length > 1) {
+    const n = (c: ClockRole): number => uses.get(c.port.name) ?? 0;
+    const order = clocks.map((c, i) => ({ c, i })).sort((a, b) => n(b.c) - n(a.c) || a.i - b.i);
+    clocks.splice(0, clocks.length, ...order.map((x) => x.c));
   }
   for (const p of inputs) if (!isReset(p) && !clocks.some((c) => c.port === p)) data.push(p);
   return { clocks, resets, data, outputs };

@@ -12,10 +12,12 @@ export function literal(width: number, value: bigint): string {
   return `${width}'h${(value & mask).toString(16)}`;
 }
 
-/** Corner values: zero, all ones, MSB only, LSB only, alternating patterns. */
+/** Corner values: zero, all ones, MSB only, LSB only, sign-safe all ones (`'h7f..f`, the largest
+ * positive value of a signed operand), alternating patterns. */
 export function cornerValues(width: number): bigint[] {
   const all = (1n << BigInt(width)) - 1n;
   const out = new Set<bigint>([0n, all, 1n << BigInt(width - 1), 1n]);
+  if (width >= 2) out.add(all >> 1n);
   if (width >= 2) {
     let alt = 0n;
     for (let i = 0; i < width; i += 2) alt |= 1n << BigInt(i);

@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { loadDesign } from './design.js';
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits, SimRequest } from '../sim/simulator.js';
-import type { SimResult } from '../sim/result.js';
+import type { ScoreMode, SimResult } from '../sim/result.js';
 import { overallCoverage } from '../sim/ranking.js';
 import { runGeneration } from './generation.js';
 import type { ModelBackend, SamplingParams } from '../llm/backend.js';
@@ -54,6 +54,9 @@ export interface EvalOptions {
   resume?: boolean;
   simulator: Simulator;
   limits?: Partial<SimLimits>;
+  /** How every candidate is scored (default `paper`, the paper's protocol). A `legal` run's
+   * samples are cached apart from a `paper` run's. */
+  score?: ScoreMode;
   /** Base seed (default 1): sample seeds derive from it, the task id and the sample index. */
   seed?: number;
   signal?: AbortSignal;
@@ -258,7 +261,7 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
     const seed = sampleSeed(baseSeed, t.id, j);
     let refText: string | null = null;
     if (row.kind === 'reference') refText = readFileSync(t.reference!, 'utf8') + (t.referenceSuffix ?? '');
-    const key = sampleKey({ task: t, row: rowId, sample: j, seed, simulator: simInfo, limits, testbench: refText });
+    const key = sampleKey({ task: t, row: rowId, sample: j, seed, simulator: simInfo, limits, testbench: refText, score: o.score });
     if (o.resume) {
       const hit = cache.get(t.id, j, key);
       if (hit) {
@@ -285,6 +288,7 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
           top,
           testbench: { name: basename(t.reference!), content: refText! },
           limits,
+          ...(o.score ? { score: o.score } : {}),
           signal: o.signal,
         });
         candidates++;
@@ -313,6 +317,7 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
             instance: t.instance,
             seed,
             limits,
+            score: o.score,
           },
           undefined,
           o.signal,
@@ -419,6 +424,7 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
       sampling: row.kind === 'model' ? (row.sampling ?? {}) : null,
       simulator: simInfo,
       limits,
+      score: o.score ?? 'paper',
       resume: o.resume ?? false,
     },
     aggregate: {

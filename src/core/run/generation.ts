@@ -6,8 +6,8 @@
 // at most rounds + 1 attempts, with the built-in generator and with a model alike (docs/protocol.md
 // §3). Both stop early at the target.
 import type { DesignInfo, DesignSpec } from '../design/types.js';
-import type { Simulator, SimLimits } from '../sim/simulator.js';
-import type { SimResult } from '../sim/result.js';
+import { withScore, type Simulator, type SimLimits } from '../sim/simulator.js';
+import type { ScoreMode, SimResult } from '../sim/result.js';
 import { getSimulator } from '../sim/registry.js';
 import { meetsTarget, overallCoverage } from '../sim/ranking.js';
 import type { BackendInfo, ModelBackend, SamplingParams } from '../llm/backend.js';
@@ -57,6 +57,9 @@ export interface GenerationRequest {
   /** Model: the built-in generator's best testbench is round 0 and the model refines it. */
   warmStart?: boolean;
   limits?: Partial<SimLimits>;
+  /** How every candidate is scored (default `paper`): the built-in generator's and the model's
+   * candidates alike, so the ranking and the reward of the whole run follow it. */
+  score?: ScoreMode;
   /** Simulations at once across samples (default 1). */
   simConcurrency?: number;
 }
@@ -128,6 +131,11 @@ function resolveSimulator(s: GenerationRequest['simulator']): Simulator {
   return typeof s === 'object' ? s : getSimulator(s ?? 'verilator');
 }
 
+/** The request's simulator, scoring every candidate in the request's mode. */
+function scoredSimulator(req: GenerationRequest): Simulator {
+  return withScore(resolveSimulator(req.simulator), req.score);
+}
+
 /** Runs one generation: the built-in generator when `model` is null, else the agent loop. */
 export async function runGeneration(
   req: GenerationRequest,
@@ -156,7 +164,7 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
     modelMs: 0,
     simMs: r.result.timings.total * 1000,
   });
-  const g = await generateTestbench(resolveSimulator(req.simulator), req.design, req.info, {
+  const g = await generateTestbench(scoredSimulator(req), req.design, req.info, {
     attempts,
     target,
     seed: req.seed ?? DEFAULT_SEED,
@@ -220,7 +228,7 @@ async function withModel(
   events: GenerationEvents,
   signal?: AbortSignal,
 ): Promise<GenerationResult> {
-  const simulator = resolveSimulator(req.simulator);
+  const simulator = scoredSimulator(req);
   const seed = req.seed ?? DEFAULT_SEED;
   let warmStart: { testbench: string; filename: string; result: SimResult } | undefined;
   let scaledParams: ScaledParam[] = [];
@@ -257,6 +265,7 @@ async function withModel(
       history: req.history,
       sampling: { ...req.sampling, seed: req.sampling?.seed ?? seed },
       limits: req.limits,
+      ...(req.score ? { score: req.score } : {}),
       simConcurrency: req.simConcurrency,
       signal,
       warmStart,

@@ -9,8 +9,8 @@
 // (as a generator refinement round would be); it says so in a note. The generator cannot read a
 // log, so the testbench is simulated here for its uncovered points even when a log was given.
 import type { DesignInfo, DesignSpec } from '../design/types.js';
-import type { Simulator, SimLimits } from '../sim/simulator.js';
-import type { SimResult } from '../sim/result.js';
+import { withScore, type Simulator, type SimLimits } from '../sim/simulator.js';
+import type { ScoreMode, SimResult } from '../sim/result.js';
 import { getSimulator } from '../sim/registry.js';
 import type { BackendInfo, ModelBackend, SamplingParams } from '../llm/backend.js';
 import type { ModelConfig } from '../llm/factory.js';
@@ -49,6 +49,8 @@ export interface RefinementRequest {
   /** Built-in generator: overall coverage to stop at, a fraction (default 1). */
   target?: number;
   limits?: Partial<SimLimits>;
+  /** How the testbench and the revision are scored (default `paper`). */
+  score?: ScoreMode;
   /** Simulate the model's revision (default true; the built-in generator always simulates). */
   check?: boolean;
 }
@@ -93,7 +95,7 @@ export async function runRefinement(
   events: RefinementEvents = () => undefined,
   signal?: AbortSignal,
 ): Promise<RefinementResult> {
-  const simulator = typeof req.simulator === 'object' ? req.simulator : getSimulator(req.simulator ?? 'verilator');
+  const simulator = withScore(typeof req.simulator === 'object' ? req.simulator : getSimulator(req.simulator ?? 'verilator'), req.score);
   const simulateTestbench = async (): Promise<SimResult> => {
     events({ type: 'progress', message: 'simulating the current testbench' });
     const result = await simulator.simulate({
@@ -126,6 +128,7 @@ export async function runRefinement(
         seed: req.seed,
         instance: req.instance,
         limits: req.limits,
+        score: req.score,
         from,
       },
       (e) => {

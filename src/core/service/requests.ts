@@ -2,7 +2,7 @@
 // runtime check (unknown fields refused, file names kept inside the design directory) and the
 // OpenAPI document (docs/reward-service.openapi.json, scripts/gen-schemas.mjs) come from here.
 import * as z from 'zod';
-import { SIM_STATUSES } from '../sim/result.js';
+import { SCORE_MODES, SIM_STATUSES } from '../sim/result.js';
 import { check, formatIssues, strictObject, type FieldIssue } from '../util/schema.js';
 import { DEFAULT_INSTANCE } from '../run/defaults.js';
 
@@ -152,6 +152,14 @@ export const scoreItemSchema = strictObject({
     .nullish()
     .transform((v) => v ?? null)
     .meta({ description: 'Simulator random seed (default 1).' }),
+  score: z
+    .enum(SCORE_MODES)
+    .nullish()
+    .transform((v) => v ?? null)
+    .meta({
+      description:
+        "How the run is scored (default 'paper'): 'paper' is CHORUS eq. 1 (any run that ran earns 1 + coverage); 'legal' makes a run whose stimulus broke the design's own assertions a failed run (status xrun_failed, reward 0). Either way `dutAssertions` lists them.",
+    }),
 }).superRefine((o, ctx) => {
   noCollisions(o, ctx);
   if ([...o.design_files, ...o.include_files].some((d) => d.name === o.testbench.name))

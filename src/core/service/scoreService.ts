@@ -189,6 +189,7 @@ export class ScoreService {
           buildTimeoutS: Math.min(DEFAULT_LIMITS.buildTimeoutS, Math.max(60, this.maxTimeoutS)),
         },
         seed: item.seed ?? undefined,
+        ...(item.score ? { score: item.score } : {}),
         signal,
       });
       if (signal.aborted) throw signal.reason;

@@ -195,6 +195,7 @@ export function scoreItem(req: SimRequest): Record<string, unknown> {
     ...(Object.keys(d.params).length ? { params: d.params } : {}),
     ...(req.limits?.timeoutS !== undefined ? { timeout_s: req.limits.timeoutS } : {}),
     ...(req.seed !== undefined ? { seed: req.seed } : {}),
+    ...(req.score && req.score !== 'paper' ? { score: req.score } : {}),
   };
 }
 

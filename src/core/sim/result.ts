@@ -6,7 +6,9 @@ import type { CoverageBreakdown, CoveragePoint, CovSummaryRow, UncoveredPoint } 
 
 /** LLM4Cov statuses, plus `timeout` (wall-clock or simulated-time limit), `rejected` (safety check) and
  * `integrity_failed` (the run tried to forge what is scored: a tampered report channel, coverage
- * points naming files outside the design; never rewarded).
+ * points naming files outside the design; never rewarded). A run that `legal` scoring fails for
+ * breaking the DUT's assertions is `xrun_failed` at stage `run` (a simulation that failed, as the
+ * model's feedback, the ranking and the reward already know it), not a status of its own.
  * The one list: request schemas, metrics labels and reports iterate it. */
 export const SIM_STATUSES = [
   'success',
@@ -113,6 +115,9 @@ export interface SimResult {
   /** Present when the DUT's logic did not settle in the simulator: the looping signals, the
    * workarounds tried in vain, and the one the run was measured with (null: nothing worked). */
   settle?: { loop: string[]; tried: string[]; workaround: string | null };
+  /** The design's assertions the stimulus broke, one entry per site in a design file, ordered by
+   * first failure (absent: none; the testbench's own $error checks are never here). */
+  dutAssertions?: DutAssertion[];
   /** Uncovered DUT points that a 2-state simulator can never reach (coverage/twoState.ts), and the
    * overall figure without them. Reported only: `coverage` and `reward` stay the scored figure. */
   unreachable2State?: {
@@ -121,6 +126,27 @@ export interface SimResult {
     overall: number | null;
     points: Array<{ file: string; line: number; type: string; label: string; points: number; reason: string }>;
   };
+}
+
+/** How a run is scored. `paper`: CHORUS eq. 1 as published (R = 1 + c whenever the testbench ran),
+ * byte-compatible with docs/protocol.md; `legal`: a run whose stimulus broke the DUT's own
+ * assertions is a failed run (reward 0), so coverage reached by illegal stimulus earns nothing. */
+export const SCORE_MODES = ['paper', 'legal'] as const;
+export type ScoreMode = (typeof SCORE_MODES)[number];
+
+/** A DUT assertion that failed during the run: an immediate or concurrent assertion, a
+ * `unique`/`priority` violation, or a $error/$fatal written in a design file. The stimulus broke
+ * the design's own input rules. Site, count and times come from the harness report (a channel the
+ * testbench cannot write); the message is the first log line printed at that site (display only). */
+export interface DutAssertion {
+  file: string;
+  line: number;
+  kind: 'assertion' | 'unique' | 'priority' | 'error' | 'fatal';
+  message: string;
+  count: number;
+  /** Simulation times of the first and last failure, as the log prints them (e.g. `125 ns`). */
+  firstTime: string;
+  lastTime: string;
 }
 
 export function rewardFor(status: SimStatus, overall: number | null): number {

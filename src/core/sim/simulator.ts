@@ -1,7 +1,7 @@
 // The simulator interface. Callers (CLI, agent, evaluator, reward service, editor) depend on this
 // and on the result record only; a backend plugs in through the registry without touching them.
 import type { DesignSpec, TestbenchSource } from '../design/types.js';
-import type { SimResult } from './result.js';
+import type { ScoreMode, SimResult } from './result.js';
 import type { Waiver } from '../coverage/waivers.js';
 
 export interface SimLimits {
@@ -41,7 +41,26 @@ export interface SimRequest {
   /** Return the DUT's coverage points in `points`, exactly the set the figure was scored on, so
    * lcov export and the editor's decorations can never disagree with the figure. */
   wantPoints?: boolean;
+  /** How the run is scored (result.ts ScoreMode). `paper` (the default): CHORUS eq. 1, exactly as
+   * docs/protocol.md describes; `legal`: a run whose stimulus broke the DUT's own assertions is a
+   * failed run (`xrun_failed` at stage `run`, reward 0). Either way the record lists the broken
+   * assertions in `dutAssertions`. */
+  score?: ScoreMode;
   signal?: AbortSignal;
+}
+
+/**
+ * `sim` with every request scored in `score` mode (a request that names its own mode keeps it):
+ * how the flows hand the mode to code that simulates on its own (the built-in generator).
+ * `paper` or none: `sim` itself, unchanged.
+ */
+export function withScore(sim: Simulator, score: ScoreMode | undefined): Simulator {
+  if (score === undefined || score === 'paper') return sim;
+  return {
+    name: sim.name,
+    info: () => sim.info(),
+    simulate: (req) => sim.simulate({ score, ...req }),
+  };
 }
 
 export interface SimulatorInfo {

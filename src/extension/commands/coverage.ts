@@ -12,7 +12,7 @@ import type { FileLineCoverage } from '../views/coverageData.js';
 import { pct } from '../../../webview/protocol.js';
 import { WorkerError } from '../worker/client.js';
 import { roundRecord } from '../worker/protocol.js';
-import { meetsTarget, overallCoverage } from '../../core/run/coverage.js';
+import { assertionSummary, failureReason, meetsTarget, overallCoverage } from '../../core/run/coverage.js';
 import type { Session } from './session.js';
 
 /** What a run of a testbench says, with the one meaning of "passed" (core/sim/ranking.ts): the
@@ -20,11 +20,14 @@ import type { Session } from './session.js';
  * below the target is not an error, but it has not passed. */
 export function verdict(res: SimResult, target: number): { ran: boolean; passed: boolean; summary: string } {
   const ran = res.status === 'success';
-  if (!ran) return { ran, passed: false, summary: `${res.status} at ${res.stage}: ${res.err_msg.split('\n')[0]}` };
+  if (!ran) return { ran, passed: false, summary: failureReason(res) };
   const c = res.coverage?.waived;
   const passed = meetsTarget(overallCoverage(res), target);
   const figures = `coverage ${pct(c?.overall)} (block ${pct(c?.block)}, toggle ${pct(c?.toggle)}, line ${pct(c?.line)}, branch ${pct(c?.branch)})`;
-  return { ran, passed, summary: passed ? figures : `${figures}, below the ${pct(target)} target` };
+  // Coverage reached by breaking the design's own assertions is said so, beside the figure.
+  const illegal = assertionSummary(res.dutAssertions);
+  const text = passed ? figures : `${figures}, below the ${pct(target)} target`;
+  return { ran, passed, summary: illegal ? `${text}; reached with illegal stimulus: ${illegal}` : text };
 }
 
 async function simulateTestbench(s: Session, tb: vscode.Uri, signal: AbortSignal, onStatus?: (m: string) => void) {
@@ -32,7 +35,7 @@ async function simulateTestbench(s: Session, tb: vscode.Uri, signal: AbortSignal
   const r = s.designForTestbench(tb);
   s.lastProjectPath = r.projectPath;
   onStatus?.(`simulating ${basename(tb.fsPath)}`);
-  const settings = generateSettings();
+  const settings = generateSettings(r.project);
   const out = await s.withTop(r, (design) =>
     s.worker.request('simulate', { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, settings }, { signal }),
   );

@@ -31,7 +31,7 @@ export async function generate(s: Session, uri?: vscode.Uri, uris?: vscode.Uri[]
     return null;
   }
   s.lastProjectPath = resolved.projectPath;
-  const settings = generateSettings();
+  const settings = generateSettings(resolved.project);
   const ctl = s.begin();
   const modelName =
     model === null ? 'model-free generator' : model.kind === 'openai' ? `${model.model} @ ${model.baseUrl}` : `local ${model.modelDir}`;

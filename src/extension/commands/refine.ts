@@ -51,7 +51,7 @@ export async function refine(s: Session, uri?: vscode.Uri): Promise<void> {
     return;
   }
   const ctl = s.begin();
-  const settings = generateSettings();
+  const settings = generateSettings(r.project);
   const run = s.history.start({
     kind: 'refine',
     top: '',

@@ -2,7 +2,7 @@
 // decorations (covered/uncovered lines with counts) and VS Code's test-coverage API (statements
 // and branches). Pure: no vscode import, runs in the worker and in unit tests.
 import type { CoveragePoint } from '../../core/coverage/model.js';
-import { isCovered } from '../../core/run/coverage.js';
+import { displayLine, isCovered } from '../../core/run/coverage.js';
 
 export interface LineCoverage {
   line: number;
@@ -36,6 +36,8 @@ export function coverageByFile(points: CoveragePoint[]): FileLineCoverage[] {
     { lines: Map<number, LineCoverage>; branches: Map<string, BranchArm>; toggles: { covered: number; total: number } }
   >();
   for (const p of points) {
+    // The scored set only: a waived point is in the record but not in the figure (nor in lcov).
+    if (p.waived) continue;
     let f = files.get(p.file);
     if (!f) {
       f = { lines: new Map(), branches: new Map(), toggles: { covered: 0, total: 0 } };
@@ -46,11 +48,14 @@ export function coverageByFile(points: CoveragePoint[]): FileLineCoverage[] {
       if (isCovered(p)) f.toggles.covered += 1;
       continue;
     }
-    const l = f.lines.get(p.line) ?? { line: p.line, count: 0, covered: false, pointsCovered: 0, pointsTotal: 0 };
+    // A line point where its code starts (as the summary and lcov show it); a branch arm at its
+    // condition's line.
+    const at = p.type === 'branch' ? p.line : displayLine(p);
+    const l = f.lines.get(at) ?? { line: at, count: 0, covered: false, pointsCovered: 0, pointsTotal: 0 };
     l.count += p.count;
     l.pointsTotal += 1;
     if (isCovered(p)) l.pointsCovered += 1;
-    f.lines.set(p.line, l);
+    f.lines.set(at, l);
     if (p.type === 'branch') {
       const key = `${p.line}:${p.column}:${p.label}`;
       const arm = f.branches.get(key) ?? { line: p.line, column: p.column, label: p.label, count: 0 };

@@ -6,7 +6,7 @@
 import type { DesignOptions } from '../../core/run/design.js';
 import type { DesignSpec } from '../../core/design/types.js';
 import type { CoverageFigures, UncoveredPoint } from '../../core/coverage/model.js';
-import type { Diagnostic, SimResult, SimStatus } from '../../core/sim/result.js';
+import type { Diagnostic, ScoreMode, SimResult, SimStatus } from '../../core/sim/result.js';
 import type { SimLimits } from '../../core/sim/simulator.js';
 import type { ModelConfig } from '../../core/llm/factory.js';
 import type { ModelCheck } from '../../core/run/modelCheck.js';
@@ -31,6 +31,8 @@ export interface GenerateSettings {
   limits: Partial<SimLimits>;
   /** The built-in generator's best testbench is round 1 and the model refines it (default off). */
   warmStart?: boolean;
+  /** How runs are scored (core/sim/result.ts ScoreMode; default `paper`). */
+  score?: ScoreMode;
 }
 
 /** One round as the editor keeps it (history, dashboard, diffs). */

@@ -143,6 +143,7 @@ describe('a testbench run in the editor passes only at the coverage target', () 
         status,
         stage: status === 'success' ? 'success' : 'build',
         err_msg: status === 'success' ? '' : 'tb.sv:3: syntax error',
+        diagnostics: [],
         coverage: { waived: { overall, block: overall, toggle: overall, line: overall, branch: overall } },
       }) as unknown as SimResult;
     const low = verdict(at(0.625), 0.9);
@@ -154,5 +155,15 @@ describe('a testbench run in the editor passes only at the coverage target', () 
       passed: false,
       summary: 'xrun_failed at build: tb.sv:3: syntax error',
     });
+    // Coverage reached by breaking the design's assertions passes in paper scoring, and says so.
+    const illegal = at(1);
+    illegal.dutAssertions = [
+      { file: '/d/fifo.sv', line: 44, kind: 'assertion', message: 'push while full', count: 3048, firstTime: '125 ns', lastTime: '9 us' },
+    ];
+    const v = verdict(illegal, 1);
+    expect(v).toMatchObject({ ran: true, passed: true });
+    expect(v.summary).toMatch(
+      /reached with illegal stimulus: the stimulus broke the design's assertions 3,048 times, first at fifo\.sv:44 at 125 ns/,
+    );
   });
 });

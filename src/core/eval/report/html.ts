@@ -139,7 +139,7 @@ export function renderHtml(r: EvalReport): string {
 <title>${escapeHtml(`Evaluation: ${r.suite.name} — ${r.row.label}`)}</title>
 <style>${CSS}</style></head><body>
 <h1>${escapeHtml(`${r.suite.name} — ${r.row.label}`)}</h1>
-<div class="meta">${escapeHtml(`${r.suite.format} suite ${r.suite.path}; ${r.suite.tasks_selected} of ${r.suite.tasks_in_suite} tasks; ${r.config.samples} samples × ${r.config.rounds} refinement rounds${r.config.history ? ` (${r.config.history} history)` : ''}; ${r.config.simulator.name} ${r.config.simulator.version}; ${r.config.workers} workers; ${r.finished_at}`)}</div>
+<div class="meta">${escapeHtml(`${r.suite.format} suite ${r.suite.path}; ${r.suite.tasks_selected} of ${r.suite.tasks_in_suite} tasks; ${r.config.samples} samples × ${r.config.rounds} refinement rounds${r.config.history ? ` (${r.config.history} history)` : ''}${r.config.score === 'legal' ? '; legal scoring' : ''}; ${r.config.simulator.name} ${r.config.simulator.version}; ${r.config.workers} workers; ${r.finished_at}`)}</div>
 ${r.complete ? '' : '<p class="warn">Incomplete run (interrupted): the figures cover the samples that finished.</p>'}
 <div class="cards">${card('Pass@1', pct(a.pass_at_1))}${card('Pass@5', pct(a.pass_at_5))}${card('Cov@1', pct(a.cov_at_1))}${card('Cov@5', pct(a.cov_at_5))}${card('sim pass', pct(a.sim_pass))}${card('tasks', String(a.tasks))}${card('errors', String(a.errors))}${card('tokens', String(a.tokens.total))}${card('wall', `${a.wall_s.toFixed(1)} s`)}${card('candidates/min', a.candidates_per_min.toFixed(1))}</div>
 <h2>Pass rate per round</h2>

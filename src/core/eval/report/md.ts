@@ -13,7 +13,7 @@ export function renderMarkdown(r: EvalReport): string {
   L.push(
     `Suite \`${esc(r.suite.path)}\` (${r.suite.format}, ${r.suite.tasks_selected} of ${r.suite.tasks_in_suite} tasks${r.suite.skipped.length ? `, ${r.suite.skipped.length} records of other categories skipped` : ''}); ` +
       `${r.config.samples} sample${r.config.samples === 1 ? '' : 's'} per task, ${r.config.rounds} refinement round${r.config.rounds === 1 ? '' : 's'}` +
-      `${r.config.history ? `, ${r.config.history} history` : ''}; ${r.config.simulator.name} ${r.config.simulator.version}; ${r.config.workers} worker${r.config.workers === 1 ? '' : 's'}.` +
+      `${r.config.history ? `, ${r.config.history} history` : ''}${r.config.score === 'legal' ? ', legal scoring' : ''}; ${r.config.simulator.name} ${r.config.simulator.version}; ${r.config.workers} worker${r.config.workers === 1 ? '' : 's'}.` +
       (r.complete ? '' : ' **Incomplete run** (interrupted): metrics cover the samples that finished.'),
     '',
   );

@@ -2,6 +2,7 @@
 // JSON/Markdown/HTML writers beside this file read it, and `chorus eval --compare` reads it back.
 import type { SamplingParams } from '../../llm/backend.js';
 import type { SimLimits } from '../../sim/simulator.js';
+import type { ScoreMode } from '../../sim/result.js';
 import type { HistoryMode } from '../../agent/types.js';
 import type { EvalSuite, TaskRecord } from '../task.js';
 import type { Metrics, RoundPoint } from '../metrics.js';
@@ -44,6 +45,8 @@ export interface EvalReport {
     sampling: Partial<SamplingParams> | null;
     simulator: { name: string; version: string };
     limits: Partial<SimLimits>;
+    /** How every candidate was scored (sim/result.ts ScoreMode): `paper` unless --score legal. */
+    score: ScoreMode;
     resume: boolean;
   };
   aggregate: AggregateRecord;

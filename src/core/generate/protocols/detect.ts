@@ -5,6 +5,7 @@
 // designers give ports. What is recognised decides which bus-functional tasks the testbench gets.
 import type { DesignInfo, ModuleInfo, PortInfo } from '../../design/types.js';
 import { svLiteralValue } from '../../design/svLiteral.js';
+import { significant, tokenize, type Token } from '../../design/svTokens.js';
 import type { Roles } from '../roles.js';
 
 export interface Level {
@@ -92,6 +93,11 @@ export interface BusPlan {
   sweep: bigint[];
   /** Data values the design compares the write data against (unlock codes, commands). */
   dataConstants: bigint[];
+  /** Registers loaded from the write data at a decoded address whose value the design compares
+   * against constants (modes, commands), and those constants. */
+  regConstants?: Array<{ reg: string; addr: bigint; values: bigint[] }>;
+  /** Addresses of registers loaded from the write data with no compared constant (operands). */
+  operandAddrs?: bigint[];
 }
 
 export interface HandshakePlan {
@@ -297,7 +303,86 @@ export function busWdata(b: Bus): PortInfo | undefined {
   return b.wdata;
 }
 
-function planBus(info: DesignInfo, m: ModuleInfo, bus: Bus): BusPlan {
+/** A named or literal constant's value (the design's parameters give names their values). */
+function constValue(tok: Token, info: DesignInfo): bigint | null {
+  if (tok.kind === 'number') return svLiteralValue(tok.value);
+  if (tok.kind !== 'id') return null;
+  for (const mod of info.modules) for (const p of mod.params) if (p.name === tok.value && p.value !== null) return svLiteralValue(p.value);
+  return null;
+}
+
+/**
+ * Registers the design loads from the bus write data, and the address each is loaded at:
+ * `ADDR: reg <= wdata;` in a case on the address, or `if (addr == ADDR) reg <= wdata[..];`.
+ * Read from the source: the netlist keeps no assignment structure.
+ */
+export function writeRegisters(sources: string[], addrNames: string[], wdataName: string, info: DesignInfo): Map<string, bigint> {
+  const out = new Map<string, bigint>();
+  const addrs = new Set(addrNames);
+  for (const src of sources) {
+    const t = significant(tokenize(src));
+    for (let i = 0; i + 2 < t.length; i++) {
+      // `reg <=` / `reg =` / `reg[...] <=` at a statement start.
+      if (t[i].kind !== 'id') continue;
+      const prev = t[i - 1];
+      if (
+        prev &&
+        !(prev.kind === 'op' && [';', ':', ')'].includes(prev.value)) &&
+        !(prev.kind === 'id' && ['begin', 'else'].includes(prev.value))
+      )
+        continue;
+      let j = i + 1;
+      if (t[j]?.value === '[') {
+        while (j < t.length && t[j].value !== ']') j++;
+        j++;
+      }
+      const assign = t[j]?.value === '=' || (t[j]?.value === '<' && t[j + 1]?.value === '=' && t[j + 1].start === t[j].end);
+      if (!assign || t[j + (t[j].value === '<' ? 2 : 1)]?.value === '=') continue;
+      let k = j + 1;
+      let usesW = false;
+      while (k < t.length && t[k].value !== ';' && k < j + 24) {
+        if (t[k].kind === 'id' && t[k].value === wdataName) usesW = true;
+        k++;
+      }
+      if (!usesW || t[i].value === wdataName || addrs.has(t[i].value)) continue;
+      // The nearest address context before it: a case item label or a comparison with the address.
+      let addr: bigint | null = null;
+      for (let b = i - 1; b >= 0 && b >= i - 200; b--) {
+        const x = t[b];
+        if (x.kind === 'id' && x.value === 'endcase') break;
+        if (x.kind === 'op' && x.value === ':' && b > 0) {
+          const lab = t[b - 1];
+          const before = t[b - 2];
+          const isItem =
+            !before ||
+            (before.kind === 'op' && [';', ')', ','].includes(before.value)) ||
+            (before.kind === 'id' && ['end', 'begin'].includes(before.value));
+          const v = isItem ? constValue(lab, info) : null;
+          if (v !== null) {
+            addr = v;
+            break;
+          }
+        }
+        if (x.kind === 'op' && x.value === '=' && t[b - 1]?.value === '=' && t[b - 1].end === x.start) {
+          const l = t[b - 2];
+          const r = t[b + 1];
+          if (l && r && l.kind === 'id' && addrs.has(l.value) && constValue(r, info) !== null) {
+            addr = constValue(r, info);
+            break;
+          }
+          if (l && r && r.kind === 'id' && addrs.has(r.value) && constValue(l, info) !== null) {
+            addr = constValue(l, info);
+            break;
+          }
+        }
+      }
+      if (addr !== null && !out.has(t[i].value)) out.set(t[i].value, addr);
+    }
+  }
+  return out;
+}
+
+function planBus(info: DesignInfo, m: ModuleInfo, bus: Bus, sources: string[] = []): BusPlan {
   const addr = busAddr(bus);
   const aw = addr.width;
   const mask = (1n << BigInt(aw)) - 1n;
@@ -337,7 +422,35 @@ function planBus(info: DesignInfo, m: ModuleInfo, bus: Bus): BusPlan {
         .filter((v) => v < 1n << BigInt(wd.width))
         .slice(0, 8)
     : [];
-  return { bus, addrWidth: aw, dataWidth, mapped, unmapped: [...unmapped].slice(0, 4), sweep, dataConstants };
+  // Registers loaded from the write data: the constants the design compares each against go to
+  // its address (modes, commands), the others are operands.
+  const regConstants: NonNullable<BusPlan['regConstants']> = [];
+  const operandAddrs: bigint[] = [];
+  if (wd && sources.length) {
+    const addrNames = [addr.name, ...(bus.kind === 'regfile' && bus.raddr ? [bus.raddr.name] : [])];
+    for (const [reg, a] of writeRegisters(sources, addrNames, wd.name, info)) {
+      if (a > mask) continue;
+      const vals = new Set<bigint>();
+      for (const mod of info.modules)
+        for (const v of mod.comparisons[reg] ?? []) {
+          const n = svLiteralValue(v);
+          if (n !== null && n < 1n << BigInt(wd.width)) vals.add(n);
+        }
+      if (vals.size) regConstants.push({ reg, addr: a, values: [...vals].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).slice(0, 16) });
+      else if (!operandAddrs.includes(a)) operandAddrs.push(a);
+    }
+  }
+  return {
+    bus,
+    addrWidth: aw,
+    dataWidth,
+    mapped,
+    unmapped: [...unmapped].slice(0, 4),
+    sweep,
+    dataConstants,
+    regConstants: regConstants.slice(0, 8),
+    operandAddrs: operandAddrs.slice(0, 8),
+  };
 }
 
 function detectStream(roles: Roles, taken: Set<PortInfo>): StreamPlan[] {
@@ -462,7 +575,7 @@ function detectHandshakes(roles: Roles, taken: Set<PortInfo>, hasClock: boolean)
   ];
 }
 
-export function detectProtocols(info: DesignInfo, roles: Roles): ProtocolPlan {
+export function detectProtocols(info: DesignInfo, roles: Roles, sources: string[] = []): ProtocolPlan {
   const m = info.modules.find((x) => x.name === info.top);
   const empty: ProtocolPlan = { buses: [], handshakes: [], serial: [], streams: [] };
   if (!m || !roles.clocks.length) return empty;
@@ -472,14 +585,14 @@ export function detectProtocols(info: DesignInfo, roles: Roles): ProtocolPlan {
   for (const detect of [detectApb, detectAhb, detectAxiLite, detectWishbone]) {
     const b = detect(ports.filter((p) => !taken.has(p)));
     if (b) {
-      buses.push(planBus(info, m, b));
+      buses.push(planBus(info, m, b, sources));
       for (const p of busPorts(b)) taken.add(p);
     }
   }
   if (!buses.length) {
     const rf = detectRegFile(ports, taken);
     if (rf) {
-      buses.push(planBus(info, m, rf));
+      buses.push(planBus(info, m, rf, sources));
       for (const p of busPorts(rf)) taken.add(p);
     }
   }

@@ -4,7 +4,7 @@
 // ends of the latency range; framed serial traffic with parity, stop-bit and break errors.
 // Plain IEEE 1800-2017: tasks, loops and bounded while-waits, no classes, no output checks.
 import type { PortInfo } from '../../design/types.js';
-import { literal } from '../values.js';
+import { literal, randomExpr } from '../values.js';
 import { busAddr, type BusPlan, type HandshakePlan, type ProtocolPlan, type SerialPlan, type StreamPlan } from './detect.js';
 
 const ind = (n: number): string => '  '.repeat(n);
@@ -191,30 +191,48 @@ function busPhase(b: BusPlan, i: number, transfers: number): string[] {
     L.push(`${ind(4)}end`);
     for (const a of others)
       L.push(
-        `${ind(4)}${pre}_write(${A(a)}, ${D(ones(dw))}); ${pre}_read(${A(a)}); ${pre}_write(${A(a)}, ${dw}'($urandom)); ${pre}_read(${A(a)}); ${pre}_write(${A(a)}, '0); ${pre}_read(${A(a)});`,
+        `${ind(4)}${pre}_write(${A(a)}, ${D(ones(dw))}); ${pre}_read(${A(a)}); ${pre}_write(${A(a)}, ${randomExpr(dw)}); ${pre}_read(${A(a)}); ${pre}_write(${A(a)}, '0); ${pre}_read(${A(a)});`,
       );
     for (const a of keys) L.push(`${ind(4)}${pre}_read(${A(a)});`);
-    L.push(`${ind(4)}${pre}_write(pa[y], ${dw}'($urandom));`);
+    L.push(`${ind(4)}${pre}_write(pa[y], ${randomExpr(dw)});`);
     L.push(`${ind(3)}end`);
     L.push(`${ind(2)}end`);
   } else if (b.dataConstants.length) {
     L.push(`${ind(2)}// Phase P${i}b: the data constants the design compares its write data against, at every decoded address.`);
     for (const a of keys) for (const d of b.dataConstants) L.push(`${ind(2)}${pre}_write(${A(a)}, ${D(d)}); ${pre}_read(${A(a)});`);
   }
+  // Registers loaded from the write data and compared against constants (modes, commands): the
+  // operands first, then each constant into its register, then a wait and reads of the registers.
+  const modes = b.regConstants ?? [];
+  if (modes.length) {
+    const ops = b.operandAddrs ?? [];
+    const reads = [...new Set([...b.mapped, ...ops, ...modes.map((r) => r.addr)])].slice(0, 8);
+    L.push(
+      `${ind(2)}// Phase P${i}d: registers compared against constants (${modes.map((r) => `${r.reg} at ${A(r.addr)}`).join(', ')}): operands`,
+    );
+    L.push(
+      `${ind(2)}// ${ops.length ? `(${ops.map(A).join(', ')}) ` : ''}written first, then each constant, then a wait and the registers read back.`,
+    );
+    for (const r of modes)
+      for (const [k, v] of r.values.entries()) {
+        const opVal = k % 2 ? D(ones(dw)) : randomExpr(dw);
+        L.push(
+          `${ind(2)}${ops.map((o) => `${pre}_write(${A(o)}, ${opVal}); `).join('')}${pre}_write(${A(r.addr)}, ${D(v)}); repeat (16) step(); ${reads.map((a) => `${pre}_read(${A(a)});`).join(' ')}`,
+        );
+      }
+  }
   L.push(`${ind(2)}// Phase P${i}c: ${transfers} back-to-back transfers, random reads and writes over the same addresses (reads after`);
   L.push(`${ind(2)}// writes), some to random addresses, with occasional idle cycles between them.`);
   L.push(`${ind(2)}repeat (${transfers}) begin`);
   // (Declared, then assigned: an initializer in a loop body of a static block runs only once.)
   L.push(
-    `${ind(3)}logic [${aw - 1}:0] a; a = ($urandom_range(0, 7) == 0) ? ${aw}'(${aw > 32 ? `{$urandom, $urandom}` : '$urandom'}) : ${pre}_addrs[$urandom_range(0, ${all.length - 1})];`,
+    `${ind(3)}logic [${aw - 1}:0] a; a = ($urandom_range(0, 7) == 0) ? ${randomExpr(aw)} : ${pre}_addrs[$urandom_range(0, ${all.length - 1})];`,
   );
   if (b.bus.kind === 'apb' && b.bus.strb)
     L.push(`${ind(3)}${pre}_strb = ($urandom_range(0, 3) == 0) ? ${b.bus.strb.width}'($urandom) : '1;`);
   if (b.bus.kind === 'ahb-lite' && b.bus.size)
     L.push(`${ind(3)}${pre}_size = ($urandom_range(0, 7) == 0) ? ${b.bus.size.width}'($urandom) : ${pre}_size;`);
-  L.push(
-    `${ind(3)}if ($urandom_range(0, 1)) begin ${pre}_write(a, ${dw}'(${dw > 32 ? `{$urandom, $urandom}` : '$urandom'})); if ($urandom_range(0, 1)) ${pre}_read(a); end`,
-  );
+  L.push(`${ind(3)}if ($urandom_range(0, 1)) begin ${pre}_write(a, ${randomExpr(dw)}); if ($urandom_range(0, 1)) ${pre}_read(a); end`);
   L.push(`${ind(3)}else ${pre}_read(a);`);
   L.push(`${ind(3)}if ($urandom_range(0, 3) == 0) repeat ($urandom_range(1, 3)) step();`);
   L.push(`${ind(2)}end`);
@@ -225,7 +243,14 @@ function busPhase(b: BusPlan, i: number, transfers: number): string[] {
   return L;
 }
 
-function handshakeTask(h: HandshakePlan, i: number): string[] {
+/** Like waitFor, and when the wait runs out the design is reset (a computation that would keep
+ * it busy for 2^31 steps must not swallow the rest of the run). */
+function waitOrReset(cond: string, bound: number, depth: number, reset: boolean): string {
+  if (!reset) return waitFor(cond, bound, depth);
+  return `${ind(depth)}begin int unsigned n = 0; while (!(${cond}) && n < ${bound}) begin step(); n++; end if (n >= ${bound}) apply_reset(2); end`;
+}
+
+function handshakeTask(h: HandshakePlan, i: number, reset: boolean): string[] {
   const L: string[] = [];
   const pre = `hs${i}`;
   const done = `${h.done.port.name} == 1'b${h.done.active}`;
@@ -237,19 +262,23 @@ function handshakeTask(h: HandshakePlan, i: number): string[] {
     `${ind(1)}// and wait for ${h.done.active ? '' : '!'}${h.done.port.name} with a bound of ${h.timeout} cycles instead of a fixed number of cycles.`,
   );
   L.push(`${ind(1)}task automatic ${pre}_run(${[...args, 'input int unsigned hold'].join(', ')});`);
-  if (h.idleBefore) L.push(waitFor(done, h.timeout, 2) + ' // idle before starting');
+  if (h.idleBefore) L.push(waitOrReset(done, h.timeout, 2, reset) + ' // idle before starting');
   for (const [k, p] of h.operands.entries()) L.push(`${ind(2)}${p.name} = x${k};`);
   if (h.style === 'req-ack') {
     L.push(`${ind(2)}${h.start.name} = 1'b1;`);
-    L.push(waitFor(done, h.timeout, 2));
+    L.push(waitOrReset(done, h.timeout, 2, reset));
     L.push(`${ind(2)}step(); ${h.start.name} = 1'b0;`);
-    L.push(waitFor(`!(${done})`, h.timeout, 2));
+    L.push(waitOrReset(`!(${done})`, h.timeout, 2, reset));
   } else {
     L.push(`${ind(2)}${h.start.name} = 1'b1; step();`);
     L.push(`${ind(2)}begin int unsigned n = 0;`);
     L.push(`${ind(3)}if (hold == 0) ${h.start.name} = 1'b0;`);
     if (h.idleBefore) L.push(`${ind(3)}step(); // leave idle first`);
     L.push(`${ind(3)}while (!(${done}) && n < ${h.timeout}) begin step(); n++; if (n >= hold) ${h.start.name} = 1'b0; end`);
+    if (reset)
+      L.push(
+        `${ind(3)}if (n >= ${h.timeout}) begin ${h.start.name} = 1'b0; apply_reset(2); end // timed out: reset before the next operation`,
+      );
     L.push(`${ind(2)}end`);
     L.push(`${ind(2)}${h.start.name} = 1'b0; step();`);
   }
@@ -268,6 +297,7 @@ function handshakePhase(h: HandshakePlan, i: number, constants: Record<string, b
     ones(p.width),
     ones(p.width) - 1n,
     1n << BigInt(p.width - 1),
+    ...(p.width >= 2 ? [ones(p.width) >> 1n] : []),
     alt(p.width),
     2n,
     ...(constants[p.name] ?? []).slice(0, 6),
@@ -284,6 +314,8 @@ function handshakePhase(h: HandshakePlan, i: number, constants: Record<string, b
     const cb = corner(b);
     for (const x of ca.slice(0, 6)) for (const y of cb.slice(0, 6)) pairs.push([x, y]);
     for (const x of ca.slice(6)) pairs.push([x, 1n], [x, x & ones(b.width)]);
+    // Equal operands at every corner (sign-safe all-ones included).
+    for (const x of ca) if (x <= ones(b.width)) pairs.push([x, x]);
     for (const y of cb.slice(6)) pairs.push([1n, y], [ones(a.width), y]);
     for (const [x, y] of pairs) calls.push([V(a, x), V(b, y), ...ops.slice(2).map((p) => V(p, x & ones(p.width)))]);
   }
@@ -294,16 +326,16 @@ function handshakePhase(h: HandshakePlan, i: number, constants: Record<string, b
   if (ops.length >= 2) {
     L.push(`${ind(3)}${vec(ops[0].width)} r0; ${vec(ops[1].width)} r1;`);
     L.push(
-      `${ind(3)}r0 = ${ops[0].width}'($urandom); r1 = ($urandom_range(0, 3) == 0) ? ${ops[1].width}'(r0) : ${ops[1].width}'($urandom_range(0, 3) == 0 ? $urandom_range(0, 3) : $urandom);`,
+      `${ind(3)}r0 = ${randomExpr(ops[0].width)}; r1 = ($urandom_range(0, 3) == 0) ? ${ops[1].width}'(r0) : ($urandom_range(0, 3) == 0) ? ${ops[1].width}'($urandom_range(0, 3)) : ${randomExpr(ops[1].width)};`,
     );
     L.push(
       `${ind(3)}${pre}_run(r0, r1${ops
         .slice(2)
-        .map((p) => `, ${p.width}'($urandom)`)
+        .map((p) => `, ${randomExpr(p.width)}`)
         .join('')}, $urandom_range(0, 3) == 0 ? 2 : 0);`,
     );
   } else {
-    L.push(`${ind(3)}${pre}_run(${ops.map((p) => `${p.width}'($urandom), `).join('')}$urandom_range(0, 3) == 0 ? 2 : 0);`);
+    L.push(`${ind(3)}${pre}_run(${ops.map((p) => `${randomExpr(p.width)}, `).join('')}$urandom_range(0, 3) == 0 ? 2 : 0);`);
   }
   L.push(`${ind(2)}end`);
   return L;
@@ -359,8 +391,7 @@ function serialPhase(s: SerialPlan, i: number, frames: number): string[] {
 
 function streamTask(st: StreamPlan, i: number): string[] {
   const L: string[] = [];
-  const rnd = (p: PortInfo): string =>
-    `${p.name} = ${p.width}'(${p.width > 32 ? `{${Array.from({ length: Math.ceil(p.width / 32) }, () => '$urandom').join(', ')}}` : '$urandom'});`;
+  const rnd = (p: PortInfo): string => `${p.name} = ${randomExpr(p.width)};`;
   L.push(
     `${ind(1)}// One beat on ${st.valid.name}: data held until ${st.ready?.name ?? 'the next edge'} accepts it (bounded), ${st.outReady ? `${st.outReady.name} varied for backpressure` : 'then valid drops'}.`,
   );
@@ -393,7 +424,7 @@ export interface ProtocolEmit {
 }
 
 /** `scale` grows with the round: more transfers, operations and frames. */
-export function emitProtocols(pp: ProtocolPlan, constants: Record<string, bigint[]>, scale: number): ProtocolEmit {
+export function emitProtocols(pp: ProtocolPlan, constants: Record<string, bigint[]>, scale: number, hasReset = false): ProtocolEmit {
   const tasks: string[] = [];
   const phases: string[] = [];
   for (const [i, b] of pp.buses.entries()) {
@@ -405,7 +436,7 @@ export function emitProtocols(pp: ProtocolPlan, constants: Record<string, bigint
     phases.push(...busPhase(b, i, 64 * scale));
   }
   for (const [i, h] of pp.handshakes.entries()) {
-    tasks.push(...handshakeTask(h, i), '');
+    tasks.push(...handshakeTask(h, i, hasReset), '');
     phases.push(...handshakePhase(h, i, constants, 16 * scale));
   }
   for (const [i, st] of pp.streams.entries()) {

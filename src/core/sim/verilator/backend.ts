@@ -101,7 +101,7 @@ export class VerilatorSimulator implements Simulator {
       // 3. Run, jailed and bounded; what is scored comes from its harness report only.
       const ran = await runHarness(c, runtime, runDir, warnings);
       if (ran instanceof Ending) return finish(ran);
-      let judged = judgeRun(c, ran, warnings, prep.files.classify);
+      let judged = judgeRun(c, ran, warnings, prep.files.classify, prep.files.readDesignFile);
       if (judged.unsettled) {
         // The DUT's combinational loop, on every version: retry what can work, else say so.
         if (mayRetry(retry)) {

@@ -6,7 +6,9 @@
 //    into the harness's memory just before final(): after it a DUT library's counts are garbage
 //    on current releases), or from the fatal, signal and out-of-memory paths, after which the
 //    process _exit()s without running anything else. The report carries the coverage database, how the run ended, Verilator's own fatal
-//    errors and every $error/$fatal/assertion site with its count. It is framed by a nonce the
+//    errors and every $error/$fatal/assertion site with its count and the times of its first and
+//    last failure (`unique`/`priority` case and if violations included: on 5.006 and current
+//    releases alike Verilator compiles them to the same VL_STOP_MT call as an assertion's $error). It is framed by a nonce the
 //    host passes on stdin, read before any testbench code runs (stdin is then /dev/null): a
 //    testbench that reaches fd 3 anyway cannot write a frame the host accepts, and any byte it
 //    adds makes the frame invalid. A coverage.dat the testbench writes is just its own file.
@@ -74,6 +76,7 @@ std::vector<Fatal> g_fatals;
 struct Site {
     uint64_t count = 0;
     uint64_t first = 0;
+    uint64_t last = 0;
     bool stops = false;  // a $fatal/$stop (the run ended here)
 };
 std::map<std::pair<std::string, int>, Site> g_sites;
@@ -162,7 +165,7 @@ void writeReport() {
         if (!g_handCovPath.empty()) g_contextp->coveragep()->write(g_handCovPath.c_str());
         return;
     }
-    std::string head = "CHORUS-REPORT 1 " + g_nonce + "\n";
+    std::string head = "CHORUS-REPORT 2 " + g_nonce + "\n";
     head += std::string("end ") + g_end + "\n";
     head += std::string("finished ") + (g_contextp->gotFinish() ? "1" : "0") + "\n";
     head += "time " + std::to_string(g_contextp->time()) + "\n";
@@ -172,7 +175,7 @@ void writeReport() {
     for (const auto& it : g_sites)
         head += "site " + hex(it.first.first) + " " + std::to_string(it.first.second) + " "
                 + std::to_string(it.second.count) + " " + std::to_string(it.second.first) + " "
-                + (it.second.stops ? "1" : "0") + "\n";
+                + std::to_string(it.second.last) + " " + (it.second.stops ? "1" : "0") + "\n";
     if (g_sitesDropped) head += "sites-dropped " + std::to_string(g_sitesDropped) + "\n";
     std::string cov = g_snapshot;
     std::string problem = g_snapshotProblem;
@@ -269,6 +272,7 @@ void recordSite(const char* filename, int linenum, bool stops) {
         it->second.first = g_contextp ? g_contextp->time() : 0;
     }
     ++it->second.count;
+    it->second.last = g_contextp ? g_contextp->time() : 0;
     it->second.stops = it->second.stops || stops;
 }
 }  // namespace

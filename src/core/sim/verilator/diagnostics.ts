@@ -205,3 +205,52 @@ export function splitVarConfig(signals: string[]): string {
   const vars = [...new Set(signals.map((s) => s.split('.').pop()!.replace(/\[.*$/, '')))];
   return '`verilator_config\n' + vars.map((v) => `split_var -module "*" -var "${v}"\n`).join('');
 }
+
+/** At most this many distinct run-time messages are kept once repeats are folded. */
+export const MAX_FOLDED_DIAGNOSTICS = 1000;
+
+/**
+ * Repeats of one message folded into one diagnostic: same file, line, code, severity, origin and
+ * message (the `[time]` prefix is already apart, in `time`), with `count` and the first and last
+ * time. Order is each message's first appearance. At most `max` distinct messages are kept; the
+ * rest are counted in one closing `CHORUS-FOLDED` info. A message printed once is unchanged.
+ */
+export function foldRepeats(diags: readonly Diagnostic[], max = MAX_FOLDED_DIAGNOSTICS): Diagnostic[] {
+  const byKey = new Map<string, Diagnostic>();
+  const out: Diagnostic[] = [];
+  let dropped = 0;
+  let droppedDistinct = 0;
+  const dropKeys = new Set<string>();
+  for (const d of diags) {
+    const key = [d.file, d.line, d.column, d.code ?? '', d.severity, d.origin, d.stage, d.message].join('\0');
+    const seen = byKey.get(key);
+    if (seen) {
+      seen.count = (seen.count ?? 1) + 1;
+      if (d.time !== undefined) seen.lastTime = d.time;
+      continue;
+    }
+    if (out.length >= max) {
+      dropped++;
+      if (!dropKeys.has(key) && dropKeys.size < 100000) {
+        dropKeys.add(key);
+        droppedDistinct++;
+      }
+      continue;
+    }
+    const copy = { ...d };
+    byKey.set(key, copy);
+    out.push(copy);
+  }
+  if (dropped)
+    out.push({
+      file: '',
+      origin: 'other',
+      line: 1,
+      column: 1,
+      severity: 'info',
+      code: 'CHORUS-FOLDED',
+      message: `${dropped} more run-time message${dropped === 1 ? '' : 's'} (${droppedDistinct}${droppedDistinct >= 100000 ? '+' : ''} distinct) not kept: the record keeps the first ${max} distinct ones`,
+      stage: 'run',
+    });
+  return out;
+}

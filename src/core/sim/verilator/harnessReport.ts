@@ -1,15 +1,16 @@
 // The report the simulation harness (chorus_main.cpp) writes to fd 3 after the last line of
 // testbench code has run: how the run ended, Verilator's own fatal errors, every
-// $error/$fatal/assertion site with its count, and the coverage database. It is the only source of
+// $error/$fatal/assertion site (`unique`/`priority` violations included) with its count and the
+// times of its first and last failure, and the coverage database. It is the only source of
 // what the host scores: nothing the testbench can write (a coverage.dat, its log) is read for it.
 //
-//   CHORUS-REPORT 1 <nonce>
+//   CHORUS-REPORT 2 <nonce>                   (2: sites carry their last time)
 //   end <finish|stop|fatal|signal|no-events|maxtime|oom|terminate|exit>
 //   finished <0|1>
 //   time <t>                                  (model time units)
 //   precision <p>                             (power of ten in seconds)
 //   fatal <hex file> <line> <hex message>     (zero or more)
-//   site <hex file> <line> <count> <first time> <stops 0|1>   (zero or more)
+//   site <hex file> <line> <count> <first time> <last time> <stops 0|1>   (zero or more; times in model units)
 //   sites-dropped <n>                         (optional)
 //   coverage <bytes>                          (or: coverage-error <hex message>)
 //   <bytes of coverage.dat>
@@ -27,6 +28,8 @@ export interface HarnessSite {
   count: number;
   /** Simulation time of the first one, in model units. */
   first: number;
+  /** Simulation time of the last one, in model units (>= first). */
+  last: number;
   /** A $fatal/$stop: the run ended here. */
   stops: boolean;
 }
@@ -44,6 +47,9 @@ export interface HarnessReport {
   coverage: string | null;
   coverageProblem?: string;
 }
+
+/** The report format's version: bumped with every change of its fields (chorus_main.cpp writes it). */
+export const REPORT_VERSION = 2;
 
 export type ReportReading = { kind: 'none' } | { kind: 'ok'; report: HarnessReport } | { kind: 'forged'; problem: string };
 
@@ -68,7 +74,7 @@ export function readHarnessReport(bytes: Buffer | undefined, nonce: string, over
   if (!bytes || bytes.length === 0) return { kind: 'none' };
   const forged = (problem: string): ReportReading => ({ kind: 'forged', problem });
   if (overflow) return forged('the report channel carried more than its limit');
-  const head = Buffer.from(`CHORUS-REPORT 1 ${nonce}\n`);
+  const head = Buffer.from(`CHORUS-REPORT ${REPORT_VERSION} ${nonce}\n`);
   if (!bytes.subarray(0, head.length).equals(head)) return forged('the report channel does not start with the harness frame of this run');
   const tail = Buffer.from(`\nCHORUS-END ${nonce}\n`);
   let at = head.length;
@@ -96,15 +102,20 @@ export function readHarnessReport(bytes: Buffer | undefined, nonce: string, over
       else if (key === 'time') report.time = int(f[0], 'time');
       else if (key === 'precision') report.precision = int(f[0], 'precision');
       else if (key === 'fatal') report.fatals.push({ file: unhex(f[0]), line: int(f[1], 'line'), message: unhex(f[2] ?? '') });
-      else if (key === 'site')
-        report.sites.push({
+      else if (key === 'site') {
+        if (f.length !== 6) throw new Error(`a site of ${f.length} fields`);
+        if (f[5] !== '0' && f[5] !== '1') throw new Error(`bad stops '${f[5].slice(0, 20)}'`);
+        const site: HarnessSite = {
           file: unhex(f[0]),
           line: int(f[1], 'line'),
           count: int(f[2], 'count'),
           first: int(f[3], 'time'),
-          stops: f[4] === '1',
-        });
-      else if (key === 'sites-dropped') report.sitesDropped = int(f[0], 'count');
+          last: int(f[4], 'time'),
+          stops: f[5] === '1',
+        };
+        if (site.count < 1 || site.last < site.first) throw new Error('a site whose count or times do not add up');
+        report.sites.push(site);
+      } else if (key === 'sites-dropped') report.sitesDropped = int(f[0], 'count');
       else if (key === 'coverage-error') {
         report.coverageProblem = unhex(f[0] ?? '-');
         break;

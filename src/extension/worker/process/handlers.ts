@@ -72,6 +72,7 @@ async function generate(req: GenerateRequest, signal: AbortSignal, progress: (e:
         sampling: { temperature: s.temperature, topP: s.topP, maxNewTokens: s.maxNewTokens },
         warmStart: model !== null && s.warmStart === true,
         limits: s.limits,
+        score: s.score,
       },
       (e: GenerationEvent) => {
         if (e.type === 'progress' || e.type === 'note') progress({ kind: 'status', message: e.message });
@@ -110,6 +111,7 @@ async function simulate({ design, testbench, settings: s }: SimulateRequest, sig
     testbench,
     limits: s.limits,
     seed: s.seed,
+    score: s.score,
     // The decorations show the points the figure was computed from (one idea of the DUT's files).
     wantPoints: true,
     signal,
@@ -142,6 +144,7 @@ async function refine(req: RefineRequest, signal: AbortSignal, progress: (e: Pro
         rounds: Math.max(1, s.rounds),
         target: s.target,
         limits: s.limits,
+        score: s.score,
       },
       (e: RefinementEvent) => {
         if (e.type === 'progress' || e.type === 'note') progress({ kind: 'status', message: e.message });

@@ -6,11 +6,13 @@
 // never instantiated the DUT, or success. The reward follows from the status (candidate.ts).
 import { basename } from 'node:path';
 import type { SimLimits } from '../../simulator.js';
-import type { Diagnostic, SimStatus } from '../../result.js';
+import type { Diagnostic, DutAssertion, SimStatus } from '../../result.js';
 import type { RunResult } from '../../../util/proc.js';
 import type { DutCoverage } from '../../../coverage/analyze.js';
 import { coverageDetail, summaryRows } from '../../../coverage/report.js';
-import { didNotConverge, isNoise, loopSignals, parseVerilatorMessages, type FileClassifier } from '../diagnostics.js';
+import { didNotConverge, foldRepeats, isNoise, loopSignals, parseVerilatorMessages, type FileClassifier } from '../diagnostics.js';
+import { legalFailure } from '../../assertions.js';
+import { dutAssertionsOf } from '../dutAssertions.js';
 import type { HarnessReport } from '../harnessReport.js';
 import { describeRetry } from '../settleRetry.js';
 import { bounded, type Candidate, Ending, errorText, secondsSince, type SettleRetry } from './candidate.js';
@@ -26,14 +28,24 @@ export interface RunOutcome {
  * whether Verilator itself said the design's logic did not settle. */
 export interface Judged {
   outcome: RunOutcome;
-  /** The lint warnings, the run's diagnostics and the outcome's. */
+  /** The lint warnings, the run's diagnostics (repeats folded: foldRepeats) and the outcome's. */
   diagnostics: Diagnostic[];
+  /** The run's own diagnostics, one per message printed (err_msg lists them as it always has). */
   runDiags: Diagnostic[];
+  /** The design's assertions the run broke, from the harness report (dutAssertions.ts). */
+  dutAssertions: DutAssertion[];
   unsettled?: { region: string; limit: number | null };
 }
 
-/** How the run ended, with its diagnostics. */
-export function judgeRun(c: Candidate, ran: HarnessRun, warnings: Diagnostic[], classify: FileClassifier): Judged {
+/** How the run ended, with its diagnostics. `readDesignFile`: a known design file's text (the
+ * kind of a DUT assertion is read from its source), undefined for any other file. */
+export function judgeRun(
+  c: Candidate,
+  ran: HarnessRun,
+  warnings: Diagnostic[],
+  classify: FileClassifier,
+  readDesignFile: (file: string) => string | undefined = () => undefined,
+): Judged {
   const { run, report } = ran;
   const runDiags = confirmRunDiagnostics(
     parseVerilatorMessages(run.all, classify, 'run').filter((d) => !isNoise(d)),
@@ -41,12 +53,13 @@ export function judgeRun(c: Candidate, ran: HarnessRun, warnings: Diagnostic[], 
     classify,
     c.tbName,
   );
-  const diagnostics = [...warnings, ...runDiags];
+  const diagnostics = [...warnings, ...foldRepeats(runDiags)];
   const outcome = classifyRun(run, c.limits, report);
   if (outcome.diagnostic) diagnostics.push({ ...outcome.diagnostic, file: c.tbName });
   // Verilator's own fatal error, from the harness's record: text the testbench prints is never taken for it.
   const unsettled = report ? didNotConverge(report.fatals.map((f) => fatalLine(f)).join('\n')) : undefined;
-  return { outcome, diagnostics, runDiags, unsettled };
+  const dutAssertions = dutAssertionsOf(report, classify, readDesignFile, runDiags);
+  return { outcome, diagnostics, runDiags, dutAssertions, unsettled };
 }
 
 /**
@@ -69,7 +82,7 @@ export function notSettled(
         : 'this Verilator offers no --converge-limit to retry with',
   );
   const rest = judged.runDiags.filter((d) => d.code !== 'DIDNOTCONVERGE' && !/region did not converge/.test(d.message));
-  return { ...judged, outcome, runDiags: rest, diagnostics: [...warnings, ...rest, outcome.diagnostic!] };
+  return { ...judged, outcome, runDiags: rest, diagnostics: [...warnings, ...foldRepeats(rest), outcome.diagnostic!] };
 }
 
 /**
@@ -79,6 +92,7 @@ export function notSettled(
 export function endWithoutCoverage(judged: Judged, ran: HarnessRun): Ending | undefined {
   const { outcome, diagnostics, runDiags } = judged;
   const { run, report } = ran;
+  const asserted = judged.dutAssertions.length ? { dutAssertions: judged.dutAssertions } : {};
   if (outcome.status === 'exception')
     return new Ending('exception', 'run', { err_msg: outcome.message, diagnostics, log: bounded(run.all) });
   if (report?.coverage) return undefined;
@@ -92,6 +106,7 @@ export function endWithoutCoverage(judged: Judged, ran: HarnessRun): Ending | un
         : errorText(run.all, runDiags, outcome.message),
     diagnostics,
     log: bounded(run.all),
+    ...asserted,
   });
 }
 
@@ -109,9 +124,15 @@ export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, c
   const unreachable2State = cov.twoState.count
     ? { count: cov.twoState.count, overall: cov.twoState.figures.overall, points: cov.twoState.points.slice(0, 200) }
     : undefined;
-  if (outcome.status !== 'success') {
-    return new Ending(outcome.status, 'run', {
-      err_msg: errorText(run.all, runDiags, outcome.message),
+  // Present only when something fired, so a paper-mode record without DUT assertion failures keeps
+  // exactly the fields it always had.
+  const asserted = judged.dutAssertions.length ? { dutAssertions: judged.dutAssertions } : {};
+  // `legal` scoring (simulator.ts SimRequest.score): the stimulus broke the design's assertions, so
+  // the run failed (xrun_failed at stage run, reward 0), with the coverage it reached in the record.
+  const illegal = outcome.status === 'success' ? legalFailure(req.score, judged.dutAssertions) : undefined;
+  if (outcome.status !== 'success' || illegal) {
+    return new Ending(illegal ? 'xrun_failed' : outcome.status, 'run', {
+      err_msg: illegal ?? errorText(run.all, runDiags, outcome.message),
       diagnostics,
       coverage: cov.breakdown,
       unreachable2State,
@@ -119,6 +140,7 @@ export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, c
       cov_info,
       log: bounded(run.all),
       ...(req.wantPoints ? { points: cov.points } : {}),
+      ...asserted,
     });
   }
   if (cov.dutInstances.length === 0 || cov.breakdown.waived.overall === null) {
@@ -139,6 +161,7 @@ export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, c
     log: bounded(run.all),
     coverageFile,
     ...(req.wantPoints ? { points: cov.points } : {}),
+    ...asserted,
   });
 }
 
@@ -252,7 +275,7 @@ export function classifyRun(run: RunResult, limits: SimLimits, report?: HarnessR
     }
   }
   if (run.outputOverflow) {
-    const m = `the simulation printed more than ${limits.outputLimitBytes} bytes and was stopped (an endless $display loop?)`;
+    const m = `the simulation printed more than ${limits.outputLimitBytes} bytes (the output limit) and was stopped`;
     return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
   }
   if (run.timedOut || run.exitCode === 124) {

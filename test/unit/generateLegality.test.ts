@@ -1,0 +1,410 @@
+// The built-in generator's legality rules (from the design's assertions), clocks by use, bus
+// registers loaded from write data, wide random values, operand and array patterns, resets after
+// handshake timeouts and unreachable points: facts written by hand, no simulator.
+import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import type { DesignInfo, ModuleInfo, PortInfo } from '../../src/core/design/types.js';
+import type { SimResult } from '../../src/core/sim/result.js';
+import { assignRoles, sourceEdgeUses } from '../../src/core/generate/roles.js';
+import { dutFailures, illegalCount, legalityRules, ruleFor } from '../../src/core/generate/legality.js';
+import { betterRound, reachableUncovered } from '../../src/core/generate/generator.js';
+import { emitTestbench, type StimulusPlan } from '../../src/core/generate/emit.js';
+import { emitProtocols } from '../../src/core/generate/protocols/emit.js';
+import { detectProtocols, writeRegisters, type HandshakePlan } from '../../src/core/generate/protocols/detect.js';
+import { cornerValues, randomExpr } from '../../src/core/generate/values.js';
+import { LEGAL_COVERAGE_TOLERANCE } from '../../src/core/run/defaults.js';
+
+const root = join(__dirname, '..', '..');
+const port = (name: string, direction: PortInfo['direction'] = 'input', width = 1, unpacked: Array<[number, number]> = []): PortInfo => ({
+  name,
+  direction,
+  width,
+  packedDims: width > 1 ? [[width - 1, 0]] : [],
+  unpackedDims: unpacked,
+  signed: false,
+  typeName: 'logic',
+  kind: 'basic',
+  line: 1,
+});
+const mod = (ports: PortInfo[], o: Partial<ModuleInfo> = {}): ModuleInfo => ({
+  name: 'dut',
+  file: 'dut.sv',
+  line: 1,
+  ports,
+  params: [],
+  instantiates: [],
+  edges: { clk: ['pos'] },
+  comparisons: {},
+  ...o,
+});
+const infoOf = (m: ModuleInfo, files: string[] = []): DesignInfo => ({
+  top: m.name,
+  topCandidates: [m.name],
+  modules: [m],
+  files,
+  warnings: [],
+});
+
+/** A successful run with the given coverage and DUT assertion failures. */
+const run = (
+  overall: number,
+  fails: Array<{ file: string; line: number; kind?: string; message?: string }> = [],
+  o: Partial<SimResult> = {},
+): SimResult =>
+  ({
+    status: 'success',
+    coverage: { waived: { overall } },
+    uncovered: [],
+    diagnostics: [],
+    dutAssertions: fails.map((f) => ({ kind: 'assertion', message: 'x', count: 3, firstTime: '1', lastTime: '2', ...f })),
+    ...o,
+  }) as unknown as SimResult;
+
+const fifoPorts = [
+  port('clk'),
+  port('rst_n'),
+  port('push'),
+  port('wdata', 'input', 8),
+  port('pop'),
+  port('rdata', 'output', 8),
+  port('full', 'output'),
+  port('empty', 'output'),
+];
+
+describe('DUT assertion failures', () => {
+  it('prefer dutAssertions, fall back to run-stage DUT error diagnostics (one entry per site)', () => {
+    expect(dutFailures(run(1, [{ file: 'a.sv', line: 4 }]))).toMatchObject([{ file: 'a.sv', line: 4, count: 3 }]);
+    const diag = (line: number, origin: 'dut' | 'testbench' = 'dut', code = 'ASSERT') => ({
+      file: 'f.sv',
+      origin,
+      line,
+      column: 1,
+      severity: 'error' as const,
+      code,
+      message: 'Assertion failed',
+      stage: 'run' as const,
+    });
+    const r = run(1, [], {
+      dutAssertions: undefined,
+      diagnostics: [diag(7), diag(7), diag(9), diag(3, 'testbench'), diag(5, 'dut', 'CHORUS-COMBLOOP')],
+    });
+    expect(dutFailures(r).map((f) => `${f.line}:${f.count}`)).toEqual(['7:2', '9:1']);
+    expect(illegalCount(r)).toBe(3);
+    expect(illegalCount(run(1))).toBe(0);
+  });
+});
+
+describe('legality rules from the assertion source', () => {
+  const fifo = join(root, 'examples', 'fifo', 'sync_fifo.sv');
+  const m = mod(fifoPorts, { edges: { clk: ['pos'], rst_n: ['neg'] } });
+  const roles = assignRoles(m);
+
+  it('immediate assertion `assert (!(push && full))`: push gated on full; pop-while-empty likewise', () => {
+    const push = ruleFor({ file: fifo, line: 44, kind: 'assertion', message: 'push while full', count: 1 }, infoOf(m, [fifo]), roles);
+    expect(push).toMatchObject({ level: 'gate', statements: ["if (full) push = 1'b0;"] });
+    const pop = ruleFor({ file: fifo, line: 45, kind: 'assertion', message: 'pop while empty', count: 1 }, infoOf(m, [fifo]), roles);
+    expect(pop?.statements).toEqual(["if (empty) pop = 1'b0;"]);
+  });
+
+  it('concurrent assertion `take |-> !dry` (status names no regex knows) and `if (...) $error`', () => {
+    const f = join(root, 'test', 'fixtures', 'designs', 'legality', 'token_bucket.sv');
+    const tm = mod([
+      port('clk'),
+      port('rst_n'),
+      port('take'),
+      port('refill', 'input', 4),
+      port('dry', 'output'),
+      port('tokens', 'output', 4),
+    ]);
+    const r = ruleFor({ file: f, line: 17, kind: 'assertion', message: 'take while dry', count: 1 }, infoOf(tm, [f]), assignRoles(tm));
+    expect(r).toMatchObject({ level: 'gate', statements: ["if (dry) take = 1'b0;"] });
+  });
+
+  it('a guarded assertion on one line, and `if (...) $error` over two lines: the assertion and the if are read', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'legal-'));
+    const f = join(dir, 'g.sv');
+    writeFileSync(
+      f,
+      [
+        'module g(input clk, rst_n, req, grant_busy, input [3:0] n, output logic ovf);',
+        '  always @(posedge clk) if (rst_n) assert (!req || !grant_busy);',
+        "  always @(posedge clk) if (rst_n && req && (n == 4'hf))",
+        '    $error("request at the limit");',
+        'endmodule',
+      ].join('\n'),
+    );
+    const gm = mod([port('clk'), port('rst_n'), port('req'), port('grant_busy', 'output'), port('n', 'input', 4), port('ovf', 'output')], {
+      edges: { clk: ['pos'] },
+    });
+    const gr = assignRoles(gm);
+    expect(ruleFor({ file: f, line: 2, kind: 'assertion', message: '', count: 1 }, infoOf(gm, [f]), gr)?.statements).toEqual([
+      "if (grant_busy) req = 1'b0;",
+    ]);
+    expect(ruleFor({ file: f, line: 4, kind: 'error', message: '', count: 1 }, infoOf(gm, [f]), gr)?.statements).toEqual([
+      "if (rst_n && (n == 4'hf)) req = 1'b0;",
+    ]);
+  });
+
+  it('`default: $error(...)` in a case on an input: the selector takes only the case items', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'legal-'));
+    const f = join(dir, 'd.sv');
+    writeFileSync(
+      f,
+      [
+        'module d(input clk, input [2:0] cmd, output logic [3:0] y);',
+        '  always_ff @(posedge clk)',
+        '    case (cmd)',
+        "      3'd1: y <= 4'd1;",
+        "      3'd4, 3'd5: y <= 4'd2;",
+        '      default: $error("bad command");',
+        '    endcase',
+        'endmodule',
+      ].join('\n'),
+    );
+    const dm = mod([port('clk'), port('cmd', 'input', 3), port('y', 'output', 4)]);
+    const r = ruleFor({ file: f, line: 6, kind: 'error', message: '', count: 1 }, infoOf(dm, [f]), assignRoles(dm));
+    expect(r).toMatchObject({ level: 'restrict', statements: ["if (!(cmd inside {3'h1, 3'h4, 3'h5})) cmd = 3'h1;"] });
+  });
+
+  it('`unique case` on an input: the selector takes only its case items', () => {
+    const f = join(root, 'test', 'fixtures', 'designs', 'legality', 'ucase_alu.sv');
+    const um = mod([
+      port('clk'),
+      port('rst_n'),
+      port('op', 'input', 2),
+      port('a', 'input', 8),
+      port('b', 'input', 8),
+      port('y', 'output', 8),
+    ]);
+    const r = ruleFor({ file: f, line: 14, kind: 'unique', message: 'unique case', count: 1 }, infoOf(um, [f]), assignRoles(um));
+    expect(r).toMatchObject({ level: 'restrict', statements: ["if (!(op inside {2'h0, 2'h1, 2'h2})) op = 2'h0;"] });
+  });
+
+  it('a condition not understood falls back to holding the inputs it names; an ineffective rule escalates', () => {
+    const f = join(root, 'test', 'fixtures', 'designs', 'legality', 'token_bucket.sv');
+    const tm = mod([
+      port('clk'),
+      port('rst_n'),
+      port('take'),
+      port('refill', 'input', 4),
+      port('dry', 'output'),
+      port('tokens', 'output', 4),
+    ]);
+    const roles2 = assignRoles(tm);
+    const fail = { file: f, line: 17 };
+    const first = legalityRules(run(1, [fail]), infoOf(tm, [f]), roles2);
+    expect(first.map((r) => r.level)).toEqual(['gate']);
+    const second = legalityRules(run(1, [fail]), infoOf(tm, [f]), roles2, first);
+    expect(second.map((r) => r.level)).toEqual(['freeze']);
+    expect(second[0].statements).toContain("take = '0;");
+    // A third round with the same failure changes nothing more (never loops).
+    expect(legalityRules(run(1, [fail]), infoOf(tm, [f]), roles2, second)).toEqual(second);
+  });
+
+  it('look-alike: a design file that cannot be read gives no rule, and no failures give no rules', () => {
+    expect(ruleFor({ file: '/nonexistent/x.sv', line: 3, kind: 'assertion', message: '', count: 1 }, infoOf(m), roles)).toBeNull();
+    expect(legalityRules(run(1), infoOf(m, [fifo]), roles)).toEqual([]);
+  });
+
+  it('the testbench applies the rules in every step, before the design sees the inputs and again before the edge', () => {
+    const plan = {
+      top: 'dut',
+      instance: 'uut',
+      params: {},
+      roles,
+      seed: 1,
+      randomCycles: 10,
+      holdCycles: 10,
+      holdCombos: 1,
+      midRunResets: 0,
+      constants: {},
+      respectFlags: false,
+      exhaustiveBits: 16,
+      round: 1,
+      notes: [],
+      legality: [{ site: 'f.sv:1', level: 'gate', statements: ["if (full) push = 1'b0;"], why: 'w' }],
+    } satisfies StimulusPlan;
+    const tb = emitTestbench(plan);
+    expect(tb).toMatch(
+      /task automatic step\(\);\n(.*\n)*?\s+if \(full\) push = 1'b0;\n\s+#1;\n\s+if \(full\) push = 1'b0;\n\s+@\(negedge clk\);/,
+    );
+    expect(emitTestbench({ ...plan, legality: [] })).not.toMatch(/Legal stimulus only/);
+  });
+});
+
+describe('best round: legal stimulus first', () => {
+  const bad = run(1, [{ file: 'f.sv', line: 1 }]);
+  it('an illegal round never wins over a legal one within the tolerance; far above it, it may', () => {
+    expect(LEGAL_COVERAGE_TOLERANCE).toBe(0.02);
+    expect(betterRound(run(0.99), bad, 1)).toBe(true);
+    expect(betterRound(bad, run(0.99), 1)).toBe(false);
+    expect(betterRound(bad, run(0.9), 1)).toBe(true);
+    expect(betterRound(run(0.9), bad, 1)).toBe(false);
+  });
+  it('look-alike: two legal rounds rank by coverage as before', () => {
+    expect(betterRound(run(0.91), run(0.9), 1)).toBe(true);
+    expect(betterRound(run(0.9), run(0.91), 1)).toBe(false);
+  });
+});
+
+describe('proven-unreachable points', () => {
+  it('are not aimed at; the others are', () => {
+    const u = (line: number) => ({ type: 'line', file: '/d/x.sv', line, label: 'if', hier: 'u', count: 0 });
+    const r = run(0.9, [], {
+      uncovered: [u(3), u(5)] as SimResult['uncovered'],
+      unreachable2State: { count: 1, overall: 1, points: [{ file: 'x.sv', line: 3, type: 'line', label: 'if', points: 1, reason: 'x' }] },
+    });
+    expect(reachableUncovered(r).map((x) => x.line)).toEqual([5]);
+    expect(reachableUncovered(run(0.9, [], { uncovered: [u(3)] as SimResult['uncovered'] })).length).toBe(1);
+  });
+});
+
+describe('clocks by use', () => {
+  it('a clock-like name used as an enable is data; stimulus steps on the clock most registers use', () => {
+    const src = `module g(input aux_clk, clk, rst_n, en_clk_x, input [7:0] d, output logic [7:0] q, output logic t);
+      always_ff @(posedge aux_clk) t <= ~t;
+      always_ff @(posedge clk or negedge rst_n) if (!rst_n) q <= 0; else if (en_clk_x) q <= d;
+      always_ff @(posedge clk) q2 <= q;
+    endmodule`;
+    expect(sourceEdgeUses([src]).get('clk')).toBe(2);
+    const m = mod([port('aux_clk'), port('clk'), port('rst_n'), port('en_clk_x'), port('d', 'input', 8)], {
+      edges: { aux_clk: ['pos'], clk: ['pos'], rst_n: ['neg'] },
+    });
+    const r = assignRoles(m, [], [src]);
+    expect(r.clocks.map((c) => c.port.name)).toEqual(['clk', 'aux_clk']);
+    expect(r.data.map((p) => p.name)).toEqual(['en_clk_x', 'd']);
+  });
+  it('look-alike: with no clock used as an edge at all, a clock name still makes a clock', () => {
+    const m = mod([port('clk_in'), port('d', 'input', 8)], { edges: {} });
+    expect(assignRoles(m, [], ['module x(input clk_in); assign y = clk_in; endmodule']).clocks.map((c) => c.port.name)).toEqual(['clk_in']);
+    // Without source text, names decide as before.
+    expect(assignRoles(mod([port('clk'), port('en_clk_x')])).clocks.map((c) => c.port.name)).toEqual(['clk', 'en_clk_x']);
+  });
+});
+
+describe('bus registers loaded from write data', () => {
+  const src = `module r(...);
+    localparam logic [31:0] REG_A = 32'h10;
+    always_ff @(posedge clk) if (we) begin
+      case (addr)
+        REG_A: op_a <= wdata;
+        32'h14: op_b <= wdata;
+        32'h18: mode <= wdata[7:0];
+        default: ;
+      endcase
+    end
+    always_ff @(posedge clk) if (addr == 8'h20 && we) ctrl <= wdata;
+    always_ff @(posedge clk) other <= in_b;
+  endmodule`;
+  const m = mod(
+    [port('clk'), port('rst_n'), port('addr', 'input', 8), port('we'), port('wdata', 'input', 32), port('rdata', 'output', 32)],
+    {
+      params: [{ name: 'REG_A', value: "32'h10", isType: false, local: true }],
+      comparisons: { addr: ["32'h10", "32'h14", "32'h18", "8'h20"], mode: ["8'h3", "8'h5"], other: ["8'h7"] },
+    },
+  );
+  it('each register and its address, by case item (named too) or comparison; its constants go to that address', () => {
+    const regs = writeRegisters([src], ['addr'], 'wdata', infoOf(m));
+    expect([...regs.entries()]).toEqual([
+      ['op_a', 0x10n],
+      ['op_b', 0x14n],
+      ['mode', 0x18n],
+      ['ctrl', 0x20n],
+    ]);
+    const p = detectProtocols(infoOf(m), assignRoles(m), [src]);
+    expect(p.buses[0].regConstants).toEqual([{ reg: 'mode', addr: 0x18n, values: [3n, 5n] }]);
+    expect(p.buses[0].operandAddrs).toEqual([0x10n, 0x14n, 0x20n]);
+    const tb = emitProtocols(p, {}, 1).phases.join('\n');
+    expect(tb).toMatch(
+      /bus0_write\(8'h10, \$urandom\); bus0_write\(8'h14, \$urandom\); bus0_write\(8'h20, \$urandom\); bus0_write\(8'h18, 32'h3\); repeat \(16\) step\(\);/,
+    );
+  });
+  it('look-alike: a register loaded from another input is neither an operand nor a mode', () => {
+    const regs = writeRegisters([src], ['addr'], 'wdata', infoOf(m));
+    expect(regs.has('other')).toBe(false);
+    expect(detectProtocols(infoOf(m), assignRoles(m)).buses[0].regConstants).toEqual([]);
+  });
+});
+
+describe('values', () => {
+  it('wide random values concatenate enough $urandom words for any width, in protocol tasks too', () => {
+    expect(randomExpr(480)).toBe(`480'({${Array(15).fill('$urandom').join(', ')}})`);
+    const h: HandshakePlan = {
+      kind: 'handshake',
+      style: 'start-done',
+      start: port('start'),
+      done: { port: port('done', 'output'), active: 1 },
+      idleBefore: false,
+      operands: [port('a', 'input', 480), port('b', 'input', 480)],
+      timeout: 64,
+    };
+    const out = emitProtocols({ buses: [], handshakes: [h], serial: [], streams: [] }, {}, 1).phases.join('\n');
+    expect(out).not.toMatch(/480'\(\$urandom\)/);
+    expect(out).toMatch(/r0 = 480'\(\{\$urandom(, \$urandom){14}\}\)/);
+    // Look-alike: narrow operands stay one word.
+    const narrow = emitProtocols({ buses: [], handshakes: [{ ...h, operands: [port('a', 'input', 8)] }], serial: [], streams: [] }, {}, 1);
+    expect(narrow.phases.join('\n')).toMatch(/hs0_run\(8'\(\$urandom\), /);
+  });
+  it('corners include the sign-safe all-ones; handshakes get equal operands', () => {
+    expect(cornerValues(8)).toContain(0x7fn);
+    expect(cornerValues(32)).toContain(0x7fffffffn);
+    expect(cornerValues(1)).toEqual([0n, 1n]);
+    const h: HandshakePlan = {
+      kind: 'handshake',
+      style: 'start-done',
+      start: port('start'),
+      done: { port: port('done', 'output'), active: 1 },
+      idleBefore: false,
+      operands: [port('a', 'input', 32), port('b', 'input', 32)],
+      timeout: 64,
+    };
+    const out = emitProtocols({ buses: [], handshakes: [h], serial: [], streams: [] }, {}, 1).phases.join('\n');
+    expect(out).toMatch(/hs0_run\(32'h7fffffff, 32'h7fffffff, 0\);/);
+    expect(out).toMatch(/hs0_run\(32'h5555+, 32'h5555+, \d\);/);
+  });
+  it('a handshake wait that times out resets the design (when it has a reset) before going on', () => {
+    const h: HandshakePlan = {
+      kind: 'handshake',
+      style: 'start-done',
+      start: port('start'),
+      done: { port: port('done', 'output'), active: 1 },
+      idleBefore: true,
+      operands: [port('a', 'input', 32)],
+      timeout: 64,
+    };
+    const pp = { buses: [], handshakes: [h], serial: [], streams: [] };
+    expect(emitProtocols(pp, {}, 1, true).tasks.join('\n')).toMatch(/if \(n >= 64\) begin start = 1'b0; apply_reset\(2\); end/);
+    expect(emitProtocols(pp, {}, 1, false).tasks.join('\n')).not.toMatch(/apply_reset/);
+  });
+});
+
+describe('array inputs', () => {
+  it('get all-equal, ascending and descending arrangements; look-alike: packed vectors do not', () => {
+    const m = mod([port('clk'), port('rst_n'), port('v', 'input', 8, [[0, 3]]), port('s', 'input', 8)], {
+      edges: { clk: ['pos'], rst_n: ['neg'] },
+    });
+    const plan: StimulusPlan = {
+      top: 'dut',
+      instance: 'uut',
+      params: {},
+      roles: assignRoles(m),
+      seed: 1,
+      randomCycles: 10,
+      holdCycles: 10,
+      holdCombos: 1,
+      midRunResets: 0,
+      constants: {},
+      respectFlags: false,
+      exhaustiveBits: 16,
+      round: 0,
+      notes: [],
+    };
+    const tb = emitTestbench(plan);
+    expect(tb).toMatch(/v_drv\[0\] = 8'h0; v_drv\[1\] = 8'h0; v_drv\[2\] = 8'h0; v_drv\[3\] = 8'h0;/);
+    expect(tb).toMatch(/v_drv\[0\] = 8'\(0\); v_drv\[1\] = 8'\(1\); v_drv\[2\] = 8'\(2\); v_drv\[3\] = 8'\(3\);/);
+    expect(tb).toMatch(/v_drv\[0\] = 8'\(3\); v_drv\[1\] = 8'\(2\); v_drv\[2\] = 8'\(1\); v_drv\[3\] = 8'\(0\);/);
+    expect(tb).not.toMatch(/s\[0\] = /);
+  });
+});
