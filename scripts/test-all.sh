@@ -142,6 +142,14 @@ EOF
 )
   record "training (pytest)" "$py_summary [exit $s]"
 
+  # the GPU node's pins (training/requirements-gpu.txt: vLLM, its torch and transformers, TRL's vLLM
+  # extra) resolve together: pip's resolver, metadata only; SKIP (exit 0) without the package index
+  echo "==> [3b/4] training/requirements-gpu.txt resolves"
+  gpu_req_out="$(bash training/scripts/check_gpu_requirements.sh 2>&1)"; s=$?
+  echo "$gpu_req_out" | tail -5
+  [[ $s -ne 0 ]] && overall=1
+  record "GPU requirements (pip resolver)" "$(echo "$gpu_req_out" | grep -o 'OK, resolves.*\|SKIP.*\|FAILED.*' | head -1 | cut -c1-60) [exit $s]"
+
   echo "==> [4/4] exported model decodes the same tokens in the local backend"
   rm -f test-results/vitest-export.json
   CHORUS_REQUIRE_TRAINING_EXPORT=1 npx vitest run test/integration/trainingExport.test.ts --reporter=default --reporter=json --outputFile.json=test-results/vitest-export.json

@@ -69,6 +69,7 @@ def _metrics_callback(out: Path, rollout: ChorusRollout, opd_state: OPDState | N
                     'distilled': sum(d.kind == 'distill' for d in ds),
                     'gate_closed': sum(d.gate_closed for d in ds),
                     'rl_fallback': sum(d.kind == 'rl' and not d.gate_closed for d in ds),
+                    'skipped': sum(d.kind == 'skip' for d in ds),
                     'integrity_failures': sum(d.integrity for d in ds),
                     'reward_student': _mean(f[1] for f in facts),
                     'reward_teachers': _mean(

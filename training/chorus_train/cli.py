@@ -108,7 +108,23 @@ def cmd_opd(argv: list[str]) -> None:
     ap.add_argument('--config', type=Path)
     ap.add_argument('--student', default=None)
     ap.add_argument('--teacher', action='append', default=None)
-    ap.add_argument('--routing', default=None, help='best_skip | median | always_best | random_teacher | random_source | rl_fallback')
+    ap.add_argument(
+        '--routing',
+        default=None,
+        help='best | median | always_best | random_teacher | random_source | always_rl (best_skip: old name of best)',
+    )
+    ap.add_argument(
+        '--gate-closed',
+        choices=['skip', 'rl_fallback'],
+        default=None,
+        help='a closed gate: skip (the paper, Eq. 3: no gradient) or rl_fallback (the reference code: the DAPO loss)',
+    )
+    ap.add_argument(
+        '--opd-lambda', type=float, default=None, help='the OPD coefficient (distilled advantage = lambda x a_t; 1 in the paper)'
+    )
+    ap.add_argument(
+        '--data-offset-steps', type=int, default=None, help='start the task order this many steps x prompts in (1000: after RL)'
+    )
     ap.add_argument('--data', default=None)
     ap.add_argument('--out', default=None)
     ap.add_argument('--service', action='append', default=None)
@@ -125,6 +141,9 @@ def cmd_opd(argv: list[str]) -> None:
                 'student': a.student,
                 'teachers': a.teacher,
                 'routing': a.routing,
+                'gate_closed': a.gate_closed,
+                'opd_lambda': a.opd_lambda,
+                'data_offset_steps': a.data_offset_steps,
                 'data': a.data,
                 'out': a.out,
                 'service': a.service,

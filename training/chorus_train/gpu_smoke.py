@@ -6,7 +6,11 @@ throughput of vLLM inside TRL against HF `generate` on the same prompts. Prints 
     python -m chorus_train.gpu_smoke --model /tmp/qwen3-0.6b-random [--max-new-tokens 512] [--out DIR] [--dry-run]
 
 The reward is the synthetic token reward of the CPU tests (no simulator needed), so the figures
-are the engine's: rollout tokens/s, update seconds, weight-sync seconds.
+are the engine's: rollout tokens/s, update seconds, weight-sync seconds. It also checks that the RL
+steps at the recipe's lr 1e-6 MOVE the weights (fp32 master weights: >= 99% of the non-embedding
+parameters change; pure bf16 would round ~98% of the updates away) and ends with a short table.
+Under `torchrun --nproc_per_node 2` (gpu_smoke.sh does it when 2 GPUs exist) each rank runs on its
+own GPU and rank 0 reports. OPD's teachers sample with HF generate (vLLM teachers are not built).
 """
 
 from __future__ import annotations
@@ -112,7 +116,11 @@ def main(argv: list[str] | None = None) -> None:
                 'max_steps',
             )
             plan[name] = {k: getattr(args, k) for k in keys} | {'rollouts': 'vllm colocate' if extra else 'hf generate'}
-        print(json.dumps({'model': a.model, 'out': str(out), 'plan': plan}, indent=2, default=str))
+        checks = {
+            'weights_move': 'fraction of non-embedding parameters changed by the 2 RL steps at lr 1e-6 >= 0.99',
+            'ranks': 'this process; gpu_smoke.sh adds a 2-rank torchrun run when 2 GPUs exist',
+        }
+        print(json.dumps({'model': a.model, 'out': str(out), 'plan': plan, 'checks': checks}, indent=2, default=str))
         return
     assert torch.cuda.is_available(), 'no CUDA device: this smoke run needs the accelerator'
     from .envs import TokenRewardEnv
@@ -122,6 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     # TRL's colocated vLLM runs as an external launcher of torch.distributed, even in one process
     for k, v in {'RANK': '0', 'LOCAL_RANK': '0', 'WORLD_SIZE': '1', 'MASTER_ADDR': '127.0.0.1', 'MASTER_PORT': str(free_port())}.items():
         os.environ.setdefault(k, v)
+    local = int(os.environ['LOCAL_RANK'])
+    rank0 = int(os.environ['RANK']) == 0
+    torch.cuda.set_device(local)
+    dev = f'cuda:{local}'
     report: dict = {
         'device': torch.cuda.get_device_name(0),
         'torch': torch.__version__,
@@ -131,7 +143,10 @@ def main(argv: list[str] | None = None) -> None:
     import trl
 
     report['trl'] = trl.__version__
-    model, tok = load_policy(a.model, 'bfloat16', 'cuda')
+    model, tok = load_policy(a.model, 'bfloat16', dev)
+    # the weights before the RL steps (non-embedding: the embedding rows of unseen tokens get no gradient)
+    before = {n: p.detach().float().cpu() for n, p in model.named_parameters() if 'embed' not in n and 'lm_head' not in n}
+    report['world'] = int(os.environ['WORLD_SIZE'])
     good = set(range(0, tok.vocab_size if hasattr(tok, 'vocab_size') else 151936, 2))
     env = TokenRewardEnv(good)
     tasks = [
@@ -172,6 +187,13 @@ def main(argv: list[str] | None = None) -> None:
         'tokens_per_s': round(ro.gen_tokens / max(ro.gen_seconds, 1e-9), 1),
     }
     report['rl_global_step'] = res['trainer'].state.global_step
+    after = dict(res['model'].named_parameters())
+    changed = sum(int((after[n].detach().float().cpu() != b).sum()) for n, b in before.items())
+    total = sum(b.numel() for b in before.values())
+    report['weights_changed_frac'] = round(changed / max(total, 1), 4)
+    report['weights_move'] = changed / max(total, 1) >= 0.99
+    report['policy_param_dtype'] = str(next(res['model'].parameters()).dtype)
+    del before, after
     report['rl_metrics'] = (out / 'rl' / 'metrics.csv').read_text().splitlines()[-2:]
     report['peak_gpu_memory_gib'] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     student = res['model']
@@ -179,15 +201,37 @@ def main(argv: list[str] | None = None) -> None:
     torch.cuda.empty_cache()
 
     # 1 OPD step on TRL: student = the RL result, teacher = the starting checkpoint
-    teacher, _ = load_policy(a.model, 'bfloat16', 'cuda')
+    teacher, _ = load_policy(a.model, 'bfloat16', dev)
     teacher.eval().requires_grad_(False)
     t0 = time.time()
     ores = trl_engine.train_opd(ocfg, tasks, env, student=student, tok=tok, teachers=[teacher], steps=1, resume=False, log=print)
     report['opd_1_step_s'] = round(time.time() - t0, 1)
     report['opd_totals'] = ores['totals']
     report['peak_gpu_memory_gib'] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    trl_engine.end_distributed()
+    if not rank0:
+        return
     print(json.dumps(report, indent=2))
     (out / 'gpu_smoke.json').write_text(json.dumps(report, indent=2) + '\n')
+    print(table(report))
+
+
+def table(r: dict) -> str:
+    """The short summary table printed at the end."""
+    rows = [
+        ('ranks', r.get('world')),
+        ('rollouts', r.get('rl_rollout', {}).get('engine')),
+        ('rollout tokens/s', r.get('rl_rollout', {}).get('tokens_per_s')),
+        ('HF generate tokens/s', r.get('hf_generate', {}).get('tokens_per_s')),
+        ('RL 2 steps (s)', r.get('rl_2_steps_s')),
+        ('weights changed at lr 1e-6', f'{r.get("weights_changed_frac")} ({"PASS" if r.get("weights_move") else "FAIL"})'),
+        ('policy parameter dtype', r.get('policy_param_dtype')),
+        ('OPD 1 step (s)', r.get('opd_1_step_s')),
+        ('OPD routes', r.get('opd_totals')),
+        ('peak GPU memory (GiB)', r.get('peak_gpu_memory_gib')),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return '\n'.join(f'{k:<{w}}  {v}' for k, v in rows)
 
 
 if __name__ == '__main__':

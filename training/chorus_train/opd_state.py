@@ -64,7 +64,7 @@ class OPDState:
             scores = [x[2] for x in members]
             n_t = self.n_teachers()
             t_sc = [[s for bb, tt, _, sc in t_all if bb == b and tt == t for s in sc] for t in range(n_t)]
-            d = O.route(self.cfg.routing, scores, t_sc, self.rng, G, [self.cfg.teacher_samples] * n_t)
+            d = O.route(self.cfg.routing, scores, t_sc, self.rng, G, [self.cfg.teacher_samples] * n_t, self.cfg.gate_closed)
             self.routes[(b, rnd)] = d
             self.teacher_scores.append(t_sc)
             for g, _, _ in members:

@@ -138,7 +138,12 @@ def memory_estimate(
     compute log-probs in chunks); the rollout engine's bf16 weights and the KV cache of the step's
     `rollout_tokens` spread over the rollout GPUs; bf16 teachers (OPD, unsharded)."""
     states = params * 16
-    shard = states / gpus if strategy in ('fsdp', 'zero3', 'deepspeed-zero3') else states
+    if strategy in ('fsdp', 'zero3', 'deepspeed-zero3'):
+        shard = states / gpus
+    elif strategy in ('zero2', 'deepspeed-zero2'):  # bf16 parameters replicated; gradients, fp32 master and moments sharded
+        shard = params * 2 + params * 14 / gpus
+    else:  # ddp: fp32 parameters, gradients and AdamW moments on every rank (16 B/param)
+        shard = states
     out = {'policy_states_total': _gb(states), 'per_policy_gpu': _gb(shard)}
     if shape and seq_tokens:
         L, H, V = shape['num_hidden_layers'], shape['hidden_size'], shape['vocab_size']
@@ -159,6 +164,23 @@ def gpu_hours(step_gpu_s: float, steps: int, gpus: int) -> dict:
     return {'gpu_hours': round(h, 1), 'wall_hours_if_linear': round(h / max(gpus, 1), 1), 'basis': REFERENCE_BASIS}
 
 
+PAPER_RECORDS = 11488  # CodeV-R1 after the paper's filter (docs/protocol.md §8); the reference code's file has 5,918
+
+
+def _data_math(data: str, drawn: int, offset: int = 0) -> dict:
+    """How many prompts a stage draws and what fraction of an epoch that is: of the tasks file when it is
+    here, else of the paper's 11,488 filtered records. One step takes prompts_per_step distinct tasks
+    (TRL's RepeatSampler: a seeded permutation, whole batches), so a stage repeats no prompt while
+    offset + drawn <= records."""
+    p = Path(data) if data else None
+    n = sum(1 for line in p.open() if line.strip()) if p and p.is_file() else PAPER_RECORDS
+    out = {'data_records': n, 'data_records_basis': 'file' if p and p.is_file() else 'paper (11,488)', 'prompts_drawn': drawn}
+    out['epochs'] = round((offset + drawn) / n, 3) if n else None
+    if n and offset + drawn > n:
+        out['data_note'] = f'{offset + drawn} prompts from {n} records: the stage wraps into a second epoch'
+    return out
+
+
 def plan_rl(cfg: RLConfig, cluster: dict) -> str:
     nodes, per, gpus = cluster_shape(cluster)
     strategy = cluster.get('strategy', 'fsdp')
@@ -176,6 +198,7 @@ def plan_rl(cfg: RLConfig, cluster: dict) -> str:
         'gpus_per_node': per,
         'gpus': gpus,
         'strategy': strategy,
+        'accelerate_config': str(accelerate_config(cluster) or '-'),
         'rollout_engine': cfg.rollout_engine,
         'rollout_gpus': rollout_gpus,
         'global_batch_prompts': cfg.prompts_per_step,
@@ -204,6 +227,7 @@ def plan_rl(cfg: RLConfig, cluster: dict) -> str:
             rollout_tokens=per_round * (prompt_budget + cfg.max_new_tokens),
         ),
         'max_tokens_per_step': seqs * cfg.max_new_tokens,
+        **_data_math(cfg.data, steps * cfg.prompts_per_step),
         'out': cfg.out,
         'estimate': gpu_hours(float(cluster.get('step_gpu_s', REFERENCE_STEP_GPU_S)), steps, gpus),
     }
@@ -230,12 +254,17 @@ def plan_opd(cfg: OPDConfig, cluster: dict) -> str:
         'gpus_per_node': per,
         'gpus': gpus,
         'strategy': strategy,
+        'accelerate_config': str(accelerate_config(cluster) or '-'),
         'global_batch_prompts': cfg.prompts_per_step,
         'agentic_rounds': cfg.agentic_rounds,
         'gated': 'every round',
         'samples_per_prompt': {'student': cfg.student_samples, 'each_teacher': cfg.teacher_samples},
         'top_k': cfg.top_k,
         'updates': cfg.updates,
+        'gate_closed': cfg.gate_closed,
+        'opd_lambda': cfg.opd_lambda,
+        'data_offset_prompts': cfg.data_offset_steps * cfg.prompts_per_step,
+        **_data_math(cfg.data, cfg.updates * cfg.prompts_per_step, cfg.data_offset_steps * cfg.prompts_per_step),
         'lr': cfg.lr,
         'adam_betas': [cfg.adam_beta1, cfg.adam_beta2],
         'temperature': cfg.temperature,
@@ -255,14 +284,38 @@ def plan_opd(cfg: OPDConfig, cluster: dict) -> str:
     return 'plan: ' + json.dumps(plan, indent=2)
 
 
+# training/configs/accelerate/<file> per `cluster.strategy` (the distribution the launch commands pass)
+ACCELERATE_CONFIGS = Path(__file__).resolve().parents[1] / 'configs' / 'accelerate'
+STRATEGIES = {
+    'ddp': 'ddp.yaml',
+    'fsdp': 'fsdp.yaml',
+    'zero2': 'zero2.yaml',
+    'deepspeed-zero2': 'zero2.yaml',
+    'zero3': 'zero3.yaml',
+    'deepspeed-zero3': 'zero3.yaml',
+}
+
+
+def accelerate_config(cluster: dict) -> Path | None:
+    """The accelerate config file for the recipe's `cluster.strategy` (None: one process, no distribution)."""
+    strategy = str(cluster.get('strategy', 'fsdp'))
+    if strategy == 'none':
+        return None
+    if strategy not in STRATEGIES:
+        raise SystemExit(f'unknown cluster.strategy {strategy!r}; one of none, {", ".join(STRATEGIES)}')
+    return ACCELERATE_CONFIGS / STRATEGIES[strategy]
+
+
 def _launch(cluster: dict, args: str) -> str:
     nodes, per, gpus = cluster_shape(cluster)
-    if gpus <= 1:
+    cfg = accelerate_config(cluster)
+    if gpus <= 1 or cfg is None:
         return f'python -m chorus_train {args}'
+    acc = f'accelerate launch --config_file {cfg}'
     if nodes == 1:
-        return f'accelerate launch --num_processes {gpus} -m chorus_train {args}'
+        return f'{acc} --num_machines 1 --num_processes {gpus} -m chorus_train {args}'
     return (
-        f'accelerate launch --num_machines {nodes} --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR '
+        f'{acc} --num_machines {nodes} --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR '
         f'--main_process_port 29500 --num_processes {gpus} -m chorus_train {args}'
     )
 

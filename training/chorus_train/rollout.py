@@ -36,6 +36,7 @@ class ChorusRollout:
         self.last: dict = {}  # the last step's per-row record (tests, OPD routes)
         self.gen_seconds = 0.0  # time in the engine's generation, and the tokens it returned (gpu_smoke)
         self.gen_tokens = 0
+        self.gen_rows = 0  # sequences this rank asked the engine for, filler rows included (tests)
 
     # ---- helpers that touch the engine
     def _gather(self, trainer, items: list) -> list:
@@ -45,10 +46,28 @@ class ChorusRollout:
 
         return gather_object(items)
 
+    @staticmethod
+    def lockstep(trainer) -> bool:
+        """Whether generation is a collective across ranks, so that every rank must call the engine once per
+        round with as many rows as the busiest rank (filler rows, discarded): vLLM server mode (prompts
+        gathered to rank 0, results broadcast), colocated vLLM with tensor parallelism (all-gather in
+        the TP group), HF generate on a sharded policy (FSDP, DeepSpeed ZeRO-3 gather parameters in every
+        forward). Colocated vLLM with TP 1 and HF generate under plain DDP are per-rank: no filler (a
+        rank decodes only its own rows; the weight sync, collective when sharded, runs at the start of
+        every step on every rank: ChorusRollout.__call__)."""
+        if trainer.accelerator.num_processes == 1:
+            return False
+        args = trainer.args
+        if getattr(trainer, 'use_vllm', False):
+            return args.vllm_mode == 'server' or int(getattr(args, 'vllm_tensor_parallel_size', 1) or 1) > 1
+        if getattr(trainer, 'is_fsdp_enabled', False):
+            return True
+        ds = getattr(trainer.accelerator.state, 'deepspeed_plugin', None)
+        return bool(getattr(trainer, 'is_deepspeed_enabled', False) and ds is not None and ds.zero_stage == 3)
+
     def _generate(self, trainer, prompt_ids: list[list[int]], keys: list[tuple]) -> tuple[list[list[int]], list | None]:
-        """Completions for this rank's rows of one round. Every rank calls the engine once per round with
-        as many rows as the busiest rank (filler rows discarded), so collective generation (vLLM server
-        mode, DeepSpeed ZeRO-3 parameter gathering) sees every rank."""
+        """Completions for this rank's rows of one round (filler rows only where generation is collective:
+        `lockstep`)."""
         import time
 
         t0 = time.perf_counter()
@@ -63,12 +82,13 @@ class ChorusRollout:
         if self.sample_fn is not None:
             return (self.sample_fn(prompt_ids, keys) if prompt_ids else []), None
         need = len(prompt_ids)
-        if trainer.accelerator.num_processes > 1:
+        if self.lockstep(trainer):
             need = max(self._gather(trainer, [len(prompt_ids)]))
         if need == 0:
             return [], None
         filler = prompt_ids[0] if prompt_ids else [self.tok.eos_token_id]
         rows = prompt_ids + [filler] * (need - len(prompt_ids))
+        self.gen_rows += len(rows)
         ids, logprobs = trainer._generate_single_turn(rows, None, {}, self.group)
         ids = [list(map(int, x)) for x in ids[: len(prompt_ids)]]
         if logprobs is not None:
@@ -80,8 +100,17 @@ class ChorusRollout:
         return {int(x) for x in (ids if isinstance(ids, (list, tuple, set)) else [ids])}
 
     # ---- the rounds
+    def _sync_weights(self, trainer) -> None:
+        """vLLM's weight sync once per step on EVERY rank, before the rounds (TRL does it inside the first
+        generation call, which a rank without rows in a round would skip: the sync is a collective when
+        the policy is sharded)."""
+        if getattr(trainer, 'use_vllm', False) and self.sample_fn is None and trainer.state.global_step != trainer._last_loaded_step:
+            trainer.vllm_generation.sync_weights()
+            trainer._last_loaded_step = trainer.state.global_step
+
     def __call__(self, prompts: list, trainer) -> dict:
         acc = trainer.accelerator
+        self._sync_weights(trainer)
         G, R = self.group, self.rounds
         inputs = trainer._chorus_inputs
         n = len(prompts)

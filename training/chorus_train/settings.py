@@ -26,8 +26,18 @@ class TrainerSettings:
     adam_beta1: float = 0.9
     adam_beta2: float = 0.95
     seed: int = 0
+    # The COMPUTE dtype: 'bfloat16' runs the forward/backward under bf16 autocast (TRL/accelerate mixed
+    # precision). The trained parameters and AdamW's states are always fp32 (trl_engine._fp32_master):
+    # at lr 1e-6 an update is ~1e-6 per weight, far below half a bf16 ulp of a typical weight (~1e-4 at
+    # |w| ~ 0.02), so pure-bf16 parameters round ~all updates away (tests/test_trl_rl.py measures it).
     dtype: str = 'float32'
     device: str = 'cpu'
+    # TRL's advantage is (R - mean) / (std + 1e-4); the reference (slime) divides by std + 1e-6: the
+    # trainer rescales TRL's advantages to this epsilon (trainers.reference_advantages).
+    adv_eps: float = 1e-6
+    # vLLM rollouts: TRL 1.16 turns on an importance-sampling correction (sequence mask at 3.0) by
+    # default; the reference's DAPO had none (docs/protocol.md §8), so it is off unless asked for.
+    is_correction: bool = False
     data: str = ''
     service: list[str] = field(default_factory=list)
     timeout_s: float = 60.0

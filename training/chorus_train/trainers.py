@@ -25,6 +25,46 @@ os.environ.setdefault('TRL_EXPERIMENTAL_SILENCE', '1')
 # ---------------------------------------------------------------------------------------------
 # configuration
 
+# Every GRPOConfig field whose TRL 1.16 default (or possible future default) changes the reference's
+# math, set explicitly to the reference's value (docs/protocol.md §8 lists them; test_trl_rl.py reads
+# the resulting GRPOConfig). epsilon / epsilon_high, the lr/Adam settings, the sampling and
+# vllm_importance_sampling_correction (off: `is_correction`) are set from the recipe in grpo_args.
+REFERENCE_MATH = dict(
+    loss_type='dapo',  # token-level mean over the whole generation batch, all ranks (the reference's per-token loss)
+    beta=0.0,  # no KL term, no reference model
+    scale_rewards='group',  # (R - mean_group) / (std_group + eps); the epsilon is fixed in ChorusGRPOTrainer
+    multi_objective_aggregation='sum_then_normalize',  # one reward function: the service's R
+    reward_weights=None,
+    importance_sampling_level='token',  # per-token ratios (not GSPO's sequence level)
+    delta=None,  # no two-sided (INTELLECT-2) upper clip
+    num_iterations=1,  # one pass over each rollout batch
+    mask_truncated_completions=False,  # truncated replies stay in the loss (reward 0 from the service)
+    top_entropy_quantile=1.0,  # every token in the loss
+    entropy_coef=0.0,  # no entropy bonus
+    use_adaptive_entropy=False,
+    off_policy_mask_threshold=None,  # no DeepSeek-V3.2 off-policy masking
+    sync_ref_model=False,
+    repetition_penalty=1.0,  # sampling: the policy itself (temperature 1.0, top-p 1.0)
+    min_p=None,
+    disable_dropout=True,  # on-policy ratio exactly 1 (Qwen3 has no dropout; a fine-tuned config might)
+    cast_lm_head_to_fp32=False,
+)
+TRL_ADV_EPS = 1e-4  # hard-coded in TRL 1.16's GRPOTrainer._generate_and_score_completions
+
+
+def reference_advantages(adv_local: torch.Tensor, rewards: torch.Tensor, group: int, start: int, eps: float) -> torch.Tensor:
+    """TRL's group advantages (R - mean) / (std + 1e-4) -> the reference's (R - mean) / (std + eps).
+
+    `rewards`: the generation batch's rewards over ALL ranks ([N]; NaN = unscored, left out of the
+    group's mean and std as TRL does); `adv_local`: this rank's slice of TRL's advantages, starting
+    at global row `start`. Same std as TRL (Bessel-corrected, like torch.std in slime)."""
+    from trl.trainer.utils import nanstd
+
+    std = nanstd(rewards.view(-1, group).float(), dim=1).repeat_interleave(group)
+    std = torch.nan_to_num(std, nan=0.0)
+    f = (std + TRL_ADV_EPS) / (std + eps)
+    return adv_local * f[start : start + adv_local.shape[0]].to(adv_local.device, adv_local.dtype)
+
 
 def _divisor_at_most(n: int, k: int) -> int:
     return max(d for d in range(1, max(min(n, k), 1) + 1) if n % d == 0)
@@ -72,18 +112,15 @@ def grpo_args(
         per_device_train_batch_size=per_device,
         gradient_accumulation_steps=spg // mini,
         steps_per_generation=spg,
-        num_iterations=1,
         num_generations=group,
         max_completion_length=cfg.max_new_tokens,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
         top_k=int(sample_top_k or 0),
-        loss_type='dapo',
         epsilon=cfg.eps_lo,
         epsilon_high=cfg.eps_hi,
-        beta=0.0,
-        scale_rewards='group',
-        mask_truncated_completions=False,
+        **REFERENCE_MATH,
+        vllm_importance_sampling_correction=bool(getattr(cfg, 'is_correction', False)),
         max_steps=steps_total,
         save_strategy='steps' if cfg.save_every else 'no',
         save_steps=max(int(cfg.save_every or 1), 1),
@@ -93,7 +130,10 @@ def grpo_args(
         seed=cfg.seed,
         data_seed=cfg.seed,
         use_cpu=cpu,
+        # bf16 AUTOCAST over the fp32 parameters the engine loads (trl_engine._fp32_master): mixed
+        # precision, never bf16 master weights
         bf16=cfg.dtype == 'bfloat16' and not cpu,
+        fp16=False,
         remove_unused_columns=False,
         shuffle_dataset=True,
         disable_tqdm=True,
@@ -116,65 +156,132 @@ def _trainer_classes():
     from trl import GRPOTrainer
     from trl.trainer.utils import RepeatSampler
 
-    class ChorusGRPOTrainer(GRPOTrainer):
-        """GRPOTrainer whose generation batch holds whole tasks: rounds x group rows per task."""
+    class OffsetRepeatSampler(RepeatSampler):
+        """TRL's RepeatSampler whose seeded order starts `offset` tasks in (OPD's data offset: the prompts
+        after the ones the RL run's steps drew from the same seeded order)."""
 
-        def __init__(self, *a, chorus_rounds: int = 2, **kw):
+        def __init__(self, *a, offset: int = 0, **kw):
+            super().__init__(*a, **kw)
+            self.offset = offset
+            self._first = True
+
+        def __iter__(self):
+            if not self.offset or not self._first:
+                yield from super().__iter__()
+                return
+            self._first = False
+            n = self.num_samples
+            idx = torch.randperm(n, generator=self.generator).tolist() if self.shuffle else list(range(n))
+            o = self.offset % n
+            idx = idx[o:] + idx[:o]
+            chunks = [idx[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
+            for chunk in (c for c in chunks if len(c) == self.batch_size):
+                for _ in range(self.repeat_count):
+                    for index in chunk:
+                        for _ in range(self.mini_repeat_count):
+                            yield index
+
+    class ChorusGRPOTrainer(GRPOTrainer):
+        """GRPOTrainer whose generation batch holds whole tasks (rounds x group rows per task), with the
+        reference's advantage epsilon (`adv_eps`) in place of TRL's 1e-4."""
+
+        Sampler = OffsetRepeatSampler
+
+        def __init__(self, *a, chorus_rounds: int = 2, adv_eps: float | None = None, data_offset: int = 0, **kw):
             self.chorus_rounds = chorus_rounds
+            self.chorus_adv_eps = adv_eps
+            self.chorus_data_offset = data_offset  # tasks to skip in the seeded order (OPD: data_offset_steps x prompts)
             self._chorus_inputs = None
+            self._chorus_rewards = None
             super().__init__(*a, **kw)
 
         def _get_train_sampler(self, dataset=None):
             ds = dataset if dataset is not None else self.train_dataset
             block = self.num_generations * self.chorus_rounds
-            return RepeatSampler(
+            return self.Sampler(
                 data_source=ds,
                 mini_repeat_count=block,
                 batch_size=self.args.generation_batch_size // block,
                 repeat_count=self.num_iterations * self.args.steps_per_generation,
                 shuffle=self.shuffle_dataset,
                 seed=self.args.seed,
+                offset=self.chorus_data_offset,
             )
+
+        def _calculate_rewards(self, *a, **kw):
+            r = super()._calculate_rewards(*a, **kw)  # gathered over every rank: [N, reward functions]
+            self._chorus_rewards = r
+            return r
 
         def _generate_and_score_completions(self, inputs):
             self._chorus_inputs = inputs  # the rollout reads each row's task index
-            return super()._generate_and_score_completions(inputs)
+            out = super()._generate_and_score_completions(inputs)
+            if self.chorus_adv_eps is not None and self.args.scale_rewards == 'group' and self._chorus_rewards is not None:
+                r = self._chorus_rewards
+                rew = torch.where(torch.isnan(r).all(1), torch.full_like(r[:, 0], float('nan')), torch.nansum(r, 1))
+                n = out['advantages'].shape[0]
+                out['advantages'] = reference_advantages(
+                    out['advantages'], rew, self.num_generations, self.accelerator.process_index * n, self.chorus_adv_eps
+                )
+            return out
 
     class ChorusOPDTrainer(ChorusGRPOTrainer):
-        """The student's rows of a round whose gate opened get the distillation advantages a_t (per
-        token) in place of the DAPO group advantage; a teacher whose log-probs on the student's tokens
-        are not finite sends the round back to the DAPO loss (integrity), agreed across ranks."""
+        """The student's rows of a round whose gate opened get opd_lambda x the distillation advantages a_t
+        (per token) in place of the DAPO group advantage. A closed gate: `gate_closed: skip` (the paper,
+        Eq. 3) takes the round's rows out of the loss (no gradient, not in the token normalizer);
+        `rl_fallback` (the reference code) keeps their DAPO advantages. A teacher whose log-probs on the
+        student's tokens are not finite sends the round back to the DAPO loss (integrity), agreed across
+        ranks.
+
+        Scaling: teachers live on this rank's device (moved here, once the accelerator exists); every
+        rank runs the same number of student forwards per step (a rank with fewer distilled rows runs
+        padding rows, discarded), so a sharded student (FSDP, ZeRO-3) sees every rank in its
+        collectives; the log-softmax runs in chunks of `opd.LOGIT_CHUNK` positions (opd.opd_advantages_chunked)."""
 
         def __init__(self, *a, teachers=(), opd_state=None, **kw):
             self.teachers = list(teachers)
             self.opd_state = opd_state
             super().__init__(*a, **kw)
+            dev = self.accelerator.device
+            for t in self.teachers:  # `cuda` at load time is GPU 0 on every rank: place each rank's copy on its own device
+                if next(t.parameters()).device != dev:
+                    t.to(dev)
+            self.chorus_forwards = 0  # student forwards run by this rank for OPD (tests: equal on every rank)
+
+        def _student_logits(self, ids, att, T):
+            with torch.no_grad(), self.accelerator.autocast():
+                self.chorus_forwards += 1
+                # the WRAPPED model (DDP / FSDP / DeepSpeed engine), so sharded parameters are gathered
+                return self.model(input_ids=ids, attention_mask=att, logits_to_keep=T + 1, use_cache=False).logits[:, :-1]
 
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
             st = self.opd_state
+            cfg = st.cfg
+            lam = float(getattr(cfg, 'opd_lambda', 1.0))
             adv = out['advantages']
             B, T = out['completion_ids'].shape
             adv2 = adv.reshape(B, 1).expand(B, T).clone()
             base = st.rollout.last['base']
-            model = self.accelerator.unwrap_model(self.model)
-            cfg = st.cfg
+            multi = self.accelerator.num_processes > 1
             bad: list[tuple] = []
             sums = [0.0, 0.0, 0.0, 0.0]  # r, b, a, tokens
             cache = {}
-            for i in range(B):
-                unit = st.row_unit.get(base + i)
-                if unit is None or unit not in st.routes or st.routes[unit].kind != 'distill':
-                    continue
-                with torch.no_grad():
-                    ids = torch.cat([out['prompt_ids'][i : i + 1], out['completion_ids'][i : i + 1]], 1)
-                    att = torch.cat([out['prompt_mask'][i : i + 1], out['completion_mask'][i : i + 1]], 1)
-                    ls = model(input_ids=ids, attention_mask=att, logits_to_keep=T + 1, use_cache=False).logits[:, :-1]
-                    teacher = self.teachers[st.routes[unit].teacher]
-                    lt = teacher(
-                        input_ids=ids.to(teacher.device), attention_mask=att.to(teacher.device), logits_to_keep=T + 1, use_cache=False
-                    ).logits[:, :-1]
-                    r, b, a = O.opd_advantages(ls, lt.to(ls.device), out['completion_ids'][i : i + 1], cfg.top_k, cfg.temperature)
+            rows = [
+                i for i in range(B) if (u := st.row_unit.get(base + i)) is not None and u in st.routes and st.routes[u].kind == 'distill'
+            ]
+            skip_rows = [
+                i for i in range(B) if (u := st.row_unit.get(base + i)) is not None and u in st.routes and st.routes[u].kind == 'skip'
+            ]
+            n_max = max(st.rollout._gather(self, [len(rows)])) if multi else len(rows)
+            for i in rows:
+                unit = st.row_unit[base + i]
+                ids = torch.cat([out['prompt_ids'][i : i + 1], out['completion_ids'][i : i + 1]], 1)
+                att = torch.cat([out['prompt_mask'][i : i + 1], out['completion_mask'][i : i + 1]], 1)
+                ls = self._student_logits(ids, att, T)
+                teacher = self.teachers[st.routes[unit].teacher]
+                r, b, a = O.opd_advantages_chunked(ls, teacher, ids, att, out['completion_ids'][i : i + 1], cfg.top_k, cfg.temperature)
+                del ls
                 m = out['completion_mask'][i : i + 1].bool()
                 if not bool(torch.isfinite(torch.where(m, r, 0.0)).all() and torch.isfinite(torch.where(m, b, 0.0)).all()):
                     bad.append(unit)
@@ -187,17 +294,34 @@ def _trainer_classes():
                     sums[2] + float((a * mf).sum()),
                     sums[3] + float(mf.sum()),
                 ]
-            bad = set(st.rollout._gather(self, bad)) if self.accelerator.num_processes > 1 else set(bad)
+            for _ in range(n_max - len(rows)):  # padding forwards: the same collectives on every rank
+                ids = torch.cat([out['prompt_ids'][:1], out['completion_ids'][:1]], 1)
+                att = torch.cat([out['prompt_mask'][:1], out['completion_mask'][:1]], 1)
+                self._student_logits(ids, att, T)
+            bad = set(st.rollout._gather(self, bad)) if multi else set(bad)
             for unit in bad:
                 st.routes[unit] = O.Route('rl', None, 'integrity:non-finite-teacher-logprobs')
             for i, (unit, a) in cache.items():
                 if unit not in bad:
-                    adv2[i] = a.to(adv2.dtype)
+                    adv2[i] = lam * a.to(adv2.dtype)
             out['advantages'] = adv2
-            if self.accelerator.num_processes > 1:
-                t = torch.tensor(sums, dtype=torch.float64, device=self.accelerator.device)
+            # skip: the round's rows leave the loss and the token normalizer (no gradient); every rank
+            # recomputes the step's token count (a collective on every rank, rows or not)
+            tm = out.get('tool_mask')
+            lm = out['completion_mask'] if tm is None else out['completion_mask'] * tm  # TRL's loss mask
+            keep = torch.ones_like(lm)
+            for i in skip_rows:
+                adv2[i] = 0.0
+                keep[i] = 0
+            if tm is not None:
+                out['tool_mask'] = tm * keep
+            else:
+                out['completion_mask'] = out['completion_mask'] * keep
+            out['num_items_in_batch'] = self.accelerator.gather((lm * keep).sum()).sum()
+            t = torch.tensor(sums, dtype=torch.float64, device=self.accelerator.device)
+            if multi:
                 torch.distributed.all_reduce(t)
-                sums = t.tolist()
+            sums = t.tolist()
             st.step_stats = {k: (sums[j] / sums[3] if sums[3] else 0.0) for j, k in enumerate(('mean_r', 'mean_b', 'mean_a'))}
             st.history.append([{**asdict(st.routes[u]), 'round': u[1]} for u in sorted(st.routes)])
             return out

@@ -25,6 +25,8 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+import torch
+
 from . import opd as O
 from .callbacks import ROUTE_RNG, _metrics_callback, _rng_state, _route_rng_callback
 from .envs import Env
@@ -44,14 +46,59 @@ def _dataset(tasks: list[dict]):
     return Dataset.from_list([{'prompt': f'chorus task {t.get("id", i)}', 'task_idx': i} for i, t in enumerate(tasks)])
 
 
-def _last_step(out: Path) -> tuple[Path | None, int]:
-    from transformers.trainer_utils import get_last_checkpoint
+COMPLETE = ('trainer_state.json', 'config.json')  # what a checkpoint needs to resume from
 
-    ck = get_last_checkpoint(str(out)) if out.exists() else None
-    if ck is None:
+
+def _last_step(out: Path) -> tuple[Path | None, int]:
+    """The latest COMPLETE checkpoint-N in `out` and its step. A checkpoint without trainer_state.json
+    (an older run's model-only final save, or a save killed half-way) is passed over, not read."""
+    import re
+
+    if not out.exists():
         return None, 0
-    st = json.loads((Path(ck) / 'trainer_state.json').read_text())
-    return Path(ck), int(st.get('global_step', 0))
+    cks = sorted((int(m.group(1)), d) for d in out.iterdir() if d.is_dir() and (m := re.fullmatch(r'checkpoint-(\d+)', d.name)))
+    for _, d in reversed(cks):
+        if all((d / f).exists() for f in COMPLETE):
+            try:
+                st = json.loads((d / 'trainer_state.json').read_text())
+            except ValueError:
+                continue
+            return d, int(st.get('global_step', 0))
+    return None, 0
+
+
+def _device(cfg) -> str:
+    """Where this rank loads a model: `cuda` means this rank's GPU (LOCAL_RANK), not GPU 0 on every rank."""
+    dev = str(getattr(cfg, 'device', 'cpu'))
+    if dev == 'cuda' and 'LOCAL_RANK' in os.environ:
+        return f'cuda:{int(os.environ["LOCAL_RANK"])}'
+    return dev
+
+
+def _fp32_master(model, log=print):
+    """The trained parameters in fp32 (the optimizer's master weights). `dtype: bfloat16` in a recipe is the
+    COMPUTE dtype (bf16 autocast: GRPOConfig bf16=True); bf16 parameters under plain DDP + AdamW at lr
+    1e-6 would round ~all updates away (test_trl_rl.py::test_one_step_at_the_recipe_lr_moves_the_weights)."""
+    bad = {p.dtype for p in model.parameters() if p.is_floating_point() and p.dtype != torch.float32}
+    if bad:
+        log(f'policy parameters in {", ".join(sorted(map(str, bad)))}: upcast to float32 master weights (bf16 stays the compute dtype)')
+        model.float()
+    return model
+
+
+def _save_final(trainer, out: Path, extra=None) -> None:
+    """A COMPLETE checkpoint at the last step (model, optimizer, scheduler, RNG, trainer_state.json), unless
+    TRL just wrote one: a `--steps` run that ends between save boundaries must leave a checkpoint the
+    next run can resume from."""
+    step = trainer.state.global_step
+    d = out / f'checkpoint-{step}'
+    # decided from the step, never from the file system: every rank must take the same branch
+    # (_save_checkpoint is collective under FSDP / DeepSpeed), and rank 0 may still be writing
+    saved = str(getattr(trainer.args.save_strategy, 'value', trainer.args.save_strategy)) == 'steps' and step % trainer.args.save_steps == 0
+    if step and not saved:
+        trainer._save_checkpoint(trainer.model, trial=None)
+    if extra is not None and trainer.is_world_process_zero() and d.exists():
+        extra(d)
 
 
 def _build(cfg, tasks, env, model, tok, *, group, rounds, prompts, steps, resume, sample_fn, opd_state, teachers, log, use_vllm, args_over):
@@ -60,8 +107,9 @@ def _build(cfg, tasks, env, model, tok, *, group, rounds, prompts, steps, resume
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ck, done = _last_step(out) if resume else (None, 0)
-    if model is None:
-        model, tok = load_policy(str(ck) if ck else (getattr(cfg, 'model', '') or getattr(cfg, 'student', '')), cfg.dtype, cfg.device)
+    if model is None:  # fp32 master weights on this rank's device (cfg.dtype is the autocast dtype)
+        model, tok = load_policy(str(ck) if ck else (getattr(cfg, 'model', '') or getattr(cfg, 'student', '')), 'float32', _device(cfg))
+    model = _fp32_master(model, log)
     mini = max(int(getattr(cfg, 'mini_batches', 1)), 1)
     total = cfg.updates if steps is None else min(cfg.updates, done + steps * mini)
     world = int(os.environ.get('WORLD_SIZE', '1'))
@@ -89,6 +137,8 @@ def _build(cfg, tasks, env, model, tok, *, group, rounds, prompts, steps, resume
         processing_class=tok,
         rollout_func=rollout,
         chorus_rounds=rounds,
+        adv_eps=getattr(cfg, 'adv_eps', None),
+        data_offset=int(getattr(cfg, 'data_offset_steps', 0) or 0) * prompts if opd_state is not None else 0,
         callbacks=[_metrics_callback(out, rollout, opd_state, log)],
     )
     trainer = OPDT(teachers=teachers, opd_state=opd_state, **kw) if opd_state is not None else Plain(**kw)
@@ -155,7 +205,7 @@ def train_rl(
         log(f'resuming from {ck}')
     trainer.train(resume_from_checkpoint=str(ck) if ck else None)
     if cfg.save_every:
-        trainer.save_model(str(Path(cfg.out) / f'checkpoint-{trainer.state.global_step}'))
+        _save_final(trainer, Path(cfg.out))
     _finish(trainer, cfg, tok, Path(cfg.out), 'rl_config.json')
     acc = trainer.accelerator
     return {
@@ -185,13 +235,13 @@ def train_opd(
     """Adaptive multi-teacher OPD on TRL. Returns {'trainer', 'model', 'tokenizer', 'history', 'totals', 'rank', 'world'}."""
     from .policy import load_policy
 
-    if student is None:
+    if student is None:  # fp32 master weights on this rank's device (_build upcasts a given model too)
         ck = _last_step(Path(cfg.out))[0] if resume else None
-        student, tok = load_policy(str(ck) if ck else cfg.student, cfg.dtype, cfg.device)
+        student, tok = load_policy(str(ck) if ck else cfg.student, 'float32', _device(cfg))
     if teachers is None:
         teachers = []
-        for p in cfg.teachers:
-            m, ttok = load_policy(p, cfg.dtype, cfg.device)
+        for p in cfg.teachers:  # frozen: the compute dtype is enough; on this rank's device (ChorusOPDTrainer re-checks)
+            m, ttok = load_policy(p, cfg.dtype, _device(cfg))
             if ttok.get_vocab() != tok.get_vocab():
                 raise SystemExit(f"teacher {p}: its tokenizer differs from the student's (OPD needs one vocabulary)")
             teachers.append(m.eval().requires_grad_(False))
@@ -222,18 +272,16 @@ def train_opd(
     trainer.add_callback(_route_rng_callback(state))
     trainer.train(resume_from_checkpoint=str(ck) if ck else None)
     if cfg.save_every:
-        d = Path(cfg.out) / f'checkpoint-{trainer.state.global_step}'
-        trainer.save_model(str(d))
-        if trainer.is_world_process_zero():
-            (d / ROUTE_RNG).write_text(json.dumps(state.rng.getstate()))
+        _save_final(trainer, Path(cfg.out), lambda d: (d / ROUTE_RNG).write_text(json.dumps(state.rng.getstate())))
     _finish(trainer, cfg, tok, Path(cfg.out), 'opd_config.json')
-    totals = {'distilled': 0, 'gate_closed': 0, 'rl_fallback': 0, 'integrity_failures': 0}
+    totals = {'distilled': 0, 'gate_closed': 0, 'rl_fallback': 0, 'skipped': 0, 'integrity_failures': 0}
     for h in state.history:
         for d in h:
             r = O.Route(d['kind'], d['teacher'], d['reason'])
             totals['distilled'] += r.kind == 'distill'
             totals['gate_closed'] += r.gate_closed
             totals['rl_fallback'] += r.kind == 'rl' and not r.gate_closed
+            totals['skipped'] += r.kind == 'skip'
             totals['integrity_failures'] += r.integrity
     if trainer.is_world_process_zero():
         (Path(cfg.out) / 'opd_summary.json').write_text(json.dumps(totals, indent=2) + '\n')

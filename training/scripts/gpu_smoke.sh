@@ -2,8 +2,9 @@
 # Accelerator smoke run of the TRL engine path (one GPU, a few minutes): a random model with
 # Qwen3-0.6B's shapes, 2 DAPO steps on TRL's GRPOTrainer with TRL's colocated vLLM rollouts (the
 # policy's weights synced into vLLM after every update), then 1 OPD step on TRL, and the vLLM
-# rollout throughput against HF generate on the same prompts. Prints one JSON object (also written
-# to $OUT/gpu_smoke.json, or /tmp/chorus-gpu-smoke).
+# rollout throughput against HF generate on the same prompts; checks that the steps at lr 1e-6 move the
+# weights (fp32 master weights), runs again on 2 ranks when 2 GPUs exist, and prints one JSON object
+# (also written to $OUT/gpu_smoke.json, or /tmp/chorus-gpu-smoke) and a short table.
 #
 #   bash training/scripts/gpu_smoke.sh            # from the repository root
 #   PY=/path/to/python MAX_NEW_TOKENS=1024 bash training/scripts/gpu_smoke.sh
@@ -49,4 +50,13 @@ from chorus_train.tiny_model import DEFAULT_TOKENIZER, PRESETS, make_checkpoint
 make_checkpoint(PRESETS['qwen3-0.6b'], Path(sys.argv[1]), seed=1, tokenizer_dir=DEFAULT_TOKENIZER, minify_tokenizer=False, fast_fill=True)
 PYEOF
 fi
-exec "$PY" -m chorus_train.gpu_smoke --model "$MODEL" --out "$OUT" --max-new-tokens "$MAX_NEW_TOKENS"
+"$PY" -m chorus_train.gpu_smoke --model "$MODEL" --out "$OUT" --max-new-tokens "$MAX_NEW_TOKENS"
+# two ranks (one GPU each: DDP, colocated vLLM per rank) when the node has two GPUs
+ngpu=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
+if [[ "$ngpu" -ge 2 && "${SKIP_2RANK:-0}" != 1 ]]; then
+  echo "gpu_smoke: the same run on 2 ranks (torchrun, GPUs 0 and 1)"
+  CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0,1} "$PY" -m torch.distributed.run --nproc_per_node 2 --master_port 29517 \
+    -m chorus_train.gpu_smoke --model "$MODEL" --out "$OUT/2ranks" --max-new-tokens "$MAX_NEW_TOKENS"
+else
+  echo "gpu_smoke: one GPU: the 2-rank run is skipped"
+fi

@@ -48,16 +48,23 @@ def test_routing_variants():
     rng = random.Random(0)
     student = sc(1.5, 1.2, 0.0, 1.4)
     teachers = [sc(1.6, 1.0), sc(1.9, 0.0)]
-    assert opd.route('best_skip', student, teachers, rng) == opd.Route('distill', 1, '1.9000>1.5000')
-    # the gate stays closed: no distillation, the round keeps the RL loss (the reference)
-    closed = opd.route('best_skip', sc(1.95, 0, 0, 0), teachers, rng)
+    assert opd.route('best', student, teachers, rng) == opd.Route('distill', 1, '1.9000>1.5000')
+    # the gate stays closed: `skip` (the paper, the default): no gradient from the round
+    closed = opd.route('best', sc(1.95, 0, 0, 0), teachers, rng)
+    assert closed == opd.Route('skip', None, 'gate:1.9000<=1.9500') and closed.gate_closed and not closed.integrity
+    # `rl_fallback` (the reference code): the round keeps the RL loss
+    closed = opd.route('best', sc(1.95, 0, 0, 0), teachers, rng, gate_closed='rl_fallback')
     assert closed == opd.Route('rl', None, 'gate:1.9000<=1.9500') and closed.gate_closed and not closed.integrity
+    # integrity failures take the RL fallback whatever gate_closed says
+    broken = sc(1.95, 0, 0, 0)
+    broken[1] = Score(None, None, False, 'error', error='scorer down')
+    assert opd.route('best', broken, teachers, rng).kind == 'rl'
     # median: teacher medians 1.3 and 0.95; a student median of 1.3 is not beaten: gate closed
     assert opd.route('median', sc(1.5, 1.3, 0.0, 1.3), teachers, rng).gate_closed
     assert opd.route('median', sc(1.0, 1.0, 0.0, 1.2), teachers, rng) == opd.Route('distill', 0, '1.3000>1.0000')
     assert opd.route('always_best', sc(2.0, 2.0, 2.0, 2.0), teachers, rng).teacher == 1
-    assert opd.route('rl_fallback', student, teachers, rng).kind == 'rl'
-    assert not opd.route('rl_fallback', student, teachers, rng).gate_closed
+    assert opd.route('always_rl', student, teachers, rng).kind == 'rl'
+    assert not opd.route('always_rl', student, teachers, rng).gate_closed
     picks = {opd.route('random_teacher', student, teachers, rng).teacher for _ in range(50)}
     assert picks == {0, 1}
     kinds = {opd.route('random_source', student, teachers, rng).kind for _ in range(50)}
@@ -92,3 +99,40 @@ def test_advantages_are_read_at_the_rollout_temperature():
     r2, b2, a2 = opd.opd_advantages(ls / 0.5, lt / 0.5, tok, k=8)
     assert torch.allclose(r, r2) and torch.allclose(b, b2) and torch.allclose(a, a2)
     assert not torch.allclose(r, opd.opd_advantages(ls, lt, tok, k=8)[0])
+
+
+def test_deprecated_routing_names_map_with_a_message():
+    msgs = []
+    with pytest.warns(DeprecationWarning):
+        assert opd.canonical_routing('best_skip', msgs.append) == 'best'
+    with pytest.warns(DeprecationWarning):
+        assert opd.canonical_routing('rl_fallback', msgs.append) == 'always_rl'
+    assert len(msgs) == 2 and 'gate_closed: rl_fallback' in msgs[0] and 'always_rl' in msgs[1]
+    with pytest.warns(DeprecationWarning):
+        c = opd.OPDConfig(routing='best_skip')
+    assert (c.routing, c.gate_closed) == ('best', 'skip')
+    with pytest.raises(SystemExit):
+        opd.OPDConfig(gate_closed='maybe')
+    assert opd.canonical_routing('median') == 'median'
+
+
+def test_chunked_opd_advantages_equal_the_whole_sequence(tiny_ckpts):
+    """opd_advantages_chunked (the teacher's LM head and the log-softmax chunk by chunk) gives the
+    whole-sequence values."""
+    from chorus_train.policy import load_policy
+
+    student, _ = load_policy(str(tiny_ckpts[0]))
+    teacher, _ = load_policy(str(tiny_ckpts[1]))
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 200, (1, 23), generator=g)
+    att = torch.ones_like(ids)
+    T = 13
+    tokens = ids[:, -T:]
+    with torch.no_grad():
+        ls = student(input_ids=ids, attention_mask=att, logits_to_keep=T + 1).logits[:, :-1]
+        lt = teacher(input_ids=ids, attention_mask=att, logits_to_keep=T + 1).logits[:, :-1]
+    whole = opd.opd_advantages(ls, lt, tokens, 16, 1.0)
+    for chunk in (1, 4, 13, 64):
+        got = opd.opd_advantages_chunked(ls, teacher, ids, att, tokens, 16, 1.0, chunk=chunk)
+        for w, x in zip(whole, got, strict=True):
+            assert x.shape == (1, T) and torch.allclose(w, x, atol=1e-5), chunk

@@ -103,7 +103,9 @@ def test_opd_recipe_is_the_reference():
         cfg.top_k,
         cfg.updates,
     ) == (4, 4, 2, 2, 2, 16, 100)
-    assert (cfg.lr, cfg.adam_beta2, cfg.temperature, cfg.routing) == (1e-6, 0.95, 1.0, 'best_skip')
+    assert (cfg.lr, cfg.adam_beta2, cfg.temperature, cfg.routing) == (1e-6, 0.95, 1.0, 'best')
+    # the paper's "best + skip" (Eq. 3: a closed gate gives no gradient), lambda 1, data offset 1,000 steps
+    assert (cfg.gate_closed, cfg.opd_lambda, cfg.data_offset_steps) == ('skip', 1.0, 1000)
 
 
 @pytest.mark.parametrize('chain', ['chain_1x8.yaml', 'chain_2x8.yaml'])
@@ -131,3 +133,74 @@ def test_unknown_setting_is_refused(tmp_path):
     y.write_text('rl:\n  model: x\n  learning_rate: 1\n')
     r = subprocess.run([sys.executable, '-m', 'chorus_train', 'rl', '--config', str(y), '--dry-run'], capture_output=True, text=True)
     assert r.returncode != 0 and 'learning_rate' in (r.stderr + r.stdout)
+
+
+@pytest.mark.parametrize(
+    'strategy,kind',
+    [('ddp', 'MULTI_GPU'), ('fsdp', 'FSDP'), ('zero2', 'DEEPSPEED'), ('zero3', 'DEEPSPEED'), ('deepspeed-zero3', 'DEEPSPEED')],
+)
+def test_distribution_configs_are_shipped_and_passed(strategy, kind):
+    """cluster.strategy -> the accelerate config in training/configs/accelerate, passed by the printed
+    launch commands; FSDP checkpoints are FULL_STATE_DICT and ZeRO-3 gathers a 16-bit HF model on save
+    (so merge/OPD/export read them); accelerate itself parses each file."""
+    import yaml
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    from chorus_train.recipes import _launch, accelerate_config
+
+    cluster = {'nodes': 2, 'gpus_per_node': 8, 'strategy': strategy}
+    path = accelerate_config(cluster)
+    assert path.exists(), path
+    cmd = _launch(cluster, 'rl --config x.yaml')
+    assert f'--config_file {path}' in cmd and '--num_machines 2' in cmd and '--num_processes 16' in cmd
+    assert f'--config_file {path}' in _launch({**cluster, 'nodes': 1}, 'rl')
+    d = yaml.safe_load(path.read_text())
+    assert d['distributed_type'] == kind
+    parsed = load_config_from_file(str(path))
+    assert str(getattr(parsed.distributed_type, 'value', parsed.distributed_type)) == kind
+    if kind == 'FSDP':
+        assert d['fsdp_config']['fsdp_state_dict_type'] == 'FULL_STATE_DICT' and d['mixed_precision'] == 'bf16'
+        assert d['fsdp_config']['fsdp_transformer_layer_cls_to_wrap'] == 'Qwen3DecoderLayer'
+    if kind == 'DEEPSPEED':
+        ds_file = Path(__file__).resolve().parents[2] / d['deepspeed_config']['deepspeed_config_file']
+        ds = json.loads(ds_file.read_text())
+        stage = 3 if '3' in strategy else 2
+        assert ds['zero_optimization']['stage'] == stage and ds['bf16']['enabled'] == 'auto'
+        assert ds['gradient_accumulation_steps'] == 'auto'  # filled from the GRPOConfig, never a second truth
+        if stage == 3:
+            assert ds['zero_optimization']['stage3_gather_16bit_weights_on_model_save'] is True
+    if kind == 'MULTI_GPU':
+        assert d['mixed_precision'] == 'bf16'
+
+
+def test_recipes_name_a_known_strategy_and_single_process_runs_plainly():
+    from chorus_train.recipes import _launch, accelerate_config, load_recipe
+
+    for f in RECIPES.glob('*.yaml'):
+        r = load_recipe(f)
+        if 'cluster' in r:
+            accelerate_config(r['cluster'])  # raises on an unknown strategy
+    assert accelerate_config({'strategy': 'none'}) is None
+    assert _launch({'gpus': 0, 'strategy': 'none'}, 'rl').startswith('python -m chorus_train')
+    with pytest.raises(SystemExit):
+        accelerate_config({'strategy': 'zero9'})
+
+
+def test_gpu_requirements_match_the_named_stack():
+    """training/requirements-gpu.txt pins the stack the README names (trl 1.16.0 with its vLLM extra,
+    vLLM 0.31.0, the torch it pins, transformers below 5.18) and the same trl as requirements-train.txt;
+    scripts/check_gpu_requirements.sh runs pip's resolver over it (network; CI)."""
+    root = Path(__file__).resolve().parents[1]
+    pins = {}
+    for line in (root / 'requirements-gpu.txt').read_text().splitlines():
+        line = line.split('#')[0].strip()
+        if line:
+            name = line.split('==')[0].split('>=')[0].split('[')[0].lower()
+            pins[name] = line
+    assert pins['trl'] == 'trl[vllm]==1.16.0' and pins['vllm'] == 'vllm==0.31.0' and pins['torch'] == 'torch==2.13.0'
+    assert pins['transformers'] == 'transformers>=5.10.4,<5.18'
+    train = (root / 'requirements-train.txt').read_text()
+    assert 'trl==1.16.0' in train and 'accelerate==1.16.0' in train and pins['accelerate'] == 'accelerate==1.16.0'
+    readme = (root / 'README.md').read_text()
+    assert 'requirements-gpu.txt' in readme and 'vllm==0.31.0' in readme
+    assert (root / 'scripts' / 'check_gpu_requirements.sh').exists()

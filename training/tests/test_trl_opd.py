@@ -91,8 +91,8 @@ def test_opd_on_trl_moves_toward_the_teacher_only_where_it_wins(tiny_ckpts, tmp_
         ocfg(tmp_path / 'opd'), tasks, env, student=student, tok=tok, teachers=[teacher], steps=3, resume=False, log=lambda *_: None
     )
     kinds = [sorted((d['kind'], d['reason'].split(':')[0]) for d in h) for h in res['history']]
-    assert kinds == [sorted([('distill', '1.9000>1.2000'), ('rl', 'gate'), ('rl', 'integrity')])] * 3
-    assert res['totals'] == {'distilled': 3, 'gate_closed': 3, 'rl_fallback': 3, 'integrity_failures': 3}
+    assert kinds == [sorted([('distill', '1.9000>1.2000'), ('skip', 'gate'), ('rl', 'integrity')])] * 3
+    assert res['totals'] == {'distilled': 3, 'gate_closed': 3, 'rl_fallback': 3, 'skipped': 3, 'integrity_failures': 3}
     pad = tok.pad_token_id
     win = env.drawn['win']
     before, after = logprob_gap(start, teacher, win, pad), logprob_gap(res['model'], teacher, win, pad)
@@ -121,9 +121,9 @@ def test_a_gate_closed_round_is_the_dapo_step_on_trl(tiny_ckpts, tmp_path):
     fn = _fixed_fn(tok)
     tfn = lambda t, prompt, n, key: fn([prompt] * n, [(0, key[1], j) for j in range(n)])  # noqa: E731
 
-    def run_opd(task, out):
+    def run_opd(task, out, **kw):
         student, _ = load_policy(str(tiny_ckpts[0]))
-        c = ocfg(out, prompts_per_step=1)
+        c = ocfg(out, prompts_per_step=1, **{'gate_closed': 'rl_fallback', **kw})
         return trl_engine.train_opd(
             c,
             [{'id': task}],
@@ -138,7 +138,7 @@ def test_a_gate_closed_round_is_the_dapo_step_on_trl(tiny_ckpts, tmp_path):
             log=lambda *_: None,
         )
 
-    closed = run_opd('skip', tmp_path / 'closed')
+    closed = run_opd('skip', tmp_path / 'closed')  # gate_closed: rl_fallback (the reference code)
     assert [d['kind'] for d in closed['history'][0]] == ['rl']
     student, _ = load_policy(str(tiny_ckpts[0]))
     c = rl.RLConfig(
@@ -168,6 +168,19 @@ def test_a_gate_closed_round_is_the_dapo_step_on_trl(tiny_ckpts, tmp_path):
     assert any(
         not torch.allclose(x, y, atol=1e-7) for x, y in zip(opened['model'].parameters(), dapo_run['model'].parameters(), strict=True)
     )
+    # gate_closed: skip (the paper, the default): the closed round contributes no gradient at all
+    skipped = run_opd('skip', tmp_path / 'skipped', gate_closed='skip')
+    assert [(d['kind'], d['reason'].split(':')[0]) for d in skipped['history'][0]] == [('skip', 'gate')]
+    assert skipped['totals']['skipped'] == 1
+    for (n, x), z in zip(skipped['model'].named_parameters(), start.parameters(), strict=True):
+        assert torch.equal(x, z), n
+    # opd_lambda scales the distilled advantage: 0 leaves the student where it was, 2 moves it further than 1
+    zero = run_opd('win', tmp_path / 'lam0', opd_lambda=0.0)
+    assert all(torch.equal(x, z) for x, z in zip(zero['model'].parameters(), start.parameters(), strict=True))
+    two = run_opd('win', tmp_path / 'lam2', opd_lambda=2.0)
+    d1 = sum(float((x - z).detach().abs().sum()) for x, z in zip(opened['model'].parameters(), start.parameters(), strict=True))
+    d2 = sum(float((x - z).detach().abs().sum()) for x, z in zip(two['model'].parameters(), start.parameters(), strict=True))
+    assert d2 > d1 > 0
 
 
 class RoundEnv(ScriptedEnv):
@@ -197,7 +210,7 @@ def test_every_agentic_round_is_gated_on_trl(tiny_ckpts, tmp_path):
         log=lambda *_: None,
     )
     assert [(d['round'], d['kind'], d['reason'].split(':')[0]) for d in res['history'][0]] == [
-        (0, 'rl', 'gate'),
+        (0, 'skip', 'gate'),
         (1, 'distill', '1.9000>1.5000'),
     ]
 
@@ -287,3 +300,18 @@ def test_opd_on_trl_checkpoints_and_resumes(tiny_ckpts, tmp_path):
     draws = [rng.randrange(2) for _ in range(3)]
     kinds = [d['kind'] for h in one['history'] + two['history'] for d in h]
     assert kinds == ['rl' if j == 1 else 'distill' for j in draws]
+
+
+def test_opd_data_offset_starts_after_the_rl_steps():
+    """OPD's sampler yields the RL run's seeded task order from `data_offset_steps` x prompts in (the
+    reference's offset of 1,000 steps): with the same seed and data, OPD's first prompts are the ones
+    RL would have drawn next."""
+    from chorus_train import trainers
+
+    Plain, _ = trainers._trainer_classes()
+    S = Plain.Sampler
+    kw = dict(data_source=list(range(50)), mini_repeat_count=1, batch_size=4, repeat_count=1, shuffle=True, seed=3)
+    rl_order = list(S(**kw))  # 12 steps of 4 tasks
+    got = list(S(**kw, offset=12))  # OPD after 3 RL steps of 4 prompts
+    assert got[:20] == rl_order[12:32]
+    assert list(S(**kw, offset=0)) == rl_order

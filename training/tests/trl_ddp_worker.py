@@ -1,14 +1,18 @@
 """One TRL step (trl_engine), run by test_trl_ddp.py in one process or under torchrun with 2 ranks.
 
-usage: trl_ddp_worker.py CHECKPOINT OUT rl|split|opd [TEACHER]   (final weights: OUT/final.pt from rank 0)
+usage: trl_ddp_worker.py CHECKPOINT OUT rl|split|opd|count [TEACHER]   (final weights: OUT/final.pt from rank 0;
+OUT/rank{R}.json: the sequences each rank asked the engine for, and OPD's student forwards)
 `rl`: 2 prompts x 2 rounds x group 4, each rank holds one whole task; `split`: 1 prompt, rank 0 holds
 the direct group and rank 1 the refinement group (the carry crosses ranks); `opd`: one OPD step of 2
-prompts, one gated open (distilled) and one closed (DAPO), the ranks splitting them.
+prompts, one gated open (distilled) and one closed, the ranks splitting them (rank 1 has no distilled
+rows); `count`: `split` with the engine's own generation (HF generate under plain DDP) instead of
+scripted replies, to count the sequences each rank decodes (no filler rows: 4 per rank).
 Replies are a function of (task, round, member), so every layout draws the same rollouts.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -94,7 +98,7 @@ def main() -> None:
         )
         if res['rank'] == 0:
             kinds = sorted(d['kind'] for d in res['history'][0])
-            assert kinds == ['distill', 'rl'], res['history'][0]
+            assert kinds == ['distill', 'skip'], res['history'][0]  # gate_closed: skip (the recipe)
     else:
         c = rl.RLConfig(
             out=str(out / 'run'),
@@ -102,6 +106,7 @@ def main() -> None:
             updates=100,
             group_size=4,
             prompts_per_step=2 if mode == 'rl' else 1,
+            top_k=32,
             agentic_rounds=2,
             max_new_tokens=8,
             micro_batch=2,
@@ -111,8 +116,20 @@ def main() -> None:
             grad_clip=0.0,
         )
         res = trl_engine.train_rl(
-            c, tasks, TokenRewardEnv(good), model=model, tok=tok, steps=1, resume=False, sample_fn=sample_fn(tok), log=quiet
+            c,
+            tasks,
+            TokenRewardEnv(good),
+            model=model,
+            tok=tok,
+            steps=1,
+            resume=False,
+            sample_fn=None if mode == 'count' else sample_fn(tok),
+            log=quiet,
         )
+    tr = res['trainer']
+    (out / f'rank{res["rank"]}.json').write_text(
+        json.dumps({'gen_rows': tr.rollout_func.gen_rows, 'forwards': getattr(tr, 'chorus_forwards', 0)})
+    )
     if res['rank'] == 0:
         torch.save({k: v.detach().cpu() for k, v in res['model'].state_dict().items()}, out / 'final.pt')
         (out / 'world.txt').write_text(str(res['world']))
