@@ -139,3 +139,51 @@ describe('a microcode ROM read through a variable index', () => {
     }
   });
 });
+
+describe('array slots no assignment writes', () => {
+  it('claims the slots of a level-by-level tree and of a constant-index chain, which the run never toggles, and nothing it reaches', async () => {
+    const dir = join(fixtures, 'designs', 'array_slots');
+    const dut = join(dir, 'array_slots.sv');
+    const r = await simulateFiles([dut], 'tb_array_slots.sv', read(join(dir, 'tb_array_slots.sv')), { keepRunDir: true });
+    try {
+      expect(r.status, r.err_msg).toBe('success');
+      const points = parseVerilatorCoverage(readFileSync(r.coverageFile!, 'utf8'));
+      const opts = {
+        isDutFile: (f: string) => f === dut,
+        top: 'array_slots',
+        params: {},
+        readSource: (f: string) => (f === dut ? readFileSync(f, 'utf8') : undefined),
+      };
+      const cov = analyzeCoverage(points, opts);
+      // The scored figure and the model's text are the simulator's, reasons or not.
+      expect(cov.breakdown.waived).toEqual(r.coverage!.waived);
+      expect(coverageDetail(cov, 'array_slots')).toBe(r.cov_info!.detail);
+      const slotBits = (name: string, slots: number[]) => slots.flatMap((s) => [0, 1, 2, 3].map((b) => `${name}[${s}][${b}]`));
+      const expected = new Set([...slotBits('tree', [6, 7, 9, 10, 11]), ...slotBits('chain', [2, 4, 5, 6, 7])]);
+      const arrays = /^(?:tree|chain|mem|full|upto|whole|other)\[/;
+      const claimed = cov.uncovered.filter((u) => u.type === 'toggle' && arrays.test(u.label) && u.reason!.kind !== 'not-hit');
+      expect(new Set(claimed.map((u) => u.label))).toEqual(expected);
+      expect(claimed.every((u) => u.reason!.kind === 'constant')).toBe(true);
+      const why = (label: string) => cov.uncovered.find((u) => u.label === label)!.reason!.detail;
+      expect(why('tree[9][1]')).toMatch(
+        /^slots 6-7, 9-11 of 'tree' are never written: every write indexes 0-5, 8 \(constant indices and the generate loops over 'i', 'l' unrolled\)$/,
+      );
+      expect(why('chain[2][0]')).toMatch(/^slots 2, 4-7 of 'chain' are never written: every write indexes 0-1, 3 \(constant indices\)$/);
+      // Each point claimed was indeed never toggled by the run...
+      const run = points.filter((p) => p.type === 'toggle' && p.hier === 'tb.u' && arrays.test(p.label));
+      for (const p of run.filter((x) => expected.has(x.label))) expect(p.count, p.label).toBe(0);
+      // ...and every other bit of these arrays was toggled both ways: reachable, and not claimed
+      // even with every point taken as unhit (the look-alikes: a variable index, a loop reaching
+      // every slot, a runtime loop bound, a whole-array write).
+      expect(run.filter((p) => !expected.has(p.label) && !isCovered(p)).map((p) => p.label)).toEqual([]);
+      const blind = analyzeCoverage(
+        points.map((p) => ({ ...p, count: 0 })),
+        opts,
+      );
+      const blindClaimed = blind.uncovered.filter((u) => u.type === 'toggle' && arrays.test(u.label) && u.reason!.kind !== 'not-hit');
+      expect(new Set(blindClaimed.map((u) => u.label))).toEqual(expected);
+    } finally {
+      rmSync(r.protection.scratchDir!, { recursive: true, force: true });
+    }
+  });
+});

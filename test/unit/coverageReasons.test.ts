@@ -285,6 +285,137 @@ describe('tied off or constant signals', () => {
   });
 });
 
+describe('array slots no assignment writes', () => {
+  /** Toggle points of an array: `name[slot][bit]`. */
+  const slots = (name: string, n: number, w: number, from = 0): CoveragePoint[] =>
+    Array.from({ length: n }, (_, s) => Array.from({ length: w }, (_, b) => pt('toggle', 2, `${name}[${s + from}][${b}]`))).flat();
+  const claimed = (src: string, points: CoveragePoint[], opts?: TwoStateOptions) => {
+    const r = twoStateUnreachable(points, () => src, opts);
+    return new Set([...r.proven].filter(([, q]) => q.kind === 'constant').map(([p]) => p.label));
+  };
+  const bySlot = (labels: Set<string>) => [...new Set([...labels].map((l) => Number(/\[(\d+)\]/.exec(l)![1])))].sort((a, b) => a - b);
+  const tree = (level: string) =>
+    mod(
+      [
+        '  localparam int N = 4;',
+        '  logic [3:0] tree [0:3*N-1];',
+        '  for (genvar i = 0; i < N; i++) begin : g_leaf',
+        "    assign tree[i] = in ^ 4'(i);",
+        '  end',
+        level,
+        '  assign o = tree[2*N];',
+      ],
+      'module m #(parameter int P = 2) (input clk, input [3:0] in, input [2:0] a, input [3:0] d, output logic [3:0] o);',
+    );
+  const levels = [
+    '  for (genvar l = 1; l <= $clog2(N); l++) begin : g_level',
+    '    for (genvar i = 0; i < (N >> l); i++) begin : g_node',
+    '      assign tree[l*N + i] = tree[(l-1)*N + 2*i] ^ tree[(l-1)*N + 2*i + 1];',
+    '    end',
+    '  end',
+  ].join('\n');
+
+  it('a tree stored level by level in a full-width array: the slots between levels are flagged', () => {
+    const points = slots('tree', 12, 4);
+    const r = twoStateUnreachable(points, () => tree(levels), { top: 'm', params: {} });
+    const got = new Set([...r.proven].filter(([, q]) => q.kind === 'constant').map(([p]) => p.label));
+    expect(bySlot(got)).toEqual([6, 7, 9, 10, 11]);
+    expect(got.has('tree[6][0]') && got.has('tree[11][3]')).toBe(true);
+    const why = [...r.proven].find(([p]) => p.label === 'tree[6][2]')![1];
+    expect(why.detail).toBe(
+      "slots 6-7, 9-11 of 'tree' are never written: every write indexes 0-5, 8 (constant indices and the generate loops over 'i', 'l' unrolled)",
+    );
+    // Not a 2-state matter: the 2-state count is unchanged.
+    expect(r.count).toBe(0);
+    // A parameter in the bounds at its default value (no -G): followed; with a -G, unknown.
+    const byP = tree(levels.replace('l <= $clog2(N)', 'l <= P'));
+    expect(bySlot(claimed(byP, points, { top: 'm', params: {} }))).toEqual([6, 7, 9, 10, 11]);
+    expect(claimed(byP, points, { top: 'm', params: { P: '3' } }).size).toBe(0);
+  });
+
+  it('constant indices in an always block: the slots none names are flagged, one slot says so', () => {
+    const src = mod([
+      '  logic [3:0] chain [0:7];',
+      '  always_ff @(posedge clk) begin',
+      '    chain[0] <= in;',
+      '    if (a[0]) chain[1] <= chain[0];',
+      '    chain[3] <= chain[1];',
+      '    chain[5:4] <= {chain[3], chain[3]};',
+      '  end',
+      '  assign o = chain[5];',
+    ]);
+    const r = twoStateUnreachable(slots('chain', 8, 4), () => src, { top: 'm', params: {} });
+    const got = [...r.proven].filter(([, q]) => q.kind === 'constant');
+    expect(bySlot(new Set(got.map(([p]) => p.label)))).toEqual([2, 6, 7]);
+    const one = mod([
+      '  logic [3:0] chain [0:2];',
+      '  always_ff @(posedge clk) begin chain[0] <= in; chain[2] <= chain[0]; end',
+      '  assign o = chain[2];',
+    ]);
+    const q = twoStateUnreachable(slots('chain', 3, 4), () => one, { top: 'm', params: {} });
+    expect([...q.proven].find(([p]) => p.label === 'chain[1][0]')![1].detail).toBe(
+      "slot 1 of 'chain' is never written: every write indexes 0, 2 (constant indices)",
+    );
+    // A packed array of words, numbered [H:0]: the same.
+    const packed = mod([
+      '  logic [3:0][3:0] pk;',
+      '  always_ff @(posedge clk) begin pk[0] <= in; pk[2] <= pk[0]; end',
+      '  assign o = pk[2];',
+    ]);
+    expect(bySlot(claimed(packed, slots('pk', 4, 4), { top: 'm', params: {} }))).toEqual([1, 3]);
+    // Numbered [0:H], the labels run the other way: not followed.
+    expect(claimed(packed.replace('[3:0][3:0] pk', '[0:3][3:0] pk'), slots('pk', 4, 4), { top: 'm', params: {} }).size).toBe(0);
+  });
+
+  it('look-alikes whose every slot a run may reach: a variable index, a loop reaching every slot, a runtime bound, the whole array', () => {
+    const arr = (body: string[]) => mod(['  logic [3:0] arr [0:7];', '  logic [3:0] other [0:7];', ...body, '  assign o = arr[a];']);
+    const none = (body: string[]) =>
+      expect(claimed(arr(body), slots('arr', 8, 4), { top: 'm', params: {} }), body.join(' ')).toEqual(new Set());
+    // The same array with one constant write: the rule fires, so each look-alike below is silent for its own reason.
+    expect(bySlot(claimed(arr(['  always_ff @(posedge clk) arr[0] <= in;']), slots('arr', 8, 4), { top: 'm', params: {} }))).toEqual([
+      1, 2, 3, 4, 5, 6, 7,
+    ]);
+    none(['  always_ff @(posedge clk) begin arr[0] <= in; arr[a] <= in; end']);
+    none(['  for (genvar i = 0; i < 8; i++) begin : g', "    assign arr[i] = in ^ 4'(i);", '  end']);
+    none(['  for (genvar i = 0; i < 8; i += 2) begin : g', '    assign arr[i] = in;', '    assign arr[i+1] = ~in;', '  end']);
+    none(['  always @(posedge clk) for (int i = 0; i < a; i++) arr[i] = in;']);
+    none(['  always @(posedge clk) for (int i = 0; i < 2; i++) arr[i] = in;']);
+    none(['  always_ff @(posedge clk) begin arr[0] <= in; arr <= other; end']);
+    none(["  always_ff @(posedge clk) if (a[0]) arr <= '{default: 0}; else arr[1] <= in;"]);
+    // A write at time 0 beside another write; a system task, a task and an instance port.
+    none(["  initial arr[5] = 4'h3;", '  always_ff @(posedge clk) arr[0] <= in;']);
+    none(['  initial $readmemh("x.hex", arr);', '  always_ff @(posedge clk) arr[0] <= in;']);
+    none([
+      '  task automatic put(output logic [3:0] x [0:7]); x[6] = 1; endtask',
+      '  always_ff @(posedge clk) begin arr[0] <= in; put(arr); end',
+    ]);
+    none(['  sub u_s (.q(arr));', '  always_ff @(posedge clk) arr[0] <= in;']);
+    // A function with an output argument, or a system function that fills one, inside an expression.
+    none([
+      "  function automatic logic f(output logic [3:0] x); x = 4'h1; return 1'b1; endfunction",
+      '  logic ok;',
+      '  always_ff @(posedge clk) begin arr[0] <= in; ok <= f(arr[a]); end',
+    ]);
+    none(['  integer fd, n;', '  always_ff @(posedge clk) begin arr[0] <= in; n = $fscanf(fd, "%h", arr[a]); end']);
+    // A loop bound that is not constant, a function in the index, a genvar shadowed in the process.
+    none(['  for (genvar i = 0; i < a; i++) begin : g', '    assign arr[i] = in;', '  end']);
+    none([
+      '  function automatic int base(int l); return l * 2; endfunction',
+      '  for (genvar i = 0; i < 2; i++) begin : g',
+      '    assign arr[base(i)] = in;',
+      '  end',
+    ]);
+    none(['  for (genvar i = 0; i < 2; i++) begin : g', '    always_ff @(posedge clk) begin int i; i = a; arr[i] <= in; end', '  end']);
+    // A hierarchical write from another module.
+    const r = twoStateUnreachable(
+      [...slots('arr', 8, 4), pt('toggle', 1, 'x', { file: '/d/o.sv', module: 'other', hier: 'tb.o', count: 2 })],
+      (f) => (f === FILE ? arr(['  always_ff @(posedge clk) arr[0] <= in;']) : "module other;\n  initial tb.uut.arr[3] = 4'h1;\nendmodule"),
+      { top: 'm', params: {} },
+    );
+    expect([...r.proven].filter(([, q]) => q.kind === 'constant')).toEqual([]);
+  });
+});
+
 describe('reasons on the uncovered list, the ceiling and the text for people', () => {
   it('every uncovered point gets a reason; the ceiling leaves the proven ones out; the scored figure stays', () => {
     const src = mod(['  logic [3:0] spare;', '  always @(posedge clk) o <= in ^ spare;']);

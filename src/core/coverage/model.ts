@@ -92,7 +92,7 @@ export type Exclusion = 'dead-param' | 'constant' | 'unreachable-2state';
  * - `dead-param`: code under a condition on parameters that is false under the elaborated values
  *   (`enable` says how to turn it on: `-G NAME=value` for the top's parameters);
  * - `constant`: a signal bit that cannot change (tied to a constant, never assigned, written only
- *   at time 0, a field no assignment writes);
+ *   at time 0, a field no assignment writes, an array slot no write's index can reach);
  * - `unreachable-2state`: reachable only with X or Z, which Verilator does not have;
  * - `not-hit`: reachable as far as the analysis knows; the stimulus did not get there.
  */

@@ -238,7 +238,23 @@ export function evalConst(toks: Tok[] | string[], fixed: Map<string, bigint | nu
       const right = expr(PREC[op] + 1);
       if (left === null || right === null) return null;
       if ((op === '/' || op === '%') && right === 0n) return null;
-      left = { '|': left | right, '^': left ^ right, '&': left & right, '<<': left << right, '>>': left >> right, '+': left + right, '-': left - right, '*': left * right, '/': left / right, '%': left % right }[op]!;
+      // One operation, computed alone: `x / 0` must not be worked out beside `x + 0`; a shift by
+      // a huge or negative amount is no value this reader needs.
+      if ((op === '<<' || op === '>>') && (right < 0n || right > 4096n)) return null;
+      const a: bigint = left;
+      const ops: Record<string, () => bigint> = {
+        '|': () => a | right,
+        '^': () => a ^ right,
+        '&': () => a & right,
+        '<<': () => a << right,
+        '>>': () => a >> right,
+        '+': () => a + right,
+        '-': () => a - right,
+        '*': () => a * right,
+        '/': () => a / right,
+        '%': () => a % right,
+      };
+      left = ops[op]();
     }
     return left;
   };
