@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -11,5 +13,9 @@ export default defineConfig({
     // Simulations are CPU-bound: two at a time use both cores of the CI machine.
     maxWorkers: 2,
     minWorkers: 1,
+    // `chorus generate/refine/sim` write a run folder beside the design by default: in the suites
+    // it goes to the temporary folder instead of the repository's examples (the run-folder tests
+    // unset it to check the default).
+    env: { CHORUS_OUT_DIR: join(tmpdir(), 'chorus-test-runs') },
   },
 });

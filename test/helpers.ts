@@ -71,3 +71,18 @@ export function runResult(fields: Partial<RunResult> = {}): RunResult {
     ...fields,
   };
 }
+
+/** A testbench of examples/counter that never finishes: only the wall-clock limit stops it. */
+export const foreverCounterTb = `\`timescale 1ns/1ps
+module tb_forever;
+  logic clk = 0, rst_n = 0, en = 1, load = 0, up = 1;
+  logic [7:0] din = 0;
+  logic [7:0] count;
+  logic wrap;
+  counter uut (.*);
+  initial begin
+    #3 rst_n = 1;
+    forever #1 clk = ~clk;
+  end
+endmodule
+`;

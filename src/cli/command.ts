@@ -9,7 +9,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DESIGN_OPTIONS } from './designOptions.js';
 import { EXIT } from './terminal.js';
 import { StatusLine } from './progress.js';
-import { safeText } from '../core/run/frontEnd.js';
+import { closest, safeText } from '../core/run/frontEnd.js';
 import { DesignError } from '../core/run/sources.js';
 import { ToolchainError } from '../core/run/toolchain.js';
 import { ModelError, ContextBudgetError } from '../core/run/models.js';
@@ -121,17 +121,17 @@ function parseCommand<O extends Options>(name: string, argv: string[], options: 
     process.stderr.write(`chorus ${name}: ${safeText(msg)}\n`);
     return EXIT.usage;
   };
+  const table = { ...(takesDesign ? DESIGN_OPTIONS : {}), ...options, help: { type: 'boolean', short: 'h' } } as AllOptions<O>;
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv,
+      args: negativeValues(takesDesign ? verilatorStyle(argv) : argv, table),
       allowPositionals: true,
       strict: true,
-      options: { ...(takesDesign ? DESIGN_OPTIONS : {}), ...options, help: { type: 'boolean', short: 'h' } } as AllOptions<O>,
+      options: table,
     });
   } catch (e) {
-    process.stderr.write(`chorus ${name}: ${(e as Error).message}\n\n${help}`);
-    return EXIT.usage;
+    return fail(usageMessage(e as Error & { code?: string }, argv, table, name));
   }
   if ((parsed.values as { help?: boolean }).help) {
     process.stdout.write(help);
@@ -140,10 +140,98 @@ function parseCommand<O extends Options>(name: string, argv: string[], options: 
   return { values: parsed.values, positionals: parsed.positionals, fail };
 }
 
-/** A numeric option: the default when absent, an error naming the option when malformed. */
-export function numberOption(name: string, v: string | undefined, dflt: number, min = 0): number {
+/**
+ * Verilator's (and xrun's, VCS's) spellings of the design options, as engineers type them, turned
+ * into chorus's: `+incdir+a+b` (-I a -I b), `+define+X=1+Y` (-D X=1 -D Y), `+libext+.v+.sv`
+ * (--libext), and `--verilator-arg -Wno-WIDTH` (a value starting with a dash, which parseArgs
+ * would otherwise take for an option). Everything after `--` is left alone.
+ */
+export function verilatorStyle(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const plus = /^\+(incdir|define|libext)\+(.*)$/.exec(a);
+    if (plus) {
+      const flag = plus[1] === 'incdir' ? '-I' : plus[1] === 'define' ? '-D' : '--libext';
+      for (const v of plus[2].split('+').filter(Boolean)) out.push(`${flag}=${v}`.replace(/^-([ID])=/, '-$1'));
+    } else if (a === '--verilator-arg' && i + 1 < argv.length) out.push(`--verilator-arg=${argv[++i]}`);
+    else out.push(a);
+  }
+  return out;
+}
+
+/** `--rounds -1` as `--rounds=-1`: a negative number after a valued option is its value (the
+ * range check then names the option), not an unknown option `-1`. */
+function negativeValues(argv: string[], table: Options): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') return [...out, ...argv.slice(i)];
+    const next = argv[i + 1];
+    if (/^--[\w-]+$/.test(a) && next !== undefined && /^-[\d.]/.test(next) && table[a.slice(2)]?.type === 'string') {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+type ParseError = Error & { code?: string };
+
+/** One line for a parseArgs error: the option, the closest known one, where the list is. */
+export function usageMessage(e: ParseError, argv: string[], table: Options, name: string): string {
+  const see = `chorus ${name} --help lists the options`;
+  const known = Object.entries(table).flatMap(([long, o]) => [`--${long}`, ...(o.short ? [`-${o.short}`] : [])]);
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const reported = /Unknown option '([^']+)'/.exec(e.message)?.[1] ?? '';
+    // parseArgs reports `-Wno-X` as '-W' (a short option group): name what was typed.
+    const typed = (argv.find((a) => a === reported || a.startsWith(reported)) ?? reported).replace(/=.*$/, '');
+    if (/^(-W|-O|--x-|--timing$|--no-timing$|--bbox|\+1[0-9]{3})/.test(typed))
+      return `unknown option '${typed}': a Verilator option? pass it with --verilator-arg ${typed} (${see})`;
+    const guess = closest(typed, known);
+    return `unknown option '${typed}'${guess ? `; did you mean ${guess}?` : ''} (${see})`;
+  }
+  const missing = /Option '(-\w, )?(--[\w-]+) <value>' argument missing/.exec(e.message);
+  if (missing) return `option ${missing[2]} needs a value (${see})`;
+  return `${e.message.split('\n')[0]} (${see})`;
+}
+
+export interface NumberRange {
+  /** Largest value allowed. */
+  max?: number;
+  /** The value must be above `min`, not equal to it (timeouts: > 0). */
+  above?: boolean;
+  /** A whole number (rounds, samples, seeds). */
+  integer?: boolean;
+}
+
+/** A numeric option: the default when absent, an error naming the option and its range when
+ * malformed or out of range. */
+export function numberOption(name: string, v: string | undefined, dflt: number, min = 0, range: NumberRange = {}): number {
   if (v === undefined) return dflt;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min}, got '${v}'`);
+  const n = v.trim() === '' ? NaN : Number(v);
+  const max = range.max ?? Infinity;
+  const ok = Number.isFinite(n) && (range.above ? n > min : n >= min) && n <= max && (!range.integer || Number.isInteger(n));
+  if (!ok) {
+    const kind = range.integer ? 'a whole number' : 'a number';
+    const span = Number.isFinite(max) ? `from ${min} to ${max}` : `${range.above ? '>' : '>='} ${min}`;
+    throw new Error(`--${name} must be ${kind} ${span}, got '${v}'`);
+  }
   return n;
+}
+
+/**
+ * The exit code of a finished simulation (README "Exit code"): 0 it ran and coverage was measured;
+ * 2 the design is at fault (a combinational loop in the DUT that does not settle, any error the
+ * record pins on the DUT) or the harness could not run it (exception); 1 the testbench failed.
+ */
+export function exitCodeFor(r: { status: string; diagnostics?: Array<{ severity: string; origin?: string; code?: string }> }): number {
+  if (r.status === 'success') return EXIT.ok;
+  if (r.status === 'exception') return EXIT.usage;
+  const dutFault = (r.diagnostics ?? []).some((d) => d.severity === 'error' && d.origin === 'dut' && d.code === 'CHORUS-COMBLOOP');
+  return dutFault ? EXIT.usage : EXIT.failed;
 }

@@ -3,15 +3,28 @@
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { DesignOptions } from '../core/run/design.js';
-import { findProjectFile, projectToDesign, readProjectFile, withDiscovered, writeProjectFile, PROJECT_FILE } from '../core/run/sources.js';
+import {
+  checkVerilatorArgs,
+  findProjectFile,
+  projectToDesign,
+  readProjectFile,
+  withDiscovered,
+  writeProjectFile,
+  PROJECT_FILE,
+} from '../core/run/sources.js';
 import type { ProjectFile } from '../core/design/types.js';
 
 export const DESIGN_OPTIONS = {
   top: { type: 'string' },
   filelist: { type: 'string', short: 'f', multiple: true },
+  'filelist-relative': { type: 'string', short: 'F', multiple: true },
   include: { type: 'string', short: 'I', multiple: true },
   define: { type: 'string', short: 'D', multiple: true },
   param: { type: 'string', short: 'G', multiple: true },
+  library: { type: 'string', short: 'v', multiple: true },
+  'library-dir': { type: 'string', short: 'y', multiple: true },
+  libext: { type: 'string', multiple: true },
+  'verilator-arg': { type: 'string', multiple: true },
   core: { type: 'string' },
   'manifest-target': { type: 'string' },
   'cores-root': { type: 'string', multiple: true },
@@ -24,10 +37,22 @@ export const DESIGN_HELP = `Design (files, folders, a manifest, or chorus.json):
                         left out and listed), or a FuseSoC .core / Bender.yml (or a folder holding
                         one), read by fusesoc / bender themselves; with none, ./chorus.json
   --top <module>        DUT top module (needed when the files hold several top candidates)
-  -f <files.f>          EDA file list (+incdir+, +define+, -v, nested -f); repeatable
-  -I <dir>              include directory; repeatable
-  -D <NAME[=VALUE]>     define; repeatable
-  -G <NAME=VALUE>       DUT top parameter override; repeatable
+  -f <files.f>          EDA file list (+incdir+, +define+, -I, -D, -G, -v, -y, +libext+, nested
+                        -f/-F, allowed Verilator options); paths relative to the working folder;
+                        repeatable (--filelist)
+  -F <files.f>          the same, paths relative to the list's own folder (--filelist-relative)
+  -I <dir>, +incdir+<dir>[+<dir>...]
+                        include directory; repeatable (--include)
+  -D <NAME[=VALUE]>, +define+<NAME[=VALUE]>[+...]
+                        define; repeatable (--define)
+  -G <NAME=VALUE>       DUT top parameter override; repeatable (--param)
+  -v <file>             library file: its modules are used only where referenced (--library)
+  -y <dir>              library folder: its files (see +libext+) are library files (--library-dir)
+  +libext+.v+.sv        extensions of -y folders' files (default .v .sv; --libext .sv)
+  --verilator-arg <arg> pass a Verilator option through (repeatable; an allowlist: -Wno-<CODE>,
+                        -Wall, --timing/--no-timing, -O<n>, --x-assign/--x-initial <v>,
+                        --bbox-unsup, +1800-2017ext+ ...; nothing that writes files, runs
+                        programs or changes paths; README "Command line conventions")
   --core <vlnv>         FuseSoC core to read (default: the one the .core file declares)
   --manifest-target <t> FuseSoC target (default 'default'); Bender targets, comma-separated
   --cores-root <dir>    FuseSoC core search folder (default: the repository root); repeatable
@@ -38,9 +63,14 @@ export const DESIGN_HELP = `Design (files, folders, a manifest, or chorus.json):
 interface DesignValues {
   top?: string;
   filelist?: string[];
+  'filelist-relative'?: string[];
   include?: string[];
   define?: string[];
   param?: string[];
+  library?: string[];
+  'library-dir'?: string[];
+  libext?: string[];
+  'verilator-arg'?: string[];
   core?: string;
   'manifest-target'?: string;
   'cores-root'?: string[];
@@ -74,7 +104,7 @@ export function testbenchAndDesign(v: DesignValues & { tb?: string }, positional
  * the working folder when nothing else is given). Throws with the next step when nothing is. */
 export function designFromArgs(v: DesignValues, positionals: string[], cwd = process.cwd()): CliDesign {
   const named = positionals.find((p) => basename(p) === PROJECT_FILE);
-  const nothing = positionals.length === 0 && !v.filelist?.length;
+  const nothing = positionals.length === 0 && !v.filelist?.length && !v['filelist-relative']?.length;
   const projectPath = named ? resolve(cwd, named) : nothing ? findProjectFile(cwd, cwd) : null;
   if (nothing && !projectPath)
     throw new Error(`name the design: files, a folder, a manifest (.core, Bender.yml) or -f files.f (no ${PROJECT_FILE} in ${cwd})`);
@@ -85,6 +115,12 @@ export function designFromArgs(v: DesignValues, positionals: string[], cwd = pro
     ...base,
     files: [...base.files, ...rest.map((p) => resolve(cwd, p))],
     fileLists: [...(base.fileLists ?? []), ...(v.filelist ?? []).map((p) => resolve(cwd, p))],
+    relativeFileLists: [...(base.relativeFileLists ?? []), ...(v['filelist-relative'] ?? []).map((p) => resolve(cwd, p))],
+    libraryFiles: [...(base.libraryFiles ?? []), ...(v.library ?? []).map((p) => resolve(cwd, p))],
+    libraryDirs: [...(base.libraryDirs ?? []), ...(v['library-dir'] ?? []).map((p) => resolve(cwd, p))],
+    libext: [...(base.libext ?? []), ...(v.libext ?? [])],
+    // Checked here too, so that a refused one is a usage error before anything runs.
+    verilatorArgs: [...(base.verilatorArgs ?? []), ...checkVerilatorArgs(v['verilator-arg'] ?? [])],
     includeDirs: [...(base.includeDirs ?? []), ...(v.include ?? []).map((p) => resolve(cwd, p))],
     defines: [...(base.defines ?? []), ...(v.define ?? [])],
     params: [...(base.params ?? []), ...(v.param ?? [])],
@@ -130,6 +166,7 @@ export function saveProject(
     if (o.includeDirs?.length) p.includeDirs = o.includeDirs.map(rel);
     if (o.defines?.length) p.defines = o.defines;
     if (o.params?.length) p.params = o.params;
+    if (o.verilatorArgs?.length) p.verilatorArgs = o.verilatorArgs;
     if (o.manifest) {
       p.manifest = rel(o.manifest.path);
       if (o.manifest.core) p.core = o.manifest.core;

@@ -21,7 +21,7 @@ import type { EvalFormat } from '../core/eval/task.js';
 import type { ModelConfig } from '../core/llm/factory.js';
 import { createBackend, describeModel, ModelError } from '../core/run/models.js';
 import type { ModelBackend, SamplingParams } from '../core/llm/backend.js';
-import { MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
+import { MODEL_HELP, MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
 import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { canRedraw } from './terminal.js';
 import { SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
@@ -33,7 +33,7 @@ import { pct as formatPct, safeJson } from '../core/run/frontEnd.js';
 /** Percentages as the eval reports print them (one decimal). */
 const pct = (x: number | null | undefined): string => formatPct(x, 1);
 
-const HELP = `Usage: chorus eval --suite <path> [row] [options]
+export const HELP = `Usage: chorus eval --suite <path> [row] [options]
 
 Runs every task of a benchmark suite and reports Pass@1, Pass@5, Cov@1, Cov@5 and the sim-pass
 rate (docs/protocol.md §5), per-round curves, token and time usage.
@@ -44,20 +44,11 @@ Suite:
   --suite-format <kind>   verilog-eval | cvdp | llm4cov (default: detected)
   --tasks <id,id,...>     only these tasks (an id, or its prefix before '_', e.g. Prob001)
   --limit <k>             only the first k tasks (after --tasks)
-Row (one of):
-  --model <dir>           a local ONNX checkpoint folder [--dtype q4|q4f16|fp32]
-  --endpoint <url>        an OpenAI-compatible server, with --model-name <served name>
-                          (API key from CHORUS_API_KEY or OPENAI_API_KEY)
+Row (one of; none: the built-in generator, and it says so):
   --generator builtin     the built-in model-free generator (samples use different seeds)
   --reference             simulate the suite's reference testbench (1 sample)
-  (none: the built-in generator, and it says so)
-Sampling (model rows; PROTOCOL §4 defaults):
-  --temperature <t>       default 0.7
-  --top-p <p>             default 0.8
-  --max-tokens <n>        new tokens per reply, default 16384
-  --context-length <n>    the model's context when the server does not report it
-  --allow-download        let --model name a model to download
-Run:
+  a model, with the options below (--model or --endpoint; sampling defaults: PROTOCOL §4)
+${MODEL_HELP}Run:
   --samples <n>           samples per task (default ${DEFAULT_EVAL_SAMPLES})
   --rounds <n>            refinement rounds after the first generation (default ${DEFAULT_ROUNDS})
   --history <mode>        markov (default, PROTOCOL §3) | full
@@ -78,7 +69,7 @@ Exit code: 0 the run finished (task errors are in the report), 2 usage or suite 
 130 interrupted (the report covers the finished samples; --resume continues).
 `;
 
-const OPTIONS = {
+export const OPTIONS = {
   suite: { type: 'string' },
   'suite-format': { type: 'string' },
   ...MODEL_OPTIONS,
@@ -145,12 +136,12 @@ async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<
       throw new Error(
         '--simulator picks the simulator here; with --scorer the reward services simulate (start them with `chorus serve --simulator`)',
       );
-    samples = Math.floor(numberOption('samples', o.samples, DEFAULT_EVAL_SAMPLES, 1));
-    rounds = Math.floor(numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0));
-    workers = Math.floor(numberOption('workers', o.workers, availableParallelism(), 1));
-    seed = Math.floor(numberOption('seed', o.seed, DEFAULT_SEED));
-    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 1);
-    limit = o.limit === undefined ? undefined : Math.floor(numberOption('limit', o.limit, 0, 1));
+    samples = numberOption('samples', o.samples, DEFAULT_EVAL_SAMPLES, 1, { integer: true });
+    rounds = numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0, { integer: true });
+    workers = numberOption('workers', o.workers, availableParallelism(), 1, { integer: true });
+    seed = numberOption('seed', o.seed, DEFAULT_SEED, 0, { integer: true });
+    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 0, { above: true });
+    limit = o.limit === undefined ? undefined : numberOption('limit', o.limit, 0, 1, { integer: true });
   } catch (e) {
     return fail((e as Error).message);
   }

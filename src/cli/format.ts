@@ -1,7 +1,7 @@
 // Human-readable summary of a result record for the terminal.
 import type { SimResult } from '../core/sim/result.js';
 import type { CoverageFigures } from '../core/coverage/model.js';
-import { formatDiagnostic, pct, safeText } from '../core/run/frontEnd.js';
+import { formatDiagnostic, humanStatus, pct, safeText } from '../core/run/frontEnd.js';
 import { safeResult } from '../core/run/coverage.js';
 import { assertionCount, assertionSummary, failureReason, thousands, uncoveredByReason } from '../core/run/coverage.js';
 
@@ -26,7 +26,7 @@ export function formatSimResult(result: SimResult, opts: { color?: boolean; maxE
     `${r.tbTop ?? 'testbench'} on ${r.dutTop} (${r.simulator.name} ${r.simulator.version.replace(/^Verilator /, '')}; jail: ${r.protection.jail})`,
   );
   lines.push(
-    `status: ${ok ? c('32', r.status) : c('31', r.status)}  stage: ${r.stage}  reward: ${r.reward.toFixed(4)}  time: ${t.total.toFixed(2)}s${stageTimes ? ` (${stageTimes})` : ''}`,
+    `status: ${ok ? c('32', humanStatus(r.status)) : c('31', humanStatus(r.status))}  stage: ${r.stage}  reward: ${r.reward.toFixed(4)}  time: ${t.total.toFixed(2)}s${stageTimes ? ` (${stageTimes})` : ''}`,
   );
   // The design's own assertions, from the harness's record: said before the figure they qualify.
   const broke = assertionSummary(r.dutAssertions);
@@ -68,7 +68,7 @@ export function formatSimResult(result: SimResult, opts: { color?: boolean; maxE
 /** A round's verdict in one line: the status and, for a failed run, why (from the record's own
  * fields: failureReason), or the broken DUT assertions of a run that succeeded. */
 export function verdictText(result: SimResult): string {
-  if (result.status !== 'success') return safeText(failureReason(result));
+  if (result.status !== 'success') return safeText(failureReason(result).replace(/^\w+/, humanStatus(result.status)));
   const n = assertionCount(result.dutAssertions ?? []);
   return n ? `success (illegal stimulus: broke the design's assertions ${thousands(n)} time${n === 1 ? '' : 's'})` : 'success';
 }

@@ -4,6 +4,10 @@
 // says so).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder, type RunRound } from '../core/run/runFolder.js';
+import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
+import { terminable } from './termination.js';
+import { StageProgress } from './progress.js';
 import { loadDesign } from '../core/run/design.js';
 import type { DesignInfo, DesignSpec } from '../core/design/types.js';
 import { overallCoverage } from '../core/run/coverage.js';
@@ -23,7 +27,16 @@ import { runGeneration, type GenerationRequest, type GenerationResult, type Gene
 import type { HistoryMode } from '../core/agent/types.js';
 import type { NamedText } from '../core/agent/protocol.js';
 import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
-import { contextBudgetError, designError, modelError, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
+import {
+  contextBudgetError,
+  designError,
+  exitCodeFor,
+  modelError,
+  numberOption,
+  runCommand,
+  toolchainError,
+  type CommandRun,
+} from './command.js';
 import { useColor } from './terminal.js';
 import { formatSimResult, verdictText } from './format.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
@@ -32,7 +45,7 @@ import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOp
 import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
 import type { ScoreMode } from '../core/run/simulators.js';
 
-const HELP = `Usage: chorus generate <design files | folder | .core | Bender.yml> [options]
+export const HELP = `Usage: chorus generate <design files | folder | .core | Bender.yml> [options]
 
 Writes a stimulus testbench that maximizes the design's coverage: one generation, then refinement
 rounds fed with the simulator's log and coverage report, and prints the coverage of each round.
@@ -49,17 +62,19 @@ ${DESIGN_HELP}${MODEL_HELP}Generation:
   --seed <n>            stimulus / sampling seed (default ${DEFAULT_SEED})
   --timeout <s>         wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
   --stream              echo the model's text to stderr as it is generated
+  --warm-start          with a model: the built-in generator runs first and its best testbench is
+                        round 1, which the model's rounds refine (not the paper's protocol; off)
   --keep-params         built-in generator: never scale down parameters that put terminal counts
                         out of reach (it says which it scaled; -G values are never scaled)
 ${SIMULATOR_HELP}${SCORE_HELP}Output:
-  --out <file>          where to write the testbench (default: the model's file name, or
-                        tb_<top>.sv, beside the first design file; an existing file is never
-                        overwritten: a free name is chosen)
+  --out <file>          also write the best testbench to this file (it is always in the run folder
+                        as tb_<top>.sv)
   --force               overwrite --out if it exists
-  --json                print the run record as JSON on stdout
+${RUN_OUTPUT_HELP}  --json                print the run record as JSON on stdout
 
 Exit status: 0 when the best testbench ran and coverage was measured, 1 when no testbench ran,
-2 for usage, design or model errors, 130 when interrupted.
+2 for usage, design or model errors (a combinational loop in the DUT is a design error), 130
+when interrupted.
 `;
 
 export function freeName(path: string): string {
@@ -79,9 +94,10 @@ interface Ctx {
   signal: AbortSignal;
   log: (s: string) => void;
   status: StatusLine;
+  progress: StageProgress;
 }
 
-const OPTIONS = {
+export const OPTIONS = {
   ...MODEL_OPTIONS,
   rounds: { type: 'string' },
   samples: { type: 'string' },
@@ -97,6 +113,7 @@ const OPTIONS = {
   'keep-params': { type: 'boolean' },
   ...SIMULATOR_OPTION,
   ...SCORE_OPTION,
+  ...RUN_OUTPUT_OPTIONS,
   out: { type: 'string' },
   force: { type: 'boolean' },
   json: { type: 'boolean' },
@@ -106,7 +123,7 @@ export function runGenerate(argv: string[]): Promise<number> {
   return runCommand(
     argv,
     { name: 'generate', options: OPTIONS, help: HELP, errors: [designError, toolchainError, modelError, contextBudgetError] },
-    generateCommand,
+    (run) => terminable(run.signal, (signal) => generateCommand({ ...run, signal })),
   );
 }
 
@@ -127,13 +144,13 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
     score: ScoreMode;
   const history = (o.history ?? 'markov') as HistoryMode;
   try {
-    rounds = Math.floor(numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0));
+    rounds = numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0, { integer: true });
     simulator = simulatorOption(o.simulator);
     score = scoreOption(o.score, cliDesign.project?.score);
-    samples = Math.floor(numberOption('samples', o.samples, DEFAULT_GENERATE_SAMPLES, 1));
-    target = numberOption('target', o.target, DEFAULT_TARGET * 100) / 100;
-    seed = Math.floor(numberOption('seed', o.seed, DEFAULT_SEED));
-    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 1);
+    samples = numberOption('samples', o.samples, DEFAULT_GENERATE_SAMPLES, 1, { integer: true });
+    target = numberOption('target', o.target, DEFAULT_TARGET * 100, 0, { max: 100 }) / 100;
+    seed = numberOption('seed', o.seed, DEFAULT_SEED, 0, { integer: true });
+    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 0, { above: true });
     model = modelConfig(o);
     if (history !== 'markov' && history !== 'full') throw new Error(`--history must be markov or full, got '${o.history}'`);
     if (!model && (o.spec?.length || o.instruction || o.samples || o.stream || o['warm-start']))
@@ -141,8 +158,12 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   } catch (e) {
     return fail((e as Error).message);
   }
-  if (o.out && existsSync(resolve(o.out)) && !o.force) {
-    return fail(`${resolve(o.out)} exists; choose another --out or pass --force to overwrite it`);
+  // Every place this run writes, checked before any work starts.
+  let plan;
+  try {
+    plan = planRunOutput(o, positionals);
+  } catch (e) {
+    return fail((e as Error).message);
   }
   let specs: NamedText[] = [];
   for (const f of o.spec ?? []) {
@@ -159,18 +180,21 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   for (const n of notes) process.stderr.write(`note: ${n}\n`);
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
   if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
-  const ctx: Ctx = { design, info, rounds, target, signal, log, status };
+  const runDir = openRunFolder(plan.root, info.top);
+  const progress = new StageProgress(status);
+  const recorder = recordingSimulator(simulator, progress.onStage);
+  const ctx: Ctx = { design, info, rounds, target, signal, log, status, progress };
   const request: GenerationRequest = {
     design,
     info,
     model,
-    simulator,
+    simulator: recorder.simulator,
     rounds,
     target,
     seed,
     instance: o.instance ?? DEFAULT_INSTANCE,
     keepParams: o['keep-params'] === true,
-    limits: { timeoutS },
+    limits: { timeoutS, buildMemoryLimitMb: plan.memoryLimitMb },
     ...(score !== 'paper' ? { score } : {}),
     ...(model
       ? {
@@ -183,33 +207,54 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
         }
       : {}),
   };
-  const outcome = await generate(ctx, request, { stream: o.stream ?? false });
+  let outcome: Outcome;
+  try {
+    outcome = await generate(ctx, request, { stream: o.stream ?? false });
+  } finally {
+    progress.stop();
+  }
   status.clear();
-  if (!outcome.best) {
+  const oom = outcome.rounds.map((r) => outOfMemoryHint(r.result, plan.memoryLimitMb)).find(Boolean);
+  if (oom) log(`${oom}\n`);
+  // The run folder: every round, the best testbench, its coverage, the record (runFolder.ts).
+  const tbFile = `tb_${info.top}.sv`;
+  const best = outcome.best;
+  const bestPath = best ? join(runDir, tbFile) : null;
+  const outPath = best && o.out ? resolve(o.out) : null;
+  const record = { ...outcome.record, out: outPath ?? bestPath, run_dir: runDir };
+  writeRunFolder(runDir, {
+    top: info.top,
+    rounds: outcome.rounds,
+    best: best ? { testbench: best.testbench, result: best.result, recorded: recorder.recorded(best.result), fileName: tbFile } : null,
+    summary: record,
+    designFiles: [...design.files, ...design.libraryFiles],
+  });
+  if (!best) {
     log('no testbench: no reply held a parsable testbench; see the rounds above\n');
-    if (o.json) process.stdout.write(safeJson(outcome.record) + '\n');
+    log(`run folder: ${safeLine(runDir)}\n`);
+    if (o.json) process.stdout.write(safeJson(record) + '\n');
     return signal.aborted ? 130 : 1;
   }
-  // Beside the top module's file (the first file may be a package from a dependency).
-  const topFile = info.modules.find((m) => m.name === info.top)?.file;
-  const outPath = o.out
-    ? resolve(o.out)
-    : freeName(join(dirname(topFile && existsSync(topFile) ? topFile : design.files[design.files.length - 1]), outcome.best.name));
-  mkdirSync(dirname(outPath), { recursive: true });
-  writeFileSync(outPath, outcome.best.testbench.endsWith('\n') ? outcome.best.testbench : outcome.best.testbench + '\n');
+  if (outPath) {
+    mkdirSync(dirname(outPath), { recursive: true });
+    writeFileSync(outPath, best.testbench.endsWith('\n') ? best.testbench : best.testbench + '\n');
+  }
   if (o.json) {
-    process.stdout.write(safeJson({ ...outcome.record, out: outPath }) + '\n');
+    process.stdout.write(safeJson(record) + '\n');
   } else {
-    log(`best: ${outcome.best.label}, written to ${safeLine(outPath)}\n\n`);
-    log(formatSimResult(outcome.best.result, { color: useColor(process.stdout) }));
+    log(`best: ${best.label}, written to ${safeLine(outPath ?? bestPath!)}\n`);
+    log(`run folder: ${safeLine(runDir)} (every round, coverage.html, coverage.info, junit.xml, summary.json)\n\n`);
+    log(formatSimResult(best.result, { color: useColor(process.stdout) }));
   }
   if (signal.aborted) return 130;
-  return outcome.best.result.status === 'success' ? 0 : 1;
+  return exitCodeFor(best.result);
 }
 
 interface Outcome {
   best: { testbench: string; name: string; result: SimResult; label: string } | null;
   record: Record<string, unknown>;
+  /** Every attempt as the run folder shows it. */
+  rounds: RunRound[];
 }
 
 /** The CLI's view of a run: the lines it prints per round, then the --json record. */
@@ -234,6 +279,7 @@ async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }):
     req,
     (e) => {
       const tag = samples > 1 && 'sample' in e ? `sample ${e.sample + 1} ` : '';
+      if (e.type === 'round-start') c.progress.setLabel(`${tag}round ${e.round + 1}/${total}`);
       if (e.type === 'progress') c.status.set(e.message);
       else if (e.type === 'note') c.log(`note: ${safeText(e.message)}\n`);
       else if (e.type === 'text') {
@@ -245,18 +291,28 @@ async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }):
       } else if (e.type === 'sim-start') {
         if (a.stream) process.stderr.write('\n');
         c.status.set(`${tag}round ${e.round + 1}/${total}: simulating`);
+        c.progress.setLabel(`${tag}round ${e.round + 1}/${total}`);
       } else if (e.type === 'warning') c.log(`warning: ${tag}round ${e.round + 1}: ${safeText(e.message)}\n`);
-      else if (e.type === 'round-end') c.log(roundLine(e.entry, total, samples > 1 ? `sample ${e.entry.sample + 1} ` : ''));
+      else if (e.type === 'round-end') {
+        c.progress.idle();
+        c.log(roundLine(e.entry, total, samples > 1 ? `sample ${e.entry.sample + 1} ` : ''));
+      }
     },
     c.signal,
   );
   for (const p of run.scaledParams)
     c.log(`parameter ${p.name} instantiated as ${p.value} instead of ${p.was}: ${p.why} (--keep-params keeps it)\n`);
   const record = run.engine === 'builtin' ? builtinRecord(run) : modelRecord(run, req);
+  const rounds: RunRound[] = run.attempts.map((r) => ({
+    label: `${samples > 1 ? `sample-${r.sample + 1}-` : ''}round-${r.round + 1}`,
+    testbench: r.testbench,
+    result: r.result,
+    failure: r.error ? `model error (${r.error.kind}): ${r.error.message}` : (r.notes[0] ?? 'no testbench in the reply'),
+  }));
   const b = run.best;
-  if (!b?.testbench || !b.result) return { best: null, record };
+  if (!b?.testbench || !b.result) return { best: null, record, rounds };
   const label = `${samples > 1 ? `sample ${b.sample + 1}, ` : ''}round ${b.round + 1}`;
-  return { best: { testbench: b.testbench, name: b.filename ?? run.tbName, result: b.result, label }, record };
+  return { best: { testbench: b.testbench, name: b.filename ?? run.tbName, result: b.result, label }, record, rounds };
 }
 
 function roundLine(r: GenerationRound, total: number, tag: string): string {

@@ -5,7 +5,7 @@ import { runRefine } from './refine.js';
 import { runServe } from './serve.js';
 import { runEval } from './eval.js';
 import { EXIT, chorusVersion } from './terminal.js';
-import { safeText } from '../core/run/frontEnd.js';
+import { closest, safeText } from '../core/run/frontEnd.js';
 
 const HELP = `chorus: coverage-driven SystemVerilog testbench tooling
 
@@ -25,17 +25,21 @@ Usage:
       training and for remote scoring (docs/reward-service.md).
   chorus sim --top <module> --tb <testbench.sv> <design files...> [options]
       Compile and run a testbench against the design, print coverage (or --json the result record).
-  chorus help | --version
+  chorus help [command] | --version
 
-Run 'chorus <command> --help' for a command's options.
+Run 'chorus <command> --help' (or 'chorus help <command>') for a command's options.
 
 Exit codes: 0 success; 1 the testbench (or a task) failed; 2 usage, design or toolchain error
 (the message says what to fix); 70 internal error (a bug: please report it); 130 interrupted.
 Colour: on a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR=1 forces it.
 `;
 
+const COMMANDS = ['generate', 'refine', 'eval', 'serve', 'sim'];
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
+  // `chorus help <command>` is `chorus <command> --help`: one help text per command.
+  if (cmd === 'help' && rest.length) return main([rest[0], '--help']);
   switch (cmd) {
     case 'sim':
       return runSim(rest);
@@ -62,9 +66,13 @@ export async function main(argv: string[]): Promise<number> {
     case 'version':
       process.stdout.write(`chorus ${await chorusVersion()}\n`);
       return EXIT.ok;
-    default:
-      process.stderr.write(`chorus: unknown command '${cmd}'\n\n${HELP}`);
+    default: {
+      const guess = closest(cmd, COMMANDS);
+      process.stderr.write(
+        `chorus: unknown command '${safeText(cmd)}'${guess ? `; did you mean ${guess}?` : ''} (commands: ${COMMANDS.join(', ')}; chorus help lists them)\n`,
+      );
       return EXIT.usage;
+    }
   }
 }
 

@@ -66,7 +66,7 @@ interface ModelValues {
 
 /** The configured model, or null for the built-in generator. Throws a usage message on conflicts. */
 export function modelConfig(v: ModelValues): ModelConfig | null {
-  const ctx = v['context-length'] ? Math.floor(numberOption('context-length', v['context-length'], 0, 1)) : undefined;
+  const ctx = v['context-length'] ? numberOption('context-length', v['context-length'], 0, 1, { integer: true }) : undefined;
   if (v.endpoint) {
     if (!v['model-name']) throw new Error('--endpoint needs --model-name (the name the server serves the model under)');
     if (v.model) throw new Error('give either --model <dir> (local) or --endpoint <url>, not both');
@@ -85,7 +85,7 @@ export function modelConfig(v: ModelValues): ModelConfig | null {
     throw new Error(`--engine must be auto, llama or onnx, got '${engine}'`);
   const gpu = v.gpu ?? 'auto';
   if (gpu !== 'auto' && gpu !== 'cpu') throw new Error(`--gpu must be auto or cpu, got '${gpu}'`);
-  const threads = v.threads ? Math.floor(numberOption('threads', v.threads, 0, 1)) : undefined;
+  const threads = v.threads ? numberOption('threads', v.threads, 0, 1, { integer: true }) : undefined;
   const kvCache = v['kv-cache'] ?? 'auto';
   if (kvCache !== 'auto' && kvCache !== 'f16' && kvCache !== 'q8_0')
     throw new Error(`--kv-cache must be auto, f16 or q8_0, got '${kvCache}'`);
@@ -106,8 +106,8 @@ export function modelConfig(v: ModelValues): ModelConfig | null {
 export function samplingFrom(v: ModelValues, seed?: number): SamplingParams {
   return {
     temperature: numberOption('temperature', v.temperature, DEFAULT_SAMPLING.temperature),
-    topP: numberOption('top-p', v['top-p'], DEFAULT_SAMPLING.topP),
-    maxNewTokens: Math.floor(numberOption('max-tokens', v['max-tokens'], DEFAULT_SAMPLING.maxNewTokens, 1)),
+    topP: numberOption('top-p', v['top-p'], DEFAULT_SAMPLING.topP, 0, { above: true, max: 1 }),
+    maxNewTokens: numberOption('max-tokens', v['max-tokens'], DEFAULT_SAMPLING.maxNewTokens, 1, { integer: true }),
     ...(seed !== undefined ? { seed } : {}),
   };
 }

@@ -41,3 +41,65 @@ export class StatusLine {
     this.shown = false;
   }
 }
+
+/**
+ * Progress within a round (build, run, coverage) for big designs: on a terminal the status line
+ * shows the stage and its elapsed time, redrawn every second; elsewhere a stage that runs long gets
+ * a plain line on stderr (after 15 s, then every minute), so a log shows where a slow run is.
+ */
+export class StageProgress {
+  private label = '';
+  private stage = '';
+  private since = 0;
+  private lastPlain = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly tty: boolean;
+
+  constructor(
+    private readonly status: StatusLine,
+    private readonly stream: NodeJS.WriteStream = process.stderr,
+    private readonly plainAfterS = 15,
+  ) {
+    this.tty = canRedraw(stream);
+  }
+
+  /** What the coming stages belong to (`round 2/4`). */
+  setLabel(label: string): void {
+    this.label = label;
+  }
+
+  /** A stage started (SimRequest.onStage). */
+  onStage = (stage: string): void => {
+    const words: Record<string, string> = { check: 'checking', build: 'building', run: 'running', coverage: 'reading coverage' };
+    this.stage = words[stage] ?? stage;
+    this.since = performance.now();
+    this.lastPlain = 0;
+    this.draw();
+    if (!this.timer) {
+      this.timer = setInterval(() => this.draw(), 1000);
+      this.timer.unref();
+    }
+  };
+
+  private draw(): void {
+    if (!this.stage) return;
+    const s = (performance.now() - this.since) / 1000;
+    const text = `${this.label ? `${this.label}: ` : ''}${this.stage} (${formatDuration(s)})`;
+    if (this.tty) this.status.set(text);
+    else if (s >= this.plainAfterS && (this.lastPlain === 0 || s - this.lastPlain >= 60)) {
+      this.lastPlain = s;
+      this.stream.write(`${safeLine(`${this.label ? `${this.label}: ` : ''}still ${this.stage} after ${formatDuration(s)}`)}\n`);
+    }
+  }
+
+  /** The round is over: no more redraws until the next stage. */
+  idle(): void {
+    this.stage = '';
+  }
+
+  stop(): void {
+    this.stage = '';
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -3,7 +3,7 @@
 // engine's own simulation of the testbench. Writes the revision to a new file.
 import { DEFAULT_INSTANCE, DEFAULT_LIMITS } from '../core/run/defaults.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { loadDesign } from '../core/run/design.js';
 import { getSimulator } from '../core/run/simulators.js';
 import { describeModel } from '../core/run/models.js';
@@ -12,16 +12,28 @@ import type { LogKind, NamedText } from '../core/agent/protocol.js';
 import { overallCoverage } from '../core/run/coverage.js';
 import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
-import { contextBudgetError, designError, modelError, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
+import {
+  contextBudgetError,
+  designError,
+  exitCodeFor,
+  modelError,
+  numberOption,
+  runCommand,
+  toolchainError,
+  type CommandRun,
+} from './command.js';
 import { useColor } from './terminal.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
 import { formatSimResult, verdictText } from './format.js';
-import { freeName } from './generate.js';
+import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder, type RunRound } from '../core/run/runFolder.js';
+import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
+import { terminable } from './termination.js';
+import { StageProgress } from './progress.js';
 import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
 import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
 import type { ScoreMode } from '../core/run/simulators.js';
 
-const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> [--model <dir> | --endpoint <url> --model-name <n>]
+export const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> [--model <dir> | --endpoint <url> --model-name <n>]
 
 One refinement step: the model revises the testbench from the simulator's feedback. With --log the
 feedback is your own simulator's log (Verilator, Xcelium/IMC, or plain text: errors are put first;
@@ -40,13 +52,13 @@ ${DESIGN_HELP}${MODEL_HELP}Refinement:
   --timeout <s>         wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
 ${SIMULATOR_HELP}${SCORE_HELP}  --no-check            do not simulate the revision
 Output:
-  --out <file>          where to write the revision (default: <tb>_refined.sv beside the testbench;
-                        never overwrites without --force)
+  --out <file>          also write the revision to this file (it is always in the run folder as
+                        <tb>_refined.sv; never overwrites without --force)
   --force               overwrite --out if it exists
-  --json                print {messages, reply, parse_status, testbench, result} as JSON on stdout
+${RUN_OUTPUT_HELP}  --json                print {messages, reply, parse_status, testbench, result} as JSON on stdout
 `;
 
-const OPTIONS = {
+export const OPTIONS = {
   ...MODEL_OPTIONS,
   tb: { type: 'string' },
   log: { type: 'string' },
@@ -58,6 +70,7 @@ const OPTIONS = {
   'no-check': { type: 'boolean' },
   ...SIMULATOR_OPTION,
   ...SCORE_OPTION,
+  ...RUN_OUTPUT_OPTIONS,
   out: { type: 'string' },
   force: { type: 'boolean' },
   json: { type: 'boolean' },
@@ -67,7 +80,7 @@ export function runRefine(argv: string[]): Promise<number> {
   return runCommand(
     argv,
     { name: 'refine', options: OPTIONS, help: HELP, errors: [designError, toolchainError, modelError, contextBudgetError] },
-    refineCommand,
+    (run) => terminable(run.signal, (signal) => refineCommand({ ...run, signal })),
   );
 }
 
@@ -86,13 +99,18 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
     simulatorName = simulatorOption(o.simulator);
     score = scoreOption(o.score, cliDesign.project?.score);
     model = modelConfig(o);
-    seed = o.seed === undefined ? undefined : Math.floor(numberOption('seed', o.seed, 0));
-    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 1);
+    seed = o.seed === undefined ? undefined : numberOption('seed', o.seed, 0, 0, { integer: true });
+    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 0, { above: true });
   } catch (e) {
     return fail((e as Error).message);
   }
-  const outPath = o.out ? resolve(o.out) : freeName(tbPath.replace(/(\.s?v)?$/, '_refined$1'));
-  if (o.out && existsSync(outPath) && !o.force) return fail(`${outPath} exists; choose another --out or pass --force to overwrite it`);
+  // Every place this run writes, checked before any work starts.
+  let plan;
+  try {
+    plan = planRunOutput(o, positionals);
+  } catch (e) {
+    return fail((e as Error).message);
+  }
 
   const say = (s: string): void => {
     status.clear();
@@ -103,7 +121,10 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
   if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
   const testbench: NamedText = { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') };
-  const simulator = getSimulator(simulatorName);
+  const runDir = openRunFolder(plan.root, info.top);
+  const progress = new StageProgress(status);
+  const recorder = recordingSimulator(getSimulator(simulatorName), progress.onStage);
+  const simulator = recorder.simulator;
   const specs = (o.spec ?? []).map((f) => ({ name: basename(f), content: readFileSync(f, 'utf8') }));
   let chunks = 0;
   const r = await runRefinement(
@@ -118,7 +139,7 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
       instance: o.instance,
       sampling: samplingFrom(o, seed),
       seed,
-      limits: { timeoutS },
+      limits: { timeoutS, buildMemoryLimitMb: plan.memoryLimitMb },
       ...(score !== 'paper' ? { score } : {}),
       check: !o['no-check'],
     },
@@ -127,15 +148,63 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
       else if (e.type === 'before') {
         const cov = overallCoverage(e.result);
         say(`current testbench: ${verdictText(e.result)}${cov !== null ? `, coverage ${pct(cov)}` : ''}\n`);
-      } else if (e.type === 'progress') status.set(e.message);
-      else if (e.type === 'model') say(`model: ${describeModel(model!)}\n`);
+      } else if (e.type === 'progress') {
+        progress.setLabel(e.message);
+        status.set(e.message);
+      } else if (e.type === 'model') say(`model: ${describeModel(model!)}\n`);
       else if (e.type === 'text') status.set(`refining: ${++chunks} chunks`);
     },
     signal,
-  );
+  ).finally(() => progress.stop());
   status.clear();
   const before = r.before;
   const outcome = r.outcome;
+  // The run folder: the input's result, every round, the revision, its coverage, the record.
+  const revisedName = basename(tbPath)
+    .replace(/(\.s?v)?$/, '_refined$1')
+    .replace(/[^A-Za-z0-9_.-]/g, '_');
+  const rounds: RunRound[] = [
+    ...(before ? [{ label: 'input', testbench: testbench.content, result: before }] : []),
+    ...(r.generation
+      ? r.generation.attempts.map((a) => ({ label: `round-${a.round + 1}`, testbench: a.testbench, result: a.result }))
+      : [
+          {
+            label: 'round-1',
+            testbench: r.testbench,
+            result: r.result,
+            failure: outcome?.parsed.status === 'unparsable' ? outcome.parsed.reason : r.result ? undefined : 'not simulated (--no-check)',
+          },
+        ]),
+  ];
+  const revisedPath = r.testbench !== null ? join(runDir, revisedName) : null;
+  const outPath = r.testbench !== null && o.out ? resolve(o.out) : null;
+  // The record: summary.json in the run folder and --json on stdout are the same object.
+  const summary = {
+    out: outPath ?? revisedPath,
+    run_dir: runDir,
+    engine: r.engine,
+    messages: outcome?.messages,
+    reply: outcome?.reply,
+    parse_status: outcome?.parsed.status,
+    filename: r.filename,
+    testbench: r.testbench,
+    tokens: outcome?.tokens,
+    before,
+    result: r.result,
+  };
+  writeRunFolder(runDir, {
+    top: info.top,
+    rounds,
+    best:
+      r.testbench !== null
+        ? { testbench: r.testbench, result: r.result, recorded: recorder.recorded(r.result), fileName: revisedName }
+        : null,
+    summary,
+    designFiles: [...design.files, ...design.libraryFiles],
+  });
+  say(`run folder: ${safeLine(runDir)}\n`);
+  const oom = rounds.map((x) => outOfMemoryHint(x.result, plan.memoryLimitMb)).find(Boolean);
+  if (oom) say(`${oom}\n`);
   if (r.testbench === null) {
     say(
       `the model's reply held no testbench (${safeText(outcome?.parsed.status === 'unparsable' ? outcome.parsed.reason : 'no reply')}); nothing written\n`,
@@ -144,9 +213,11 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
       process.stdout.write(safeJson({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }) + '\n');
     return 1;
   }
-  mkdirSync(dirname(outPath), { recursive: true });
-  writeFileSync(outPath, r.testbench.endsWith('\n') ? r.testbench : r.testbench + '\n');
-  say(`revision written to ${safeLine(outPath)}\n`);
+  if (outPath) {
+    mkdirSync(dirname(outPath), { recursive: true });
+    writeFileSync(outPath, r.testbench.endsWith('\n') ? r.testbench : r.testbench + '\n');
+  }
+  say(`revision written to ${safeLine(outPath ?? revisedPath!)}\n`);
   const after = r.result;
   if (after && !o.json) {
     const b = overallCoverage(before);
@@ -154,22 +225,7 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
     if (before) say(`coverage: ${pct(b)} -> ${pct(a)}\n\n`);
     say(formatSimResult(after, { color: useColor(process.stdout) }));
   }
-  if (o.json) {
-    process.stdout.write(
-      safeJson({
-        out: outPath,
-        engine: r.engine,
-        messages: outcome?.messages,
-        reply: outcome?.reply,
-        parse_status: outcome?.parsed.status,
-        filename: r.filename,
-        testbench: r.testbench,
-        tokens: outcome?.tokens,
-        before,
-        result: after,
-      }) + '\n',
-    );
-  }
+  if (o.json) process.stdout.write(safeJson(summary) + '\n');
   if (signal.aborted) return 130;
-  return after && after.status !== 'success' ? 1 : 0;
+  return after ? exitCodeFor(after) : 0;
 }

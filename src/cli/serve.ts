@@ -2,12 +2,13 @@
 // testbenches over HTTP with a bounded worker pool; SIGTERM/SIGINT drain it gracefully.
 import { DEFAULT_SERVICE } from '../core/run/defaults.js';
 import { availableParallelism } from 'node:os';
-import { startScoreServer } from '../core/run/service.js';
+import { claimStateDir, startScoreServer } from '../core/run/service.js';
+import { resolve } from 'node:path';
 import { simulatorNames } from '../core/run/simulators.js';
 import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { safeText } from '../core/run/frontEnd.js';
 
-const HELP = `Usage: chorus serve [--port P] [--host H] [--workers N] [--queue-limit Q] [options]
+export const HELP = `Usage: chorus serve [--port P] [--host H] [--workers N] [--queue-limit Q] [options]
 
 Serves the reward for RL training over HTTP (JSON): POST /v1/score, /v1/refine-prompt,
 /v1/first-turn; GET /v1/health, /metrics (Prometheus). See docs/reward-service.md.
@@ -20,6 +21,14 @@ Options:
   --grace <s>           on SIGTERM/SIGINT, seconds in-flight work may finish (default ${DEFAULT_SERVICE.graceS})
   --max-timeout <s>     largest timeout_s a request may ask for (default ${DEFAULT_SERVICE.maxTimeoutS})
   --body-limit <MiB>    largest request body (default ${DEFAULT_SERVICE.bodyLimitMiB})
+  --state-dir <dir>     keep recorded answers here (an Idempotency-Key retried after a restart gets
+                        the same answer) and this instance's run directories (STATE/tmp-<pid>;
+                        what a killed instance left is removed at the next start); default: none,
+                        answers are kept in memory only
+  --min-free-disk <MiB> /readyz fails and new work is refused (503, retry later) below this much
+                        free space for run directories (default ${DEFAULT_SERVICE.minFreeDiskMiB})
+  --max-rss <MiB>       /readyz fails and new work is refused above this resident memory of the
+                        service (default ${DEFAULT_SERVICE.maxRssMiB})
   --simulator <name>    ${simulatorNames().join(' | ')} (default verilator)
 `;
 
@@ -27,7 +36,7 @@ export function serveHelp(): string {
   return HELP;
 }
 
-const OPTIONS = {
+export const OPTIONS = {
   port: { type: 'string' },
   host: { type: 'string' },
   workers: { type: 'string' },
@@ -35,6 +44,9 @@ const OPTIONS = {
   grace: { type: 'string' },
   'max-timeout': { type: 'string' },
   'body-limit': { type: 'string' },
+  'state-dir': { type: 'string' },
+  'min-free-disk': { type: 'string' },
+  'max-rss': { type: 'string' },
   simulator: { type: 'string' },
 } as const;
 
@@ -57,22 +69,30 @@ export function runServe(argv: string[]): Promise<number> {
 async function serveCommand({ values: o, positionals, fail, untilSignal }: CommandRun<typeof OPTIONS>): Promise<number> {
   if (positionals.length) return fail(`serve takes no design files ('${positionals[0]}'): designs come with each request`);
   let port: number, workers: number, queueLimit: number, grace: number, maxTimeout: number, bodyMiB: number;
+  let minFreeMiB: number, maxRssMiB: number;
   try {
-    port = numberOption('port', o.port, DEFAULT_SERVICE.port);
-    workers = numberOption('workers', o.workers, availableParallelism(), 1);
-    queueLimit = numberOption('queue-limit', o['queue-limit'], DEFAULT_SERVICE.queueLimit);
+    port = numberOption('port', o.port, DEFAULT_SERVICE.port, 0, { max: 65535, integer: true });
+    workers = numberOption('workers', o.workers, availableParallelism(), 1, { integer: true });
+    queueLimit = numberOption('queue-limit', o['queue-limit'], DEFAULT_SERVICE.queueLimit, 0, { integer: true });
     grace = numberOption('grace', o.grace, DEFAULT_SERVICE.graceS);
-    maxTimeout = numberOption('max-timeout', o['max-timeout'], DEFAULT_SERVICE.maxTimeoutS, 1);
-    bodyMiB = numberOption('body-limit', o['body-limit'], DEFAULT_SERVICE.bodyLimitMiB, 0.001);
-    if (!Number.isInteger(port) || port > 65535) throw new Error(`--port must be an integer 0..65535, got '${o.port}'`);
-    if (!Number.isInteger(workers)) throw new Error(`--workers must be an integer, got '${o.workers}'`);
-    if (!Number.isInteger(queueLimit)) throw new Error(`--queue-limit must be an integer, got '${o['queue-limit']}'`);
+    maxTimeout = numberOption('max-timeout', o['max-timeout'], DEFAULT_SERVICE.maxTimeoutS, 0, { above: true });
+    bodyMiB = numberOption('body-limit', o['body-limit'], DEFAULT_SERVICE.bodyLimitMiB, 0, { above: true });
+    minFreeMiB = numberOption('min-free-disk', o['min-free-disk'], DEFAULT_SERVICE.minFreeDiskMiB, 0);
+    maxRssMiB = numberOption('max-rss', o['max-rss'], DEFAULT_SERVICE.maxRssMiB, 0, { above: true });
   } catch (e) {
     return fail((e as Error).message);
   }
   if (o.simulator && !simulatorNames().includes(o.simulator))
     return fail(`unknown simulator '${o.simulator}'; available: ${simulatorNames().join(', ')}`);
 
+  // With a state directory, this instance's run directories live under it (TMPDIR), so the next
+  // instance removes what a killed one left behind.
+  const claimed = o['state-dir'] ? claimStateDir(resolve(o['state-dir'])) : null;
+  if (claimed) {
+    process.env.TMPDIR = claimed.scratch;
+    if (claimed.removed.length)
+      process.stderr.write(`chorus serve: removed ${claimed.removed.length} run folder(s) of instances no longer running\n`);
+  }
   let server;
   try {
     server = await startScoreServer({
@@ -84,6 +104,8 @@ async function serveCommand({ values: o, positionals, fail, untilSignal }: Comma
       maxTimeoutS: maxTimeout,
       bodyLimitBytes: Math.round(bodyMiB * 1024 * 1024),
       simulator: o.simulator,
+      ...(claimed ? { stateDir: resolve(o['state-dir']!) } : {}),
+      resourceLimits: { minFreeDiskBytes: minFreeMiB * 1024 * 1024, maxRssBytes: maxRssMiB * 1024 * 1024 },
       // Log lines quote requests and errors a client caused: text, never control sequences.
       log: (line) => process.stderr.write(safeText(line) + '\n'),
     });
@@ -109,5 +131,6 @@ async function serveCommand({ values: o, positionals, fail, untilSignal }: Comma
       await srv.close(0);
     }
   });
+  claimed?.release();
   return 0;
 }

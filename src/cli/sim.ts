@@ -11,14 +11,18 @@ import type { Waiver } from '../core/coverage/waivers.js';
 import { loadWaivers, WaiverError, toLcov } from '../core/run/coverage.js';
 import { formatSimResult } from './format.js';
 import { safeJson, safeText } from '../core/run/frontEnd.js';
-import { designError, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
+import { designError, exitCodeFor, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
 import { SIMULATOR_HELP, simulatorOption } from './simulatorOption.js';
 import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder } from '../core/run/runFolder.js';
+import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
+import { terminable } from './termination.js';
+import { StageProgress } from './progress.js';
 import type { ScoreMode } from '../core/run/simulators.js';
 
-const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files | folder | .core | Bender.yml> [options]
+export const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files | folder | .core | Bender.yml> [options]
 
 ${DESIGN_HELP}Run:
   --tb <file>           the testbench (its top module is found in the file)
@@ -29,10 +33,10 @@ ${DESIGN_HELP}Run:
   --seed <n>            simulator random seed (default ${DEFAULT_SEED})
 ${SIMULATOR_HELP}${SCORE_HELP}  --keep                keep the scratch directory and print its path
 Output:
-  --json                print the result record as JSON on stdout
+${RUN_OUTPUT_HELP}  --json                print the result record as JSON on stdout
 `;
 
-const OPTIONS = {
+export const OPTIONS = {
   tb: { type: 'string' },
   json: { type: 'boolean' },
   timeout: { type: 'string' },
@@ -43,6 +47,7 @@ const OPTIONS = {
   simulator: { type: 'string' },
   keep: { type: 'boolean' },
   ...SCORE_OPTION,
+  ...RUN_OUTPUT_OPTIONS,
 } as const;
 
 export function runSim(argv: string[]): Promise<number> {
@@ -67,11 +72,11 @@ export function runSim(argv: string[]): Promise<number> {
         toolchainError,
       ],
     },
-    sim,
+    (run) => terminable(run.signal, (signal) => sim({ ...run, signal })),
   );
 }
 
-async function sim({ values: o, positionals, fail, signal }: CommandRun<typeof OPTIONS>): Promise<number> {
+async function sim({ values: o, positionals, fail, signal, status }: CommandRun<typeof OPTIONS>): Promise<number> {
   let tbPath: string, cliDesign: CliDesign;
   try {
     ({ tbPath, design: cliDesign } = testbenchAndDesign(o, positionals));
@@ -81,11 +86,18 @@ async function sim({ values: o, positionals, fail, signal }: CommandRun<typeof O
   let timeoutS: number, simTimeNs: number | null, seed: number, simulatorName: string, score: ScoreMode;
   try {
     simulatorName = simulatorOption(o.simulator);
-    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS);
+    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 0, { above: true });
     simTimeNs = numberOption('sim-time', o['sim-time'], DEFAULT_LIMITS.simTimeLimitNs ?? 0);
     if (simTimeNs === 0) simTimeNs = null;
-    seed = numberOption('seed', o.seed, DEFAULT_SEED);
+    seed = numberOption('seed', o.seed, DEFAULT_SEED, 0, { integer: true });
     score = scoreOption(o.score, cliDesign.project?.score);
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  // Every place this run writes, checked before any work starts.
+  let plan;
+  try {
+    plan = planRunOutput(o, positionals, o.lcov ? [o.lcov] : []);
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -99,12 +111,15 @@ async function sim({ values: o, positionals, fail, signal }: CommandRun<typeof O
   const { design, info, warnings, notes, discovered } = await loadDesign(cliDesign.options, signal);
   for (const n of notes) process.stderr.write(`note: ${safeText(n)}\n`);
   if (o['save-project']) process.stderr.write(`note: ${saveProject(cliDesign, { top: info.top, discovered })}\n`);
-  const simulator = getSimulator(simulatorName);
-  const result = await simulator.simulate({
+  const runDir = openRunFolder(plan.root, info.top);
+  const progress = new StageProgress(status);
+  const recorder = recordingSimulator(getSimulator(simulatorName), progress.onStage);
+  const testbench = readFileSync(tbPath, 'utf8');
+  const result = await recorder.simulator.simulate({
     design,
     top: info.top,
-    testbench: { name: basename(tbPath), content: readFileSync(tbPath, 'utf8') },
-    limits: { timeoutS, simTimeLimitNs: simTimeNs },
+    testbench: { name: basename(tbPath), content: testbench },
+    limits: { timeoutS, simTimeLimitNs: simTimeNs, buildMemoryLimitMb: plan.memoryLimitMb },
     waivers,
     seed,
     keepRunDir: Boolean(o.keep),
@@ -114,12 +129,27 @@ async function sim({ values: o, positionals, fail, signal }: CommandRun<typeof O
     ...(score !== 'paper' ? { score } : {}),
     signal,
   });
+  progress.stop();
+  status.clear();
+  // The run folder: the testbench as round 1, its log, coverage and the record (runFolder.ts).
+  writeRunFolder(runDir, {
+    top: info.top,
+    rounds: [{ label: 'round-1', testbench, result }],
+    best: { testbench, result, recorded: recorder.recorded(result), fileName: null },
+    summary: { ...result, points: undefined, run_dir: runDir },
+    designFiles: [...design.files, ...design.libraryFiles],
+  });
   const lcovWritten = Boolean(o.lcov && result.points);
   if (o.lcov && result.points) writeFileSync(resolve(o.lcov), toLcov(result.points));
-  if (o.json) process.stdout.write(safeJson(result) + '\n');
-  else {
+  if (o.json) {
+    process.stdout.write(safeJson(result) + '\n');
+    process.stderr.write(`note: run folder: ${runDir}\n`);
+  } else {
     for (const w of warnings) process.stderr.write(`warning: ${safeText(w)}\n`);
     process.stdout.write(formatSimResult(result, { color: useColor(process.stdout) }));
+    process.stdout.write(`run folder: ${runDir}\n`);
+    const oom = outOfMemoryHint(result, plan.memoryLimitMb);
+    if (oom) process.stdout.write(`${oom}\n`);
     if (o.keep && result.protection.scratchDir) process.stdout.write(`run directory kept: ${result.protection.scratchDir}\n`);
     if (lcovWritten) process.stdout.write(`lcov written: ${resolve(o.lcov as string)}\n`);
     else if (o.lcov)
@@ -127,6 +157,5 @@ async function sim({ values: o, positionals, fail, signal }: CommandRun<typeof O
         `warning: no lcov written: the run produced no per-point coverage (${result.simulator.name}, ${result.status})\n`,
       );
   }
-  if (result.status === 'exception') return 2;
-  return result.status === 'success' ? 0 : 1;
+  return exitCodeFor(result);
 }

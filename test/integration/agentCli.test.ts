@@ -38,8 +38,13 @@ describe('chorus generate with a model endpoint', () => {
     expect(r.stdout).toMatch(/round 1\/4: success {2}coverage \d+\.\d+%/);
     expect(r.stdout).toMatch(/round 2\/4: success {2}coverage 100\.00%/);
     expect(r.stdout).not.toMatch(/round 3\/4/);
-    expect(r.stdout).toMatch(/best: round 2, written to .*tb_counter_full\.sv/);
-    expect(readFileSync(join(dir, 'tb_counter_full.sv'), 'utf8')).toBe(good.trim() + '\n');
+    expect(r.stdout).toMatch(/best: round 2, written to .*tb_counter\.sv/);
+    // The best testbench is tb_<top>.sv in the run folder, whatever the model named it.
+    expect(readFileSync(/written to (.*tb_counter\.sv)\n/.exec(r.stdout)![1], 'utf8')).toBe(good.trim() + '\n');
+    // The model's rounds in the run folder, with the host's coverage of the best one.
+    const runDir = /run folder: (\S+)/.exec(r.stdout)![1];
+    for (const f of ['round-1.sv', 'round-2.sv', 'round-2.log', 'coverage.dat', 'coverage.info', 'coverage.html', 'junit.xml'])
+      expect(existsSync(join(runDir, f)), f).toBe(true);
     expect(server.remaining()).toBe(1);
   });
 
@@ -129,7 +134,7 @@ describe('chorus refine', () => {
     );
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/revision written to .*tb_refined\.sv/);
-    expect(readFileSync(join(dir, 'tb_refined.sv'), 'utf8')).toBe(good.trim() + '\n');
+    expect(readFileSync(/revision written to (.*)\n/.exec(r.stdout)![1], 'utf8')).toBe(good.trim() + '\n');
     expect(readFileSync(join(dir, 'tb.sv'), 'utf8')).toBe(weak); // the original is untouched
     const m = server.requests[0].messages;
     expect(m.map((x) => x.role)).toEqual(['system', 'user', 'assistant', 'user']);
@@ -157,6 +162,6 @@ describe('chorus refine', () => {
     const r = await execa(process.execPath, [cli, 'refine', '--tb', join(dir, 'tb.sv'), join(dir, 'counter.sv')], { reject: false });
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/note: no model configured: the built-in model-free generator refines the testbench/);
-    expect(existsSync(join(dir, 'tb_refined.sv'))).toBe(true);
+    expect(existsSync(/revision written to (.*)\n/.exec(r.stdout)![1])).toBe(true);
   });
 });

@@ -143,10 +143,10 @@ describe('CLI conventions', () => {
   it('a command rejects the options it does not use (usage error, exit 2)', async () => {
     const e = await run(['eval', '--suite', 'x', '--top', 'm']);
     expect(e.exitCode).toBe(2);
-    expect(e.stderr).toMatch(/chorus eval: Unknown option '--top'/);
+    expect(e.stderr).toMatch(/chorus eval: unknown option '--top'/);
     const s = await run(['serve', '-I', 'inc']);
     expect(s.exitCode).toBe(2);
-    expect(s.stderr).toMatch(/chorus serve: Unknown option '-I'/);
+    expect(s.stderr).toMatch(/chorus serve: unknown option '-I'/);
     const g = await run(['sim', '--bogus']);
     expect(g.exitCode).toBe(2);
   });

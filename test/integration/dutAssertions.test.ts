@@ -115,7 +115,7 @@ describe('DUT assertions (system Verilator)', () => {
     expect(paper.stdout).toMatch(/ASSERT: Assertion failed in tb_over\.uut: push while full \(16 times, at times 65000 to 215000\)/);
     const legal = await execa(process.execPath, [cli, 'sim', '--score', 'legal', '--tb', tb, fifo], { cwd: repoRoot, reject: false });
     expect(legal.exitCode).toBe(1);
-    expect(legal.stdout).toMatch(/status: xrun_failed {2}stage: run {2}reward: 0\.0000/);
+    expect(legal.stdout).toMatch(/status: simulation failed {2}stage: run {2}reward: 0\.0000/); // the status in words (issue 27)
     expect(legal.stdout).toContain('push while full (legal scoring: a failed run, reward 0)');
     const bad = await execa(process.execPath, [cli, 'sim', '--score', 'strict', '--tb', tb, fifo], { cwd: repoRoot, reject: false });
     expect(bad.exitCode).toBe(2);

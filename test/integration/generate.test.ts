@@ -102,10 +102,16 @@ describe('chorus generate', () => {
     expect(a.exitCode).toBe(0);
     expect(a.stdout).toMatch(/No model configured: using the built-in stimulus generator/);
     expect(a.stdout).toMatch(/round 1\/4: success {2}coverage 100\.00%/);
-    expect(existsSync(join(dir, 'tb_counter.sv'))).toBe(true);
+    // The testbench goes into a new run folder each time (test/integration/runFolder.test.ts),
+    // never beside the design.
+    const first = /written to (.*tb_counter\.sv)\n/.exec(a.stdout)![1];
+    expect(existsSync(first)).toBe(true);
+    expect(existsSync(join(dir, 'tb_counter.sv'))).toBe(false);
     const b = await execa(process.execPath, [cli, 'generate', join(dir, 'counter.sv')], { reject: false });
     expect(b.exitCode).toBe(0);
-    expect(b.stdout).toMatch(/written to .*tb_counter_1\.sv/);
+    const second = /written to (.*tb_counter\.sv)\n/.exec(b.stdout)![1];
+    expect(second).not.toBe(first);
+    expect(existsSync(first)).toBe(true);
     writeFileSync(join(dir, 'mine.sv'), '// my own testbench\n');
     const c = await execa(process.execPath, [cli, 'generate', '--out', join(dir, 'mine.sv'), join(dir, 'counter.sv')], { reject: false });
     expect(c.exitCode).toBe(2);

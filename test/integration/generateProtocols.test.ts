@@ -100,6 +100,6 @@ describe('built-in generator: protocols', () => {
     expect(c.rounds[0].testbench).not.toEqual(a.rounds[0].testbench);
     const cov = a.rounds.map((r) => r.result.coverage!.waived.overall!);
     expect(cov[1]).toBeGreaterThan(cov[0]);
-    expect(a.rounds[2].testbench).toMatch(/Phase 4e: replay of round 1's random segment/);
+    expect(a.rounds[2].testbench).toMatch(/Phase 4e: replay of round 2's random segment/); // rounds count from 1 in the header comments
   });
 });

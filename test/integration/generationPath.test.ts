@@ -237,7 +237,7 @@ describe('--simulator reaches generate, refine and eval', () => {
       const j = JSON.parse(r.stdout);
       expect(j.before.simulator.name).toBe('verilator');
       expect(j.result.simulator.name).toBe('verilator');
-      expect(readFileSync(join(dir, 'tb_refined.sv'), 'utf8')).toBe(good.trim() + '\n');
+      expect(readFileSync(j.out, 'utf8')).toBe(good.trim() + '\n');
     } finally {
       await server.close();
     }

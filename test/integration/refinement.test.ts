@@ -62,7 +62,7 @@ describe('refine without a model: one decision for the CLI and the editor', () =
     expect(r.stdout).toMatch(/current testbench: success, coverage \d+\.\d+%/);
     expect(r.stdout).toMatch(/revision written to .*tb_refined\.sv/);
     expect(r.stdout).toMatch(/coverage: \d+\.\d+% -> \d+\.\d+%/);
-    const written = readFileSync(join(dir, 'tb_refined.sv'), 'utf8');
+    const written = readFileSync(/revision written to (.*)\n/.exec(r.stdout)![1], 'utf8');
     expect(readFileSync(join(dir, 'tb.sv'), 'utf8')).toBe(weak); // the original is untouched
 
     // The editor's worker: the same core flow, the same inputs (no model, no feedback given).

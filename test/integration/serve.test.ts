@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { examples, read, simulateFiles } from '../helpers.js';
+import { examples, foreverCounterTb as foreverTb, read, simulateFiles } from '../helpers.js';
 import { startScoreServer, type ScoreServer } from '../../src/core/service/http.js';
 import { parseExposition } from '../../src/core/service/metrics.js';
 import { feedbackTurn, firstTurn, defaultInstruction, parseReply } from '../../src/core/agent/protocol.js';
@@ -22,20 +22,6 @@ module tb;
   counter uut (.*);
   initial begin
     en = 1 +;
-  end
-endmodule
-`;
-// Never finishes: the wall-clock limit (timeout_s) stops it.
-const foreverTb = `\`timescale 1ns/1ps
-module tb_forever;
-  logic clk = 0, rst_n = 0, en = 1, load = 0, up = 1;
-  logic [7:0] din = 0;
-  logic [7:0] count;
-  logic wrap;
-  counter uut (.*);
-  initial begin
-    #3 rst_n = 1;
-    forever #1 clk = ~clk;
   end
 endmodule
 `;

@@ -16,7 +16,7 @@ import { loadDesign } from '../../src/core/run/design.js';
 import type { DesignInfo, DesignSpec } from '../../src/core/design/types.js';
 import type { SimLimits } from '../../src/core/sim/simulator.js';
 import type { SimResult } from '../../src/core/sim/result.js';
-import { ranOutOfMemory, RUN_DIR_NEW_ENTRIES_LIMIT, runDirGuard } from '../../src/core/sim/jail.js';
+import { killedFromOutside, ranOutOfMemory, RUN_DIR_NEW_ENTRIES_LIMIT, runDirGuard } from '../../src/core/sim/jail.js';
 import { runBounded, type RunResult } from '../../src/core/util/proc.js';
 
 const saved = process.env.CHORUS_NO_JAIL;
@@ -190,11 +190,18 @@ describe('the pieces', () => {
       '/usr/bin/ld: /usr/lib/gcc/x86_64-linux-gnu/12/libstdc++.so: error adding symbols: memory exhausted\n',
       '/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus: error while loading shared libraries: libzstd.so.1: failed to map segment from shared object\n',
       "terminate called after throwing an instance of 'St9bad_alloc'\n  what():  std::bad_alloc\n%Error: Verilator aborted.\n",
-      'g++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n',
       '<command-line>: sorry, unimplemented: PCH allocation failure\n',
     ])
       expect(ranOutOfMemory(result({ all })), all).toBe(true);
-    expect(ranOutOfMemory(result({ signal: 'SIGKILL', exitCode: null }))).toBe(true);
+    // A kill from outside (the kernel's OOM killer, an operator) is not the candidate running out of
+    // its own memory: it is scored again (killedFromOutside), never blamed on the testbench.
+    expect(ranOutOfMemory(result({ signal: 'SIGKILL', exitCode: null }))).toBe(false);
+    expect(killedFromOutside(result({ signal: 'SIGKILL', exitCode: null }))).toBe(true);
+    expect(
+      killedFromOutside(result({ all: 'g++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n' })),
+    ).toBe(true);
+    expect(killedFromOutside(result({ signal: 'SIGKILL', exitCode: null, timedOut: true }))).toBe(false);
+    expect(killedFromOutside(result({ all: 'virtual memory exhausted\n' }))).toBe(false);
     // Not: a source line quoted in an error, a timeout's kill, a success, any other failure.
     expect(ranOutOfMemory(result({ all: "%Error: tb.sv:3:5: syntax error\n    3 | virtual memory exhausted: 'std::bad_alloc'\n" }))).toBe(
       false,

@@ -161,11 +161,13 @@ describe('manifests before the tool runs', () => {
     expect(gitDependencies(lock)).toEqual(['a', 'c']);
   });
 
-  it('a folder with two manifests asks which one', () => {
+  it('a folder with a Bender.yml and a .core reads Bender.yml (the documented order); several .core files ask which one', () => {
     const d = tree({ 'Bender.yml': 'package: {name: x}\n', 'x.core': 'CAPI=2:\nname: a:b:x\n' });
-    const e = thrown(() => findManifest(d));
-    expect(e.message).toContain(`name the one to read: ${join(d, 'Bender.yml')} or ${join(d, 'x.core')}`);
+    expect(findManifest(d)).toBe(join(d, 'Bender.yml'));
     expect(findManifest(join(d, 'x.core'))).toBe(join(d, 'x.core'));
+    const c = tree({ 'x.core': 'CAPI=2:\nname: a:b:x\n', 'y.core': 'CAPI=2:\nname: a:b:y\n' });
+    const e = thrown(() => findManifest(c));
+    expect(e.message).toContain(`name the one to read: ${join(c, 'x.core')} or ${join(c, 'y.core')}`);
   });
 });
 

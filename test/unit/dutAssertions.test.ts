@@ -217,8 +217,9 @@ describe("a failed round's one line (failureReason, verdictText)", () => {
       dutAssertions: [A()],
       diagnostics: [diag({ count: 3048 })],
     });
+    // The human line says the status in words (issue 27); failureReason keeps the protocol's name.
     expect(verdictText(r)).toBe(
-      "xrun_failed at run: the stimulus broke the design's assertions 3,048 times, first at fifo.sv:44 at 125 ns: push while full (legal scoring)",
+      "simulation failed at run: the stimulus broke the design's assertions 3,048 times, first at fifo.sv:44 at 125 ns: push while full (legal scoring)",
     );
   });
   it('no diagnostics: the first line of err_msg; success: the status, with the assertions when some fired', () => {

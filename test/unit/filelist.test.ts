@@ -184,12 +184,26 @@ describe('readFileList: environment variables', () => {
 });
 
 describe('readFileList: warnings and errors', () => {
-  it('warns that -y library directories are not scanned', () => {
+  it('-y library folders: their files with a +libext+ extension become -v library files', () => {
+    put(join(PROJ, 'libdir/sub.sv'), 'module sub; endmodule\n');
+    put(join(PROJ, 'libdir/old.v'), 'module old; endmodule\n');
+    put(join(PROJ, 'libdir/notes.txt'), 'x');
     const list = put(join(PROJ, 'y.f'), 'rtl/a.sv\n-y libdir\n');
     const { design, warnings } = read(list, true);
-    expect(warnings).toEqual([`${list} (entry 2): library directory 'libdir' (-y) is not scanned; list the files it provides with -v`]);
+    expect(warnings).toEqual([]);
     expect(design.files).toEqual([join(PROJ, 'rtl/a.sv')]);
-    expect(design.libraryFiles).toEqual([]);
+    expect(design.libraryFiles).toEqual([join(PROJ, 'libdir/old.v'), join(PROJ, 'libdir/sub.sv')]);
+    const only = put(join(PROJ, 'ysv.f'), '+libext+.sv\n-y libdir\n');
+    expect(read(only, true).design.libraryFiles).toEqual([join(PROJ, 'libdir/sub.sv')]);
+    const missing = put(join(PROJ, 'ymiss.f'), '-y nowhere\n');
+    expect(designError(() => read(missing, true)).message).toMatch(/library folder not found: .*nowhere/);
+  });
+
+  it('keeps Verilator options on the allowlist as pass-through options', () => {
+    const list = put(join(PROJ, 'wno.f'), '-Wno-WIDTH\n--no-timing\nrtl/a.sv\n--Mdir\n');
+    const { design, warnings } = read(list, true);
+    expect(design.verilatorArgs).toEqual(['-Wno-WIDTH', '--no-timing']);
+    expect(warnings).toEqual([`${list} (entry 4): option '--Mdir' is not understood and was ignored`]);
   });
 
   it('warns about options it does not understand and ignores them', () => {

@@ -284,8 +284,13 @@ describe('judgeRun and the classification of its end', () => {
       stage: 'coverage',
       fields: { err_msg: 'the harness could not take the coverage database: the run directory is full' },
     });
+    // Killed from outside (the OOM killer, an operator) before any limit of the run fired: not the
+    // testbench's result, so an exception the caller scores again, never a testbench failure.
     const killed = { run: runResult({ exitCode: 137, signal: 'SIGKILL' }) };
-    expect(endWithoutCoverage(judgeRun(c, killed, [], files.classify), killed)).toMatchObject({ status: 'xrun_failed', stage: 'run' });
+    expect(endWithoutCoverage(judgeRun(c, killed, [], files.classify), killed)).toMatchObject({ status: 'exception', stage: 'run' });
+    // Killed at the time limit: the run's own limit, the testbench's timeout.
+    const late = { run: runResult({ exitCode: 137, signal: 'SIGKILL', durationS: 1e6 }) };
+    expect(endWithoutCoverage(judgeRun(c, late, [], files.classify), late)).toMatchObject({ status: 'xrun_failed', stage: 'run' });
     const spawn = { run: runResult({ spawnError: 'ENOENT', exitCode: null }), report: report({ coverage: covText(point(file, 3, 1)) }) };
     expect(endWithoutCoverage(judgeRun(c, spawn, [], files.classify), spawn)).toMatchObject({
       status: 'exception',
@@ -370,6 +375,28 @@ describe('the run stage alone', () => {
     const frame = Buffer.from(`CHORUS-REPORT 2 ${'f'.repeat(32)}\nend finish\ncoverage 0\n\nCHORUS-END ${'f'.repeat(32)}\n`);
     expect(harnessReading(runResult({ report: frame }), nonce).kind).toBe('forged');
     expect(harnessReading(runResult({ report: frame, guardStop: 'the run directory grew past its cap' }), nonce)).toEqual({ kind: 'none' });
+  });
+
+  it('harnessReading: a frame of this run cut short by a kill is no report; cut without a kill, or anything else, is a forgery', () => {
+    const nonce = '0123456789abcdef0123456789abcdef';
+    const cut = Buffer.from(`CHORUS-REPORT 2 ${nonce}
+end signal
+finished 0
+time 12`);
+    expect(harnessReading(runResult({ report: cut, timedOut: true, signal: 'SIGKILL', exitCode: null }), nonce)).toEqual({ kind: 'none' });
+    expect(harnessReading(runResult({ report: cut, signal: 'SIGKILL', exitCode: null }), nonce)).toEqual({ kind: 'none' });
+    expect(harnessReading(runResult({ report: cut }), nonce)).toMatchObject({ kind: 'forged', cut: true });
+    // Another nonce, or bytes beside a whole frame, stay forgeries whatever ended the run.
+    const other = Buffer.from(`CHORUS-REPORT 2 ${'f'.repeat(32)}
+end signal`);
+    expect(harnessReading(runResult({ report: other, timedOut: true }), nonce).kind).toBe('forged');
+    const beside = Buffer.from(`CHORUS-REPORT 2 ${nonce}
+end finish
+coverage 0
+
+CHORUS-END ${nonce}
+extra`);
+    expect(harnessReading(runResult({ report: beside, timedOut: true }), nonce).kind).toBe('forged');
   });
 });
 

@@ -109,9 +109,17 @@ describe('classifyRun', () => {
       status: 'xrun_failed',
       message: 'the simulation was killed by SIGSEGV (memory limit 512 MiB?)',
     });
-    expect(classifyRun(run({ exitCode: null, signal: 'SIGKILL' }), { ...LIMITS, memoryLimitMb: null }).message).toBe(
-      'the simulation was killed by SIGKILL (memory limit null MiB?)',
+    expect(classifyRun(run({ exitCode: null, signal: 'SIGTERM' }), { ...LIMITS, memoryLimitMb: null }).message).toBe(
+      'the simulation was killed by SIGTERM (memory limit null MiB?)',
     );
+  });
+
+  it('SIGKILL from outside before the time limit -> exception (scored again), not the testbench failing', () => {
+    expect(classifyRun(run({ exitCode: null, signal: 'SIGKILL', durationS: 0.1 }), LIMITS)).toMatchObject({ status: 'exception' });
+    expect(classifyRun(run({ exitCode: 137, signal: null, durationS: 0.1 }), LIMITS).message).toMatch(
+      /killed by SIGKILL from outside the run/,
+    );
+    expect(classifyRun(run({ exitCode: null, signal: 'SIGKILL', durationS: LIMITS.timeoutS + 1 }), LIMITS).status).toBe('xrun_failed');
   });
 
   it('exit 0 and exit 1 -> success with no message', () => {

@@ -8,8 +8,12 @@ the first turn (`/v1/first-turn`), the parse of a reply and the feedback turn
         msgs = rc.first_turn(design_files, top)
     rc = RewardClient(['http://10.0.0.5:8080', 'http://10.0.0.6:8080'])   # round-robin
 
-429 answers are retried after their Retry-After (or `retry_after_s`); connection errors and 503
-move on to the next URL, with bounded backoff.
+429 answers are retried after their Retry-After (or `retry_after_s`), with jitter. Connection
+errors, answers cut off mid-body and 502/503/504 (draining, or a service failure such as a killed
+simulation or a full disk: never the testbench's fault) take that URL out of the rotation until its
+`/readyz` answers 200 again, and the request goes to the next URL after a backoff with full jitter.
+Every try of one request carries the same `Idempotency-Key`, so a service that already answered it
+replays that answer instead of scoring twice.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -24,6 +29,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +57,9 @@ class RewardClient:
         self.max_backoff_s = max_backoff_s
         self.proc: subprocess.Popen | None = None
         self.stats = {'requests': 0, 'retries_429': 0, 'retries_conn': 0}
+        # URL -> (time of the next /readyz probe, failed probes): out of the rotation until a probe passes.
+        self._down: dict[str, tuple[float, int]] = {}
+        self.down_s = 1.0
 
     # -- lifecycle -----------------------------------------------------------------------------
     @classmethod
@@ -120,16 +129,61 @@ class RewardClient:
 
     # -- HTTP ----------------------------------------------------------------------------------
     def _next_url(self) -> str:
+        """The next URL in the rotation that is not down; a down one whose probe time has come is
+        probed (GET /readyz, or /v1/health on an older service) and comes back on 200. All down: the
+        next in turn anyway (the caller has backed off)."""
         with self._lock:
-            return self.urls[next(self._rr)]
+            i = next(self._rr)
+        # Round robin from the next URL in turn; the others only when it is down.
+        candidates = [self.urls[(i + k) % len(self.urls)] for k in range(len(self.urls))]
+        now = time.time()
+        for url in candidates:
+            down = self._down.get(url)
+            if down is None:
+                return url
+            at, fails = down
+            if at <= now:
+                if self._probe(url):
+                    with self._lock:
+                        self._down.pop(url, None)
+                    return url
+                with self._lock:
+                    self._down[url] = (time.time() + min(30.0, self.down_s * 2 ** (fails + 1)), fails + 1)
+        return candidates[0]
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
+    def _probe(self, url: str) -> bool:
+        for path in ('/readyz', '/v1/health'):
+            try:
+                with urllib.request.urlopen(url + path, timeout=5) as r:
+                    return 200 <= r.status < 300
+            except urllib.error.HTTPError as e:
+                if e.code != 404:
+                    return False
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                return False
+        return False
+
+    def _mark_down(self, url: str) -> None:
+        with self._lock:
+            if url not in self._down:
+                self._down[url] = (time.time() + self.down_s, 0)
+
+    def _backoff(self, failures: int) -> float:
+        """Full jitter: uniform below 0.25 s * 2^failures, capped at max_backoff_s."""
+        return random.uniform(0, min(self.max_backoff_s, 0.25 * 2 ** min(failures, 16)))
+
+    def request(self, method: str, path: str, body: Any = None, idempotency_key: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        backoff = 0.5
+        headers = {'Content-Type': 'application/json'} if data else {}
+        # One key for every try of this request: the service replays an answer it already gave.
+        if method == 'POST' and path == '/v1/score':
+            headers['Idempotency-Key'] = idempotency_key or str(uuid.uuid4())
+        failures = 0
         last: Exception | None = None
         for attempt in range(self.retries + 1):
-            url = self._next_url() + path
-            req = urllib.request.Request(url, data=data, method=method, headers={'Content-Type': 'application/json'} if data else {})
+            base = self._next_url()
+            url = base + path
+            req = urllib.request.Request(url, data=data, method=method, headers=headers)
             self.stats['requests'] += 1
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
@@ -142,23 +196,31 @@ class RewardClient:
                     payload = raw
                 if e.code == 429 and attempt < self.retries:
                     self.stats['retries_429'] += 1
-                    wait = _retry_after(e.headers.get('Retry-After'), payload, backoff)
-                    time.sleep(min(wait, self.max_backoff_s))
-                    backoff = min(backoff * 2, self.max_backoff_s)
+                    wait = _retry_after(e.headers.get('Retry-After'), payload, self._backoff(attempt))
+                    # Jitter: clients told the same Retry-After must not return in the same instant.
+                    time.sleep(min(wait * random.uniform(0.5, 1.5), self.max_backoff_s))
                     last = ServiceError(e.code, payload, url)
                     continue
-                if e.code == 503 and attempt < self.retries and len(self.urls) > 1:
+                if e.code in (502, 503, 504) and attempt < self.retries:
+                    # Draining or a service failure (killed simulation, full disk): not the testbench's fault.
                     self.stats['retries_conn'] += 1
+                    self._mark_down(base)
+                    failures += 1
                     last = ServiceError(e.code, payload, url)
+                    if all(u in self._down for u in self.urls):
+                        time.sleep(self._backoff(failures))
                     continue
                 raise ServiceError(e.code, payload, url) from None
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError) as e:
+                # Unreachable, reset, or an answer cut off mid-body (not JSON): try again.
                 if attempt >= self.retries:
                     raise
                 self.stats['retries_conn'] += 1
+                self._mark_down(base)
+                failures += 1
                 last = e
-                time.sleep(min(backoff, self.max_backoff_s))
-                backoff = min(backoff * 2, self.max_backoff_s)
+                if all(u in self._down for u in self.urls):
+                    time.sleep(self._backoff(failures))
         raise RuntimeError(f'reward service: gave up after {self.retries + 1} attempts: {last}')
 
     # -- endpoints -----------------------------------------------------------------------------

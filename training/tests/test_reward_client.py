@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -110,3 +111,74 @@ def test_service_env_parses_through_the_service(servers):
     sc = env.score(task, [Sample([1], [2], '```module tb; endmodule```'), Sample([1], [2], 'no code here')])
     assert sc[0].reward == 1.5 and sc[0].status == 'success'
     assert sc[1].reward == 0.0 and sc[1].status == 'unparsable'
+
+
+def test_retry_failover_same_key_and_return_on_readyz():
+    """A service that resets the connection, then fails (503 service_failure), then recovers: every
+    try carries one Idempotency-Key; a down URL returns only once its /readyz answers 200."""
+    seen: list[tuple[int, str]] = []
+    script = {'steps': ['reset', '503'], 'ready': False}
+
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            code = 200 if script['ready'] else 503
+            self.send_response(code)
+            self.send_header('Content-Length', '2')
+            self.end_headers()
+            self.wfile.write(b'{}')
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers['Content-Length']))
+            seen.append((self.server.server_port, self.headers.get('Idempotency-Key')))
+            step = script['steps'].pop(0) if script['steps'] and self.server.server_port == first.server_port else 'ok'
+            if step == 'reset':
+                self.connection.close()
+                return
+            data = json.dumps(
+                {'error': 'service_failure', 'cause': 'worker_killed', 'message': 'killed'}
+                if step == '503'
+                else {'status': 'success', 'reward': 1.5}
+            ).encode()
+            self.send_response(503 if step == '503' else 200)
+            self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    first = ThreadingHTTPServer(('127.0.0.1', 0), H)
+    second = ThreadingHTTPServer(('127.0.0.1', 0), H)
+    for s in (first, second):
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    try:
+        one = RewardClient([f'http://127.0.0.1:{first.server_port}'], retries=5, max_backoff_s=0.05)
+        one.down_s = 0.01
+        script['ready'] = True
+        item = {'design_files': [], 'top': 't', 'testbench': {'name': 'tb.sv', 'content': 'x'}}
+        assert one.score([item])[0]['reward'] == 1.5
+        keys = [k for _, k in seen]
+        assert len(keys) == 3 and len(set(keys)) == 1 and keys[0]
+        # Two services: the failing one is skipped until /readyz passes again.
+        seen.clear()
+        script['steps'] = ['503']
+        script['ready'] = False
+        two = RewardClient(
+            [f'http://127.0.0.1:{first.server_port}', f'http://127.0.0.1:{second.server_port}'], retries=5, max_backoff_s=0.05
+        )
+        two.down_s = 0.01
+        assert two.score([item])[0]['reward'] == 1.5
+        assert [p for p, _ in seen] == [first.server_port, second.server_port]
+        assert seen[0][1] == seen[1][1]
+        for _ in range(3):
+            two.score([item])
+        assert [p for p, _ in seen].count(first.server_port) == 1
+        script['ready'] = True
+        time.sleep(0.1)
+        for _ in range(3):
+            two.score([item])
+        assert [p for p, _ in seen].count(first.server_port) > 1
+    finally:
+        first.shutdown()
+        second.shutdown()

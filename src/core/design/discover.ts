@@ -56,7 +56,7 @@ export function repositoryRoot(start: string): string {
   return shared.includes(parent) ? resolve(start) : parent;
 }
 
-function commonDir(paths: string[]): string {
+export function commonDir(paths: string[]): string {
   const split = paths.map((p) => dirname(resolve(p)).split(sep));
   const first = split[0] ?? [];
   let n = first.length;

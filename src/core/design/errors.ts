@@ -8,6 +8,10 @@ export type DesignErrorKind =
   | 'no-module'
   | 'multiple-tops'
   | 'unknown-top'
+  /** A -G override for a parameter the top does not have: `candidates` lists the real ones. */
+  | 'unknown-param'
+  /** A file that is not Verilog/SystemVerilog (VHDL, binary, empty, not UTF-8). */
+  | 'not-verilog'
   | 'missing-package'
   | 'filelist'
   | 'tool'
@@ -25,7 +29,8 @@ export class DesignError extends Error {
     readonly kind: DesignErrorKind,
     message: string,
     readonly diagnostics: Diagnostic[] = [],
-    /** For multiple-tops: the candidates to choose from with --top; for ambiguous: the paths. */
+    /** For multiple-tops: the candidates to choose from with --top; for ambiguous: the paths; for
+     * unknown-top: the declared modules; for unknown-param: the top's parameters. */
     readonly candidates: string[] = [],
   ) {
     super(message);

@@ -1,5 +1,7 @@
 // A folder as a design: its RTL sources, found the way an engineer would pick them by hand. Test
-// benches and simulation models are left out by their usual names and folders, and every file left
+// benches and simulation models are left out by their usual names and folders (tb/, test/, tests/,
+// sim/, verif/, dv/ ...), vendored and retired code by theirs (vendor/, third_party/, deprecated/,
+// node_modules/; hidden folders such as .git/ and build output silently), and every file left
 // out is listed with the reason, so that a wrong guess is visible and fixable (name the file, or
 // write chorus.json). Headers (.svh/.vh) are not compiled; their folders become include folders.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -24,8 +26,22 @@ const EXCLUDED_DIRS = new Set([
   'dv',
   'bench',
 ]);
-/** Folders that hold tool output or other people's copies, never the design's own sources. */
-const SKIPPED_DIRS = new Set(['node_modules', 'build', 'obj_dir', 'fusesoc_libraries']);
+/** Folders that hold other people's copies or retired code, not the design's own sources: skipped
+ * and listed (name the folder, or its files, to use them). */
+const VENDORED_DIRS = new Map<string, string>([
+  ['vendor', 'vendored copies'],
+  ['vendored', 'vendored copies'],
+  ['third_party', 'vendored copies'],
+  ['third-party', 'vendored copies'],
+  ['thirdparty', 'vendored copies'],
+  ['deprecated', 'deprecated code'],
+  ['obsolete', 'deprecated code'],
+  ['old', 'deprecated code'],
+  ['node_modules', 'vendored copies'],
+  ['fusesoc_libraries', 'vendored copies'],
+]);
+/** Folders that hold tool output, never sources: skipped silently (as are hidden ones, .git). */
+const SKIPPED_DIRS = new Set(['build', 'obj_dir']);
 
 /** A testbench by name (`tb_x.sv`, `x_tb.sv`, `test_x.sv`) or by content (a module without ports). */
 export function looksLikeTestbench(path: string, text?: string): boolean {
@@ -89,6 +105,11 @@ export function collectFolder(dir: string, o: FolderOptions = {}): FolderDesign 
         if (e.startsWith('.') || SKIPPED_DIRS.has(e)) continue;
         if (EXCLUDED_DIRS.has(e.toLowerCase())) {
           out.excluded.push({ path: rel + '/', reason: 'verification folder' });
+          continue;
+        }
+        const vendored = VENDORED_DIRS.get(e.toLowerCase());
+        if (vendored) {
+          out.excluded.push({ path: rel + '/', reason: vendored });
           continue;
         }
         if (depth < maxDepth) walk(p, depth + 1);

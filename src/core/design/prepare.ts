@@ -5,19 +5,31 @@
 // (manifest/); includes, packages and modules the files need but nobody named are searched for in
 // the design's repository (discover.ts). Every addition is reported in `notes`, and `discovered`
 // holds what a project file should record so that the search happens once.
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { emptyDesign, type DesignSpec } from './types.js';
-import { readFileList } from './filelist.js';
+import { libraryDirFiles, readFileList } from './filelist.js';
+import { checkVerilatorArgs } from './verilatorArgs.js';
 import { DesignError } from './errors.js';
 import { collectFolder, describeFolder } from './folder.js';
-import { discover, type Discovery } from './discover.js';
-import { findManifest, manifestKind, readManifest, type ManifestDesign } from './manifest/index.js';
+import { commonDir, discover, repositoryRoot, type Discovery } from './discover.js';
+import { findManifest, manifestKind, otherManifests, readManifest, type ManifestDesign } from './manifest/index.js';
 import type { FusesocRef } from './manifest/fusesoc.js';
 
 export interface DesignOptions {
   files: string[];
+  /** `-f` lists: paths relative to the working directory (or the list, where only there). */
   fileLists?: string[];
+  /** `-F` lists: paths relative to the list's own folder. */
+  relativeFileLists?: string[];
+  /** `-v` library files: their modules are used only where referenced. */
+  libraryFiles?: string[];
+  /** `-y` library folders: their files with a `libext` extension become library files. */
+  libraryDirs?: string[];
+  /** `+libext+.v+.sv`: the extensions of -y folders' files (default .v, .sv). */
+  libext?: string[];
+  /** Pass-through Verilator options (`--verilator-arg`), checked against the allowlist. */
+  verilatorArgs?: string[];
   includeDirs?: string[];
   /** `NAME` or `NAME=VALUE`. */
   defines?: string[];
@@ -50,7 +62,12 @@ export function designFromOptions(o: DesignOptions): { design: DesignSpec; warni
   const d = emptyDesign();
   const warnings: string[] = [];
   for (const f of o.fileLists ?? []) readFileList(f, false, d, warnings, cwd);
+  for (const f of o.relativeFileLists ?? []) readFileList(f, true, d, warnings, cwd);
   d.files.push(...o.files.map((f) => resolve(cwd, f)));
+  d.libraryFiles.push(...(o.libraryFiles ?? []).map((f) => resolve(cwd, f)));
+  for (const dir of o.libraryDirs ?? []) d.libraryFiles.push(...libraryDirFiles(resolve(cwd, dir), o.libext));
+  d.libraryFiles = [...new Set(d.libraryFiles)];
+  if (o.verilatorArgs?.length) d.verilatorArgs = [...(d.verilatorArgs ?? []), ...checkVerilatorArgs(o.verilatorArgs)];
   d.includeDirs.push(...(o.includeDirs ?? []).map((f) => resolve(cwd, f)));
   for (const def of o.defines ?? []) {
     const eq = def.indexOf('=');
@@ -94,6 +111,11 @@ export async function prepareDesign(o: DesignOptions, signal?: AbortSignal): Pro
       const m = findManifest(abs);
       if (m) {
         notes.push(`${relative(cwd, abs) || '.'}: read through its manifest ${relative(cwd, m)}`);
+        const others = otherManifests(abs);
+        if (others.length)
+          notes.push(
+            `${relative(cwd, abs) || '.'} also holds ${others.map((f) => relative(cwd, f)).join(', ')}: Bender.yml comes first when a folder holds both; name ${others.length === 1 ? 'the .core file' : 'a .core file'} to read it instead`,
+          );
         setManifest(m);
         continue;
       }
@@ -125,10 +147,12 @@ export async function prepareDesign(o: DesignOptions, signal?: AbortSignal): Pro
     d.params = { ...manifest.params, ...d.params };
     if (!d.top && manifest.top) d.top = manifest.top;
   }
+  d.files = checkSources(d.files, warnings, cwd);
   const out: PreparedDesign = { design: d, warnings, notes, discovered: { includeDirs: [], files: [] }, manifest };
   // A manifest's tool answered for the whole design: searching beside it would hide its mistakes.
   if (o.discover === true && !manifest && d.files.length && d.files.every((f) => existsSync(f) && !isDir(f))) {
-    const found = discover(d.files, d.includeDirs, { cwd });
+    // Library files (-v, -y) declare modules too: what they provide is not searched for.
+    const found = discover([...d.files, ...d.libraryFiles], d.includeDirs, { cwd, root: repositoryRoot(commonDir(d.files)) });
     out.discovery = found;
     d.includeDirs.push(...found.includeDirs);
     d.files.push(...found.files);
@@ -220,4 +244,127 @@ function manifestHint(root: string, show: (p: string) => string): string {
   return found
     ? ` The repository has a manifest (${show(found)}): its dependencies may provide it; name the manifest instead of the files.`
     : '';
+}
+
+/** What the first bytes of a source file say it is. */
+export type SourceProblem =
+  | { kind: 'vhdl'; why: string }
+  | { kind: 'binary'; why: string }
+  | { kind: 'utf16' }
+  | { kind: 'empty' }
+  | { kind: 'not-utf8'; offset: number; byte: number; line: number };
+
+const HEAD_BYTES = 64 * 1024;
+
+/** Reads the head of a file and says whether it is something other than Verilog text. */
+export function sourceProblem(path: string, head?: Buffer): SourceProblem | null {
+  if (/\.vhdl?$/i.test(path)) return { kind: 'vhdl', why: 'its extension' };
+  let buf = head;
+  if (!buf) {
+    try {
+      const fd = openSync(path, 'r');
+      try {
+        buf = Buffer.alloc(HEAD_BYTES);
+        buf = buf.subarray(0, readSync(fd, buf, 0, HEAD_BYTES, 0));
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      return null; // checkFilesExist reports a missing or unreadable file
+    }
+  }
+  if ((buf[0] === 0xff && buf[1] === 0xfe) || (buf[0] === 0xfe && buf[1] === 0xff)) return { kind: 'utf16' };
+  const nul = buf.indexOf(0);
+  if (nul >= 0) {
+    // Text in UTF-16 without a byte order mark: every other byte is NUL.
+    const even = buf.subarray(0, 200).filter((b, i) => i % 2 === 1 && b === 0).length;
+    if (buf.length >= 8 && even >= Math.min(100, buf.length / 2) * 0.8) return { kind: 'utf16' };
+    return { kind: 'binary', why: `a NUL byte at offset ${nul}` };
+  }
+  const text = buf.toString('latin1');
+  if (!/\S/.test(text)) return { kind: 'empty' };
+  const vhdl = text.replace(/--[^\n]*/g, ' ');
+  const verilog = text.replace(/\/\/[^\n]*|\/\*[\s\S]*?(\*\/|$)/g, ' ');
+  if (
+    (/^\s*library\s+\w+\s*;/im.test(vhdl) || /^\s*entity\s+\w+\s+is\b/im.test(vhdl) || /^\s*use\s+ieee\./im.test(vhdl)) &&
+    !/\bend(module|package|interface|program|primitive)\b/.test(verilog)
+  )
+    return { kind: 'vhdl', why: 'its content' };
+  if (!/\S/.test(verilog)) return { kind: 'empty' };
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(buf.length === HEAD_BYTES ? trimPartialUtf8(buf) : buf);
+  } catch {
+    const bad = firstInvalidUtf8(buf);
+    const control = [...buf].filter((b) => b < 9 || (b > 13 && b < 32)).length;
+    if (control > buf.length / 20) return { kind: 'binary', why: 'bytes that are not text' };
+    return { kind: 'not-utf8', offset: bad, byte: buf[bad], line: text.slice(0, bad).split('\n').length };
+  }
+  return null;
+}
+
+/** The buffer without a multi-byte character cut at its end. */
+function trimPartialUtf8(b: Buffer): Buffer {
+  let i = b.length - 1;
+  while (i > 0 && b.length - i < 4 && (b[i] & 0xc0) === 0x80) i--;
+  return b[i] >= 0xc0 ? b.subarray(0, i) : b;
+}
+
+function firstInvalidUtf8(b: Buffer): number {
+  for (let i = 0; i < b.length; i++) {
+    const c = b[i];
+    if (c < 0x80) continue;
+    const n = c >= 0xf0 && c < 0xf8 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+    if (n < 0) return i;
+    for (let k = 1; k <= n; k++) if (i + k >= b.length || (b[i + k] & 0xc0) !== 0x80) return i;
+    i += n;
+  }
+  return 0;
+}
+
+/**
+ * The design files with the ones that are not Verilog refused by name, each with what to do: VHDL,
+ * binary files, UTF-16 text. Empty files are left out with a warning (an error when every file is
+ * empty); text that is not UTF-8 is read as it is (Verilator reads bytes), with a warning.
+ */
+export function checkSources(files: string[], warnings: string[], cwd = process.cwd()): string[] {
+  const show = (f: string): string => relative(cwd, f) || f;
+  const keep: string[] = [];
+  const empty: string[] = [];
+  for (const f of files) {
+    if (!existsSync(f) || statSync(f).isDirectory()) {
+      keep.push(f);
+      continue;
+    }
+    const p = sourceProblem(f);
+    if (!p) keep.push(f);
+    else if (p.kind === 'vhdl')
+      throw new DesignError(
+        'not-verilog',
+        `${show(f)} is VHDL (by ${p.why}), not Verilog/SystemVerilog: chorus simulates with Verilator, which reads only Verilog and SystemVerilog. Leave the file out, or name a Verilog version of the design (a mixed-language design needs a converter such as GHDL's synth --out=verilog or vhd2vl first).`,
+      );
+    else if (p.kind === 'binary')
+      throw new DesignError(
+        'not-verilog',
+        `${show(f)} is not a text file (${p.why}): name the design's .sv/.v sources, not a compiled or binary file.`,
+      );
+    else if (p.kind === 'utf16')
+      throw new DesignError(
+        'not-verilog',
+        `${show(f)} is UTF-16 text, which Verilator cannot read: convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8 ${show(f)} > ${show(f)}.utf8, then rename it), or save it as UTF-8 in the editor.`,
+      );
+    else if (p.kind === 'empty') empty.push(f);
+    else {
+      warnings.push(
+        `${show(f)}:${p.line}: not UTF-8 (byte 0x${p.byte.toString(16)} at offset ${p.offset}; Latin-1 or Windows-1252?): read as it is, but names and strings may be garbled; convert it with iconv -f latin1 -t utf-8`,
+      );
+      keep.push(f);
+    }
+  }
+  if (empty.length && keep.length === 0)
+    throw new DesignError(
+      'no-module',
+      `${empty.map(show).join(', ')} ${empty.length === 1 ? 'is' : 'are'} empty (no Verilog code): name the files that hold the design's modules`,
+    );
+  if (empty.length) warnings.push(`${empty.map(show).join(', ')}: empty (no Verilog code), left out`);
+  return keep;
 }

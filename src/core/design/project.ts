@@ -7,6 +7,7 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { DesignOptions } from './prepare.js';
 import { projectFileSchema, type ProjectFile } from './projectSchema.js';
 import { check } from '../util/schema.js';
+import { checkVerilatorArgs } from './verilatorArgs.js';
 
 export const PROJECT_FILE = 'chorus.json';
 
@@ -40,6 +41,13 @@ export function validateProject(data: unknown, origin = PROJECT_FILE): ProjectFi
   const r = check(projectFileSchema, data, '');
   if (!r.ok) throw new Error(`${origin}: ${r.issues.map((i) => (i.field ? `"${i.field}" ${i.message}` : i.message)).join('; ')}`);
   const out = r.value;
+  if (out.verilatorArgs?.length) {
+    try {
+      out.verilatorArgs = checkVerilatorArgs(out.verilatorArgs, '"verilatorArgs"');
+    } catch (e) {
+      throw new Error(`${origin}: ${(e as Error).message}`);
+    }
+  }
   // An empty top means "not chosen yet" (the editor's form writes it so): not a module name.
   if (out.top === '') delete out.top;
   return out;
@@ -58,6 +66,7 @@ export function projectToDesign(p: ProjectFile, projectDir: string): DesignOptio
     includeDirs: p.includeDirs?.map(abs),
     defines: p.defines,
     params: p.params,
+    verilatorArgs: p.verilatorArgs,
     top: p.top,
     cwd: projectDir,
     // The user's own design: search its repository for what the files need (load.ts).

@@ -28,6 +28,9 @@ export const projectFileSchema = strictObject({
     )
     .optional()
     .meta({ description: 'Top parameter overrides NAME=VALUE.' }),
+  verilatorArgs: list(
+    'Verilator options passed through to every Verilator pass (as --verilator-arg), from an allowlist: -Wno-<CODE>, -Wall, --timing / --no-timing, -O<n>, --x-assign / --x-initial <value>, --bbox-unsup, +1800-2017ext+ ... Nothing that writes files, runs programs or changes paths (README: Command line conventions).',
+  ).optional(),
   top: z
     .string({ error: 'must be a module name' })
     .optional()

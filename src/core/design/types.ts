@@ -13,6 +13,9 @@ export interface DesignSpec {
   params: Record<string, string>;
   /** The DUT top module; required when the files hold several candidates. */
   top?: string;
+  /** Pass-through Verilator options (`--verilator-arg`, chorus.json "verilatorArgs"), already
+   * checked against the allowlist (design/verilatorArgs.ts): given to every Verilator pass. */
+  verilatorArgs?: string[];
 }
 
 export function emptyDesign(): DesignSpec {

@@ -128,7 +128,7 @@ export function emitTestbench(plan: StimulusPlan): string {
   const readyOut = roles.outputs.find((o) => READY_OUT.test(o.name) && o.width === 1);
 
   L.push(`// Stimulus testbench for '${plan.top}', written by the CHORUS built-in generator`);
-  L.push(`// (model-free, coverage-directed constrained-random). Round ${plan.round}, seed ${plan.seed}.`);
+  L.push(`// (model-free, coverage-directed constrained-random). Round ${plan.round + 1}, seed ${plan.seed}.`);
   L.push('// It drives every input and has no checks on outputs: it exists to exercise the design.');
   for (const n of plan.notes) L.push(`// - ${n}`);
   for (const p of plan.scaled ?? []) L.push(`// Parameter ${p.name} scaled from ${p.was} to ${p.value}: ${p.why}.`);
@@ -394,7 +394,9 @@ export function emitTestbench(plan: StimulusPlan): string {
       L.push(`${ind(2)}end`);
     };
     for (const e of plan.elite ?? []) {
-      L.push(`${ind(2)}// Phase 4e: replay of round ${e.round}'s random segment (seed ${e.seed}, ${e.cycles} cycles): it raised coverage.`);
+      L.push(
+        `${ind(2)}// Phase 4e: replay of round ${e.round + 1}'s random segment (seed ${e.seed}, ${e.cycles} cycles): it raised coverage.`,
+      );
       L.push(`${ind(2)}void'($urandom(${e.seed}));`);
       randomBody(e.cycles);
     }

@@ -297,7 +297,7 @@ export async function generateTestbench(
     // Search: a segment that raised coverage is kept (replayed) in the next rounds; at most two.
     if (improved && prev.round > 0 && result.status === 'success') {
       plan.elite = [...(prev.elite ?? []), { round: prev.round, seed: segmentSeed(prev), cycles: prev.randomCycles }].slice(-2);
-      plan.notes.push(`round ${prev.round}'s random segment raised coverage: replayed before the new one`);
+      plan.notes.push(`round ${prev.round + 1}'s random segment raised coverage: replayed before the new one`);
     }
   }
   if (!best) throw new Error('generation was cancelled before the first round');

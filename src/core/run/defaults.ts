@@ -61,4 +61,7 @@ export const DEFAULT_SERVICE = {
   graceS: 30,
   maxTimeoutS: 300,
   bodyLimitMiB: 8,
+  /** Readiness (/readyz): free space the run-directory file system keeps, the service's resident memory. */
+  minFreeDiskMiB: 256,
+  maxRssMiB: 4096,
 } as const;

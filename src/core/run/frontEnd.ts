@@ -5,3 +5,5 @@
 export { safeDeep, safeJson, safeLine, safeText } from '../util/untrusted.js';
 export { formatDiagnostic, pct } from '../util/format.js';
 export { check, formatIssues, strictObject } from '../util/schema.js';
+export { humanStatus } from '../sim/status.js';
+export { closest, editDistance } from '../util/closest.js';

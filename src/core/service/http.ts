@@ -1,5 +1,6 @@
 // The reward service over HTTP (node:http, JSON): routing, body limits, JSON errors, backpressure,
 // client disconnects and graceful shutdown. Every request gets exactly one answer.
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -17,6 +18,8 @@ import {
 } from './scoreService.js';
 import { ServiceError, validateScoreRequest } from './requests.js';
 import { PoolClosedError, QueueFullError, TaskAbortedError } from './workerPool.js';
+import { fingerprintOf, IDEMPOTENCY_KEY, InFlight } from './idempotency.js';
+import type { ResourceLimits } from './resources.js';
 
 export interface ScoreServerOptions {
   /** 0 (default) picks a free port. */
@@ -36,6 +39,13 @@ export interface ScoreServerOptions {
   simulator?: string;
   /** Where lines about the server's life go (default: nowhere). */
   log?: (line: string) => void;
+  /** Idempotent answers and design directories survive a restart here (default: memory and a
+   * temporary directory only). */
+  stateDir?: string;
+  /** Free disk and service RSS below which the service is not ready and refuses score work. */
+  resourceLimits?: Partial<ResourceLimits>;
+  /** Bytes of idempotent answers kept in memory (default 64 MiB). */
+  answerCacheBytes?: number;
 }
 
 export interface ScoreServer {
@@ -48,7 +58,17 @@ export interface ScoreServer {
   close(graceS?: number): Promise<void>;
 }
 
-const ROUTES = ['/v1/score', '/v1/introspect', '/v1/refine-prompt', '/v1/first-turn', '/v1/parse-reply', '/v1/health', '/metrics'] as const;
+const ROUTES = [
+  '/v1/score',
+  '/v1/introspect',
+  '/v1/refine-prompt',
+  '/v1/first-turn',
+  '/v1/parse-reply',
+  '/v1/health',
+  '/healthz',
+  '/readyz',
+  '/metrics',
+] as const;
 const METHODS: Record<string, string> = {
   '/v1/score': 'POST',
   '/v1/introspect': 'POST',
@@ -56,8 +76,17 @@ const METHODS: Record<string, string> = {
   '/v1/first-turn': 'POST',
   '/v1/parse-reply': 'POST',
   '/v1/health': 'GET',
+  '/healthz': 'GET',
+  '/readyz': 'GET',
   '/metrics': 'GET',
 };
+
+/** An answer computed apart from the socket it goes to: idempotent retries share and replay it. */
+interface Answer {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.writableEnded || res.destroyed) return;
@@ -128,7 +157,12 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     workers: opts.workers ?? availableParallelism(),
     queueLimit: opts.queueLimit ?? DEFAULT_SERVICE.queueLimit,
     maxTimeoutS: opts.maxTimeoutS ?? DEFAULT_SERVICE.maxTimeoutS,
+    stateDir: opts.stateDir,
+    resourceLimits: opts.resourceLimits,
+    answerCacheBytes: opts.answerCacheBytes,
+    log,
   });
+  const inflight = new InFlight<Answer | null>();
   const m = service.metrics;
   let draining = false;
   let shutdownReason = 'the server is shutting down';
@@ -136,11 +170,115 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
   const sockets = new Set<Socket>();
 
   /** Backpressure: the queue is full, come back after Retry-After. */
-  const queueFull = (res: ServerResponse, e: QueueFullError): void => {
+  const queueFullAnswer = (e: QueueFullError): Answer => {
     m.rejected.inc();
-    json(res, 429, errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }), {
-      'Retry-After': String(e.retryAfterS),
-    });
+    return {
+      status: 429,
+      body: errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }),
+      headers: { 'Retry-After': String(e.retryAfterS) },
+    };
+  };
+  const queueFull = (res: ServerResponse, e: QueueFullError): void => {
+    const a = queueFullAnswer(e);
+    json(res, a.status, a.body, a.headers);
+  };
+  const shuttingDown = (): Answer => ({ status: 503, body: errorBody('shutting_down', shutdownReason), headers: { Connection: 'close' } });
+
+  /** `/v1/score` for a checked body: the answer, or null when nobody is left to answer. */
+  const scoreAnswer = async (body: unknown, signal: AbortSignal): Promise<Answer | null> => {
+    const { items, batch } = validateScoreRequest(body);
+    if (draining) return shuttingDown();
+    if (items.length > service.pool.capacity) {
+      throw new ServiceError(
+        413,
+        'batch_too_large',
+        `a batch of ${items.length} items can never fit: the server holds at most ${service.pool.capacity} (workers + queue limit); split it`,
+        { field: 'items' },
+      );
+    }
+    // Out of disk or memory: refuse before starting work that would fail halfway (ENOSPC in a
+    // build reads like a broken testbench) and let the client use another instance meanwhile.
+    const r = service.resources();
+    if (!r.ok) {
+      m.failures.inc({ reason: 'service_failure' });
+      return {
+        status: 503,
+        body: errorBody('service_failure', `${r.message}; not taking work (score it again, here later or elsewhere)`, {
+          cause: r.cause,
+          retry_after_s: 5,
+        }),
+        headers: { 'Retry-After': '5' },
+      };
+    }
+    let promises: Array<Promise<ScoreOutcome>>;
+    try {
+      promises = service.submit(items, signal);
+    } catch (e) {
+      if (e instanceof QueueFullError) return queueFullAnswer(e);
+      if (e instanceof PoolClosedError) return shuttingDown();
+      throw e;
+    }
+    const settled = await Promise.allSettled(promises);
+    let aborted: TaskAbortedError | undefined;
+    let failure: { cause?: string; message: string } | undefined;
+    const results: unknown[] = [];
+    for (const s of settled) {
+      if (s.status === 'fulfilled') {
+        results.push(s.value.ok ? s.value.record : s.value.error);
+        if (!s.value.ok && s.value.error.error === 'service_failure') failure ??= s.value.error;
+      } else if (s.reason instanceof TaskAbortedError) {
+        service.countAbort(s.reason);
+        aborted ??= s.reason;
+        results.push({ error: 'aborted', status: 503, message: s.reason.reason });
+      } else {
+        m.failures.inc({ reason: 'internal_error' });
+        log(`internal error: ${s.reason instanceof Error ? (s.reason.stack ?? s.reason.message) : String(s.reason)}`);
+        results.push({ error: 'internal_error', status: 500, message: s.reason instanceof Error ? s.reason.message : String(s.reason) });
+      }
+    }
+    if (signal.aborted) return null; // nobody to answer
+    if (aborted) {
+      // Shutdown aborted at least one item: say so explicitly (the completed ones ride along).
+      return {
+        status: 503,
+        body: errorBody(
+          'shutting_down',
+          `${aborted.reason}: the simulation was aborted ${aborted.started ? 'while running' : 'before it started'}; retry on another instance`,
+          batch ? { results } : {},
+        ),
+        headers: { Connection: 'close' },
+      };
+    }
+    if (batch && failure) {
+      // One failed item fails the batch: the client retries it whole under the same key, and a
+      // batch answer is recorded only when every item has its final result.
+      log(`chorus serve: service failure (${failure.cause}): ${failure.message}`);
+      return {
+        status: 503,
+        body: errorBody('service_failure', failure.message, { cause: failure.cause, retry_after_s: 1, results }),
+        headers: { 'Retry-After': '1' },
+      };
+    }
+    if (batch) return { status: 200, body: { results } };
+    const only = settled[0];
+    if (only.status === 'fulfilled') {
+      const v = only.value;
+      if (v.ok) return { status: 200, body: v.record };
+      if (v.error.error === 'service_failure') {
+        log(`chorus serve: service failure (${v.error.cause}): ${v.error.message}`);
+        return { status: 503, body: { ...v.error, retry_after_s: 1 }, headers: { 'Retry-After': '1' } };
+      }
+      return { status: v.error.status, body: v.error };
+    }
+    return { status: 500, body: results[0] };
+  };
+
+  /** Only answers about the request itself are replayed: a 429, 503 or 500 is the service's state
+   * at that moment, and a retry must run the work again. */
+  const isFinal = (a: Answer): boolean => a.status === 200 || a.status === 422;
+
+  const sendAnswer = (res: ServerResponse, a: Answer, key: string, replayed = false): void => {
+    json(res, a.status, a.body, { ...a.headers, 'Idempotency-Key': key, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -161,6 +299,14 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     if (req.method !== METHODS[route])
       return json(res, 405, errorBody('method_not_allowed', `${path} takes ${METHODS[route]}`), { Allow: METHODS[route] });
     if (route === '/v1/health') return json(res, draining ? 503 : 200, service.health(simInfo, draining));
+    // Liveness: the process answers. 200 while draining too: an orchestrator must not kill a
+    // service that is finishing its work; readiness is what takes it out of rotation.
+    if (route === '/healthz')
+      return json(res, 200, { status: draining ? 'draining' : 'ok', uptime_s: (Date.now() - service.startedAt) / 1000 });
+    if (route === '/readyz') {
+      const r = service.readiness(draining);
+      return json(res, r.ready ? 200 : 503, r.body);
+    }
     if (route === '/metrics') {
       const text = await m.registry.metrics();
       res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
@@ -189,61 +335,49 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
         }
         return outcome.ok ? json(res, 200, outcome.answer) : json(res, outcome.error.status, outcome.error);
       }
-      // /v1/score
-      const { items, batch } = validateScoreRequest(body);
-      if (draining) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
-      if (items.length > service.pool.capacity) {
-        throw new ServiceError(
-          413,
-          'batch_too_large',
-          `a batch of ${items.length} items can never fit: the server holds at most ${service.pool.capacity} (workers + queue limit); split it`,
-          { field: 'items' },
-        );
-      }
-      let promises: Array<Promise<ScoreOutcome>>;
-      try {
-        promises = service.submit(items, client.signal);
-      } catch (e) {
-        if (e instanceof QueueFullError) return queueFull(res, e);
-        if (e instanceof PoolClosedError) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
-        throw e;
-      }
-      const settled = await Promise.allSettled(promises);
-      let aborted: TaskAbortedError | undefined;
-      const results: unknown[] = [];
-      for (const s of settled) {
-        if (s.status === 'fulfilled') results.push(s.value.ok ? s.value.record : s.value.error);
-        else if (s.reason instanceof TaskAbortedError) {
-          service.countAbort(s.reason);
-          aborted ??= s.reason;
-          results.push({ error: 'aborted', status: 503, message: s.reason.reason });
-        } else {
-          m.failures.inc({ reason: 'internal_error' });
-          log(`internal error: ${s.reason instanceof Error ? (s.reason.stack ?? s.reason.message) : String(s.reason)}`);
-          results.push({ error: 'internal_error', status: 500, message: s.reason instanceof Error ? s.reason.message : String(s.reason) });
-        }
-      }
-      if (client.signal.aborted) return; // nobody to answer
-      if (aborted) {
-        // Shutdown aborted at least one item: say so explicitly (the completed ones ride along).
-        return json(
+      // /v1/score. The key: the client's Idempotency-Key, or one made here; either way it comes back
+      // in the answer's Idempotency-Key header, so a client can retry with it.
+      const given = req.headers['idempotency-key'];
+      if (given !== undefined && (typeof given !== 'string' || !IDEMPOTENCY_KEY.test(given)))
+        throw new ServiceError(400, 'bad_request', 'Idempotency-Key: must be 1 to 200 visible ASCII characters (a UUID fits)', {
+          field: 'Idempotency-Key',
+          fields: ['Idempotency-Key'],
+        });
+      const key = given ?? randomUUID();
+      const fingerprint = fingerprintOf(JSON.stringify(body));
+      const conflict = (): void =>
+        json(
           res,
-          503,
-          errorBody(
-            'shutting_down',
-            `${aborted.reason}: the simulation was aborted ${aborted.started ? 'while running' : 'before it started'}; retry on another instance`,
-            batch ? { results } : {},
-          ),
-          { Connection: 'close' },
+          422,
+          errorBody('idempotency_key_reused', 'this Idempotency-Key was used for a different request body; use a new key per request'),
+          { 'Idempotency-Key': key },
         );
+      const recorded = service.answers.get(key);
+      if (recorded) {
+        if (recorded.fingerprint !== fingerprint) return conflict();
+        m.replays.inc();
+        service.answers.replays++;
+        if (res.headersSent || res.writableEnded || res.destroyed) return;
+        res.writeHead(recorded.status, {
+          'Content-Type': 'application/json; charset=utf-8',
+          'Content-Length': Buffer.byteLength(recorded.body),
+          'Idempotency-Key': key,
+          'Idempotent-Replayed': 'true',
+        });
+        res.end(recorded.body);
+        return;
       }
-      if (batch) return json(res, 200, { results });
-      const only = settled[0];
-      if (only.status === 'fulfilled') {
-        const v = only.value;
-        return v.ok ? json(res, 200, v.record) : json(res, v.error.status, v.error);
-      }
-      return json(res, 500, results[0]);
+      const shared = inflight.join(key, fingerprint, client.signal, async (signal) => {
+        const a = await scoreAnswer(body, signal);
+        if (!a || !isFinal(a)) return a;
+        // Recorded before it is sent: any answer a client could have seen survives a crash.
+        const kept = service.answers.put(key, { status: a.status, body: JSON.stringify(a.body), fingerprint, at: Date.now() });
+        return { status: kept.status, body: JSON.parse(kept.body) as unknown, headers: a.headers };
+      });
+      if (shared === 'conflict') return conflict();
+      const a = await shared;
+      if (!a || client.signal.aborted) return;
+      return sendAnswer(res, a, key);
     } catch (e) {
       if (e instanceof ServiceError) {
         const headers: Record<string, string> = e.status === 413 ? { Connection: 'close' } : {};

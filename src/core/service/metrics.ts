@@ -11,7 +11,9 @@ export const DEFAULT_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 
 export const PROMETHEUS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
-export const FAILURE_REASONS = ['design_error', 'internal_error', 'aborted_client', 'aborted_shutdown'] as const;
+export const FAILURE_REASONS = ['design_error', 'internal_error', 'aborted_client', 'aborted_shutdown', 'service_failure'] as const;
+/** Why the service (not the testbench) failed an item: scoreService.ts SERVICE_FAILURE_CAUSES. */
+export const SERVICE_FAILURE_CAUSES = ['worker_killed', 'disk_full', 'disk_unwritable', 'resources', 'simulator_exception'] as const;
 
 export interface ServiceMetrics {
   registry: Registry;
@@ -21,6 +23,8 @@ export interface ServiceMetrics {
   requests: Counter<'route' | 'code'>;
   latency: Histogram<'route'>;
   designCache: Counter<'result'>;
+  serviceFailures: Counter<'cause'>;
+  replays: Counter;
 }
 
 /** What the gauges read when /metrics is scraped. */
@@ -74,12 +78,25 @@ export function serviceMetrics(read: ServiceGauges): ServiceMetrics {
   for (const status of SIM_STATUSES) runs.inc({ status }, 0);
   for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
   for (const result of ['hit', 'miss']) designCache.inc({ result }, 0);
+  const serviceFailures = new Counter({
+    name: 'chorus_service_failures_total',
+    help: 'Score items the service failed (answered 503 service_failure, retried by the client), by cause.',
+    labelNames: ['cause'] as const,
+    registers,
+  });
+  for (const cause of SERVICE_FAILURE_CAUSES) serviceFailures.inc({ cause }, 0);
   collectDefaultMetrics({ register: registry });
   return {
     registry,
     runs,
     failures,
     designCache,
+    serviceFailures,
+    replays: new Counter({
+      name: 'chorus_idempotent_replays_total',
+      help: 'Score requests answered with the recorded answer of an earlier request with the same Idempotency-Key.',
+      registers,
+    }),
     rejected: new Counter({
       name: 'chorus_rejected_total',
       help: 'Score requests refused with 429 because the queue was full.',

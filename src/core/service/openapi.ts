@@ -14,17 +14,22 @@ import {
 const errorBody = z
   .looseObject({
     error: z.string().meta({
-      description: 'bad_request, body_too_large, batch_too_large, queue_full, shutting_down, design_error, internal_error, not_found, ...',
+      description:
+        'bad_request, body_too_large, batch_too_large, queue_full, shutting_down, service_failure, idempotency_key_reused, design_error, internal_error, not_found, ...',
     }),
     message: z.string().meta({ description: 'What is wrong; schema errors list each bad field as `path: what`, separated by `; `.' }),
     field: z.string().optional().meta({ description: 'The first bad field (400).' }),
     fields: z.array(z.string()).optional().meta({ description: 'Every bad field (400).' }),
-    retry_after_s: z.number().optional().meta({ description: 'With 429: seconds to wait (also the Retry-After header).' }),
+    retry_after_s: z.number().optional().meta({ description: 'With 429 and 503: seconds to wait (also the Retry-After header).' }),
+    cause: z.string().optional().meta({
+      description:
+        "With service_failure: worker_killed, disk_full, disk_unwritable, resources, simulator_exception, disk_low, memory_high. Never the testbench's fault: score it again.",
+    }),
   })
   .meta({ description: 'An error answer.' });
 
 const itemError = z.looseObject({
-  error: z.enum(['design_error', 'internal_error', 'aborted']),
+  error: z.enum(['design_error', 'internal_error', 'aborted', 'service_failure']),
   status: z.int(),
   kind: z.string().optional(),
   message: z.string(),
@@ -99,13 +104,35 @@ function schema(s: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   return rest;
 }
 
+const readiness = z.looseObject({
+  status: z.enum(['ready', 'not_ready', 'draining']),
+  cause: z.enum(['disk_low', 'memory_high']).optional(),
+  message: z.string().optional(),
+  checks: z.looseObject({
+    workers: z.looseObject({ ok: z.boolean() }),
+    disk: z.array(z.looseObject({ path: z.string(), free_bytes: z.number().nullable(), ok: z.boolean() })),
+    min_free_disk_bytes: z.number(),
+    memory: z.looseObject({ ok: z.boolean(), rss_bytes: z.number(), max_rss_bytes: z.number() }),
+  }),
+});
+
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    "The request's id (1 to 200 visible ASCII characters; a UUID fits). A retry with the same key gets the recorded answer (200 or 422) instead of a second run; absent, the service makes one. Either way it comes back in the Idempotency-Key answer header; a replay also carries Idempotent-Replayed: true. The same key with another body is 422 idempotency_key_reused.",
+  schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,200}$' },
+};
+
 const json = (s: z.ZodType, io: 'input' | 'output' = 'output') => ({ content: { 'application/json': { schema: schema(s, io) } } });
 const errors = (codes: Record<string, string>) =>
   Object.fromEntries(Object.entries(codes).map(([code, description]) => [code, { description, ...json(errorBody) }]));
 const common = {
   '400': 'A malformed body or a schema error, naming each bad field.',
   '413': 'The body is over --body-limit.',
-  '503': 'The server is shutting down.',
+  '503':
+    'The server is shutting down, or (score) a service failure: a killed simulation, a full disk, memory over its limit (error service_failure, with cause). Retry, here or on another instance, with the same Idempotency-Key.',
 };
 
 function post(summary: string, request: z.ZodType, answer: z.ZodType, more: Record<string, unknown> = {}): Record<string, unknown> {
@@ -116,6 +143,11 @@ function post(summary: string, request: z.ZodType, answer: z.ZodType, more: Reco
       responses: { '200': { description: 'OK', ...json(answer) }, ...errors(common), ...more },
     },
   };
+}
+
+function withParameters(path: Record<string, unknown>, parameters: unknown[]): Record<string, unknown> {
+  const op = path.post as Record<string, unknown>;
+  return { post: { ...op, parameters } };
 }
 
 export function rewardServiceOpenApi(): Record<string, unknown> {
@@ -129,14 +161,21 @@ export function rewardServiceOpenApi(): Record<string, unknown> {
     },
     servers: [{ url: 'http://127.0.0.1:8080' }],
     paths: {
-      '/v1/score': post(
-        'Simulate a testbench (or a batch) and return the result record with its reward.',
-        scoreRequestSchema,
-        z.union([scoreRecord, z.strictObject({ results: z.array(z.union([scoreRecord, itemError])) })]),
-        {
-          ...errors({ '429': 'The queue is full; retry after Retry-After seconds.', '500': 'An internal error.' }),
-          '422': { description: 'The design does not elaborate (design_error, with kind, candidates, diagnostics).', ...json(itemError) },
-        },
+      '/v1/score': withParameters(
+        post(
+          'Simulate a testbench (or a batch) and return the result record with its reward.',
+          scoreRequestSchema,
+          z.union([scoreRecord, z.strictObject({ results: z.array(z.union([scoreRecord, itemError])) })]),
+          {
+            ...errors({ '429': 'The queue is full; retry after Retry-After seconds.', '500': 'An internal error.' }),
+            '422': {
+              description:
+                'The design does not elaborate (design_error, with kind, candidates, diagnostics), or the Idempotency-Key was used for another body (idempotency_key_reused).',
+              ...json(itemError),
+            },
+          },
+        ),
+        [idempotencyKey],
       ),
       '/v1/introspect': post(
         "The engine's view of a design: top candidates and the ports of each module.",
@@ -168,6 +207,26 @@ export function rewardServiceOpenApi(): Record<string, unknown> {
           responses: {
             '200': { description: 'Serving.', ...json(health) },
             '503': { description: 'Draining (shutting down).', ...json(health) },
+          },
+        },
+      },
+      '/healthz': {
+        get: {
+          summary: 'Liveness: the process answers (200 also while draining, so an orchestrator lets it finish).',
+          responses: {
+            '200': {
+              description: 'Alive.',
+              ...json(z.looseObject({ status: z.enum(['ok', 'draining']), uptime_s: z.number() })),
+            },
+          },
+        },
+      },
+      '/readyz': {
+        get: {
+          summary: 'Readiness: accepting work (workers up, free disk of the run-directory file system and service RSS within limits).',
+          responses: {
+            '200': { description: 'Ready.', ...json(readiness) },
+            '503': { description: 'Not ready (draining, disk_low or memory_high): take it out of rotation.', ...json(readiness) },
           },
         },
       },

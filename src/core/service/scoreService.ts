@@ -2,7 +2,8 @@
 // (designStore.ts: content-addressed, its introspection cached) -> bounded worker pool -> simulator
 // -> the result record plus the reward fields a trainer reads. HTTP lives in http.ts; this file
 // knows nothing about sockets.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { introspect } from '../sim/verilator/introspect.js';
 import { DesignError } from '../design/errors.js';
@@ -20,10 +21,12 @@ import {
   type ChatMessage,
   type ParsedReply,
 } from '../agent/protocol.js';
-import { serviceMetrics, type ServiceMetrics } from './metrics.js';
+import { SERVICE_FAILURE_CAUSES, serviceMetrics, type ServiceMetrics } from './metrics.js';
 
 export type { ServiceMetrics } from './metrics.js';
 import { TaskAbortedError, WorkerPool } from './workerPool.js';
+import { AnswerStore } from './idempotency.js';
+import { checkResources, DEFAULT_RESOURCE_LIMITS, descendants, freeBytes, type ResourceCheck, type ResourceLimits } from './resources.js';
 import { DesignStore, designIn, relativize, writeFiles } from './designStore.js';
 import {
   bad,
@@ -37,6 +40,7 @@ import {
 } from './requests.js';
 
 export { DesignStore } from './designStore.js';
+export { SERVICE_FAILURE_CAUSES } from './metrics.js';
 export { ServiceError, validateScoreRequest, type IntrospectItem, type ScoreItem } from './requests.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -99,13 +103,53 @@ export type ScoreRecord = Omit<SimResult, 'coverage'> & {
 };
 
 export interface ItemError {
-  error: 'design_error' | 'internal_error';
-  status: 422 | 500;
+  error: 'design_error' | 'internal_error' | 'service_failure';
+  status: 422 | 500 | 503;
   kind?: string;
+  /** With service_failure: what failed (worker_killed, disk_full, disk_unwritable, resources,
+   * simulator_exception). Never the testbench's fault: the client scores the item again. */
+  cause?: ServiceFailureCause;
   message: string;
   candidates?: string[];
   diagnostics?: unknown[];
 }
+
+export type ServiceFailureCause = (typeof SERVICE_FAILURE_CAUSES)[number];
+
+/** Errno codes that mean the machine, not the request, failed (a full or read-only disk, no
+ * memory, no file descriptors). */
+const MACHINE_ERRNO: Record<string, ServiceFailureCause> = {
+  ENOSPC: 'disk_full',
+  EDQUOT: 'disk_full',
+  EROFS: 'disk_unwritable',
+  EACCES: 'disk_unwritable',
+  EPERM: 'disk_unwritable',
+  EIO: 'disk_unwritable',
+  ENOMEM: 'resources',
+  EAGAIN: 'resources',
+  EMFILE: 'resources',
+  ENFILE: 'resources',
+};
+
+/** A thrown error that is the machine's failure, as an item error; undefined for anything else. */
+export function machineFailure(e: unknown): ItemError | undefined {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  const cause = code ? MACHINE_ERRNO[code] : undefined;
+  if (!cause) return undefined;
+  return serviceFailure(cause, `the service could not write or run: ${(e as Error).message}`);
+}
+
+export function serviceFailure(cause: ServiceFailureCause, message: string): ItemError {
+  return {
+    error: 'service_failure',
+    status: 503,
+    cause,
+    message: `${message} (a failure of the service, not of the testbench: score it again)`,
+  };
+}
+
+/** A run the disk cut short leaves this little free (or less) on the file system. */
+const DISK_FULL_BYTES = 1024 * 1024;
 
 export type ScoreOutcome = { ok: true; record: ScoreRecord } | { ok: false; error: ItemError };
 
@@ -118,6 +162,35 @@ export interface ScoreServiceOptions {
   /** timeout_s when a request gives none. */
   defaultTimeoutS?: number;
   designCacheEntries?: number;
+  /** Disk and memory the service needs to accept work (readiness). */
+  resourceLimits?: Partial<ResourceLimits>;
+  /** Where idempotent answers and the design directories live across restarts; absent: a
+   * temporary directory, and answers in memory only. */
+  stateDir?: string;
+  /** Bytes of idempotent answers kept in memory (default 64 MiB). */
+  answerCacheBytes?: number;
+  log?: (line: string) => void;
+}
+
+/** Design directories of earlier instances on the same state directory whose process is gone:
+ * what a killed service left behind, removed by the next one. */
+function designsRootIn(stateDir: string): string {
+  mkdirSync(stateDir, { recursive: true });
+  for (const d of readdirSync(stateDir)) {
+    const m = /^designs-(\d+)-/.exec(d);
+    if (m && !alive(Number(m[1]))) rmSync(join(stateDir, d), { recursive: true, force: true });
+  }
+  return mkdtempSync(join(stateDir, `designs-${process.pid}-`));
+}
+
+function alive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export class ScoreService {
@@ -128,11 +201,16 @@ export class ScoreService {
   readonly defaultTimeoutS: number;
   readonly metrics: ServiceMetrics;
   readonly startedAt = Date.now();
+  readonly limits: ResourceLimits;
+  readonly answers: AnswerStore;
+  private lastCheck: { at: number; check: ResourceCheck } | undefined;
 
   constructor(opts: ScoreServiceOptions) {
     this.simulator = opts.simulator;
     this.pool = new WorkerPool({ concurrency: opts.workers, queueLimit: opts.queueLimit });
-    this.designs = new DesignStore(opts.designCacheEntries ?? 128);
+    this.designs = new DesignStore(opts.designCacheEntries ?? 128, opts.stateDir ? designsRootIn(opts.stateDir) : undefined);
+    this.limits = { ...DEFAULT_RESOURCE_LIMITS, ...opts.resourceLimits };
+    this.answers = new AnswerStore({ dir: opts.stateDir, maxBytes: opts.answerCacheBytes, log: opts.log });
     this.maxTimeoutS = opts.maxTimeoutS ?? DEFAULT_SERVICE.maxTimeoutS;
     this.defaultTimeoutS = Math.min(opts.defaultTimeoutS ?? DEFAULT_LIMITS.timeoutS, this.maxTimeoutS);
     const pool = this.pool;
@@ -176,23 +254,34 @@ export class ScoreService {
         };
         return { ok: false, error: relativize(error, join(this.designs.root, DesignStore.keyOf(item))) };
       }
-      throw e;
+      return this.failed(machineFailure(e), e);
     }
     this.metrics.designCache.inc({ result: got.cached ? 'hit' : 'miss' });
     try {
-      const result = await this.simulator.simulate({
-        design: got.design,
-        top: got.top,
-        testbench: item.testbench,
-        limits: {
-          timeoutS: this.clampTimeout(item.timeout_s),
-          buildTimeoutS: Math.min(DEFAULT_LIMITS.buildTimeoutS, Math.max(60, this.maxTimeoutS)),
-        },
-        seed: item.seed ?? undefined,
-        ...(item.score ? { score: item.score } : {}),
-        signal,
-      });
+      let result;
+      try {
+        result = await this.simulator.simulate({
+          design: got.design,
+          top: got.top,
+          testbench: item.testbench,
+          limits: {
+            timeoutS: this.clampTimeout(item.timeout_s),
+            buildTimeoutS: Math.min(DEFAULT_LIMITS.buildTimeoutS, Math.max(60, this.maxTimeoutS)),
+          },
+          seed: item.seed ?? undefined,
+          ...(item.score ? { score: item.score } : {}),
+          signal,
+        });
+      } catch (e) {
+        if (signal.aborted) throw e;
+        return this.failed(machineFailure(e), e);
+      }
       if (signal.aborted) throw signal.reason;
+      // The engine's `exception` is the tool's or the machine's problem, never the candidate's
+      // (a killed process, a full disk, a missing toolchain): a service failure the client
+      // retries, not a reward of 0 that would teach the policy the testbench was bad.
+      const broken = this.brokenRun(result);
+      if (broken) return this.failed(broken);
       this.metrics.runs.inc({ status: result.status });
       // DUT paths as the client named them: the model's feedback must not show server temp dirs.
       // Simulator output bounded: a run must not pour a large file into the response.
@@ -213,6 +302,49 @@ export class ScoreService {
     } finally {
       got.release();
     }
+  }
+
+  /** A result that is the machine's failure rather than the testbench's: the engine's
+   * exception, or any failed run while the run-directory disk is full (a compiler that could not
+   * write its output fails like a bad testbench would). */
+  private brokenRun(result: SimResult): ItemError | undefined {
+    const text = `${result.err_msg ?? ''}`;
+    if (result.status === 'exception') {
+      if (/SIGKILL/.test(text)) return serviceFailure('worker_killed', safeReason(text));
+      if (/ENOSPC|EDQUOT|No space left on device|Disk quota exceeded/i.test(text)) return serviceFailure('disk_full', safeReason(text));
+      if (/EROFS|Read-only file system/i.test(text)) return serviceFailure('disk_unwritable', safeReason(text));
+      return serviceFailure('simulator_exception', safeReason(text));
+    }
+    if (result.status !== 'success') {
+      const free = [tmpdir(), this.designs.root].map(freeBytes).filter((n): n is number => n !== null);
+      if (free.some((n) => n < DISK_FULL_BYTES))
+        return serviceFailure('disk_full', `the run-directory file system is full (${Math.min(...free)} bytes free) and the run failed`);
+    }
+    return undefined;
+  }
+
+  private failed(error: ItemError | undefined, e?: unknown): ScoreOutcome {
+    if (!error) throw e;
+    this.metrics.failures.inc({ reason: 'service_failure' });
+    this.metrics.serviceFailures.inc({ cause: error.cause ?? 'simulator_exception' });
+    return { ok: false, error };
+  }
+
+  /** Disk and memory against the limits, measured at most once a second (statfs on every request
+   * of a busy service would cost more than it tells). */
+  resources(fresh = false): ResourceCheck {
+    const now = Date.now();
+    if (fresh || !this.lastCheck || now - this.lastCheck.at > 1000)
+      this.lastCheck = {
+        at: now,
+        check: checkResources(this.limits, [this.designs.root, ...(this.answers.dir ? [this.answers.dir] : [])]),
+      };
+    return this.lastCheck.check;
+  }
+
+  /** The simulation processes running now (the pool's workers' process trees). */
+  processes(): ReturnType<typeof descendants> {
+    return descendants();
   }
 
   /** Reads a design with the engine's front end, on the worker pool (same backpressure as scores). */
@@ -274,6 +406,26 @@ export class ScoreService {
       this.metrics.failures.inc({ reason: /shut/i.test(e.reason) ? 'aborted_shutdown' : 'aborted_client' });
   }
 
+  /** `/readyz`: whether the service takes work now, and each check. */
+  readiness(draining: boolean): { ready: boolean; body: Record<string, unknown> } {
+    const r = this.resources(true);
+    const workers = this.pool.accepting;
+    const ready = !draining && workers && r.ok;
+    return {
+      ready,
+      body: {
+        status: ready ? 'ready' : draining ? 'draining' : 'not_ready',
+        ...(r.ok ? {} : { cause: r.cause, message: r.message }),
+        checks: {
+          workers: { ok: workers, workers: this.pool.concurrency, in_flight: this.pool.inFlight, queue_depth: this.pool.queued },
+          disk: r.disk.map((d) => ({ ...d, ok: d.free_bytes === null || d.free_bytes >= this.limits.minFreeDiskBytes })),
+          min_free_disk_bytes: this.limits.minFreeDiskBytes,
+          memory: { ok: r.rss_bytes <= this.limits.maxRssBytes, rss_bytes: r.rss_bytes, max_rss_bytes: this.limits.maxRssBytes },
+        },
+      },
+    };
+  }
+
   health(info: { name: string; version: string }, draining: boolean): Record<string, unknown> {
     return {
       status: draining ? 'draining' : 'ok',
@@ -294,4 +446,9 @@ export class ScoreService {
     this.designs.close();
     return r;
   }
+}
+
+/** The engine's message, bounded: it goes into an answer. */
+function safeReason(text: string): string {
+  return text.length > 600 ? `${text.slice(0, 600)}...` : text;
 }

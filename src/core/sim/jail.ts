@@ -625,18 +625,35 @@ const OOM_LINES = [
   // Verilator (and any C++ tool): std::bad_alloc
   /^terminate called after throwing an instance of '(?:std::bad_alloc|St9bad_alloc)'/m,
   /^\s*what\(\):\s+std::bad_alloc/m,
-  // The g++ driver, when the kernel's OOM killer took cc1plus
-  /^\S+: fatal error: Killed signal terminated program\b/m,
 ];
 
+/** The g++ driver's words when something outside killed cc1plus (SIGKILL: the kernel's OOM
+ * killer, an operator); the tools' own limit (RLIMIT_AS) never kills, it fails an allocation. */
+const KILLED_LINE = /^\S+: fatal error: Killed signal terminated program\b/m;
+
 /**
- * True when a toolchain step failed for want of memory: the tools' own words (OOM_LINES) or a kill
- * by SIGKILL that no timeout, cancellation or output cap explains (the kernel's OOM killer).
+ * True when a toolchain step failed for want of memory within its own limit: the tools' own words
+ * (OOM_LINES) when an allocation failed under the address-space limit. The candidate's doing.
  */
 export function ranOutOfMemory(r: RunResult): boolean {
   if (r.exitCode === 0 || r.timedOut || r.cancelled || r.outputOverflow) return false;
-  if (r.signal === 'SIGKILL') return true;
   return OOM_LINES.some((re) => re.test(r.all));
+}
+
+/**
+ * True when a toolchain step was killed from outside: SIGKILL (or exit 137, how bwrap and
+ * wrappers pass it on), or g++ saying cc1plus was killed, that no timeout, cancellation or output
+ * cap of ours explains. The kernel's OOM killer under machine pressure, or an operator: not the
+ * candidate's result, so the caller scores it again (status `exception`), never a testbench failure.
+ */
+export function killedFromOutside(r: RunResult): boolean {
+  if (r.exitCode === 0 || r.timedOut || r.cancelled || r.outputOverflow) return false;
+  return r.signal === 'SIGKILL' || r.exitCode === 137 || KILLED_LINE.test(r.all);
+}
+
+/** The message of a compile step killed from outside (killedFromOutside). */
+export function killedMessage(what: string): string {
+  return `${what} was killed from outside the run (SIGKILL: the kernel's OOM killer under machine memory pressure, or an operator): not a result of the testbench; score it again`;
 }
 
 /** The result's words for a compile step that ran out of memory, with its diagnostic (CHORUS-OOM). */

@@ -3,8 +3,13 @@
 // fans an evaluation out over every machine that runs the service. Each simulation goes to the
 // service with the fewest simulations in flight from this client (ties: round robin); a 429 (queue
 // full) waits for its Retry-After and tries again; a service that cannot be reached or answers 503
-// is passed over for a few seconds. The service's score record is turned back into the engine's
+// (draining, or a service failure such as a killed simulation or a full disk) is taken out of the
+// rotation until its /readyz answers 200 again, and the simulation goes to the next service after
+// a backoff with jitter (so many clients do not retry in lockstep). Every try of one simulation
+// carries the same Idempotency-Key: a service that already answered it replays that answer instead
+// of running the candidate twice. The service's score record is turned back into the engine's
 // result record, so the evaluator cannot tell a remote run from a local one.
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { DesignSpec } from '../design/types.js';
@@ -20,9 +25,15 @@ export interface RemoteSimulatorOptions {
   urls: string[];
   /** Attempts per simulation across services (429 waits, unreachable services). Default 20. */
   attempts?: number;
-  /** Seconds a service that could not be reached is passed over. Default 5. */
+  /** Seconds before a service that failed is first probed again (doubling per failed probe, up to
+   * 30 s). Default 1. */
   downS?: number;
+  /** Largest backoff between tries of one simulation, seconds (default 10); the wait is drawn
+   * uniformly below 0.25 s * 2^try capped at this (full jitter). */
+  maxBackoffS?: number;
   fetchImpl?: typeof fetch;
+  /** Makes the Idempotency-Key of a simulation (tests); default a random UUID. */
+  newKey?: () => string;
 }
 
 /** `--scorer a,b` -> normalized URLs; throws naming the bad entry. */
@@ -47,7 +58,13 @@ export function scorerUrls(list: string): string[] {
 interface Endpoint {
   url: string;
   inFlight: number;
-  downUntil: number;
+  /** Out of rotation: failed, and no health probe has succeeded since. */
+  down: boolean;
+  /** When the next health probe may go. */
+  probeAt: number;
+  /** Failed probes in a row (the probe interval doubles). */
+  probes: number;
+  probing: boolean;
   workers: number;
   sent: number;
 }
@@ -60,13 +77,53 @@ export class RemoteSimulator implements Simulator {
   private readonly fetch: typeof fetch;
   private readonly attempts: number;
   private readonly downMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly newKey: () => string;
 
   constructor(o: RemoteSimulatorOptions) {
     if (!o.urls.length) throw new Error('RemoteSimulator: no reward service URL');
-    this.endpoints = o.urls.map((url) => ({ url, inFlight: 0, downUntil: 0, workers: 1, sent: 0 }));
+    this.endpoints = o.urls.map((url) => ({ url, inFlight: 0, down: false, probeAt: 0, probes: 0, probing: false, workers: 1, sent: 0 }));
     this.fetch = o.fetchImpl ?? fetch;
     this.attempts = o.attempts ?? 20;
-    this.downMs = (o.downS ?? 5) * 1000;
+    this.downMs = (o.downS ?? 1) * 1000;
+    this.maxBackoffMs = (o.maxBackoffS ?? 10) * 1000;
+    this.newKey = o.newKey ?? randomUUID;
+  }
+
+  /** Takes a failed service out of the rotation; health probes bring it back. */
+  private markDown(e: Endpoint): void {
+    if (!e.down) {
+      e.down = true;
+      e.probes = 0;
+    }
+    e.probeAt = Date.now() + this.downMs;
+  }
+
+  /** Probes the down services whose time has come: /readyz 200 (or /v1/health 200 from a service
+   * that predates /readyz) puts one back. Probes run in the background; the caller waits for none. */
+  private probe(): void {
+    const now = Date.now();
+    for (const e of this.endpoints) {
+      if (!e.down || e.probing || e.probeAt > now) continue;
+      e.probing = true;
+      void (async () => {
+        let ok = false;
+        try {
+          let r = await this.fetch(`${e.url}/readyz`, { signal: AbortSignal.timeout(5000) });
+          if (r.status === 404) r = await this.fetch(`${e.url}/v1/health`, { signal: AbortSignal.timeout(5000) });
+          ok = r.ok;
+          await r.body?.cancel();
+        } catch {
+          ok = false;
+        }
+        e.probing = false;
+        if (ok) e.down = false;
+        else {
+          e.probes++;
+          e.probeAt = Date.now() + Math.min(30_000, this.downMs * 2 ** e.probes);
+        }
+      })();
+    }
   }
 
   /** Simulations the services run at once, together (their `workers`): the evaluator's default. */
@@ -106,8 +163,8 @@ export class RemoteSimulator implements Simulator {
   }
 
   private pick(): Endpoint {
-    const now = Date.now();
-    const up = this.endpoints.filter((e) => e.downUntil <= now);
+    this.probe();
+    const up = this.endpoints.filter((e) => !e.down);
     const pool = up.length ? up : this.endpoints;
     const least = Math.min(...pool.map((e) => e.inFlight));
     const n = this.endpoints.length;
@@ -123,7 +180,10 @@ export class RemoteSimulator implements Simulator {
 
   async simulate(req: SimRequest): Promise<SimResult> {
     const body = JSON.stringify(scoreItem(req));
+    // One key for every try of this simulation: a service that answered it already replays it.
+    const key = this.newKey();
     let last = '';
+    let failures = 0;
     for (let attempt = 0; attempt < this.attempts; attempt++) {
       req.signal?.throwIfAborted();
       const e = this.pick();
@@ -132,36 +192,53 @@ export class RemoteSimulator implements Simulator {
       try {
         const r = await this.fetch(`${e.url}/v1/score`, {
           method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
+          headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
           body,
           signal: req.signal,
         });
         const payload = (await r.json()) as Record<string, unknown>;
-        if (r.ok) return fromRecord(payload);
+        if (r.ok) {
+          e.down = false;
+          return fromRecord(payload);
+        }
         // Another machine's words: shown as text, never as terminal control sequences.
         const msg = safeText(typeof payload.message === 'string' ? payload.message : JSON.stringify(payload));
         if (r.status === 429) {
           const wait = Number(r.headers.get('Retry-After') ?? payload.retry_after_s ?? 1);
           last = `${e.url}: queue full`;
-          await sleep(Math.min(Math.max(wait, 0.05), 30) * 1000, req.signal);
+          // Jitter: clients told the same Retry-After must not come back in the same instant.
+          await sleep(Math.min(Math.max(wait, 0.05), 30) * 1000 * (0.5 + Math.random()), req.signal);
           continue;
         }
-        if (r.status === 503) {
-          e.downUntil = Date.now() + this.downMs;
-          last = `${e.url}: ${msg}`;
+        if (r.status === 503 || r.status === 502 || r.status === 504) {
+          // Draining, a service failure (killed simulation, full disk) or a proxy without an
+          // upstream: not the candidate's fault; the next service gets it.
+          this.markDown(e);
+          failures++;
+          last = `${e.url}: HTTP ${r.status}${typeof payload.cause === 'string' ? ` (${safeLine(payload.cause)})` : ''}: ${msg}`;
+          // Every service is down: wait (backoff with jitter) before trying one anyway.
+          if (this.endpoints.every((x) => x.down)) await sleep(this.backoffMs(failures), req.signal);
           continue;
         }
         // 400 (the request), 422 (the design), 500: the same at any service
         throw new Error(`reward service ${e.url}: HTTP ${r.status}: ${msg}`);
       } catch (err) {
         if (req.signal?.aborted || (err as Error).message.startsWith('reward service ')) throw err;
-        e.downUntil = Date.now() + this.downMs;
+        // Unreachable, reset mid-answer, or an answer that is not JSON (cut off): try again.
+        this.markDown(e);
+        failures++;
         last = `${e.url}: ${(err as Error).message}`;
+        if (this.endpoints.every((x) => x.down)) await sleep(this.backoffMs(failures), req.signal);
       } finally {
         e.inFlight--;
       }
     }
     throw new Error(`no reward service scored the candidate after ${this.attempts} attempts (last: ${last})`);
+  }
+
+  /** Full jitter: uniform below 0.25 s * 2^failures, capped. */
+  private backoffMs(failures: number): number {
+    return Math.random() * Math.min(this.maxBackoffMs, 250 * 2 ** Math.min(failures, 16));
   }
 }
 

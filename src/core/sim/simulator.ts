@@ -47,7 +47,16 @@ export interface SimRequest {
    * assertions in `dutAssertions`. */
   score?: ScoreMode;
   signal?: AbortSignal;
+  /** Called with the coverage database the host received from the harness report (the host's
+   * own copy: never a file the testbench could write), after the run. Backends without one never
+   * call it. */
+  onCoverageData?: (text: string) => void;
+  /** Called as each stage of the candidate starts (progress within a round). */
+  onStage?: (stage: SimStageName) => void;
 }
+
+/** The stages a backend may announce through SimRequest.onStage. */
+export type SimStageName = 'check' | 'build' | 'run' | 'coverage';
 
 /**
  * `sim` with every request scored in `score` mode (a request that names its own mode keeps it):

@@ -121,7 +121,11 @@ async function finishGenerate(s: Session, o: GenerateOutcome, r: ResolvedDesign,
   const summary = `${basename(path)}: coverage ${pct(best.coverage?.overall)} (block ${pct(best.coverage?.block)}, toggle ${pct(best.coverage?.toggle)}) after ${o.rounds.length} round${o.rounds.length === 1 ? '' : 's'}${o.cancelled ? ' (cancelled: best so far)' : ''}`;
   s.output.appendLine(`[CHORUS] wrote ${path} — ${summary}`);
   s.setStatus('done', pct(best.coverage?.overall));
-  await vscode.window.showTextDocument(vscode.Uri.file(path), { viewColumn: vscode.ViewColumn.Beside, preview: false });
+  // Showing the file is a courtesy: the run is done once the testbench is written, and an editor
+  // closed meanwhile (showTextDocument then rejects) must not turn a finished run into a failed one.
+  await Promise.resolve(
+    vscode.window.showTextDocument(vscode.Uri.file(path), { viewColumn: vscode.ViewColumn.Beside, preview: false }),
+  ).catch((e: unknown) => s.output.appendLine(`[CHORUS] could not show ${path}: ${(e as Error).message}`));
   void vscode.window.showInformationMessage(`CHORUS: ${summary}`, 'Run Coverage', 'Dashboard').then((p) => {
     if (p === 'Run Coverage') void vscode.commands.executeCommand('chorus.runCoverage', vscode.Uri.file(path));
     if (p === 'Dashboard') s.dashboard.show();

@@ -26,16 +26,26 @@ export function findManifest(path: string): string | null {
   if (!existsSync(abs) || !statSync(abs).isDirectory()) return null;
   const bender = join(abs, 'Bender.yml');
   const cores = listCores(abs);
-  const found = [...(existsSync(bender) ? [bender] : []), ...cores];
-  if (found.length > 1) {
+  // A Bender.yml and a .core side by side (a package that supports both tools): Bender.yml is
+  // read, by a documented order (README), and prepare.ts says so; several .core files and no
+  // Bender.yml cannot be ordered (which core is the package's?): name one.
+  if (existsSync(bender)) return bender;
+  if (cores.length > 1) {
     throw new DesignError(
       'manifest',
-      `${abs} holds several manifests (${found.map((f) => basename(f)).join(', ')}): name the one to read: ${found.join(' or ')}`,
+      `${abs} holds several FuseSoC cores (${cores.map((f) => basename(f)).join(', ')}): name the one to read: ${cores.join(' or ')}`,
       [],
-      found,
+      cores,
     );
   }
-  return found[0] ?? null;
+  return cores[0] ?? null;
+}
+
+/** The manifests in a folder that findManifest did not choose (the .core files beside a Bender.yml). */
+export function otherManifests(dir: string): string[] {
+  const chosen = findManifest(dir);
+  const all = [...(existsSync(join(dir, 'Bender.yml')) ? [join(dir, 'Bender.yml')] : []), ...listCores(dir)];
+  return all.filter((f) => f !== chosen);
 }
 
 function listCores(dir: string): string[] {

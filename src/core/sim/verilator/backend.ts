@@ -11,6 +11,7 @@ import { rmSync } from 'node:fs';
 import type { Simulator, SimRequest, SimulatorInfo } from '../simulator.js';
 import type { SimResult } from '../result.js';
 import { detectJail } from '../jail.js';
+import { untrackScratch } from '../../util/scratch.js';
 import { scanUnits } from '../../design/lexer.js';
 import { ensureRuntime, findToolchain, ToolchainError } from './toolchain.js';
 import { candidate, Ending, readSource, simResult, secondsSince, type Known, type SettleRetry } from './stages/candidate.js';
@@ -70,7 +71,15 @@ export class VerilatorSimulator implements Simulator {
     const known: Known = { version: 'unknown', tbTop: null, build: undefined };
     const finish = (e: Ending): SimResult => simResult(this.name, c, known, e);
 
+    const stage = (name: 'check' | 'build' | 'run' | 'coverage'): void => {
+      try {
+        req.onStage?.(name);
+      } catch {
+        // progress display only: never the run's concern
+      }
+    };
     // 1. Static check: nothing runs if the candidate tries to escape.
+    stage('check');
     const checked = staticCheck(c, checkStart);
     if (checked instanceof Ending) return finish(checked);
     known.tbTop = checked.tbTop;
@@ -91,14 +100,18 @@ export class VerilatorSimulator implements Simulator {
       // 2. The check again on what the build reads (-E and Verilator's parse); then the build.
       const passes = await checkPasses(c, tc, prep);
       if (passes instanceof Ending) return finish(passes);
+      stage('build');
       const front = await verilate(c, tc, runtime, prep, passes.flat ? 'flat' : req.build);
       known.build = front.build;
-      const warnings = lintResult(c, tc, front, prep.files.classify);
-      if (warnings instanceof Ending) return finish(warnings);
+      const linted = lintResult(c, tc, front, prep.files.classify);
+      if (linted instanceof Ending) return finish(linted);
+      // The design's $readmem files that none of its folders hold: an error the summary shows.
+      const warnings = [...linted, ...prep.dataFiles.missing];
       const compiled = await compileModel(c, tc, runtime, prep, front.lib, warnings);
       if (compiled) return finish(compiled);
 
       // 3. Run, jailed and bounded; what is scored comes from its harness report only.
+      stage('run');
       const ran = await runHarness(c, runtime, runDir, warnings);
       if (ran instanceof Ending) return finish(ran);
       let judged = judgeRun(c, ran, warnings, prep.files.classify, prep.files.readDesignFile);
@@ -115,9 +128,12 @@ export class VerilatorSimulator implements Simulator {
       }
 
       // 4. Coverage, from the harness report; then the status.
+      stage('coverage');
       const covStart = performance.now();
       const covText = ran.report?.coverage ?? '';
       keepCoverage(c, runDir, covText);
+      // The host's own copy of the database (the harness report), for the caller's run folder.
+      if (covText && req.onCoverageData) req.onCoverageData(covText);
       c.timings.coverage = secondsSince(covStart);
       const bare = endWithoutCoverage(judged, ran);
       if (bare) return finish(bare);
@@ -130,6 +146,7 @@ export class VerilatorSimulator implements Simulator {
       return finish(new Ending('exception', 'build', { err_msg: msg }));
     } finally {
       if (!req.keepRunDir) rmSync(runDir, { recursive: true, force: true });
+      untrackScratch(runDir);
     }
   }
 }

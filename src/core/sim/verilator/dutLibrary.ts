@@ -70,7 +70,16 @@ function fileFingerprint(h: ReturnType<typeof createHash>, f: string): void {
 /** Content key: every design file, include-directory listing (name, size, mtime), options. */
 export function designKey(design: DesignSpec, top: string, runtimeDir: string): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify({ top, params: design.params, defines: design.defines, runtimeDir, v: 2 }));
+  h.update(
+    JSON.stringify({
+      top,
+      params: design.params,
+      defines: design.defines,
+      runtimeDir,
+      v: 2,
+      ...(design.verilatorArgs?.length ? { vargs: design.verilatorArgs } : {}),
+    }),
+  );
   for (const f of [...design.files, ...design.libraryFiles]) fileFingerprint(h, resolve(f));
   for (const d of design.includeDirs) {
     h.update(d);
@@ -174,6 +183,7 @@ async function build(
     for (const d of design.includeDirs) args.push(`-I${resolve(d)}`);
     for (const [k, v] of Object.entries(design.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
     for (const f of design.libraryFiles) args.push('-v', resolve(f));
+    args.push(...(design.verilatorArgs ?? []));
     args.push(...design.files.map((f) => resolve(f)));
     const v = await runBounded(tc.verilator, args, { cwd: tmp, timeoutS: opts.timeoutS, signal: opts.signal });
     if (v.cancelled) return { ok: false, reason: 'cancelled' };

@@ -51,7 +51,8 @@ export interface HarnessReport {
 /** The report format's version: bumped with every change of its fields (chorus_main.cpp writes it). */
 export const REPORT_VERSION = 2;
 
-export type ReportReading = { kind: 'none' } | { kind: 'ok'; report: HarnessReport } | { kind: 'forged'; problem: string };
+/** `cut`: a frame of this run that stops short (its writer died mid-write), every byte so far well-formed. */
+export type ReportReading = { kind: 'none' } | { kind: 'ok'; report: HarnessReport } | { kind: 'forged'; problem: string; cut?: boolean };
 
 const ENDS = new Set<HarnessEnd>(['finish', 'stop', 'fatal', 'signal', 'no-events', 'maxtime', 'oom', 'terminate', 'exit']);
 
@@ -91,7 +92,7 @@ export function readHarnessReport(bytes: Buffer | undefined, nonce: string, over
   try {
     for (;;) {
       const nl = bytes.indexOf(10, at);
-      if (nl < 0) return forged('the harness frame is cut short');
+      if (nl < 0) return { kind: 'forged', problem: 'the harness frame is cut short', cut: true };
       const line = bytes.subarray(at, nl).toString('utf8');
       at = nl + 1;
       const [key, ...f] = line.split(' ');
@@ -121,7 +122,7 @@ export function readHarnessReport(bytes: Buffer | undefined, nonce: string, over
         break;
       } else if (key === 'coverage') {
         const n = int(f[0], 'size');
-        if (at + n > bytes.length) return forged('the harness frame is cut short');
+        if (at + n > bytes.length) return { kind: 'forged', problem: 'the harness frame is cut short', cut: true };
         report.coverage = bytes.subarray(at, at + n).toString('utf8');
         at += n;
         break;

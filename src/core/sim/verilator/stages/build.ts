@@ -12,7 +12,7 @@ import type { SimLimits, SimRequest } from '../../simulator.js';
 import type { Diagnostic, SimResult } from '../../result.js';
 import type { RunResult } from '../../../util/proc.js';
 import { assetPath } from '../../../util/assets.js';
-import { outOfMemoryDiagnostic, ranOutOfMemory } from '../../jail.js';
+import { killedFromOutside, killedMessage, outOfMemoryDiagnostic, ranOutOfMemory } from '../../jail.js';
 import {
   cxxToolProblem,
   isNoise,
@@ -119,6 +119,8 @@ export function lintResult(c: Candidate, tc: Toolchain, front: FrontEnd, classif
   if (v.timedOut)
     return new Ending('timeout', 'lint', { err_msg: `Verilator did not finish within ${limits.buildTimeoutS}s`, diagnostics: lintDiags });
   if (v.exitCode !== 0) {
+    if (killedFromOutside(v))
+      return new Ending('exception', 'lint', { err_msg: killedMessage("Verilator's front end"), log: bounded(v.all) });
     if (ranOutOfMemory(v)) {
       const d = outOfMemoryDiagnostic("Verilator's front end", limits.buildMemoryLimitMb, tbName, 'lint');
       const rest = lintDiags.filter((x) => x.severity !== 'error');
@@ -175,6 +177,8 @@ export async function compileModel(
       diagnostics: warnings,
     });
   if (build.exitCode !== 0) {
+    if (killedFromOutside(build))
+      return new Ending('exception', 'build', { err_msg: killedMessage('the C++ compile'), log: bounded(build.all) });
     if (ranOutOfMemory(build)) {
       const d = outOfMemoryDiagnostic('the C++ compile', limits.buildMemoryLimitMb, tbName, 'build');
       return new Ending('xrun_failed', 'build', { err_msg: d.message, diagnostics: [...warnings, d], log: bounded(build.all) });

@@ -16,7 +16,7 @@ import {
   testbenchPart,
   type SafetyOptions,
 } from '../../safety.js';
-import { outOfMemoryDiagnostic, ranOutOfMemory } from '../../jail.js';
+import { killedFromOutside, killedMessage, outOfMemoryDiagnostic, ranOutOfMemory } from '../../jail.js';
 import { testbenchTops } from '../../../design/lexer.js';
 import { tokenize, withoutComments } from '../../../design/svTokens.js';
 import { isNoise, parseVerilatorMessages, toolProblem, withholdForeignSource } from '../diagnostics.js';
@@ -109,6 +109,8 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
   if (parsed.timedOut)
     return new Ending('timeout', 'lint', { err_msg: `Verilator did not finish within ${limits.buildTimeoutS}s`, log: bounded(parseLog) });
   if (parsed.exitCode !== 0) {
+    if (killedFromOutside(parsed))
+      return new Ending('exception', 'lint', { err_msg: killedMessage("Verilator's front end"), log: bounded(parseLog) });
     if (ranOutOfMemory(parsed)) {
       const d = outOfMemoryDiagnostic("Verilator's front end", limits.buildMemoryLimitMb, tbName, 'lint');
       return new Ending('xrun_failed', 'lint', { err_msg: d.message, diagnostics: [d], log: bounded(parseLog) });

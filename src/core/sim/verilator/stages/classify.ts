@@ -299,6 +299,14 @@ export function classifyRun(run: RunResult, limits: SimLimits, report?: HarnessR
     return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
   }
   if (run.exitCode === 120) return oom();
+  // SIGKILL (or 137, how `timeout` and bwrap pass it on) before the time limit, and none of the
+  // run's own limits fired (each is handled above): the kernel's OOM killer or an operator killed
+  // the process. Not the testbench's doing, so not its result: the caller scores it again.
+  if ((run.signal === 'SIGKILL' || run.exitCode === 137) && run.durationS < limits.timeoutS)
+    return {
+      status: 'exception',
+      message: `the simulation process was killed by SIGKILL from outside the run (the kernel's OOM killer or an operator) after ${run.durationS.toFixed(1)}s: not a result of the testbench; score it again`,
+    };
   if (run.signal)
     return { status: 'xrun_failed', message: `the simulation was killed by ${run.signal} (memory limit ${limits.memoryLimitMb} MiB?)` };
   if (run.exitCode === 0 || run.exitCode === 1) return { status: 'success', message: '' };

@@ -14,6 +14,8 @@ import { runBounded, type RunResult } from '../../../util/proc.js';
 import { versionFlags, type Toolchain } from '../toolchain.js';
 import type { Candidate } from './candidate.js';
 import { fileRoles, type FileRoles } from './files.js';
+import { stageDataFiles, type DataFiles } from './dataFiles.js';
+import { trackScratch } from '../../../util/scratch.js';
 
 /** Verilator flags for every candidate. Why each: docs/environment.md "Verilator 5.006". */
 export const VERILATOR_FLAGS = [
@@ -29,13 +31,15 @@ export const VERILATOR_FLAGS = [
   'Vtb',
 ];
 
-/** The design's include directories, defines and (unless withLibraries is false) -v libraries. */
+/** The design's include directories, defines, (unless withLibraries is false) -v libraries and
+ * pass-through Verilator options. */
 export function designArgs(req: SimRequest, withLibraries = true): string[] {
   const d = req.design;
   const args: string[] = [];
   for (const dir of d.includeDirs) args.push(`-I${dir}`);
   for (const [k, v] of Object.entries(d.defines)) args.push(v === null ? `-D${k}` : `-D${k}=${v}`);
   if (withLibraries) for (const f of d.libraryFiles) args.push('-v', f);
+  args.push(...(d.verilatorArgs ?? [])); // checked against the allowlist (design/verilatorArgs.ts)
   return args;
 }
 
@@ -60,6 +64,8 @@ export interface Prepared {
    * their macros are defined when it is read. */
   flatSources: string[];
   files: FileRoles;
+  /** The design's $readmem data files, copied into the run directory, and those found nowhere. */
+  dataFiles: DataFiles;
   tool: ToolRunner;
   /** The Verilator arguments of this candidate's build (sources apart), into `mdir`. */
   buildArgs(withLibraries: boolean, mdir?: string): string[];
@@ -68,6 +74,8 @@ export interface Prepared {
 /** The candidate's scratch directory, said in the record. */
 export function createRunDir(c: Candidate): string {
   const runDir = mkdtempSync(join(tmpdir(), 'chorus-run-'));
+  // Removed at exit too (a run ended by a signal), unless the pipeline removes or keeps it first.
+  trackScratch(runDir);
   c.protection.scratchDir = runDir;
   return runDir;
 }
@@ -112,6 +120,8 @@ export function prepare(c: Candidate, tc: Toolchain, runDir: string, tbTop: stri
     });
   }
   const tbPath = join(runDir, c.tbName);
+  // The design's data files, where its relative $readmem names expect them (dataFiles.ts).
+  const dataFiles = stageDataFiles(req.design, runDir, view.roots);
   const flatSources = [...req.design.files.map((f) => copyOf.get(resolve(f)) ?? resolve(f)), tbPath];
   const buildArgs = (withLibraries: boolean, mdir = 'obj_check'): string[] => [
     ...versionFlags(tc, VERILATOR_FLAGS),
@@ -125,5 +135,5 @@ export function prepare(c: Candidate, tc: Toolchain, runDir: string, tbTop: stri
     // A copied file's own `include's still resolve beside the original.
     ...[...copyOf.keys()].map((f) => `-I${dirname(f)}`),
   ];
-  return { runDir, tbPath, copyOf, flatSources, files, tool, buildArgs };
+  return { runDir, tbPath, copyOf, flatSources, files, dataFiles, tool, buildArgs };
 }

@@ -110,7 +110,14 @@ export async function runHarness(
 /** The run's report channel read against this run's nonce. A run the run-directory guard killed
  * may have been cut mid-report: no report, not a forgery. */
 export function harnessReading(run: RunResult, nonce: string): ReportReading {
-  return run.guardStop ? { kind: 'none' } : readHarnessReport(run.report, nonce, run.reportOverflow);
+  if (run.guardStop) return { kind: 'none' };
+  const reading = readHarnessReport(run.report, nonce, run.reportOverflow);
+  // A frame of this run cut short because the harness was killed while writing it: by our time
+  // limit or cancel, or by SIGKILL from outside (the OOM killer, an operator). The testbench
+  // cannot kill the harness, so this is no forgery: the run has no report, and classifyRun says
+  // why it ended (a timeout, or an exception the caller scores again).
+  const killed = run.timedOut || run.cancelled || run.signal === 'SIGKILL' || run.exitCode === 137;
+  return reading.kind === 'forged' && reading.cut && killed ? { kind: 'none' } : reading;
 }
 
 /** `base:line` of every $fatal/$stop call: the simulation main stops on these, not on $error. */

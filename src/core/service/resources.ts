@@ -1,0 +1,112 @@
+// What the service needs from the machine to accept work, and the processes it runs: a long RL
+// run fills disks and memory slowly, and an orchestrator must see that before simulations fail
+// with ENOSPC or the OOM killer takes a run (readiness, /readyz). The descendants listing is how
+// tests and the fault-injection load test find a simulation's processes to kill, and how they
+// check that nothing is left behind.
+import { DEFAULT_SERVICE } from '../run/defaults.js';
+import { readdirSync, readFileSync, statfsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+
+export interface ResourceLimits {
+  /** Free bytes the run-directory file system must keep (default 256 MiB). */
+  minFreeDiskBytes: number;
+  /** Resident memory of the service process, bytes, above which it stops taking work (default 4 GiB). */
+  maxRssBytes: number;
+}
+
+export const DEFAULT_RESOURCE_LIMITS: ResourceLimits = {
+  minFreeDiskBytes: DEFAULT_SERVICE.minFreeDiskMiB * 1024 * 1024,
+  maxRssBytes: DEFAULT_SERVICE.maxRssMiB * 1024 * 1024,
+};
+
+export interface ResourceCheck {
+  ok: boolean;
+  /** The failing check's cause: disk_low or memory_high. */
+  cause?: 'disk_low' | 'memory_high';
+  message?: string;
+  disk: Array<{ path: string; free_bytes: number | null }>;
+  rss_bytes: number;
+}
+
+/** Free bytes on the file system holding `path` for an unprivileged writer; null when unknown. */
+export function freeBytes(path: string): number | null {
+  try {
+    const s = statfsSync(path);
+    return Number(s.bavail) * Number(s.bsize);
+  } catch {
+    return null;
+  }
+}
+
+/** Disk and memory against the limits. `dirs`: where the service writes (the run directories
+ * go to the OS temp directory, always checked). */
+export function checkResources(limits: ResourceLimits, dirs: string[]): ResourceCheck {
+  const paths = [...new Set([tmpdir(), ...dirs])];
+  const disk = paths.map((path) => ({ path, free_bytes: freeBytes(path) }));
+  const rss = process.memoryUsage.rss();
+  const low = disk.find((d) => d.free_bytes !== null && d.free_bytes < limits.minFreeDiskBytes);
+  if (low)
+    return {
+      ok: false,
+      cause: 'disk_low',
+      message: `${low.path} has ${mib(low.free_bytes!)} free, under the ${mib(limits.minFreeDiskBytes)} the service keeps for run directories`,
+      disk,
+      rss_bytes: rss,
+    };
+  if (rss > limits.maxRssBytes)
+    return {
+      ok: false,
+      cause: 'memory_high',
+      message: `the service's resident memory ${mib(rss)} is over its limit of ${mib(limits.maxRssBytes)}`,
+      disk,
+      rss_bytes: rss,
+    };
+  return { ok: true, disk, rss_bytes: rss };
+}
+
+const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  /** The kernel's short name (comm), e.g. Vtb, verilator_bin, cc1plus. */
+  name: string;
+}
+
+/** Every process below `root` (Linux /proc; empty elsewhere). Simulations run in process groups
+ * of their own, so the tree, not the group, is what belongs to the service. */
+export function descendants(root = process.pid): ProcessInfo[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return [];
+  }
+  const all: ProcessInfo[] = [];
+  for (const d of entries) {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      // comm may contain spaces and parentheses: the fields after it follow the last ')'.
+      const close = stat.lastIndexOf(')');
+      const name = stat.slice(stat.indexOf('(') + 1, close);
+      const rest = stat.slice(close + 2).split(' ');
+      all.push({ pid: Number(d), ppid: Number(rest[1]), name });
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  const out: ProcessInfo[] = [];
+  const parents = new Set([root]);
+  // Repeat until no new child: /proc order is not parent-first.
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of all) {
+      if (!parents.has(p.pid) && parents.has(p.ppid)) {
+        parents.add(p.pid);
+        out.push(p);
+        grew = true;
+      }
+    }
+  }
+  return out;
+}

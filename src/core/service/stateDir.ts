@@ -1,0 +1,41 @@
+// The service's state directory (`chorus serve --state-dir`): recorded answers (idempotency.ts)
+// and the run directories of this instance, under STATE/tmp-<pid>. A service killed with SIGKILL
+// cannot remove its scratch folders; the next instance on the same state directory finds the
+// folders of instances that are no longer alive and removes them, so nothing piles up over a
+// 50-hour run of kills and restarts.
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, as another user's process.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export interface ClaimedStateDir {
+  /** This instance's scratch root (STATE/tmp-<pid>): point TMPDIR at it. */
+  scratch: string;
+  /** Folders of dead instances removed on the way in. */
+  removed: string[];
+  /** Removes this instance's scratch root (on a clean stop). */
+  release(): void;
+}
+
+export function claimStateDir(stateDir: string): ClaimedStateDir {
+  mkdirSync(stateDir, { recursive: true });
+  const removed: string[] = [];
+  for (const d of existsSync(stateDir) ? readdirSync(stateDir) : []) {
+    const m = /^tmp-(\d+)$/.exec(d);
+    if (m && Number(m[1]) !== process.pid && !alive(Number(m[1]))) {
+      rmSync(join(stateDir, d), { recursive: true, force: true });
+      removed.push(d);
+    }
+  }
+  const scratch = join(stateDir, `tmp-${process.pid}`);
+  mkdirSync(scratch, { recursive: true });
+  return { scratch, removed, release: () => rmSync(scratch, { recursive: true, force: true }) };
+}
