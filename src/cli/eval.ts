@@ -17,6 +17,7 @@ import {
   type EvalRow,
 } from '../core/run/evaluation.js';
 import { createProgress } from './evalProgress.js';
+import { runEvalCompare } from './evalCompare.js';
 import type { EvalFormat } from '../core/eval/task.js';
 import type { ModelConfig } from '../core/llm/factory.js';
 import { createBackend, describeModel, ModelError } from '../core/run/models.js';
@@ -34,6 +35,7 @@ import { pct as formatPct, safeJson } from '../core/run/frontEnd.js';
 const pct = (x: number | null | undefined): string => formatPct(x, 1);
 
 export const HELP = `Usage: chorus eval --suite <path> [row] [options]
+       chorus eval compare <report dir|report.json> <report dir|report.json> [...] [options]
 
 Runs every task of a benchmark suite and reports Pass@1, Pass@5, Cov@1, Cov@5 and the sim-pass
 rate (docs/protocol.md §5), per-round curves, token and time usage.
@@ -67,6 +69,9 @@ ${SCORE_HELP}Output:
 
 Exit code: 0 the run finished (task errors are in the report), 2 usage or suite errors,
 130 interrupted (the report covers the finished samples; --resume continues).
+
+\`chorus eval compare\` compares finished runs' reports (each row's figures, the oracle union, the
+tasks one row solves and another does not); \`chorus eval compare --help\` lists its options.
 `;
 
 export const OPTIONS = {
@@ -92,6 +97,7 @@ export const OPTIONS = {
 } as const;
 
 export function runEval(argv: string[]): Promise<number> {
+  if (argv[0] === 'compare') return runEvalCompare(argv.slice(1));
   return runCommand(
     argv,
     {

@@ -20,6 +20,8 @@ Usage:
               --generator builtin | --reference] [--samples 5] [--rounds 3] [--workers N]
       Pass@1/Pass@5/Cov@1/Cov@5 on a benchmark suite (VerilogEval, CVDP, LLM4Cov records), with
       report.json/.md/.html (docs/eval.md).
+  chorus eval compare <report dir> <report dir> [...] [--out dir] [--intersect] [--force]
+      Rows side by side: figures, the oracle union, tasks one row solves and another does not.
   chorus serve [--port P] [--workers N] [--queue-limit Q]
       The reward service: simulation, reward and the protocol's prompts over HTTP JSON, for
       training and for remote scoring (docs/reward-service.md).

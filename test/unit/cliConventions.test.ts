@@ -9,6 +9,7 @@ import * as generate from '../../src/cli/generate.js';
 import * as refine from '../../src/cli/refine.js';
 import * as sim from '../../src/cli/sim.js';
 import * as evalCmd from '../../src/cli/eval.js';
+import * as evalCompare from '../../src/cli/evalCompare.js';
 import * as serve from '../../src/cli/serve.js';
 import { DESIGN_OPTIONS } from '../../src/cli/designOptions.js';
 import { exitCodeFor, numberOption, usageMessage, verilatorStyle } from '../../src/cli/command.js';
@@ -29,6 +30,7 @@ const COMMANDS: Array<[string, { OPTIONS: object; HELP: string }, boolean]> = [
   ['refine', refine, true],
   ['sim', sim, true],
   ['eval', evalCmd, false],
+  ['eval compare', evalCompare, false],
   ['serve', serve, false],
 ];
 

@@ -135,21 +135,55 @@ def record(checkpoint: Path, report_path: Path, suite: str) -> dict:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog='chorus-train eval', description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('checkpoint', type=Path, help='an HF checkpoint or a transformers.js ONNX export')
+    ap.add_argument(
+        'checkpoint',
+        type=Path,
+        nargs='+',
+        help='HF checkpoints or transformers.js ONNX exports; with several (the experts, the merges, the OPD student), '
+        'their reports are compared at the end (`chorus eval compare`: each row, the oracle union, complementarity)',
+    )
     ap.add_argument('--suite', required=True, help='a `chorus eval` suite (VerilogEval folder, CVDP or LLM4Cov JSONL)')
     ap.add_argument('--backend', choices=['auto', 'vllm', 'local'], default='auto')
     ap.add_argument('--endpoint', default=None, help='a server already serving the checkpoint, with --model-name')
     ap.add_argument('--model-name', default=None)
     ap.add_argument('--dtype', default='q4', help='local backend: fp32 | q4 (default q4)')
     ap.add_argument('--max-model-len', type=int, default=32768, help='vLLM context length')
-    ap.add_argument('--dry-run', action='store_true', help='print the chorus eval command and exit')
+    ap.add_argument(
+        '--compare-out',
+        type=Path,
+        default=None,
+        help='where the comparison goes (default: beside the first checkpoint, chorus_compare/<suite>)',
+    )
+    ap.add_argument('--dry-run', action='store_true', help='print the chorus eval command(s) and exit')
     a, rest = ap.parse_known_args(argv)  # the rest goes to chorus eval: --samples, --rounds, --limit, --max-tokens ...
-    ck = a.checkpoint.resolve()
-    if not ck.is_dir():
-        raise SystemExit(f'{ck}: no such checkpoint directory')
+    if len(a.checkpoint) > 1 and a.endpoint:
+        raise SystemExit('--endpoint serves one checkpoint: evaluate several with --backend vllm or local')
     if not CLI.exists():
         raise SystemExit(f'{CLI} is missing: build it with `node scripts/build.mjs --cli-only` in {REPO}')
     suite = Path(a.suite).resolve()
+    outs: list[Path] = []
+    code = 0
+    for ck in a.checkpoint:
+        code, out = evaluate_one(ck.resolve(), suite, a, rest)
+        if code != 0:
+            return code  # a failure, or 130: interrupted, the reports so far are recorded
+        outs.append(out)
+    if len(outs) < 2:
+        return code
+    # The paper's table (experts, oracle union, merged, distilled) from one command: the rows side
+    # by side, the best row per task, and which tasks only one row solves (chorus eval compare).
+    dest = (a.compare_out or a.checkpoint[0].resolve().parent / 'chorus_compare' / suite.name.removesuffix('.jsonl')).resolve()
+    cmd = ['node', str(CLI), 'eval', 'compare', *map(str, outs), '--out', str(dest)]
+    print(' '.join(cmd), flush=True)
+    if a.dry_run:
+        return 0
+    return subprocess.run(cmd).returncode
+
+
+def evaluate_one(ck: Path, suite: Path, a: argparse.Namespace, rest: list[str]) -> tuple[int, Path]:
+    """One checkpoint through `chorus eval`; its report recorded next to it. Returns (exit code, report folder)."""
+    if not ck.is_dir():
+        raise SystemExit(f'{ck}: no such checkpoint directory')
     out = ck / 'chorus_eval' / suite.name.removesuffix('.jsonl')
     base = ['node', str(CLI), 'eval', '--suite', str(suite), '--out', str(out), *rest]
     backend = 'endpoint' if a.endpoint else ('vllm' if a.backend == 'vllm' or (a.backend == 'auto' and vllm_available()) else 'local')
@@ -162,7 +196,7 @@ def main(argv: list[str]) -> int:
             else ['--model', str(ck if is_onnx_export(ck) else ck / 'onnx-export'), '--dtype', a.dtype]
         )
         print(' '.join(base + where))
-        return 0
+        return 0, out
     with contextlib.ExitStack() as stack:
         if backend == 'endpoint':
             if not a.model_name:
@@ -180,14 +214,14 @@ def main(argv: list[str]) -> int:
     report = out / 'report.json'
     if code not in (0, 130) or not report.exists():
         print(f'chorus eval failed (exit {code}); nothing recorded', file=sys.stderr)
-        return code or 1
+        return code or 1, out
     line = record(ck, report, suite.name)
     agg = line['aggregate']
     print(
         f'recorded in {ck / "chorus_eval.jsonl"}: Pass@1 {agg["pass_at_1"]:.3f} Pass@5 {agg["pass_at_5"]:.3f} '
         f'Cov@1 {agg["cov_at_1"]:.3f} Cov@5 {agg["cov_at_5"]:.3f} sim pass {agg["sim_pass"]:.3f}'
     )
-    return code
+    return code, out
 
 
 if __name__ == '__main__':

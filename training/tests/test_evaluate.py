@@ -77,3 +77,19 @@ def test_dry_run_prints_the_command(tmp_path, capsys):
     assert evaluate.main([str(ck), '--suite', str(SUITE), '--backend', 'local', '--dry-run', '--limit', '3']) == 0
     out = capsys.readouterr().out
     assert 'eval --suite' in out and '--limit 3' in out and f'--model {ck}' in out
+
+
+def test_several_checkpoints_are_evaluated_then_compared(tmp_path, capsys):
+    cks = []
+    for name in ('expert_a', 'expert_b'):
+        ck = tmp_path / name
+        shutil.copytree(FIXTURE, ck)
+        cks.append(ck)
+    out_dir = tmp_path / 'cmp'
+    assert evaluate.main([*map(str, cks), '--suite', str(SUITE), '--backend', 'local', '--dry-run', '--compare-out', str(out_dir)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    evals = [ln for ln in lines if ' eval --suite ' in ln]
+    assert len(evals) == 2 and f'--model {cks[0]}' in evals[0] and f'--model {cks[1]}' in evals[1]
+    compare = [ln for ln in lines if ' eval compare ' in ln]
+    assert len(compare) == 1
+    assert str(cks[0] / 'chorus_eval') in compare[0] and str(cks[1] / 'chorus_eval') in compare[0] and f'--out {out_dir}' in compare[0]

@@ -71,6 +71,9 @@ export { modelIdentity } from '../eval/cache.js';
 export { readReport, writeReports } from '../eval/report/json.js';
 export { safeName } from '../eval/suites/materialize.js';
 export { REPORT_SCHEMA_VERSION } from '../eval/report/model.js';
+export { CompareError, compareReports } from '../eval/compare.js';
+export type { CompareInput, CompareOptions, Comparison } from '../eval/compare.js';
+export { writeComparison } from '../eval/report/compare.js';
 
 /** Deterministic per-sample seed in [1, 2^31-1]. */
 export function sampleSeed(base: number, taskId: string, sample: number): number {

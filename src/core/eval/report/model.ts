@@ -1,5 +1,6 @@
 // The evaluation report's shape (schema_version 1): the runner (core/run/evaluation.ts) fills it, the
-// JSON/Markdown/HTML writers beside this file read it, and `chorus eval --compare` reads it back.
+// JSON/Markdown/HTML writers beside this file read it, and `chorus eval compare` (eval/compare.ts)
+// reads it back.
 import type { SamplingParams } from '../../llm/backend.js';
 import type { SimLimits } from '../../sim/simulator.js';
 import type { ScoreMode } from '../../sim/result.js';
