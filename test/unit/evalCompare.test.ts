@@ -1,5 +1,6 @@
 // `chorus eval compare` (issue 30): the oracle union, complementarity counts, refusing reports that
-// differ in tasks or settings (and --intersect / --force), the writers, the command line.
+// differ in tasks or settings (and --intersect / --force), the writers, the command line, and the
+// figures of real `chorus eval` runs (the built-in generator under three seeds) recomputed here.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { execa } from 'execa';
@@ -239,7 +240,16 @@ describe('compareReports', () => {
     expect(c.rows[0].tasks).toBe(2);
   });
 
-  it('writes compare.json, .md and a script-free .html with escaped labels', () => {
+  it('a different base seed is no settings mismatch: rows of one generator under several seeds compare', () => {
+    const c = compareReports([
+      { label: 'A', report: A },
+      { label: 'B', report: { ...B, config: { ...B.config, seed: 7 } } },
+    ]);
+    expect(c.warnings).toEqual([]);
+    expect(c.union.pass_at_1).toBeCloseTo((1 + 1 + 0.5 + 0) / 4);
+  });
+
+  it('writes compare.json, .md and a self-contained .html with escaped labels', () => {
     const c = compareReports([
       { label: '<A&>', report: A },
       { label: 'B', report: B },
@@ -249,10 +259,51 @@ describe('compareReports', () => {
     expect(JSON.parse(readFileSync(paths.json, 'utf8')).union.picks).toEqual({ '<A&>': 1, B: 3 });
     expect(renderComparisonMarkdown(c)).toContain('| **oracle union** | 62.5% |');
     const html = renderComparisonHtml(c);
-    expect(html).not.toMatch(/<script/i);
+    // One inline script (the table's sorting), no src; nothing addressed but the SVG namespace.
+    expect(html.match(/<script\b[^>]*>/gi)).toEqual(['<script>']);
+    expect(html).not.toMatch(/\b(?:src|href)\s*=/i);
+    expect(html.replaceAll('xmlns="http://www.w3.org/2000/svg"', '')).not.toMatch(/https?:\/\//i);
     expect(html).toContain('&lt;A&amp;&gt;');
     expect(html).not.toContain('<A&>');
+    // The label is nowhere inside the script.
+    const script = html.slice(html.indexOf('<script>'), html.indexOf('</script>'));
+    expect(script).not.toContain('A&');
     expect(html).toContain('<svg');
+  });
+
+  it('compare.html: one per-task table in task-id order with numeric sort keys; a two-series chart', () => {
+    const errored: EvalReport = { ...B, tasks: B.tasks.map((t) => (t.id === 't3' ? { ...t, error: 'boom', samples: [] } : t)) };
+    const c = compareReports([
+      { label: 'A', report: A },
+      { label: 'B', report: errored },
+    ]);
+    const html = renderComparisonHtml(c);
+    expect(html.match(/<table id="tasks">/g)).toHaveLength(1);
+    const table = html.slice(html.indexOf('<table id="tasks">'), html.indexOf('</table>', html.indexOf('<table id="tasks">')));
+    expect(table).toContain('<th aria-sort="ascending">task</th><th>A</th><th>B</th><th>rows passing</th><th>union pick</th>');
+    const rows = [...table.matchAll(/<tr><td data-v="(\d+)">([^<]*)<\/td>(.*?)<\/tr>/g)];
+    expect(rows.map((r) => [r[1], r[2]])).toEqual([
+      ['0', 't1'],
+      ['1', 't2'],
+      ['2', 't3'],
+      ['3', 't4'],
+    ]);
+    const keys = rows.map((r) => [...r[3].matchAll(/data-v="([^"]*)"/g)].map((m) => m[1]));
+    // [A's best coverage, B's best coverage ('' = error), rows passing, union pick (row index)].
+    expect(keys).toEqual([
+      ['1', '0.8', '1', '0'],
+      ['0.95', '0.92', '2', '1'],
+      ['0.4', '', '0', '0'],
+      ['0.1', '0.3', '0', '1'],
+    ]);
+    expect(table).toContain('<td class="err" data-v="">error</td>');
+    // The chart: Pass@1 and Cov@1 for each row and the union, with a legend and tooltips.
+    const svg = html.slice(html.indexOf('<svg'), html.indexOf('</svg>'));
+    expect(svg).toMatch(/<text[^>]*>Pass@1<\/text>/);
+    expect(svg).toMatch(/<text[^>]*>Cov@1<\/text>/);
+    expect(svg.match(/class="s-pass"><title>/g)).toHaveLength(3);
+    expect(svg.match(/class="s-cov"><title>/g)).toHaveLength(3);
+    expect(svg).toContain(`<title>oracle union: Cov@1 ${(((1 + 0.915 + 0.3 + 0.2) / 4) * 100).toFixed(1)}%</title>`);
   });
 });
 
@@ -286,5 +337,127 @@ describe('chorus eval compare', () => {
     expect(missing.exitCode).toBe(2);
     expect(missing.stderr).toContain('no report at nowhere');
     expect((await run(['--help'], dir)).stdout).toContain('--intersect');
+  });
+});
+
+// Real runs: the built-in generator (constrained-random stimulus) under three base seeds on four
+// VerilogEval v2 tasks, then `chorus eval compare` of the three folders. The expected figures are
+// recomputed here from the report.json files with plain loops, not with the module under test.
+// The tasks and seeds are chosen so that the rows differ: Prob010 passes under every seed, the
+// others stay below full coverage by an amount that depends on the seed, and seed 9 reaches full
+// coverage (a pass) on Prob153_gshare where seeds 1 and 2 do not.
+describe('chorus eval compare on real runs of the built-in generator under different seeds', () => {
+  const cli = resolve(import.meta.dirname, '..', '..', 'dist', 'cli.js');
+  const suite = resolve(import.meta.dirname, '..', '..', 'bench', 'data', 'verilog-eval-v2');
+  const seeds = [1, 2, 9];
+
+  it('compare.json holds the per-task passes, the union and the pairwise counts the reports give', async () => {
+    const dir = scratchDir();
+    for (const seed of seeds) {
+      const r = await execa(
+        process.execPath,
+        [cli, 'eval', '--suite', suite, '--generator', 'builtin', '--tasks', 'Prob010,Prob068,Prob153,Prob156'].concat([
+          '--samples',
+          '1',
+          '--rounds',
+          '0',
+          '--workers',
+          '2',
+          '--seed',
+          String(seed),
+          '--out',
+          `seed${seed}`,
+        ]),
+        { cwd: dir, reject: false },
+      );
+      expect(r.exitCode, r.stderr).toBe(0);
+    }
+    const cmp = await execa(process.execPath, [cli, 'eval', 'compare', ...seeds.map((s) => `seed${s}`), '--out', 'cmp'], {
+      cwd: dir,
+      reject: false,
+    });
+    expect(cmp.exitCode, cmp.stderr).toBe(0);
+    const got = JSON.parse(readFileSync(join(dir, 'cmp', 'compare.json'), 'utf8')) as ReturnType<typeof compareReports>;
+    const reports = seeds.map((s) => JSON.parse(readFileSync(join(dir, `seed${s}`, 'report.json'), 'utf8')) as EvalReport);
+    expect(reports.map((r) => r.config.seed)).toEqual(seeds);
+    // The seed is no protocol setting: nothing to warn about (and nothing refused above).
+    expect(got.warnings).toEqual([]);
+    expect(got.dropped).toEqual([]);
+
+    // Per row and task: Pass@1 of the task (fraction of samples passed), Cov@1 (mean coverage, 0
+    // for a sample that did not simulate), solved (some sample passed).
+    const ids = reports[0].tasks.map((t) => t.id).sort();
+    expect(ids).toHaveLength(4);
+    const per = reports.map((r) => {
+      const m = new Map<string, { pass: number; cov: number; solved: boolean }>();
+      for (const t of r.tasks) {
+        if (t.error || !t.samples.length) continue;
+        let passed = 0;
+        let cov = 0;
+        for (const x of t.samples) {
+          if (x.passed) passed++;
+          cov += x.sim_ok ? x.coverage : 0;
+        }
+        m.set(t.id, { pass: passed / t.samples.length, cov: cov / t.samples.length, solved: passed > 0 });
+      }
+      return m;
+    });
+    const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+    expect(got.rows).toHaveLength(3);
+    // One generator at three seeds: the rows are told apart by their seeds.
+    expect(got.rows.map((r) => r.label)).toEqual([
+      'built-in generator (seed 1)',
+      'built-in generator (seed 2)',
+      'built-in generator (seed 9)',
+    ]);
+    per.forEach((m, k) => {
+      expect(got.rows[k].pass_at_1).toBeCloseTo(mean(ids.map((id) => m.get(id)!.pass)), 10);
+      expect(got.rows[k].cov_at_1).toBeCloseTo(mean(ids.map((id) => m.get(id)!.cov)), 10);
+      expect(got.rows[k].tasks).toBe(4);
+    });
+    expect(got.tasks.map((t) => t.id)).toEqual(ids);
+    got.tasks.forEach((t) => t.cells.forEach((c, k) => expect(c.passed).toBe(per[k].get(t.id)!.solved)));
+
+    // The oracle union: per task the best row (Pass@1 of the task, then Cov@1; the first on a tie).
+    const best = ids.map((id) => {
+      let b = 0;
+      for (let k = 1; k < per.length; k++) {
+        const x = per[k].get(id)!;
+        const y = per[b].get(id)!;
+        if (x.pass > y.pass || (x.pass === y.pass && x.cov > y.cov)) b = k;
+      }
+      return b;
+    });
+    expect(got.tasks.map((t) => t.best)).toEqual(best.map((k) => got.rows[k].label));
+    const unionPass = mean(ids.map((id, i) => per[best[i]].get(id)!.pass));
+    const unionCov = mean(ids.map((id, i) => per[best[i]].get(id)!.cov));
+    expect(got.union.pass_at_1).toBeCloseTo(unionPass, 10);
+    expect(got.union.cov_at_1).toBeCloseTo(unionCov, 10);
+
+    // Pairwise: A only, B only, both, neither.
+    const pairs: Array<[number, number, number, number]> = [];
+    for (let i = 0; i < per.length; i++)
+      for (let j = i + 1; j < per.length; j++) {
+        const p: [number, number, number, number] = [0, 0, 0, 0];
+        for (const id of ids) {
+          const x = per[i].get(id)!.solved;
+          const y = per[j].get(id)!.solved;
+          p[x && y ? 2 : x ? 0 : y ? 1 : 3]++;
+        }
+        pairs.push(p);
+      }
+    expect(got.pairs.map((p) => [p.a_only, p.b_only, p.both, p.neither])).toEqual(pairs);
+
+    // Not a trivial union: the seeds give different per-task outcomes, the union beats every row on
+    // Cov@1 and at least one row on Pass@1, and one seed solves a task the others do not.
+    const rowsPass = got.rows.map((r) => r.pass_at_1);
+    const rowsCov = got.rows.map((r) => r.cov_at_1);
+    expect(new Set(ids.flatMap((id) => per.map((m) => `${id}:${m.get(id)!.cov}`))).size).toBeGreaterThan(ids.length);
+    for (const c of rowsCov) expect(got.union.cov_at_1).toBeGreaterThan(c);
+    for (const p of rowsPass) expect(got.union.pass_at_1).toBeGreaterThanOrEqual(p);
+    expect(got.union.pass_at_1).toBeGreaterThan(Math.min(...rowsPass));
+    expect(new Set(best).size).toBeGreaterThan(1);
+    expect(got.solved_by_one).toEqual([{ id: ids.find((id) => id.startsWith('Prob153'))!, row: got.rows[2].label }]);
   });
 });

@@ -104,7 +104,9 @@ function cell(t: TaskRecord | undefined): TaskCell {
   };
 }
 
-/** The protocol settings two rows must share, as label -> printable value. */
+/** The protocol settings two rows must share, as label -> printable value. The base seed
+ * (config.seed) is not one: rows may differ in it by design (one generator under several seeds is
+ * a comparison of its own, and its oracle union the best of those seeds per task). */
 function settings(r: EvalReport): Record<string, string | null> {
   return {
     suite: r.suite.name,
@@ -118,9 +120,18 @@ function settings(r: EvalReport): Record<string, string | null> {
   };
 }
 
-function uniqueLabels(labels: string[]): string[] {
+/** Row labels that tell rows apart: a label several rows share gets each row's seed when the seeds
+ * differ (the same generator or model at several seeds), then a counter if still shared. */
+function uniqueLabels(inputs: CompareInput[]): string[] {
+  const count = (ls: string[], l: string): number => ls.filter((x) => x === l).length;
+  const base = inputs.map((i) => i.label);
+  const withSeed = inputs.map((i, k) =>
+    count(base, i.label) > 1 && new Set(inputs.filter((j) => j.label === i.label).map((j) => j.report.config.seed)).size > 1
+      ? `${base[k]} (seed ${i.report.config.seed})`
+      : base[k],
+  );
   const seen = new Map<string, number>();
-  return labels.map((l) => {
+  return withSeed.map((l) => {
     const n = (seen.get(l) ?? 0) + 1;
     seen.set(l, n);
     return n === 1 ? l : `${l} (${n})`;
@@ -129,7 +140,7 @@ function uniqueLabels(labels: string[]): string[] {
 
 export function compareReports(inputs: CompareInput[], opts: CompareOptions = {}): Comparison {
   if (inputs.length < 2) throw new CompareError('compare needs at least two reports');
-  const labels = uniqueLabels(inputs.map((i) => i.label));
+  const labels = uniqueLabels(inputs);
 
   // Protocol settings: every report against the first.
   const base = settings(inputs[0].report);
