@@ -10,7 +10,8 @@
 #   3. the training pipeline (pytest: DAPO/OPD math, learning, merges vs mergekit, the whole
 #      chain against the real reward service, ONNX export)    -> test-results/pytest.xml
 #   4. the export check: the TypeScript local backend greedy-decodes the model that step 3
-#      exported to the same tokens as PyTorch                  -> test-results/vitest-export.json
+#      exported to the same tokens as PyTorch; `chorus model pull --convert` turns a pulled
+#      checkpoint into a GGUF with the training package       -> test-results/vitest-export.json
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any failed.
 # Options: --skip-e2e, --skip-training (for a quick local run; CI runs everything).
 set -uo pipefail
@@ -161,7 +162,7 @@ EOF
 
   echo "==> [4/4] exported model decodes the same tokens in the local backend"
   rm -f test-results/vitest-export.json
-  CHORUS_REQUIRE_TRAINING_EXPORT=1 npx vitest run test/integration/trainingExport.test.ts --reporter=default --reporter=json --outputFile.json=test-results/vitest-export.json
+  CHORUS_REQUIRE_TRAINING_EXPORT=1 npx vitest run test/integration/trainingExport.test.ts test/integration/modelConvert.test.ts --reporter=default --reporter=json --outputFile.json=test-results/vitest-export.json
   s=$?; [[ $s -ne 0 ]] && overall=1
   record "export check (vitest)" "$(vitest_summary test-results/vitest-export.json) [exit $s]"
 fi

@@ -1,7 +1,8 @@
 // Progress of an evaluation on a stream (stderr): on a terminal one line redrawn in place with a
 // bar and the ETA; otherwise (CI logs, files) one line per finished task.
 import type { ProgressEvent } from '../core/run/evaluation.js';
-import { bar, formatDuration } from './progress.js';
+import { bar } from './progress.js';
+import { formatDuration } from '../core/run/frontEnd.js';
 import { pct, safeLine } from '../core/run/frontEnd.js';
 
 export interface ProgressSink {

@@ -4,6 +4,7 @@ import { runGenerate } from './generate.js';
 import { runRefine } from './refine.js';
 import { runServe } from './serve.js';
 import { runEval } from './eval.js';
+import { runModel } from './model.js';
 import { EXIT, chorusVersion } from './terminal.js';
 import { closest, safeText } from '../core/run/frontEnd.js';
 
@@ -22,6 +23,9 @@ Usage:
       report.json/.md/.html (docs/eval.md).
   chorus eval compare <report dir> <report dir> [...] [--out dir] [--intersect] [--force]
       Rows side by side: figures, the oracle union, tasks one row solves and another does not.
+  chorus model pull <owner/name>[:Q4_K_M] | list | rm <model>
+      Models from a Hugging Face Hub repository in the local model cache: download with progress,
+      resume and SHA-256 checks; then --model owner/name runs one.
   chorus serve [--port P] [--workers N] [--queue-limit Q]
       The reward service: simulation, reward and the protocol's prompts over HTTP JSON, for
       training and for remote scoring (docs/reward-service.md).
@@ -36,7 +40,7 @@ Exit codes: 0 success; 1 the testbench (or a task) failed; 2 usage, design or to
 Colour: on a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR=1 forces it.
 `;
 
-const COMMANDS = ['generate', 'refine', 'eval', 'serve', 'sim'];
+const COMMANDS = ['generate', 'refine', 'eval', 'model', 'serve', 'sim'];
 
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -53,6 +57,8 @@ export async function main(argv: string[]): Promise<number> {
       return runServe(rest);
     case 'eval':
       return runEval(rest);
+    case 'model':
+      return runModel(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -3,6 +3,8 @@ import type { ModelConfig } from '../core/llm/factory.js';
 import type { SamplingParams } from '../core/llm/backend.js';
 import { DEFAULT_SAMPLING } from '../core/run/defaults.js';
 import { numberOption } from './command.js';
+import { existsSync } from 'node:fs';
+import { findModels, modelsDir } from '../core/run/models.js';
 
 export const MODEL_OPTIONS = {
   model: { type: 'string' },
@@ -24,7 +26,8 @@ export const MODEL_OPTIONS = {
 export const MODEL_HELP = `Model (none: the built-in model-free generator):
   --model <dir>         local model directory, run in-process: a GGUF (model-q4_k_m.gguf, from
                         chorus-train export --gguf) and/or the transformers.js layout (config.json,
-                        tokenizer, onnx/model_q4.onnx ...); or a .gguf file
+                        tokenizer, onnx/model_q4.onnx ...); or a .gguf file; or a model of the
+                        cache by name, owner/name[:selector] (chorus model pull fetched it)
   --engine <e>          auto (default: llama.cpp when the folder has a GGUF, else ONNX) | llama | onnx
   --dtype <t>           fp32 | q4 | q4f16 for the ONNX engine (default q4)
   --threads <n>         CPU threads for a local model (default: the physical cores)
@@ -78,6 +81,7 @@ export function modelConfig(v: ModelValues): ModelConfig | null {
       throw new Error('--engine, --threads, --gpu, --no-lookup and --kv-cache go with --model <dir>');
     return null;
   }
+  const modelDir = cachedModel(v.model, v['allow-download'] ?? false);
   const dtype = v.dtype ?? 'q4';
   if (dtype !== 'fp32' && dtype !== 'q4' && dtype !== 'q4f16') throw new Error(`--dtype must be fp32, q4 or q4f16, got '${dtype}'`);
   const engine = v.engine ?? 'auto';
@@ -91,7 +95,7 @@ export function modelConfig(v: ModelValues): ModelConfig | null {
     throw new Error(`--kv-cache must be auto, f16 or q8_0, got '${kvCache}'`);
   return {
     kind: 'local',
-    modelDir: v.model,
+    modelDir,
     engine,
     dtype,
     allowDownload: v['allow-download'] ?? false,
@@ -110,4 +114,29 @@ export function samplingFrom(v: ModelValues, seed?: number): SamplingParams {
     maxNewTokens: numberOption('max-tokens', v['max-tokens'], DEFAULT_SAMPLING.maxNewTokens, 1, { integer: true }),
     ...(seed !== undefined ? { seed } : {}),
   };
+}
+
+/** --model as a folder, or as owner/name[:selector] of the model cache (chorus model pull). */
+function cachedModel(model: string, allowDownload: boolean): string {
+  if (existsSync(model) || !/^[\w.-]+\/[\w.-]+(:\S+)?$/.test(model)) return model;
+  let hits = findModels(model);
+  // owner/name alone: a checkpoint and the GGUF converted from it are one model to run.
+  if (hits.length > 1 && !model.includes(':') && hits.filter((m) => m.engine !== 'none').length === 1)
+    hits = hits.filter((m) => m.engine !== 'none');
+  if (hits.length > 1)
+    throw new Error(
+      `--model ${model} names ${hits.length} models of the cache (${hits.map((m) => `${m.repo}:${m.selector}`).join(', ')}): add :<selector>`,
+    );
+  if (hits.length === 1) {
+    if (hits[0].engine === 'none')
+      throw new Error(
+        `${model} is a training checkpoint: convert it with chorus-train export ${hits[0].dir} <out folder> --gguf q4_k_m and use --model <out folder>`,
+      );
+    return hits[0].dir;
+  }
+  // A hub id the ONNX engine fetches itself (transformers.js) when downloads are allowed.
+  if (allowDownload) return model;
+  throw new Error(
+    `--model ${model}: no such folder, and no model of that name in the cache (${modelsDir()}); fetch it with: chorus model pull ${model}`,
+  );
 }

@@ -1,16 +1,7 @@
 // Progress on stderr for long commands: one redrawn line on a terminal, nothing extra in logs
 // (the commands print their own per-round / per-task lines). evalProgress.ts builds on it.
 import { canRedraw } from './terminal.js';
-import { safeLine } from '../core/run/frontEnd.js';
-
-/** 42s, 3m05s, 1h02m; `?` when unknown. */
-export function formatDuration(s: number): string {
-  if (!Number.isFinite(s) || s < 0) return '?';
-  const t = Math.round(s);
-  if (t < 60) return `${t}s`;
-  if (t < 3600) return `${Math.floor(t / 60)}m${String(t % 60).padStart(2, '0')}s`;
-  return `${Math.floor(t / 3600)}h${String(Math.floor((t % 3600) / 60)).padStart(2, '0')}m`;
-}
+import { formatDuration, safeLine } from '../core/run/frontEnd.js';
 
 export function bar(done: number, total: number, width = 24): string {
   const f = total ? Math.round(Math.min(1, done / total) * width) : width;

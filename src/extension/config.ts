@@ -1,6 +1,7 @@
 // Settings (contributes.configuration `chorus.*`) read into the worker's typed options. The API key
 // lives in SecretStorage, never in settings.
 import * as vscode from 'vscode';
+import { homedir } from 'node:os';
 import type { GenerateSettings, ModelConfig } from './worker/protocol.js';
 import {
   DEFAULT_GENERATE_SAMPLES,
@@ -15,6 +16,9 @@ import { workerEnvFrom } from './worker/settings.js';
 import type { ProjectFile } from '../core/design/types.js';
 
 export const SECRET_API_KEY = 'chorus.apiKey';
+/** The Hugging Face token for gated or private repositories ("CHORUS: Set Hugging Face Token"):
+ * kept in the secret store, sent to the worker with each hub request, never written elsewhere. */
+export const SECRET_HUB_TOKEN = 'chorus.hubToken';
 
 export type ModelSource = 'none' | 'local' | 'openai';
 
@@ -94,6 +98,13 @@ export function generateSettings(project?: Pick<ProjectFile, 'score'>): Generate
 export function workerEnv(): NodeJS.ProcessEnv {
   const c = cfg();
   return workerEnvFrom((setting) => c.get<string>(setting.replace(/^chorus\./, ''), ''));
+}
+
+/** Where "CHORUS: Download a Model..." puts models; undefined: the per-machine cache the worker
+ * knows (CHORUS_MODELS_DIR, else ~/.cache/chorus/models). */
+export function downloadFolder(): string | undefined {
+  const d = cfg().get<string>('model.downloadFolder', '').trim();
+  return d ? d.replace(/^~(?=$|[\\/])/, homedir()) : undefined;
 }
 
 export function outputDirectory(): string {

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { SimResult } from '../core/sim/result.js';
 import { runCoverage } from './commands/coverage.js';
 import { generate } from './commands/generate.js';
+import { downloadModel, setHubToken } from './commands/downloadModel.js';
 import { diffRound, openLocation, openRound } from './commands/navigation.js';
 import { openExample, WALKTHROUGH_ID } from './commands/onboarding.js';
 import { editProject } from './commands/projectFile.js';
@@ -93,6 +94,8 @@ export class Controller implements vscode.Disposable {
     reg('chorus.runCoverage', (uri?: vscode.Uri) => this.runCoverage(uri));
     reg('chorus.showDashboard', () => this.dashboard.show());
     reg('chorus.selectModel', () => this.selectModel());
+    reg('chorus.downloadModel', (ref?: string) => downloadModel(this.session, typeof ref === 'string' ? ref : undefined));
+    reg('chorus.setHubToken', () => setHubToken(this.session));
     reg('chorus.selectSimulator', () => selectSimulator());
     reg('chorus.cancel', () => this.cancel());
     reg('chorus.editProject', (uri?: vscode.Uri) => this.editProject(uri));

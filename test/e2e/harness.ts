@@ -69,7 +69,7 @@ export async function startCodeServer(
   userData: string,
   extensions: string,
   workspace: string,
-  opts: { trusted?: boolean } = {},
+  opts: { trusted?: boolean; env?: Record<string, string> } = {},
 ): Promise<CodeServer> {
   const proc = spawn(
     process.execPath,
@@ -88,7 +88,7 @@ export async function startCodeServer(
       extensions,
       workspace,
     ],
-    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PASSWORD: undefined } },
+    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PASSWORD: undefined, ...opts.env } },
   );
   let log = '';
   proc.stdout!.on('data', (d: Buffer) => (log += d.toString()));
@@ -290,6 +290,9 @@ export interface SessionOptions {
   extraVsix?: string[];
   /** User settings beside the defaults below. */
   userSettings?: Record<string, unknown>;
+  /** Environment of code-server beside this process's (its extension host and the CHORUS worker
+   * inherit it), e.g. HF_ENDPOINT of a stand-in hub. */
+  env?: Record<string, string>;
 }
 
 /** One code-server + Chromium with our VSIX installed and a copy of examples/ as the workspace. */
@@ -356,7 +359,7 @@ export async function openSession(vsix: string, opts: SessionOptions): Promise<S
     if (!process.env.CHORUS_E2E_KEEP) rmSync(tmp, { recursive: true, force: true });
   };
   try {
-    cs = await startCodeServer(userData, exts, ws, { trusted: opts.trusted });
+    cs = await startCodeServer(userData, exts, ws, { trusted: opts.trusted, env: opts.env });
     browser = await launchBrowser(join(tmp, 'chromium'));
     const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     const wb = new Workbench(page, opts.name);

@@ -65,3 +65,14 @@ export const DEFAULT_SERVICE = {
   minFreeDiskMiB: 256,
   maxRssMiB: 4096,
 } as const;
+
+/** The model hub `chorus model pull` and "CHORUS: Download a Model..." fetch from when HF_ENDPOINT
+ * (the convention of the hub's own clients, for mirrors) names none. */
+export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
+
+/** The GGUF quantization picked from a repository that holds several and the user named none
+ * (llama.cpp's and LM Studio's usual choice for a 4B model on a laptop). */
+export const DEFAULT_GGUF_QUANT = 'Q4_K_M';
+
+/** The ONNX weights picked from an ONNX export holding several (the local engine's default dtype). */
+export const DEFAULT_ONNX_DTYPE = 'q4';

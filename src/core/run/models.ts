@@ -7,3 +7,28 @@ export { createLocalBackend } from '../llm/local.js';
 export { ModelError } from '../llm/backend.js';
 export { ContextBudgetError } from '../agent/loop.js';
 export { defaultInstruction, feedbackFromLog, firstTurn } from '../agent/protocol.js';
+// Models from a hub repository into the per-machine model cache (`chorus model pull|list|rm`,
+// "CHORUS: Download a Model...").
+export {
+  HubError,
+  parseModelRef,
+  planPull,
+  pullModel,
+  type PullOptions,
+  type PullPlan,
+  type PullProgress,
+  type PullResult,
+} from '../llm/hub/pull.js';
+export { describeCandidate, type Candidate } from '../llm/hub/candidates.js';
+export { convertCheckpoint, findTrainingCli, GGUF_TYPES } from '../llm/hub/convert.js';
+export {
+  editorModel,
+  findModels,
+  listModels,
+  listPartials,
+  modelsDir,
+  recordEditorModel,
+  removeModel,
+  removePartials,
+  type CachedModel,
+} from '../llm/hub/cache.js';

@@ -1,18 +1,49 @@
 // CHORUS: Select Model. Where testbenches come from: the built-in model-free generator, a local
 // model folder (llama.cpp GGUF or ONNX export) or an OpenAI-compatible endpoint. Each choice is
 // checked by the worker before it is saved to the settings; an API key goes to the secret store.
+// The models "CHORUS: Download a Model..." fetched into the cache are listed too (their hashes were
+// checked when fetched: chosen as they are), and the download itself is one of the choices.
 import * as vscode from 'vscode';
 import { existsSync, readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { safeText } from '../../core/run/frontEnd.js';
-import { SECRET_API_KEY } from '../config.js';
-import type { ModelConfig } from '../worker/protocol.js';
+import { formatBytes, safeText } from '../../core/run/frontEnd.js';
+import { downloadFolder, SECRET_API_KEY } from '../config.js';
+import type { ModelConfig, PulledModel } from '../worker/protocol.js';
+import { recordEditorModel, useCachedModel } from './downloadModel.js';
+import { describeKind } from './downloadText.js';
 import type { Session } from './session.js';
 
+/** The models "CHORUS: Download a Model..." put in the cache (none when the worker cannot say). */
+async function cachedModels(s: Session): Promise<PulledModel[]> {
+  try {
+    // The worker may be starting: the choices do not wait long for the list.
+    const list = s.worker.request('listModels', downloadFolder() ? { modelsDir: downloadFolder() } : {});
+    const late = new Promise<PulledModel[]>((r) => setTimeout(() => r([]), 5000).unref?.());
+    return await Promise.race([list, late]);
+  } catch (e) {
+    s.output.appendLine(`[CHORUS] could not list the model cache: ${safeText((e as Error).message)}`);
+    return [];
+  }
+}
+
 export async function selectModel(s: Session): Promise<void> {
+  const cached = (await cachedModels(s)).filter((m) => m.engine !== 'none');
+  const current = vscode.workspace.getConfiguration('chorus').get<string>('model.localPath', '');
   const pick = await vscode.window.showQuickPick(
     [
       { label: '$(circuit-board) Model-free generator', description: 'built in, no model needed', id: 'none' as const },
+      ...cached.map((m) => ({
+        label: `$(package) ${m.repo}`,
+        description: `${m.selector} (${describeKind(m)}, ${formatBytes(m.size)})${m.dir === current ? ' · in use' : ''}`,
+        detail: m.dir,
+        id: 'cached' as const,
+        model: m,
+      })),
+      {
+        label: '$(cloud-download) Download a model from Hugging Face…',
+        description: 'a GGUF or an ONNX export, into the model cache',
+        id: 'download' as const,
+      },
       {
         label: '$(folder) Local model directory…',
         description: 'ONNX export (config.json, tokenizer, onnx/model*.onnx)',
@@ -27,10 +58,19 @@ export async function selectModel(s: Session): Promise<void> {
     { title: 'CHORUS: where should testbenches come from?' },
   );
   if (!pick) return;
+  if (pick.id === 'download') {
+    await vscode.commands.executeCommand('chorus.downloadModel');
+    return;
+  }
+  if (pick.id === 'cached' && 'model' in pick) {
+    await useCachedModel(s, pick.model);
+    return;
+  }
   const c = vscode.workspace.getConfiguration('chorus');
   const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   if (pick.id === 'none') {
     await c.update('model.source', 'none', target);
+    await recordEditorModel(s, null);
     void vscode.window.showInformationMessage('CHORUS: using the built-in model-free generator');
     s.setStatus('idle');
     return;
@@ -90,6 +130,7 @@ export async function selectModel(s: Session): Promise<void> {
     await c.update('model.dtype', dtype, target);
     s.status.modelInUse = null;
     await c.update('model.source', 'local', target);
+    await recordEditorModel(s, dir[0].fsPath);
     void vscode.window.showInformationMessage(`CHORUS: ${safeText(check.message)}`);
     s.setStatus('idle');
     return;
@@ -127,6 +168,7 @@ export async function selectModel(s: Session): Promise<void> {
   await c.update('model.endpoint', baseUrl.trim(), target);
   await c.update('model.name', name, target);
   await c.update('model.source', 'openai', target);
+  await recordEditorModel(s, null);
   void vscode.window.showInformationMessage(`CHORUS: using ${name} at ${baseUrl.trim()}`);
   s.setStatus('idle');
 }

@@ -10,6 +10,7 @@ import type { Diagnostic, ScoreMode, SimResult, SimStatus } from '../../core/sim
 import type { SimLimits } from '../../core/sim/simulator.js';
 import type { ModelConfig } from '../../core/llm/factory.js';
 import type { ModelCheck } from '../../core/run/modelCheck.js';
+import type { PullProgress } from '../../core/llm/hub/pull.js';
 import type { FileLineCoverage } from '../views/coverageData.js';
 
 /** The model as every front end configures it (core/llm/factory.ts); null: the built-in generator.
@@ -108,7 +109,63 @@ export type WorkerProtocol = {
   simulate: [SimulateRequest, SimulateOutcome];
   refine: [RefineRequest, RefineOutcome];
   checkModel: [{ model: ModelConfig | null }, ModelCheck];
+  /** What a download of `ref` would fetch ("CHORUS: Download a Model..."): talks to the hub, fetches no model bytes. */
+  planModel: [HubRequest, PlanSummary];
+  /** Fetches the model into the cache (progress: `download` events; cancel keeps the partial files for a resume). */
+  pullModel: [HubRequest, PulledModel];
+  /** The complete models of the cache (Select Model lists them). */
+  listModels: [{ modelsDir?: string }, PulledModel[]];
+  /** Writes <models dir>/editor.json (the model the editor uses, for `chorus model list`); null: none. */
+  recordEditorModel: [{ dir: string | null; modelsDir?: string }, null];
 };
+
+/** A model on a hub: `owner/name[:selector]`, the hub's token (from the secret store; else the
+ * worker's HF_TOKEN) and the models folder (chorus.model.downloadFolder; else the per-machine cache). */
+export interface HubRequest {
+  ref: string;
+  revision?: string;
+  modelsDir?: string;
+  token?: string;
+}
+
+/** One model a repository offers (core/llm/hub/candidates.ts Candidate, without its file list). */
+export interface CandidateSummary {
+  kind: 'gguf' | 'onnx' | 'checkpoint';
+  selector: string;
+  engine: 'llama' | 'onnx' | 'none';
+  size: number;
+  files: number;
+}
+
+export interface PlanSummary {
+  repo: string;
+  revision: string;
+  commit: string;
+  endpoint: string;
+  candidates: CandidateSummary[];
+  /** The selector of the model a pull of `ref` takes. */
+  chosen: string;
+  /** false: the user named no selector and the repository holds several models with no default
+   * among them (chosen is then the first runnable one, for the picker to start from). */
+  decided: boolean;
+  dir: string;
+  cached: boolean;
+  resumes: boolean;
+}
+
+/** A model of the cache (core/llm/hub/cache.ts CachedModel, without its file list). */
+export interface PulledModel {
+  dir: string;
+  repo: string;
+  revision: string;
+  commit: string;
+  selector: string;
+  engine: 'llama' | 'onnx' | 'none';
+  kind: 'gguf' | 'onnx' | 'checkpoint';
+  size: number;
+  /** Bytes this pull fetched (0: it was in the cache; absent in a listing). */
+  fetched?: number;
+}
 
 export type WorkerRequestKind = keyof WorkerProtocol;
 
@@ -123,12 +180,15 @@ export type ProgressEvent =
   /** `attempts`: the first generation + the refinement rounds, at most. */
   | { kind: 'round-start'; sample: number; round: number; attempts: number }
   | { kind: 'text'; piece: string }
-  | { kind: 'round-end'; record: RoundRecord; bestCoverage: number | null; attempts: number };
+  | { kind: 'round-end'; record: RoundRecord; bestCoverage: number | null; attempts: number }
+  /** A model download (pullModel): the core's PullProgress (file i of n, bytes, rate, time left). */
+  | ({ kind: 'download' } & PullProgress);
 
 export interface WorkerErrorInfo {
   message: string;
-  /** DesignError kind, ModelError kind, or `cancelled`. */
+  /** DesignError kind, `model-<ModelError kind>`, `hub-<HubError kind>`, or `cancelled`. */
   kind?: string;
+  /** DesignError: the top candidates; HubError `ambiguous`: the selectors to choose from. */
   candidates?: string[];
   diagnostics?: Diagnostic[];
 }

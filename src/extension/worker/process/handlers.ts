@@ -8,6 +8,7 @@ import { getSimulator } from '../../../core/run/simulators.js';
 import type { BackendInfo } from '../../../core/llm/backend.js';
 import { resolveEngine } from '../../../core/run/models.js';
 import { makeBackend } from './heldModel.js';
+import { listModels, planModel, pullModel, recordEditorModel } from './hub.js';
 import { runRefinement, type RefinementEvent } from '../../../core/run/refinement.js';
 import { checkModel as checkCoreModel } from '../../../core/run/modelCheck.js';
 import { runGeneration, type GenerationEvent, type GenerationRound } from '../../../core/run/generation.js';
@@ -188,4 +189,8 @@ export const handlers: {
   simulate: (p, signal) => simulate(p, signal),
   refine: (p, signal, progress) => refine(p, signal, progress),
   checkModel: (p, signal) => checkModel(p.model, signal),
+  planModel: (p, signal) => planModel(p, signal),
+  pullModel: (p, signal, progress) => pullModel(p, signal, progress),
+  listModels: async (p) => listModels(p),
+  recordEditorModel: async (p) => recordEditorModel(p),
 };

@@ -3,7 +3,7 @@
 // channel); each request goes to its handler (handlers.ts), with one AbortController per request,
 // cancelled by message.
 import { DesignError } from '../../../core/run/sources.js';
-import { ModelError } from '../../../core/run/models.js';
+import { HubError, ModelError } from '../../../core/run/models.js';
 import { releaseModel } from './heldModel.js';
 import { handlers, type Progress } from './handlers.js';
 import type { FromWorker, ToWorker, WorkerErrorInfo, WorkerProtocol, WorkerRequestKind } from '../protocol.js';
@@ -15,9 +15,18 @@ function send(m: FromWorker): void {
 }
 
 function errorInfo(e: unknown, signal?: AbortSignal): WorkerErrorInfo {
+  // A cancelled download says whether anything was kept for the next one to resume.
+  if (e instanceof HubError && e.kind === 'cancelled') return { message: e.message, kind: 'cancelled' };
   if (signal?.aborted) return { message: 'cancelled', kind: 'cancelled' };
   if (e instanceof DesignError) return { message: e.message, kind: e.kind, candidates: e.candidates, diagnostics: e.diagnostics };
   if (e instanceof ModelError) return { message: e.message, kind: e.kind === 'cancelled' ? 'cancelled' : `model-${e.kind}` };
+  // A hub's messages are user-ready; `ambiguous` carries the selectors to choose from.
+  if (e instanceof HubError)
+    return {
+      message: e.message,
+      kind: e.kind === 'cancelled' ? 'cancelled' : `hub-${e.kind}`,
+      ...(e.choices.length ? { candidates: e.choices } : {}),
+    };
   return { message: e instanceof Error ? e.message : String(e) };
 }
 

@@ -1,0 +1,91 @@
+// The worker's side of "CHORUS: Download a Model...": the core's hub pull (core/run/models.ts:
+// planPull, pullModel, the model cache) behind the protocol's planModel, pullModel, listModels and
+// recordEditorModel requests. The token comes in the request (the editor's secret store) or from
+// the worker's HF_TOKEN; it is passed to the core and nowhere else.
+import { existsSync } from 'node:fs';
+import {
+  HubError,
+  listModels as listCached,
+  modelsDir as defaultModelsDir,
+  parseModelRef,
+  planPull,
+  pullModel as pullCore,
+  recordEditorModel as recordCore,
+  type CachedModel,
+  type PullPlan,
+} from '../../../core/run/models.js';
+import type { HubRequest, PlanSummary, ProgressEvent, PulledModel } from '../protocol.js';
+
+const access = (r: HubRequest, signal: AbortSignal) => ({
+  ...(r.revision ? { revision: r.revision } : {}),
+  ...(r.modelsDir ? { modelsDir: r.modelsDir } : {}),
+  ...(r.token ? { token: r.token } : {}),
+  signal,
+});
+
+function summary(p: PullPlan, decided: boolean): PlanSummary {
+  return {
+    repo: p.repo,
+    revision: p.revision,
+    commit: p.commit,
+    endpoint: p.endpoint,
+    candidates: p.candidates.map((c) => ({ kind: c.kind, selector: c.selector, engine: c.engine, size: c.size, files: c.files.length })),
+    chosen: p.chosen.selector,
+    decided,
+    dir: p.dir,
+    cached: p.cached,
+    resumes: p.resumes,
+  };
+}
+
+const pulled = (m: CachedModel, fetched?: number): PulledModel => ({
+  dir: m.dir,
+  repo: m.repo,
+  revision: m.revision,
+  commit: m.commit,
+  selector: m.selector,
+  engine: m.engine,
+  kind: m.kind,
+  size: m.size,
+  ...(fetched !== undefined ? { fetched } : {}),
+});
+
+/** The plan of `ref`. A repository holding several models with no default among them, and no
+ * selector given, is planned with its first runnable one (decided: false) so the editor can offer
+ * the list with sizes; a selector that fits several, or none, stays the core's `ambiguous` error. */
+export async function planModel(r: HubRequest, signal: AbortSignal): Promise<PlanSummary> {
+  try {
+    return summary(await planPull(r.ref, access(r, signal)), true);
+  } catch (e) {
+    const ref = parseModelRef(r.ref);
+    if (!(e instanceof HubError) || e.kind !== 'ambiguous' || ref.selector || !e.choices.length) throw e;
+    return summary(await planPull({ repo: ref.repo, selector: e.choices[0] }, access(r, signal)), false);
+  }
+}
+
+export async function pullModel(r: HubRequest, signal: AbortSignal, progress: (e: ProgressEvent) => void): Promise<PulledModel> {
+  // At most a few events a second reach the editor (the downloader reports every chunk).
+  let last = 0;
+  const res = await pullCore(r.ref, {
+    ...access(r, signal),
+    onProgress: (p) => {
+      const now = Date.now();
+      if (p.phase === 'download' && now - last < 250 && p.bytes < p.total) return;
+      last = now;
+      progress({ kind: 'download', ...p });
+    },
+  });
+  return pulled(res.model, res.fetched);
+}
+
+export function listModels(r: { modelsDir?: string }): PulledModel[] {
+  return listCached(r.modelsDir || defaultModelsDir()).map((m) => pulled(m));
+}
+
+/** None chosen (null) is written only where a models folder exists: choosing the built-in
+ * generator creates no cache folder. */
+export function recordEditorModel(r: { dir: string | null; modelsDir?: string }): null {
+  const root = r.modelsDir || defaultModelsDir();
+  if (r.dir !== null || existsSync(root)) recordCore(r.dir, root);
+  return null;
+}

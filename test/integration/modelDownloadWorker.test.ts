@@ -1,0 +1,167 @@
+// "CHORUS: Download a Model..." through the editor's worker as the editor runs it (a bundle of
+// src/extension/worker/process/main.ts forked with IPC: test/support/workerBundle.ts), against the
+// local stand-in of the hub (test/support/hubServer.ts, HF_ENDPOINT): the plan with its candidates
+// and sizes, a pick asked for when the repository holds several models with no default, the
+// download's progress events, a cancel that leaves a partial download and no model, the hub's
+// errors with their kind (auth with the token retried, checkpoint, ambiguous with its choices),
+// the listing for Select Model and editor.json.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytes, startHubServer, type HubServer } from '../support/hubServer.js';
+import { startWorker, stopWorker, type BundledWorker } from '../support/workerBundle.js';
+import { WorkerError } from '../../src/extension/worker/client.js';
+import type { ProgressEvent } from '../../src/extension/worker/protocol.js';
+import { listModels, listPartials } from '../../src/core/llm/hub/cache.js';
+
+// Over four of the downloader's 5 MB chunks (fetched 4 at a time): a cancelled download keeps the chunks it completed.
+const BIG = 24_000_000;
+const gguf = bytes(BIG, 11);
+let hub: HubServer;
+let worker: BundledWorker | undefined;
+const root = mkdtempSync(join(tmpdir(), 'chorus-worker-models-'));
+const saved = { HF_ENDPOINT: process.env.HF_ENDPOINT, HF_TOKEN: process.env.HF_TOKEN };
+
+beforeAll(async () => {
+  hub = await startHubServer({
+    'acme/tiny-GGUF': {
+      files: [
+        { path: 'tiny.Q4_K_M.gguf', content: gguf },
+        { path: 'tiny.Q8_0.gguf', content: bytes(3000, 2) },
+        { path: 'tokenizer_config.json', content: Buffer.from('{"chat_template":"{{ messages }}"}') },
+      ],
+    },
+    'acme/two-GGUF': {
+      files: [
+        { path: 'two.Q5_K_S.gguf', content: bytes(4000, 3) },
+        { path: 'two.Q6_K.gguf', content: bytes(5000, 4) },
+      ],
+    },
+    'acme/gated-GGUF': { token: 'hf_secret', files: [{ path: 'g.Q4_K_M.gguf', content: bytes(5000, 5) }] },
+    'acme/ckpt': {
+      files: [
+        { path: 'config.json', content: Buffer.from('{}') },
+        { path: 'model.safetensors', content: bytes(3000, 6) },
+      ],
+    },
+  });
+  // The worker reads the hub's address and token from its environment, as the editor's does.
+  process.env.HF_ENDPOINT = hub.url;
+  delete process.env.HF_TOKEN;
+  worker = await startWorker('test-worker-download');
+});
+
+afterAll(async () => {
+  await stopWorker(worker);
+  await hub?.close();
+  for (const [k, v] of Object.entries(saved))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  rmSync(root, { recursive: true, force: true });
+});
+
+const failure = async (p: Promise<unknown>): Promise<WorkerError> => {
+  const e = await p.then(
+    () => null,
+    (x: unknown) => x,
+  );
+  expect(e).toBeInstanceOf(WorkerError);
+  return e as WorkerError;
+};
+
+describe('the worker downloads a model from the hub', () => {
+  it('plans: the default quantization, every candidate with its size, nothing fetched', async () => {
+    const plan = await worker!.client.request('planModel', { ref: 'acme/tiny-GGUF', modelsDir: root });
+    expect(plan).toMatchObject({
+      repo: 'acme/tiny-GGUF',
+      chosen: 'tiny.Q4_K_M.gguf',
+      decided: true,
+      cached: false,
+      resumes: false,
+      endpoint: hub.url,
+    });
+    expect(plan.candidates.map((c) => [c.selector, c.kind, c.engine])).toEqual([
+      ['tiny.Q4_K_M.gguf', 'gguf', 'llama'],
+      ['tiny.Q8_0.gguf', 'gguf', 'llama'],
+    ]);
+    expect(plan.candidates[0].size).toBe(BIG + 34);
+    expect(plan.dir.startsWith(root)).toBe(true);
+    expect(hub.sent.size).toBe(0);
+  });
+
+  it('plans a repository with several models and no default as undecided, for the picker', async () => {
+    const plan = await worker!.client.request('planModel', { ref: 'acme/two-GGUF', modelsDir: root });
+    expect(plan.decided).toBe(false);
+    expect(plan.candidates.map((c) => c.selector)).toEqual(['two.Q5_K_S.gguf', 'two.Q6_K.gguf']);
+    const e = await failure(worker!.client.request('planModel', { ref: 'acme/two-GGUF:Q4_0', modelsDir: root }));
+    expect(e.kind).toBe('hub-ambiguous');
+    expect(e.info.candidates).toEqual(['two.Q5_K_S.gguf', 'two.Q6_K.gguf']);
+  });
+
+  it('says what a gated repository and a checkpoint need, with their kinds; the token opens the gated one', async () => {
+    const auth = await failure(worker!.client.request('planModel', { ref: 'acme/gated-GGUF', modelsDir: root }));
+    expect(auth.kind).toBe('hub-auth');
+    expect(auth.message).toMatch(/Set Hugging Face Token/);
+    const ok = await worker!.client.request('planModel', { ref: 'acme/gated-GGUF', modelsDir: root, token: 'hf_secret' });
+    expect(ok.chosen).toBe('g.Q4_K_M.gguf');
+    const ck = await failure(worker!.client.request('planModel', { ref: 'acme/ckpt', modelsDir: root }));
+    expect(ck.kind).toBe('hub-checkpoint');
+    expect(ck.message).toMatch(/chorus model pull acme\/ckpt|chorus-train export/);
+  });
+
+  it('a cancelled download leaves a partial download and no model; the next one resumes and completes it', async () => {
+    hub.faults.rate = 4_000_000;
+    const events: ProgressEvent[] = [];
+    const ctl = new AbortController();
+    const cancelled = await failure(
+      worker!.client.request(
+        'pullModel',
+        { ref: 'acme/tiny-GGUF:Q4_K_M', modelsDir: root },
+        {
+          signal: ctl.signal,
+          onProgress: (e) => {
+            events.push(e);
+            // The downloader writes a chunk once it is whole: cancel once one is on disk.
+            if (e.kind === 'download' && listPartials(root).some((p) => p.resumable)) ctl.abort();
+          },
+        },
+      ),
+    );
+    expect(cancelled.kind).toBe('cancelled');
+    expect(listModels(root)).toEqual([]);
+    expect(listPartials(root)).toHaveLength(1);
+    expect(listPartials(root)[0].bytes).toBeGreaterThan(0);
+    expect(await worker!.client.request('listModels', { modelsDir: root })).toEqual([]);
+    const plan = await worker!.client.request('planModel', { ref: 'acme/tiny-GGUF', modelsDir: root });
+    expect(plan.resumes).toBe(true);
+
+    hub.faults.rate = undefined;
+    events.length = 0;
+    const m = await worker!.client.request(
+      'pullModel',
+      { ref: 'acme/tiny-GGUF:Q4_K_M', modelsDir: root },
+      { onProgress: (e) => events.push(e) },
+    );
+    expect(m).toMatchObject({ repo: 'acme/tiny-GGUF', selector: 'tiny.Q4_K_M.gguf', engine: 'llama', kind: 'gguf', size: BIG + 34 });
+    expect(m.fetched).toBeLessThan(BIG + 34);
+    expect(readFileSync(join(m.dir, 'tiny.Q4_K_M.gguf')).equals(gguf)).toBe(true);
+    const downloads = events.filter((e) => e.kind === 'download');
+    expect(downloads.some((e) => e.kind === 'download' && e.phase === 'verify')).toBe(true);
+    expect(downloads.every((e) => e.kind === 'download' && e.total === BIG + 34 && e.files === 2)).toBe(true);
+    expect(listPartials(root)).toEqual([]);
+    const listed = await worker!.client.request('listModels', { modelsDir: root });
+    expect(listed.map((x) => x.dir)).toEqual([m.dir]);
+  });
+
+  it('records the model the editor uses; choosing none writes nothing where no cache exists', async () => {
+    const m = (await worker!.client.request('listModels', { modelsDir: root }))[0];
+    await worker!.client.request('recordEditorModel', { dir: m.dir, modelsDir: root });
+    expect(JSON.parse(readFileSync(join(root, 'editor.json'), 'utf8'))).toEqual({ dir: m.dir });
+    await worker!.client.request('recordEditorModel', { dir: null, modelsDir: root });
+    expect(JSON.parse(readFileSync(join(root, 'editor.json'), 'utf8'))).toEqual({ dir: null });
+    const none = join(root, 'nowhere');
+    await worker!.client.request('recordEditorModel', { dir: null, modelsDir: none });
+    expect(existsSync(none)).toBe(false);
+  });
+});
