@@ -2,7 +2,7 @@
 // layout, API responses, redirects, ranges and faults): the revision pinned, the hashes checked,
 // resume after a cancel, a dropped connection survived, a corrupted file refused and removed,
 // gated repositories, repositories with nothing to run; then list and rm.
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -176,6 +176,29 @@ describe('chorus model pull (core)', () => {
     expect(e.message).toMatch(/before any part of it was kept/);
     expect(listPartials(root)).toEqual([]);
     expect(existsSync(join(root, '.partial', 'acme', 'tiny-GGUF'))).toBe(false);
+  });
+
+  it("one download of a model at a time: a second is refused while the first runs; a dead process's lock is taken over", async () => {
+    const root = newRoot();
+    hub.faults.rate = 2_000_000;
+    const first = pullModel('acme/tiny-GGUF', { endpoint: hub.url, modelsDir: root });
+    const plan = await planPull('acme/tiny-GGUF', { endpoint: hub.url, modelsDir: root });
+    while (!existsSync(join(plan.dir.replace(root, join(root, '.partial')), '.pull.lock'))) await new Promise((r) => setTimeout(r, 10));
+    const second = await catchHub(pullModel('acme/tiny-GGUF', { endpoint: hub.url, modelsDir: root }));
+    expect(second.kind).toBe('busy');
+    expect(second.message).toMatch(
+      new RegExp(`another download of acme/tiny-GGUF:tiny\\.Q4_K_M\\.gguf is under way \\(process ${process.pid}\\)`),
+    );
+    hub.faults.rate = undefined;
+    expect((await first).model.files).toHaveLength(2);
+
+    // A lock left by a process that is gone (killed) does not block the next pull.
+    const plan8 = await planPull('acme/tiny-GGUF:Q8_0', { endpoint: hub.url, modelsDir: root });
+    const part = plan8.dir.replace(root, join(root, '.partial'));
+    mkdirSync(part, { recursive: true });
+    writeFileSync(join(part, '.pull.lock'), '2147483646');
+    expect((await pullModel('acme/tiny-GGUF:Q8_0', { endpoint: hub.url, modelsDir: root })).model.selector).toBe('tiny.Q8_0.gguf');
+    expect(listPartials(root)).toEqual([]);
   });
 
   it('survives a connection dropped mid-file', async () => {

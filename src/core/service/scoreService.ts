@@ -28,6 +28,7 @@ import { TaskAbortedError, WorkerPool } from './workerPool.js';
 import { AnswerStore } from './idempotency.js';
 import { checkResources, DEFAULT_RESOURCE_LIMITS, descendants, freeBytes, type ResourceCheck, type ResourceLimits } from './resources.js';
 import { DesignStore, designIn, relativize, writeFiles } from './designStore.js';
+import { processAlive } from '../util/proc.js';
 import {
   bad,
   firstTurnRequestSchema,
@@ -178,19 +179,9 @@ function designsRootIn(stateDir: string): string {
   mkdirSync(stateDir, { recursive: true });
   for (const d of readdirSync(stateDir)) {
     const m = /^designs-(\d+)-/.exec(d);
-    if (m && !alive(Number(m[1]))) rmSync(join(stateDir, d), { recursive: true, force: true });
+    if (m && !processAlive(Number(m[1]))) rmSync(join(stateDir, d), { recursive: true, force: true });
   }
   return mkdtempSync(join(stateDir, `designs-${process.pid}-`));
-}
-
-function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 export class ScoreService {

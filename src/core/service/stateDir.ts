@@ -5,16 +5,7 @@
 // 50-hour run of kills and restarts.
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists, as another user's process.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { processAlive } from '../util/proc.js';
 
 export interface ClaimedStateDir {
   /** This instance's scratch root (STATE/tmp-<pid>): point TMPDIR at it. */
@@ -30,7 +21,7 @@ export function claimStateDir(stateDir: string): ClaimedStateDir {
   const removed: string[] = [];
   for (const d of existsSync(stateDir) ? readdirSync(stateDir) : []) {
     const m = /^tmp-(\d+)$/.exec(d);
-    if (m && Number(m[1]) !== process.pid && !alive(Number(m[1]))) {
+    if (m && Number(m[1]) !== process.pid && !processAlive(Number(m[1]))) {
       rmSync(join(stateDir, d), { recursive: true, force: true });
       removed.push(d);
     }

@@ -206,3 +206,14 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
     ...(guardStop !== undefined ? { guardStop } : {}),
   };
 }
+
+/** Whether a process with this id exists (EPERM: it does, as another user's). */
+export function processAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

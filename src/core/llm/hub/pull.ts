@@ -6,7 +6,8 @@
 // hub's hashes, and moves a model into the cache only once it is whole: a folder in the cache is
 // a checked model, a partial download lives under .partial and is never listed.
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { processAlive } from '../../util/proc.js';
 import { dirname, join } from 'node:path';
 import { DEFAULT_GGUF_QUANT, DEFAULT_HUB_ENDPOINT, DEFAULT_ONNX_DTYPE } from '../../run/defaults.js';
 import { candidates, pick, type Candidate, type RemoteFile } from './candidates.js';
@@ -232,6 +233,44 @@ export async function pullModel(ref: string | ModelRef, o: PullOptions = {}): Pr
   };
   if (o.confirm && !(await o.confirm(plan))) throw cancelled();
   const { token } = access(o);
+  const unlock = lockPull(part, `${plan.repo}:${plan.chosen.selector}`);
+  try {
+    return await fetchPlanned(plan, part, root, token, o, cancelled);
+  } finally {
+    unlock();
+  }
+}
+
+const LOCK = '.pull.lock';
+
+/** One pull of a model at a time (the CLI and the editor may start the same one): the partial
+ * folder's lock file holds the pulling process's id; a dead process's lock is taken over. */
+function lockPull(part: string, what: string): () => void {
+  mkdirSync(part, { recursive: true });
+  const lock = join(part, LOCK);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      return () => rmSync(lock, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const pid = Number(readFileSync(lock, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0 && processAlive(pid))
+        throw new HubError('busy', `another download of ${what} is under way (process ${pid}); wait for it to finish, or stop it first`);
+      rmSync(lock, { force: true });
+    }
+  }
+  throw new HubError('busy', `cannot lock the download of ${what} (${lock})`);
+}
+
+async function fetchPlanned(
+  plan: PullPlan,
+  part: string,
+  root: string,
+  token: string | undefined,
+  o: PullOptions,
+  cancelled: () => HubError,
+): Promise<PullResult> {
   writePullPlan(part, plan.chosen.files);
   const { createModelDownloader } = await import('node-llama-cpp');
   const files = plan.chosen.files;
@@ -326,6 +365,7 @@ export async function pullModel(ref: string | ModelRef, o: PullOptions = {}): Pr
     done += groupSize;
   }
   rmSync(join(part, PULL_PLAN), { force: true });
+  rmSync(join(part, LOCK), { force: true });
   writeManifest(part, {
     repo: plan.repo,
     revision: plan.revision,

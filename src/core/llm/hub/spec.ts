@@ -19,6 +19,8 @@ export type HubErrorKind =
   /** The hub could not be reached or answered something unexpected. */
   | 'network'
   | 'bad-spec'
+  /** Another pull of the same model is under way (the CLI and the editor at once). */
+  | 'busy'
   | 'cancelled';
 
 export class HubError extends Error {
