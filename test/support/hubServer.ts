@@ -25,6 +25,9 @@ export interface HubRepo {
   commit?: string;
   /** Requests need `Authorization: Bearer <token>`. */
   token?: string;
+  /** What the token guards: everything (a private repository, the default) or the files only (a
+   * gated repository: its model card and listing are public, its files need accepted terms). */
+  gate?: 'all' | 'files';
 }
 
 export interface HubFaults {
@@ -137,7 +140,7 @@ export async function startHubServer(repos: Record<string, HubRepo>, faults: Hub
         const found = repoOf(parts.slice(2, 4));
         if (!found) return json(res, 404, { error: 'Repository not found' });
         const [name, r] = found;
-        if (!authorized(req, r)) return json(res, 401, { error: 'Invalid credentials in Authorization header' });
+        if (r.gate !== 'files' && !authorized(req, r)) return json(res, 401, { error: 'Invalid credentials in Authorization header' });
         const rest = parts.slice(4);
         if (rest.length === 0 || rest[0] === 'revision') {
           if (rest[0] === 'revision' && !revOk(r, rest[1])) return json(res, 404, { error: `Revision not found: ${rest[1]}` });

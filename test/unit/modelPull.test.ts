@@ -24,6 +24,7 @@ const repos = (): Record<string, HubRepo> => ({
     ],
   },
   'acme/gated-GGUF': { token: 'hf_secret', files: [{ path: 'g.Q4_K_M.gguf', content: bytes(5000, 3) }] },
+  'acme/terms-GGUF': { token: 'hf_secret', gate: 'files', files: [{ path: 't.Q4_K_M.gguf', content: bytes(5000, 4) }] },
   'acme/tiny-onnx': {
     files: [
       { path: 'config.json', content: Buffer.from('{"model_type":"qwen3"}') },
@@ -231,7 +232,14 @@ describe('chorus model pull (core)', () => {
       const bad = await catchHub(pullModel('acme/gated-GGUF', { endpoint: hub.url, modelsDir: root, token: 'hf_wrong' }));
       expect(bad.message).toMatch(/refused the token/);
       expect(bad.message).not.toContain('hf_wrong');
+      // Gated on the files only (the listing is public): refused by the download, said the same way.
+      const terms = await catchHub(pullModel('acme/terms-GGUF', { endpoint: hub.url, modelsDir: root }));
+      expect(terms.kind).toBe('auth');
+      expect(terms.message).toMatch(/acme\/terms-GGUF is gated or private \(HTTP 401\).*HF_TOKEN/);
+      expect(listModels(root)).toEqual([]);
+      expect(listPartials(root)).toEqual([]);
       process.env.HF_TOKEN = 'hf_secret';
+      expect((await pullModel('acme/terms-GGUF', { endpoint: hub.url, modelsDir: root })).model.files).toHaveLength(1);
       const r = await pullModel('acme/gated-GGUF', { endpoint: hub.url, modelsDir: root });
       expect(r.model.files).toHaveLength(1);
       const everything = readdirSync(r.model.dir)
