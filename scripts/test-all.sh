@@ -162,7 +162,7 @@ EOF
 
   echo "==> [4/4] exported model decodes the same tokens in the local backend"
   rm -f test-results/vitest-export.json
-  CHORUS_REQUIRE_TRAINING_EXPORT=1 npx vitest run test/integration/trainingExport.test.ts test/integration/modelConvert.test.ts --reporter=default --reporter=json --outputFile.json=test-results/vitest-export.json
+  CHORUS_REQUIRE_TRAINING_EXPORT=1 npx vitest run test/integration/trainingExport.test.ts test/integration/modelConvert.test.ts test/integration/modelDownloadWorker.test.ts --reporter=default --reporter=json --outputFile.json=test-results/vitest-export.json
   s=$?; [[ $s -ne 0 ]] && overall=1
   record "export check (vitest)" "$(vitest_summary test-results/vitest-export.json) [exit $s]"
 fi

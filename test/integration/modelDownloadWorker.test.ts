@@ -5,7 +5,10 @@
 // download's progress events, a cancel that leaves a partial download and no model, the hub's
 // errors with their kind (auth with the token retried, checkpoint, ambiguous with its choices),
 // the listing for Select Model and editor.json.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { basename } from 'node:path';
+import { execa } from 'execa';
+import { repoRoot } from '../helpers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +20,11 @@ import { listModels, listPartials } from '../../src/core/llm/hub/cache.js';
 
 // Over four of the downloader's 5 MB chunks (fetched 4 at a time): a cancelled download keeps the chunks it completed.
 const BIG = 24_000_000;
+// The training package of this checkout (the worker finds it beside its bundle); absent in a clean
+// clone before scripts/test-all.sh installs it.
+const trainCli = join(repoRoot, 'training', '.venv', 'bin', 'chorus-train');
+const python = join(repoRoot, 'training', '.venv', 'bin', 'python');
+const haveTraining = existsSync(trainCli) && !process.env.CHORUS_TRAIN;
 const gguf = bytes(BIG, 11);
 let hub: HubServer;
 let worker: BundledWorker | undefined;
@@ -105,10 +113,50 @@ describe('the worker downloads a model from the hub', () => {
     expect(auth.message).toMatch(/Set Hugging Face Token/);
     const ok = await worker!.client.request('planModel', { ref: 'acme/gated-GGUF', modelsDir: root, token: 'hf_secret' });
     expect(ok.chosen).toBe('g.Q4_K_M.gguf');
-    const ck = await failure(worker!.client.request('planModel', { ref: 'acme/ckpt', modelsDir: root }));
-    expect(ck.kind).toBe('hub-checkpoint');
-    expect(ck.message).toMatch(/chorus model pull acme\/ckpt|chorus-train export/);
+    // A checkpoint-only repository is planned as its checkpoint, with the training package if any
+    // (the editor offers the conversion, or the command to run where it is installed).
+    const ck = await worker!.client.request('planModel', { ref: 'acme/ckpt', modelsDir: root });
+    expect(ck).toMatchObject({ chosen: 'checkpoint', checkpointOnly: true });
+    expect(ck.trainingCli).toBe(haveTraining ? trainCli : null);
+    // Converting needs the training package; without it the pull says so and keeps no model.
+    if (!haveTraining) {
+      const e = await failure(worker!.client.request('pullModel', { ref: 'acme/ckpt:checkpoint', convert: 'f16', modelsDir: root }));
+      expect(e.kind).toBe('hub-checkpoint');
+      expect(e.message).toMatch(/needs the training package/);
+    }
   });
+
+  it.skipIf(!haveTraining)(
+    'a checkpoint is downloaded and converted to a GGUF with the training package',
+    async () => {
+      const ckpt = join(root, '..', `${basename(root)}-ckpt`);
+      const models = mkdtempSync(join(tmpdir(), 'chorus-worker-convert-'));
+      await execa(
+        python,
+        ['-m', 'chorus_train.tiny_model', '--preset', 'tiny', '--out', `${ckpt}-unused`, '--dtypes', '', '--hf-out', ckpt],
+        {
+          cwd: join(repoRoot, 'training'),
+        },
+      );
+      try {
+        hub.repos['acme/tiny-ckpt'] = { files: readdirSync(ckpt).map((path) => ({ path, content: readFileSync(join(ckpt, path)) })) };
+        const events: ProgressEvent[] = [];
+        const m = await worker!.client.request(
+          'pullModel',
+          { ref: 'acme/tiny-ckpt:checkpoint', convert: 'f16', modelsDir: models },
+          { onProgress: (e) => events.push(e) },
+        );
+        expect(m).toMatchObject({ repo: 'acme/tiny-ckpt', selector: 'gguf-f16', engine: 'llama', kind: 'gguf' });
+        expect(events.some((e) => e.kind === 'status' && /converting acme\/tiny-ckpt to a f16 GGUF/.test(e.message))).toBe(true);
+        expect(listModels(models).map((x) => x.selector)).toEqual(['checkpoint', 'gguf-f16']);
+      } finally {
+        rmSync(ckpt, { recursive: true, force: true });
+        rmSync(`${ckpt}-unused`, { recursive: true, force: true });
+        rmSync(models, { recursive: true, force: true });
+      }
+    },
+    180_000,
+  );
 
   it('a cancelled download leaves a partial download and no model; the next one resumes and completes it', async () => {
     hub.faults.rate = 4_000_000;

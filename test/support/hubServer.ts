@@ -48,6 +48,8 @@ export interface HubRequest {
 
 export interface HubServer {
   url: string;
+  /** The repositories served (a test may add one while the server runs). */
+  repos: Record<string, HubRepo>;
   requests: HubRequest[];
   faults: HubFaults;
   /** Paths whose connection was dropped (dropAfter). */
@@ -66,7 +68,6 @@ export async function startHubServer(repos: Record<string, HubRepo>, faults: Hub
   const sent = new Map<string, number>();
   const dropped = new Set<string>();
   const sockets = new Set<Socket>();
-  for (const [name, r] of Object.entries(repos)) r.commit ??= createHash('sha1').update(name).digest('hex');
 
   const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
     res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
@@ -74,7 +75,10 @@ export async function startHubServer(repos: Record<string, HubRepo>, faults: Hub
   };
   const repoOf = (parts: string[]): [string, HubRepo] | null => {
     const name = `${parts[0]}/${parts[1]}`;
-    return repos[name] ? [name, repos[name]] : null;
+    const r = repos[name];
+    if (!r) return null;
+    r.commit ??= createHash('sha1').update(name).digest('hex');
+    return [name, r];
   };
   const authorized = (req: IncomingMessage, r: HubRepo): boolean => !r.token || req.headers.authorization === `Bearer ${r.token}`;
   const revOk = (r: HubRepo, rev: string): boolean => rev === 'main' || rev === 'HEAD' || rev === r.commit;
@@ -202,6 +206,7 @@ export async function startHubServer(repos: Record<string, HubRepo>, faults: Hub
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    repos,
     requests,
     faults,
     dropped,

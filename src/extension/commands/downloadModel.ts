@@ -6,6 +6,7 @@
 // the same model resumes it. The token of a gated repository lives in the secret store only.
 import * as vscode from 'vscode';
 import { formatBytes, safeText } from '../../core/run/frontEnd.js';
+import { DEFAULT_GGUF_QUANT } from '../../core/run/defaults.js';
 import { downloadFolder, SECRET_HUB_TOKEN } from '../config.js';
 import { WorkerError } from '../worker/client.js';
 import type { HubRequest, PlanSummary, PulledModel } from '../worker/protocol.js';
@@ -144,6 +145,7 @@ export async function downloadModel(s: Session, given?: string): Promise<PulledM
       if (selector !== plan.chosen)
         plan = await lookUp(s, `CHORUS: looking up ${plan.repo}:${selector}`, { ref: `${plan.repo}:${selector}`, ...base });
     }
+    if (plan.checkpointOnly) return await offerConversion(s, plan, base);
     const exact = `${plan.repo}:${selector}`;
     if (plan.cached) {
       const m: PulledModel = {
@@ -175,29 +177,7 @@ export async function downloadModel(s: Session, given?: string): Promise<PulledM
     s.output.appendLine(
       `[CHORUS] downloading ${exact} (commit ${plan.commit.slice(0, 12)}) from ${hostOf(plan.endpoint)} into ${plan.dir}`,
     );
-    const model = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `CHORUS: downloading ${exact}`, cancellable: true },
-      (progress, cancel) => {
-        const ctl = new AbortController();
-        cancel.onCancellationRequested(() => ctl.abort());
-        let done = 0;
-        return withToken(s, (token) =>
-          s.worker.request(
-            'pullModel',
-            { ref: exact, ...base, ...(token ? { token } : {}) },
-            {
-              signal: ctl.signal,
-              onProgress: (ev) => {
-                if (ev.kind !== 'download') return;
-                const now = percent(ev);
-                progress.report({ message: safeText(progressMessage(ev)), increment: Math.max(0, now - done) });
-                done = Math.max(done, now);
-              },
-            },
-          ),
-        );
-      },
-    );
+    const model = await fetchWithProgress(s, `CHORUS: downloading ${exact}`, { ref: exact, ...base });
     s.output.appendLine(`[CHORUS] downloaded ${exact} to ${model.dir} (${formatBytes(model.fetched ?? 0)} fetched)`);
     void vscode.window
       .showInformationMessage(`CHORUS: Downloaded ${model.repo} (${model.selector}) to ${model.dir}`, 'Use This Model')
@@ -210,6 +190,65 @@ export async function downloadModel(s: Session, given?: string): Promise<PulledM
     return null;
   }
 }
+
+/** The pull request in the worker behind a cancellable notification with the download's progress
+ * (and the conversion's status line when it converts a checkpoint). */
+function fetchWithProgress(s: Session, title: string, req: Omit<HubRequest, 'token'>): Thenable<PulledModel> {
+  return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (progress, cancel) => {
+    const ctl = new AbortController();
+    cancel.onCancellationRequested(() => ctl.abort());
+    let done = 0;
+    return withToken(s, (token) =>
+      s.worker.request(
+        'pullModel',
+        { ...req, ...(token ? { token } : {}) },
+        {
+          signal: ctl.signal,
+          onProgress: (ev) => {
+            if (ev.kind === 'status') return progress.report({ message: safeText(ev.message) });
+            if (ev.kind !== 'download') return;
+            const now = percent(ev);
+            progress.report({ message: safeText(progressMessage(ev)), increment: Math.max(0, now - done) });
+            done = Math.max(done, now);
+          },
+        },
+      ),
+    );
+  });
+}
+
+/** A repository holding only a training checkpoint: where the training package is installed,
+ * download it and convert it to a GGUF (the one command the CLI runs: chorus model pull --convert);
+ * elsewhere, the command to run where it is. */
+async function offerConversion(s: Session, plan: PlanSummary, base: { modelsDir?: string }): Promise<PulledModel | null> {
+  const cmd = `chorus model pull ${plan.repo} --convert ${CONVERT_TYPE}`;
+  if (!plan.trainingCli) {
+    const p = await vscode.window.showErrorMessage(
+      `CHORUS: ${plan.repo} is a training checkpoint (safetensors), which the engines do not run as it is. Convert it where the training package (chorus-train) is installed: ${cmd}`,
+      'Copy Command',
+    );
+    if (p) await vscode.env.clipboard.writeText(cmd);
+    return null;
+  }
+  const yes = await vscode.window.showInformationMessage(
+    `${plan.repo} is a training checkpoint (${formatBytes(sizeOf(plan, 'checkpoint'))}). Download it from ${hostOf(plan.endpoint)} and convert it to a ${CONVERT_TYPE.toUpperCase()} GGUF?`,
+    { modal: true, detail: `The checkpoint goes into ${plan.dir}; the training package converts it (${plan.trainingCli} export --gguf).` },
+    'Download and Convert',
+  );
+  if (yes !== 'Download and Convert') return null;
+  const model = await fetchWithProgress(s, `CHORUS: downloading and converting ${plan.repo}`, {
+    ref: `${plan.repo}:checkpoint`,
+    convert: CONVERT_TYPE,
+    ...base,
+  });
+  s.output.appendLine(`[CHORUS] converted ${plan.repo} to ${model.dir}`);
+  const p = await vscode.window.showInformationMessage(`CHORUS: Converted ${model.repo} to ${model.dir}`, 'Use This Model');
+  if (p === 'Use This Model') await useCachedModel(s, model);
+  return model;
+}
+
+/** The GGUF type a checkpoint is converted to: the quantization picked by default elsewhere. */
+const CONVERT_TYPE = DEFAULT_GGUF_QUANT.toLowerCase();
 
 function kindOf(plan: PlanSummary, selector: string): Pick<PulledModel, 'engine' | 'kind'> {
   const c = plan.candidates.find((x) => x.selector === selector);

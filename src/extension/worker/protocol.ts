@@ -126,6 +126,9 @@ export interface HubRequest {
   revision?: string;
   modelsDir?: string;
   token?: string;
+  /** pullModel of a checkpoint: convert it to a GGUF of this type (q4_k_m ...) with the training
+   * package once it is in the cache (core/llm/hub/convert.ts). */
+  convert?: string;
 }
 
 /** One model a repository offers (core/llm/hub/candidates.ts Candidate, without its file list). */
@@ -151,6 +154,10 @@ export interface PlanSummary {
   dir: string;
   cached: boolean;
   resumes: boolean;
+  /** The repository holds only a training checkpoint (chosen is `checkpoint`). */
+  checkpointOnly: boolean;
+  /** The training package is there to convert a checkpoint (its chorus-train), else null. */
+  trainingCli: string | null;
 }
 
 /** A model of the cache (core/llm/hub/cache.ts CachedModel, without its file list). */

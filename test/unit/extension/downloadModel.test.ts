@@ -45,6 +45,8 @@ const plan = (o: Partial<PlanSummary> = {}): PlanSummary => ({
   dir: '/m/acme/tiny-GGUF/aaaaaaaaaaaa-tiny.Q4_K_M.gguf',
   cached: false,
   resumes: false,
+  checkpointOnly: false,
+  trainingCli: null,
   ...o,
 });
 

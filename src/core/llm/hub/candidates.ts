@@ -4,6 +4,7 @@
 // the listing comes from pull.ts.
 import { HubError } from './spec.js';
 import { formatBytes } from '../../util/format.js';
+import { DEFAULT_GGUF_QUANT } from '../../run/defaults.js';
 
 export interface RemoteFile {
   path: string;
@@ -152,7 +153,7 @@ export const checkpointOnly = (repo: string): HubError =>
   new HubError(
     'checkpoint',
     `${repo} is a training checkpoint (safetensors), which the engines do not run as it is. ` +
-      `Fetch and convert it to a GGUF in one step: chorus model pull ${repo} --convert q4_k_m ` +
+      `Fetch and convert it to a GGUF in one step: chorus model pull ${repo} --convert ${DEFAULT_GGUF_QUANT.toLowerCase()} ` +
       `(this needs the training package: chorus-train on PATH, or CHORUS_TRAIN naming it; see training/README.md)`,
     ['checkpoint'],
   );

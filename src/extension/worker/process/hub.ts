@@ -4,6 +4,8 @@
 // the worker's HF_TOKEN; it is passed to the core and nowhere else.
 import { existsSync } from 'node:fs';
 import {
+  convertCheckpoint,
+  findTrainingCli,
   HubError,
   listModels as listCached,
   modelsDir as defaultModelsDir,
@@ -35,6 +37,8 @@ function summary(p: PullPlan, decided: boolean): PlanSummary {
     dir: p.dir,
     cached: p.cached,
     resumes: p.resumes,
+    checkpointOnly: p.chosen.kind === 'checkpoint' && !p.candidates.some((c) => c.engine !== 'none'),
+    trainingCli: findTrainingCli(),
   };
 }
 
@@ -58,6 +62,9 @@ export async function planModel(r: HubRequest, signal: AbortSignal): Promise<Pla
     return summary(await planPull(r.ref, access(r, signal)), true);
   } catch (e) {
     const ref = parseModelRef(r.ref);
+    // A checkpoint-only repository is planned as its checkpoint: the editor offers the conversion.
+    if (e instanceof HubError && e.kind === 'checkpoint' && !ref.selector)
+      return summary(await planPull({ repo: ref.repo, selector: 'checkpoint' }, access(r, signal)), true);
     if (!(e instanceof HubError) || e.kind !== 'ambiguous' || ref.selector || !e.choices.length) throw e;
     return summary(await planPull({ repo: ref.repo, selector: e.choices[0] }, access(r, signal)), false);
   }
@@ -75,7 +82,16 @@ export async function pullModel(r: HubRequest, signal: AbortSignal, progress: (e
       progress({ kind: 'download', ...p });
     },
   });
-  return pulled(res.model, res.fetched);
+  if (!r.convert) return pulled(res.model, res.fetched);
+  const cli = findTrainingCli();
+  if (!cli)
+    throw new HubError(
+      'checkpoint',
+      'converting a checkpoint needs the training package (chorus-train on PATH, or CHORUS_TRAIN naming it)',
+    );
+  progress({ kind: 'status', message: `converting ${res.model.repo} to a ${r.convert} GGUF (chorus-train export)` });
+  const converted = await convertCheckpoint(res.model, r.convert, { cli, signal, ...(r.modelsDir ? { modelsDir: r.modelsDir } : {}) });
+  return pulled(converted, res.fetched);
 }
 
 export function listModels(r: { modelsDir?: string }): PulledModel[] {
