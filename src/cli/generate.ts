@@ -77,15 +77,6 @@ Exit status: 0 when the best testbench ran and coverage was measured, 1 when no 
 when interrupted.
 `;
 
-export function freeName(path: string): string {
-  if (!existsSync(path)) return path;
-  const m = /^(.*?)(\.[^./]+)?$/.exec(path)!;
-  for (let i = 1; ; i++) {
-    const candidate = `${m[1]}_${i}${m[2] ?? ''}`;
-    if (!existsSync(candidate)) return candidate;
-  }
-}
-
 interface Ctx {
   design: DesignSpec;
   info: DesignInfo;

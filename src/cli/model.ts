@@ -21,7 +21,7 @@ import {
   type CachedModel,
   type PullProgress,
 } from '../core/run/models.js';
-import { formatBytes, formatDuration, safeJson } from '../core/run/frontEnd.js';
+import { formatBytes, formatDuration, kindLabel, safeJson } from '../core/run/frontEnd.js';
 import { bar } from './progress.js';
 import { runCommand, type CommandRun } from './command.js';
 import { EXIT, canRedraw } from './terminal.js';
@@ -156,7 +156,7 @@ async function pull({ values: o, positionals, fail, signal, status }: CommandRun
   }
   process.stdout.write(
     (m.convertedFrom ? `converted ` : r.fetched === 0 && r.plan.cached ? `already in the cache: ` : `pulled `) +
-      `${m.repo}:${m.selector} (${m.kind === 'gguf' ? 'GGUF, llama.cpp' : m.kind === 'onnx' ? 'ONNX' : 'safetensors checkpoint'}, ${formatBytes(m.size)}, commit ${m.commit.slice(0, 12)}, ${m.convertedFrom ? `from the checkpoint ${m.convertedFrom}` : 'every file checked'})\n` +
+      `${m.repo}:${m.selector} (${kindLabel(m.kind)}, ${formatBytes(m.size)}, commit ${m.commit.slice(0, 12)}, ${m.convertedFrom ? `from the checkpoint ${m.convertedFrom}` : 'every file checked'})\n` +
       `  ${m.dir}\n` +
       (m.engine === 'none'
         ? `convert it: chorus model pull ${m.repo} --convert q4_k_m (or chorus-train export ${m.dir} <out folder> --gguf q4_k_m and --model <out folder>)\n`

@@ -55,6 +55,29 @@ def rcfg(out, **kw) -> rl.RLConfig:
     return rl.RLConfig(**base)
 
 
+def build_trainer(cfg: rl.RLConfig, env, model, tok, args_over=None):
+    """The real TRL trainer on TASKS: groups of 4, 2 rounds, 2 prompts, one step, no vLLM."""
+    trainer, _, _ = trl_engine._build(
+        cfg,
+        TASKS,
+        env,
+        model,
+        tok,
+        group=4,
+        rounds=2,
+        prompts=2,
+        steps=1,
+        resume=False,
+        sample_fn=sample_fn(tok),
+        opd_state=None,
+        teachers=(),
+        log=lambda *_: None,
+        use_vllm=False,
+        args_over=args_over,
+    )
+    return trainer
+
+
 def _moved_fraction(model, tok, out, bf16_autocast: bool) -> tuple[float, int]:
     """One optimizer step through the real trainer; the fraction of parameter ELEMENTS with a non-zero
     gradient that the step changed."""
@@ -70,24 +93,7 @@ def _moved_fraction(model, tok, out, bf16_autocast: bool) -> tuple[float, int]:
 
     env = TokenRewardEnv(good_set(model))
     over = {'bf16': True} if bf16_autocast else {}
-    trainer, _, _ = trl_engine._build(
-        rcfg(out),
-        TASKS,
-        env,
-        model,
-        tok,
-        group=4,
-        rounds=2,
-        prompts=2,
-        steps=1,
-        resume=False,
-        sample_fn=sample_fn(tok),
-        opd_state=None,
-        teachers=(),
-        log=lambda *_: None,
-        use_vllm=False,
-        args_over=over,
-    )
+    trainer = build_trainer(rcfg(out), env, model, tok, args_over=over)
     trainer.add_callback(Snap())
     trainer.train()
     assert trainer.state.global_step == 1 and seen
@@ -209,24 +215,7 @@ def test_trainer_uses_the_reference_advantage_epsilon(tiny_ckpts, tmp_path):
     model, tok = load_policy(str(tiny_ckpts[0]))
     env = TokenRewardEnv(good_set(model))
     got = {}
-    trainer, _, _ = trl_engine._build(
-        rcfg(tmp_path / 'run', adv_eps=1e-6),
-        TASKS,
-        env,
-        model,
-        tok,
-        group=4,
-        rounds=2,
-        prompts=2,
-        steps=1,
-        resume=False,
-        sample_fn=sample_fn(tok),
-        opd_state=None,
-        teachers=(),
-        log=lambda *_: None,
-        use_vllm=False,
-        args_over=None,
-    )
+    trainer = build_trainer(rcfg(tmp_path / 'run', adv_eps=1e-6), env, model, tok)
     orig = trainer._generate_and_score_completions
 
     def spy(inputs):

@@ -5,7 +5,7 @@
 // readable messages. Light modules only (the extension host and the webview bundle them).
 export { safeDeep, safeJson, safeLine, safeText } from '../util/untrusted.js';
 export { formatBytes, formatDiagnostic, formatDuration, pct } from '../util/format.js';
-export { HubError, parseModelRef, type ModelRef } from '../llm/hub/spec.js';
+export { HubError, kindLabel, parseModelRef, type ModelRef } from '../llm/hub/spec.js';
 export { check, formatIssues, strictObject } from '../util/schema.js';
 export { humanStatus } from '../sim/status.js';
 export { closest, editDistance } from '../util/closest.js';

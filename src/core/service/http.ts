@@ -352,7 +352,8 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
           errorBody('idempotency_key_reused', 'this Idempotency-Key was used for a different request body; use a new key per request'),
           { 'Idempotency-Key': key },
         );
-      const recorded = service.answers.get(key);
+      // A key made here (randomUUID) was never recorded: no lookup (it reads the disk with a state dir).
+      const recorded = given === undefined ? undefined : service.answers.get(key);
       if (recorded) {
         if (recorded.fingerprint !== fingerprint) return conflict();
         m.replays.inc();

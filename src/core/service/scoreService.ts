@@ -2,7 +2,7 @@
 // (designStore.ts: content-addressed, its introspection cached) -> bounded worker pool -> simulator
 // -> the result record plus the reward fields a trainer reads. HTTP lives in http.ts; this file
 // knows nothing about sockets.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { introspect } from '../sim/verilator/introspect.js';
@@ -28,7 +28,7 @@ import { TaskAbortedError, WorkerPool } from './workerPool.js';
 import { AnswerStore } from './idempotency.js';
 import { checkResources, DEFAULT_RESOURCE_LIMITS, descendants, freeBytes, type ResourceCheck, type ResourceLimits } from './resources.js';
 import { DesignStore, designIn, relativize, writeFiles } from './designStore.js';
-import { processAlive } from '../util/proc.js';
+import { sweepDead } from './stateDir.js';
 import {
   bad,
   firstTurnRequestSchema,
@@ -176,11 +176,7 @@ export interface ScoreServiceOptions {
 /** Design directories of earlier instances on the same state directory whose process is gone:
  * what a killed service left behind, removed by the next one. */
 function designsRootIn(stateDir: string): string {
-  mkdirSync(stateDir, { recursive: true });
-  for (const d of readdirSync(stateDir)) {
-    const m = /^designs-(\d+)-/.exec(d);
-    if (m && !processAlive(Number(m[1]))) rmSync(join(stateDir, d), { recursive: true, force: true });
-  }
+  sweepDead(stateDir, /^designs-(\d+)-/);
   return mkdtempSync(join(stateDir, `designs-${process.pid}-`));
 }
 

@@ -3,7 +3,7 @@
 // cannot remove its scratch folders; the next instance on the same state directory finds the
 // folders of instances that are no longer alive and removes them, so nothing piles up over a
 // 50-hour run of kills and restarts.
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { processAlive } from '../util/proc.js';
 
@@ -16,16 +16,23 @@ export interface ClaimedStateDir {
   release(): void;
 }
 
-export function claimStateDir(stateDir: string): ClaimedStateDir {
+/** Removes the folders of `stateDir` whose name `pattern` matches with a process id in its first
+ * group, where that process is gone (what a killed instance left behind); returns their names. */
+export function sweepDead(stateDir: string, pattern: RegExp): string[] {
   mkdirSync(stateDir, { recursive: true });
   const removed: string[] = [];
-  for (const d of existsSync(stateDir) ? readdirSync(stateDir) : []) {
-    const m = /^tmp-(\d+)$/.exec(d);
+  for (const d of readdirSync(stateDir)) {
+    const m = pattern.exec(d);
     if (m && Number(m[1]) !== process.pid && !processAlive(Number(m[1]))) {
       rmSync(join(stateDir, d), { recursive: true, force: true });
       removed.push(d);
     }
   }
+  return removed;
+}
+
+export function claimStateDir(stateDir: string): ClaimedStateDir {
+  const removed = sweepDead(stateDir, /^tmp-(\d+)$/);
   const scratch = join(stateDir, `tmp-${process.pid}`);
   mkdirSync(scratch, { recursive: true });
   return { scratch, removed, release: () => rmSync(scratch, { recursive: true, force: true }) };

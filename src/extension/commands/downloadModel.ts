@@ -5,7 +5,7 @@
 // Cancel, then offer to use it. A cancelled download leaves no model anywhere; the next download of
 // the same model resumes it. The token of a gated repository lives in the secret store only.
 import * as vscode from 'vscode';
-import { formatBytes, safeText } from '../../core/run/frontEnd.js';
+import { formatBytes, kindLabel, safeText } from '../../core/run/frontEnd.js';
 import { DEFAULT_GGUF_QUANT } from '../../core/run/defaults.js';
 import { downloadFolder, SECRET_HUB_TOKEN } from '../config.js';
 import { WorkerError } from '../worker/client.js';
@@ -13,7 +13,6 @@ import type { HubRequest, PlanSummary, PulledModel } from '../worker/protocol.js
 import {
   commandsIn,
   confirmText,
-  describeKind,
   hostOf,
   modelSettings,
   orderCandidates,
@@ -135,7 +134,7 @@ export async function downloadModel(s: Session, given?: string): Promise<PulledM
       const pick = await vscode.window.showQuickPick(
         runnable.map((c) => ({
           label: c.selector,
-          description: `${describeKind(c)}, ${formatBytes(c.size)}${c.selector === plan.chosen && plan.decided ? ' (default)' : ''}`,
+          description: `${kindLabel(c.kind)}, ${formatBytes(c.size)}${c.selector === plan.chosen && plan.decided ? ' (default)' : ''}`,
           selector: c.selector,
         })),
         { title: `CHORUS: ${plan.repo} holds several models — which one?`, ignoreFocusOut: true },

@@ -39,10 +39,6 @@ export function progressMessage(p: Download): string {
 /** Whole percent of the model on disk (for the notification's increments). */
 export const percent = (p: Download): number => (p.total > 0 ? Math.min(100, (p.bytes / p.total) * 100) : 0);
 
-export function describeKind(c: Pick<CandidateSummary, 'kind'>): string {
-  return c.kind === 'gguf' ? 'GGUF, llama.cpp' : c.kind === 'onnx' ? 'ONNX' : 'safetensors checkpoint';
-}
-
 export function hostOf(endpoint: string): string {
   try {
     return new URL(endpoint).host;

@@ -6,11 +6,10 @@
 import * as vscode from 'vscode';
 import { existsSync, readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { formatBytes, safeText } from '../../core/run/frontEnd.js';
+import { formatBytes, kindLabel, safeText } from '../../core/run/frontEnd.js';
 import { downloadFolder, SECRET_API_KEY } from '../config.js';
 import type { ModelConfig, PulledModel } from '../worker/protocol.js';
 import { recordEditorModel, useCachedModel } from './downloadModel.js';
-import { describeKind } from './downloadText.js';
 import type { Session } from './session.js';
 
 /** The models "CHORUS: Download a Model..." put in the cache (none when the worker cannot say). */
@@ -34,7 +33,7 @@ export async function selectModel(s: Session): Promise<void> {
       { label: '$(circuit-board) Model-free generator', description: 'built in, no model needed', id: 'none' as const },
       ...cached.map((m) => ({
         label: `$(package) ${m.repo}`,
-        description: `${m.selector} (${describeKind(m)}, ${formatBytes(m.size)})${m.dir === current ? ' · in use' : ''}`,
+        description: `${m.selector} (${kindLabel(m.kind)}, ${formatBytes(m.size)})${m.dir === current ? ' · in use' : ''}`,
         detail: m.dir,
         id: 'cached' as const,
         model: m,

@@ -167,25 +167,22 @@ export function findModels(query: string, root = modelsDir()): CachedModel[] {
 }
 
 /** Removes a model folder of the cache (and the empty owner/name folders above it). */
+/** Removes `dir` and then each folder above it that this leaves empty, up to (not including) `top`. */
+function removeUpTo(dir: string, top: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  for (let d = resolve(dir, '..'); d.startsWith(top + sep) && existsSync(d) && !readdirSync(d).length; d = resolve(d, '..'))
+    rmSync(d, { recursive: true, force: true });
+}
+
 export function removeModel(m: CachedModel, root = modelsDir()): void {
   const dir = resolve(m.dir);
   if (!dir.startsWith(resolve(root) + sep)) throw new Error(`${dir} is not inside the model cache ${root}`);
-  rmSync(dir, { recursive: true, force: true });
-  for (let d = resolve(dir, '..'); d !== resolve(root) && d.startsWith(resolve(root) + sep); d = resolve(d, '..')) {
-    if (readdirSync(d).length) break;
-    rmSync(d, { recursive: true, force: true });
-  }
+  removeUpTo(dir, resolve(root));
 }
 
-/** Removes one partial download and the folders above it that it leaves empty. */
+/** Removes one partial download and the folders above it that it leaves empty (.partial too). */
 export function dropPartial(dir: string, root = modelsDir()): void {
-  rmSync(dir, { recursive: true, force: true });
-  const top = join(resolve(root), PARTIAL);
-  for (let d = resolve(dir, '..'); d.startsWith(top) && existsSync(d); d = resolve(d, '..')) {
-    if (readdirSync(d).length) break;
-    rmSync(d, { recursive: true, force: true });
-    if (d === top) break;
-  }
+  removeUpTo(dir, resolve(root));
 }
 
 export function removePartials(root = modelsDir()): number {

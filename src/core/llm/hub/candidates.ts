@@ -2,7 +2,7 @@
 // (a split GGUF's parts together) for llama.cpp; an ONNX export (transformers.js layout) per dtype
 // for the ONNX engine; a safetensors checkpoint, which `chorus-train export` converts first. Pure:
 // the listing comes from pull.ts.
-import { HubError } from './spec.js';
+import { HubError, kindLabel, type ModelKind } from './spec.js';
 import { formatBytes } from '../../util/format.js';
 import { DEFAULT_GGUF_QUANT } from '../../run/defaults.js';
 
@@ -15,7 +15,7 @@ export interface RemoteFile {
   gitOid?: string;
 }
 
-export type CandidateKind = 'gguf' | 'onnx' | 'checkpoint';
+export type CandidateKind = ModelKind;
 
 export interface Candidate {
   kind: CandidateKind;
@@ -100,8 +100,7 @@ export interface PickDefaults {
   onnxDtype: string;
 }
 
-export const describeCandidate = (c: Candidate): string =>
-  `${c.selector} (${c.kind === 'gguf' ? 'GGUF, llama.cpp' : c.kind === 'onnx' ? 'ONNX' : 'safetensors checkpoint'}, ${formatBytes(c.size)})`;
+export const describeCandidate = (c: Candidate): string => `${c.selector} (${kindLabel(c.kind)}, ${formatBytes(c.size)})`;
 
 /**
  * The candidate `selector` names (a quantization, a file path, an ONNX dtype, `checkpoint`), or

@@ -35,6 +35,12 @@ export class HubError extends Error {
   }
 }
 
+/** What a model of a repository is: a GGUF (llama.cpp), an ONNX export, a training checkpoint. */
+export type ModelKind = 'gguf' | 'onnx' | 'checkpoint';
+
+/** How every front end names a kind. */
+export const kindLabel = (k: ModelKind): string => (k === 'gguf' ? 'GGUF, llama.cpp' : k === 'onnx' ? 'ONNX' : 'safetensors checkpoint');
+
 export interface ModelRef {
   /** owner/name */
   repo: string;
