@@ -47,6 +47,26 @@ export function readmemCalls(file: string, text: string): ReadmemCall[] {
   return out;
 }
 
+/** The $readmem calls of each design file, by path, size and mtime: every candidate of a design
+ * stages the same data files, so each file is read and scanned once per version, not per run. */
+const scanned = new Map<string, { stamp: string; calls: ReadmemCall[] }>();
+
+function callsOf(src: string): ReadmemCall[] {
+  let stamp: string;
+  try {
+    const st = statSync(src);
+    stamp = `${st.size}:${st.mtimeMs}`;
+  } catch {
+    return []; // unreadable: no calls (readSource reads it as '')
+  }
+  const hit = scanned.get(src);
+  if (hit?.stamp === stamp) return hit.calls;
+  const calls = readmemCalls(src, readSource(src));
+  if (scanned.size > 256) scanned.clear();
+  scanned.set(src, { stamp, calls });
+  return calls;
+}
+
 /** A plain relative name the host may place in the run directory: no `..`, no hidden segment. */
 function placeable(name: string): boolean {
   if (!name || isAbsolute(name) || name.includes('\\') || name.includes('\0')) return false;
@@ -73,7 +93,7 @@ export function stageDataFiles(design: DesignSpec, runDir: string, roots: string
   const missing: Diagnostic[] = [];
   const seen = new Set<string>();
   for (const src of sources) {
-    for (const call of readmemCalls(src, readSource(src))) {
+    for (const call of callsOf(src)) {
       const name = call.name;
       if (seen.has(name)) continue;
       seen.add(name);
