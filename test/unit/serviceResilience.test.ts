@@ -5,12 +5,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AnswerStore, InFlight } from '../../src/core/service/idempotency.js';
 import { ScoreService, machineFailure } from '../../src/core/service/scoreService.js';
-import { descendants } from '../../src/core/service/resources.js';
+import { descendants } from '../../src/core/util/proc.js';
 import { RemoteSimulator } from '../../src/core/sim/remote.js';
 import type { Simulator } from '../../src/core/sim/simulator.js';
 
@@ -52,6 +52,40 @@ describe('AnswerStore', () => {
     const other = new AnswerStore({ dir }).put('key-2', answer('{"second":true}'));
     expect(kept.body).toBe('{"first":true}');
     expect(other.body).toBe('{"first":true}');
+  });
+
+  it('pruning keeps the newest maxDiskEntries, drops expired records and old crashed temporaries; startup and background agree', async () => {
+    const fill = (dir: string): AnswerStore => {
+      const s = new AnswerStore({ dir, maxDiskEntries: 3 });
+      const now = Date.now() / 1000;
+      for (let i = 0; i < 5; i++) s.put(`k${i}`, answer(`{"i":${i}}`));
+      const files = readdirSync(join(dir, 'answers')).filter((f) => f.endsWith('.json'));
+      // Ages by key: k0 oldest ... k4 newest (a minute apart), plus a crashed write from an hour ago.
+      for (let i = 0; i < 5; i++) {
+        const f = files.find((n) => readFileSync(join(dir, 'answers', n), 'utf8').includes(`"k${i}"`))!;
+        utimesSync(join(dir, 'answers', f), now - 60 * (5 - i), now - 60 * (5 - i));
+      }
+      writeFileSync(join(dir, 'answers', 'x.json.1.abc.tmp'), '{');
+      utimesSync(join(dir, 'answers', 'x.json.1.abc.tmp'), now - 3600, now - 3600);
+      return s;
+    };
+    const kept = (dir: string): string[] =>
+      readdirSync(join(dir, 'answers'))
+        .map((n) => readFileSync(join(dir, 'answers', n), 'utf8'))
+        .map((t) => /"key":"(k\d)"/.exec(t)?.[1] ?? t)
+        .sort();
+    const bg = tmp();
+    await fill(bg).pruneInBackground();
+    expect(kept(bg)).toEqual(['k2', 'k3', 'k4']);
+    const atStart = tmp();
+    fill(atStart);
+    new AnswerStore({ dir: atStart, maxDiskEntries: 3 }); // a restart prunes synchronously
+    expect(kept(atStart)).toEqual(['k2', 'k3', 'k4']);
+    // A record past its age goes whatever the count.
+    const old = tmp();
+    fill(old);
+    await new AnswerStore({ dir: old, ttlS: 150, maxDiskEntries: 3 }).pruneInBackground();
+    expect(kept(old)).toEqual(['k3', 'k4']);
   });
 
   it('a state directory that cannot be written keeps the answer in memory', () => {

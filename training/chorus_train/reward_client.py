@@ -138,17 +138,20 @@ class RewardClient:
         candidates = [self.urls[(i + k) % len(self.urls)] for k in range(len(self.urls))]
         now = time.time()
         for url in candidates:
-            down = self._down.get(url)
-            if down is None:
-                return url
-            at, fails = down
-            if at <= now:
-                if self._probe(url):
-                    with self._lock:
-                        self._down.pop(url, None)
+            with self._lock:
+                down = self._down.get(url)
+                if down is None:
                     return url
+                at, fails = down
+                due = at <= now
+                if due:
+                    # Claimed before the probe: the next probe time moves on now, so the other
+                    # threads pass this URL by instead of probing it at the same moment.
+                    self._down[url] = (now + min(30.0, self.down_s * 2 ** (fails + 1)), fails + 1)
+            if due and self._probe(url):
                 with self._lock:
-                    self._down[url] = (time.time() + min(30.0, self.down_s * 2 ** (fails + 1)), fails + 1)
+                    self._down.pop(url, None)
+                return url
         return candidates[0]
 
     def _probe(self, url: str) -> bool:

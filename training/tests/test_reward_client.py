@@ -182,3 +182,45 @@ def test_retry_failover_same_key_and_return_on_readyz():
     finally:
         first.shutdown()
         second.shutdown()
+
+
+def test_a_down_url_is_probed_once_when_many_threads_want_it():
+    """Sixteen threads asking for a URL at once while the only service is down and its probe is due:
+    one /readyz probe, not sixteen (a trainer's reward workers all hit a recovering service)."""
+    probes: list[str] = []
+
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            probes.append(self.path)
+            time.sleep(0.2)  # a slow probe: every thread arrives while it is out
+            self.send_response(503)
+            self.send_header('Content-Length', '2')
+            self.end_headers()
+            self.wfile.write(b'{}')
+
+    srv = ThreadingHTTPServer(('127.0.0.1', 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f'http://127.0.0.1:{srv.server_port}'
+        c = RewardClient([url])
+        c.down_s = 0.01
+        c._mark_down(url)
+        time.sleep(0.05)
+        start = threading.Barrier(16)
+
+        def ask():
+            start.wait()
+            assert c._next_url() == url
+
+        threads = [threading.Thread(target=ask) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert probes == ['/readyz']
+        assert c._down[url][1] == 1  # one failed probe counted, the next one backed off
+    finally:
+        srv.shutdown()

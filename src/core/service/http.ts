@@ -84,13 +84,19 @@ const METHODS: Record<string, string> = {
 /** An answer computed apart from the socket it goes to: idempotent retries share and replay it. */
 interface Answer {
   status: number;
-  body: unknown;
+  /** The body, or its JSON text as recorded (a recorded answer is sent as the very bytes kept). */
+  body: unknown | Serialized;
   headers?: Record<string, string>;
+}
+
+/** JSON text already made: sent as it is, not serialized again. */
+class Serialized {
+  constructor(readonly text: string) {}
 }
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.writableEnded || res.destroyed) return;
-  const text = JSON.stringify(body);
+  const text = body instanceof Serialized ? body.text : JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }
@@ -358,22 +364,14 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
         if (recorded.fingerprint !== fingerprint) return conflict();
         m.replays.inc();
         service.answers.replays++;
-        if (res.headersSent || res.writableEnded || res.destroyed) return;
-        res.writeHead(recorded.status, {
-          'Content-Type': 'application/json; charset=utf-8',
-          'Content-Length': Buffer.byteLength(recorded.body),
-          'Idempotency-Key': key,
-          'Idempotent-Replayed': 'true',
-        });
-        res.end(recorded.body);
-        return;
+        return sendAnswer(res, { status: recorded.status, body: new Serialized(recorded.body) }, key, true);
       }
       const shared = inflight.join(key, fingerprint, client.signal, async (signal) => {
         const a = await scoreAnswer(body, signal);
         if (!a || !isFinal(a)) return a;
         // Recorded before it is sent: any answer a client could have seen survives a crash.
         const kept = service.answers.put(key, { status: a.status, body: JSON.stringify(a.body), fingerprint, at: Date.now() });
-        return { status: kept.status, body: JSON.parse(kept.body) as unknown, headers: a.headers };
+        return { status: kept.status, body: new Serialized(kept.body), headers: a.headers };
       });
       if (shared === 'conflict') return conflict();
       const a = await shared;

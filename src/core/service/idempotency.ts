@@ -8,6 +8,7 @@
 // answers (429, 503, 5xx) are never kept: a retry of those runs the work again.
 import { createHash } from 'node:crypto';
 import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** What a client may send as Idempotency-Key: 1..200 visible ASCII characters (a UUID fits). */
@@ -46,6 +47,7 @@ export class AnswerStore {
   readonly dir?: string;
   private readonly maxDiskEntries: number;
   private writesSincePrune = 0;
+  private pruning?: Promise<void>;
   private readonly log: (line: string) => void;
   /** Answers replayed (memory or disk) since start. */
   replays = 0;
@@ -123,7 +125,8 @@ export class AnswerStore {
           /* the directory itself is gone or unwritable: nothing was left there */
         }
       }
-      if (++this.writesSincePrune >= 1000) this.prune();
+      // Every 1000 writes, off the request path: a full directory is 200,000 stats.
+      if (++this.writesSincePrune >= 1000) void this.pruneInBackground();
     }
     this.remember(key, a);
     return a;
@@ -148,12 +151,12 @@ export class AnswerStore {
     this.bytes -= m.body.length + key.length + 128;
   }
 
-  /** Removes expired disk records and the oldest beyond maxDiskEntries (bounds the state dir). */
+  /** Removes expired disk records and the oldest beyond maxDiskEntries (bounds the state dir).
+   * Synchronous: at startup, before the first request. */
   prune(): void {
     this.writesSincePrune = 0;
     if (!this.dir) return;
-    const now = Date.now();
-    let files: Array<{ p: string; t: number }>;
+    let files: DiskRecord[];
     try {
       files = readdirSync(this.dir).flatMap((f) => {
         const p = join(this.dir!, f);
@@ -166,13 +169,42 @@ export class AnswerStore {
     } catch {
       return;
     }
+    for (const p of this.victims(files)) rmSync(p, { force: true });
+  }
+
+  /** prune() without blocking the event loop; one at a time (a second call joins the first). */
+  pruneInBackground(): Promise<void> {
+    this.writesSincePrune = 0;
+    if (!this.dir) return Promise.resolve();
+    this.pruning ??= (async () => {
+      const dir = this.dir!;
+      const files: DiskRecord[] = [];
+      for (const f of await readdir(dir).catch(() => [] as string[])) {
+        const p = join(dir, f);
+        const st = await stat(p).catch(() => undefined);
+        if (st) files.push({ p, t: st.mtimeMs });
+      }
+      for (const p of this.victims(files)) await rm(p, { force: true }).catch(() => {});
+    })()
+      .catch((e) => this.log(`chorus serve: pruning the answer store failed: ${(e as Error).message}`))
+      .finally(() => (this.pruning = undefined));
+    return this.pruning;
+  }
+
+  /** The records to remove: expired, the oldest beyond maxDiskEntries, old crashed temporaries. */
+  private victims(files: DiskRecord[]): string[] {
+    const now = Date.now();
     files.sort((a, b) => a.t - b.t);
     const excess = files.length - this.maxDiskEntries;
-    files.forEach((f, i) => {
-      // Leftover temporaries of a crashed write are never linked: safe to remove once old.
-      if (i < excess || now - f.t > this.ttlMs || (f.p.endsWith('.tmp') && now - f.t > 60_000)) rmSync(f.p, { force: true });
-    });
+    // Leftover temporaries of a crashed write are never linked: safe to remove once old.
+    return files.filter((f, i) => i < excess || now - f.t > this.ttlMs || (f.p.endsWith('.tmp') && now - f.t > 60_000)).map((f) => f.p);
   }
+}
+
+interface DiskRecord {
+  p: string;
+  /** mtime, ms */
+  t: number;
 }
 
 /**

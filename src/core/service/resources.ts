@@ -1,10 +1,8 @@
-// What the service needs from the machine to accept work, and the processes it runs: a long RL
-// run fills disks and memory slowly, and an orchestrator must see that before simulations fail
-// with ENOSPC or the OOM killer takes a run (readiness, /readyz). The descendants listing is how
-// tests and the fault-injection load test find a simulation's processes to kill, and how they
-// check that nothing is left behind.
+// What the service needs from the machine to accept work: a long RL run fills disks and memory
+// slowly, and an orchestrator must see that before simulations fail with ENOSPC or the OOM killer
+// takes a run (readiness, /readyz). The processes it runs are listed by util/proc.ts descendants.
 import { DEFAULT_SERVICE } from '../run/defaults.js';
-import { readdirSync, readFileSync, statfsSync } from 'node:fs';
+import { readFileSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
 export interface ResourceLimits {
@@ -65,48 +63,3 @@ export function checkResources(limits: ResourceLimits, dirs: string[]): Resource
 }
 
 const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
-
-export interface ProcessInfo {
-  pid: number;
-  ppid: number;
-  /** The kernel's short name (comm), e.g. Vtb, verilator_bin, cc1plus. */
-  name: string;
-}
-
-/** Every process below `root` (Linux /proc; empty elsewhere). Simulations run in process groups
- * of their own, so the tree, not the group, is what belongs to the service. */
-export function descendants(root = process.pid): ProcessInfo[] {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return [];
-  }
-  const all: ProcessInfo[] = [];
-  for (const d of entries) {
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      // comm may contain spaces and parentheses: the fields after it follow the last ')'.
-      const close = stat.lastIndexOf(')');
-      const name = stat.slice(stat.indexOf('(') + 1, close);
-      const rest = stat.slice(close + 2).split(' ');
-      all.push({ pid: Number(d), ppid: Number(rest[1]), name });
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  const out: ProcessInfo[] = [];
-  const parents = new Set([root]);
-  // Repeat until no new child: /proc order is not parent-first.
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const p of all) {
-      if (!parents.has(p.pid) && parents.has(p.ppid)) {
-        parents.add(p.pid);
-        out.push(p);
-        grew = true;
-      }
-    }
-  }
-  return out;
-}

@@ -26,7 +26,8 @@ import { SERVICE_FAILURE_CAUSES, serviceMetrics, type ServiceMetrics } from './m
 export type { ServiceMetrics } from './metrics.js';
 import { TaskAbortedError, WorkerPool } from './workerPool.js';
 import { AnswerStore } from './idempotency.js';
-import { checkResources, DEFAULT_RESOURCE_LIMITS, descendants, freeBytes, type ResourceCheck, type ResourceLimits } from './resources.js';
+import { checkResources, DEFAULT_RESOURCE_LIMITS, freeBytes, type ResourceCheck, type ResourceLimits } from './resources.js';
+import { descendants } from '../util/proc.js';
 import { DesignStore, designIn, relativize, writeFiles } from './designStore.js';
 import { sweepDead } from './stateDir.js';
 import {

@@ -2,6 +2,7 @@
 // wall-clock limit that kills the whole process group (SIGTERM first so a simulation can still
 // write coverage, SIGKILL after a grace period), captured output capped in bytes (the process is
 // killed when it exceeds the cap), and cancellation through an AbortSignal.
+import { readdirSync, readFileSync } from 'node:fs';
 import { execa } from 'execa';
 
 export interface RunOptions {
@@ -108,9 +109,20 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
       /* already gone */
     }
   };
+  // The tree, not only the group: a child may start a session of its own (bubblewrap's
+  // --new-session puts the simulation in one), which a signal to the group never reaches; and
+  // once its parent is gone it is reparented, out of reach of any later walk from the leader.
+  // So the tree is frozen and listed the moment the stop begins, and every member is signalled.
+  const tree = new Map<number, number>();
+  const signalTree = (sig: NodeJS.Signals): void => {
+    if (child.pid === undefined) return;
+    for (const p of freezeTree(child.pid, tree)) tree.set(p.pid, p.start);
+    killGroup(sig);
+    signalListed(tree, sig);
+  };
   const stop = (): void => {
-    killGroup('SIGTERM');
-    if (!killTimer) killTimer = setTimeout(() => killGroup('SIGKILL'), graceS * 1000);
+    signalTree('SIGTERM');
+    if (!killTimer) killTimer = setTimeout(() => signalTree('SIGKILL'), graceS * 1000);
   };
 
   const take = (bucket: Buffer[], chunk: Buffer): void => {
@@ -185,6 +197,7 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
   }
   // The leader exited; make sure nothing it spawned survives it.
   killGroup('SIGKILL');
+  if (tree.size) signalListed(tree, 'SIGKILL');
   if (killTimer) clearTimeout(killTimer);
   opts.signal?.removeEventListener('abort', onAbort);
 
@@ -215,5 +228,106 @@ export function processAlive(pid: number): boolean {
     return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A process as Linux's /proc/<pid>/stat describes it. */
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  /** The kernel's short name (comm), e.g. Vtb, verilator_bin, cc1plus. */
+  name: string;
+  /** Start time in clock ticks since boot: with the pid, names one process even after pid reuse. */
+  start: number;
+}
+
+function processTable(): ProcessInfo[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return [];
+  }
+  const all: ProcessInfo[] = [];
+  for (const d of entries) {
+    const p = processInfo(Number(d));
+    if (p) all.push(p);
+  }
+  return all;
+}
+
+function processInfo(pid: number): ProcessInfo | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // comm may contain spaces and parentheses: the fields after it follow the last ')'.
+    const close = stat.lastIndexOf(')');
+    const name = stat.slice(stat.indexOf('(') + 1, close);
+    const rest = stat.slice(close + 2).split(' ');
+    return { pid, ppid: Number(rest[1]), name, start: Number(rest[19]) };
+  } catch {
+    return undefined; // gone meanwhile, or no /proc
+  }
+}
+
+/** Every process below `root` (Linux /proc; empty elsewhere), whatever its group or session. */
+export function descendants(root = process.pid, table = processTable()): ProcessInfo[] {
+  const out: ProcessInfo[] = [];
+  const parents = new Set([root]);
+  // Repeat until no new child: /proc order is not parent-first.
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of table) {
+      if (!parents.has(p.pid) && parents.has(p.ppid)) {
+        parents.add(p.pid);
+        out.push(p);
+        grew = true;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Stops (SIGSTOP) `root` and everything below it, walking again until no new process appears, so
+ * nothing forks or leaves the tree while it is signalled; each of `known` (pid -> start time) that
+ * is still that process is stopped too. Returns every process it stopped: the caller signals them
+ * with signalListed, which also lets them go on (SIGCONT).
+ */
+function freezeTree(root: number, known: Map<number, number>): ProcessInfo[] {
+  const stopped = new Map<number, ProcessInfo>();
+  const stop = (p: ProcessInfo | undefined): void => {
+    if (!p || stopped.has(p.pid)) return;
+    try {
+      process.kill(p.pid, 'SIGSTOP');
+      stopped.set(p.pid, p);
+    } catch {
+      /* gone */
+    }
+  };
+  stop(processInfo(root));
+  for (const [pid, start] of known) {
+    const p = processInfo(pid);
+    if (p?.start === start) stop(p);
+  }
+  for (let round = 0; round < 8; round++) {
+    const fresh = descendants(root).filter((p) => !stopped.has(p.pid));
+    if (!fresh.length) break;
+    for (const p of fresh) stop(p);
+  }
+  return [...stopped.values()];
+}
+
+/** Sends `sig` to each listed process that is still the one listed (same start time), then
+ * SIGCONT so a stopped one acts on it (a SIGTERM handler writes its coverage). */
+function signalListed(list: Map<number, number>, sig: NodeJS.Signals): void {
+  for (const [pid, start] of list) {
+    if (processInfo(pid)?.start !== start) continue;
+    for (const s of [sig, 'SIGCONT'] as const) {
+      try {
+        process.kill(pid, s);
+      } catch {
+        /* gone */
+      }
+    }
   }
 }
