@@ -11,7 +11,7 @@
 //            problem matcher.
 import { build, context } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { NATIVE_EXTERNALS, browserBundle, nodeBundle } from './esbuild.config.mjs';
 import { runtimeClosure, topLevel } from './runtime-deps.mjs';
 
@@ -62,7 +62,7 @@ if (process.argv.includes('--watch')) {
 
 // --package: assemble out/vsix-stage and pack a linux-x64 VSIX with vsce (offline).
 if (process.argv.includes('--package') && !process.argv.includes('--watch')) {
-  const { cpSync, readFileSync, rmSync, writeFileSync, statSync } = await import('node:fs');
+  const { cpSync, lstatSync, readFileSync, rmSync, writeFileSync, statSync } = await import('node:fs');
   const { execFileSync } = await import('node:child_process');
   const stage = resolve('out/vsix-stage');
   rmSync(stage, { recursive: true, force: true });
@@ -75,7 +75,13 @@ if (process.argv.includes('--package') && !process.argv.includes('--watch')) {
   copyFileSync('.vscodeignore', `${stage}/.vscodeignore`);
   cpSync('media', `${stage}/media`, { recursive: true });
   cpSync('syntaxes', `${stage}/syntaxes`, { recursive: true }); // grammars + language configuration
-  cpSync('examples', `${stage}/examples`, { recursive: true }); // "Open an Example Design" copies these into the workspace
+  // "Open an Example Design" copies these into the workspace. Never the run folders a developer's
+  // own runs left beside them (chorus-out: core/run/runFolder.ts RUN_ROOT), nor links (its
+  // `latest` link to a folder stopped vsce's secret scan with EISDIR).
+  cpSync('examples', `${stage}/examples`, {
+    recursive: true,
+    filter: (src) => basename(src) !== 'chorus-out' && !lstatSync(src).isSymbolicLink(),
+  });
   for (const f of ['extension.cjs', 'extension-worker.mjs', 'webview.js', 'chorus_main.cpp', 'chorus_model.cpp'])
     copyFileSync(`dist/${f}`, `${stage}/dist/${f}`);
   // The llama.cpp engine: node-llama-cpp with what it imports at run time and its linux-x64 CPU

@@ -128,8 +128,11 @@ describe('testbench failures are results with positions', () => {
       // SIGTERM before its handler is set leaves no coverage (seen once at 3 s in a full run).
       limits: { simTimeLimitNs: null, timeoutS: 5 },
     });
-    expect(r.status).toBe('timeout');
+    // What the run said, in the failure message: a rare full-suite failure had no coverage here.
+    const why = JSON.stringify({ err: r.err_msg, timings: r.timings, log: r.log.slice(-2000) });
+    expect(r.status, why).toBe('timeout');
     expect(r.diagnostics.some((d) => d.code === 'CHORUS-TIMEOUT')).toBe(true);
+    expect(r.coverage, why).not.toBeNull();
     expect(r.coverage!.waived.tallies.line.covered).toBeGreaterThan(0);
     expect(r.timings.run!).toBeLessThan(10);
     const left = readdirSync('/proc')

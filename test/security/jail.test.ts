@@ -1,7 +1,7 @@
 // The jail's command lines, run for real on a small host program copied into a run directory (as
 // Vtb is): what it can see, its environment, its identity, with and without user namespaces.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { scratchDir } from '../helpers.js';
@@ -15,6 +15,20 @@ import {
   type JailInfo,
 } from '../../src/core/sim/jail.js';
 import { runBounded } from '../../src/core/util/proc.js';
+
+/** The pids whose command line names `path` (any process on the machine; /proc is Linux's). */
+function processesNaming(path: string): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(path);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
 
 const LIMITS = { memoryLimitMb: 512, fileSizeLimitBytes: 1 << 20, timeoutS: 20 };
 
@@ -235,5 +249,26 @@ describe('jail', () => {
     const r = await runBounded(cmd.file, cmd.args, { cwd: run, env: cmd.env, timeoutS: 30 });
     expect(r.exitCode, r.all).toBe(0);
     expect(r.stdout).toContain('fake-tool-ran');
+  });
+
+  it("a cancel at any moment of the jail's start stops everything in it at once (the simulation runs in a session of its own)", async () => {
+    const jail = await detectJail();
+    const run = scratchDir('chorus-jail-run-');
+    const exe = join(run, 'sleep');
+    copyFileSync('/usr/bin/sleep', exe);
+    const libs = await sharedLibraries(exe, 'test-sleep');
+    const cmd = jailCommand(jail, run, exe, ['300'], { ...LIMITS, timeoutS: 300 }, { design: designView([], []), libs });
+    // From before bubblewrap has forked to long after the program runs: the moments its own
+    // --die-with-parent does not cover are among them.
+    for (const delayMs of [0, 1, 2, 5, 10, 20, 40, 80, 160, 400]) {
+      const ac = new AbortController();
+      const t = setTimeout(() => ac.abort(), delayMs);
+      const r = await runBounded(cmd.file, cmd.args, { cwd: run, env: cmd.env, timeoutS: 320, graceS: 2, signal: ac.signal });
+      clearTimeout(t);
+      expect(r.cancelled, `cancel after ${delayMs} ms`).toBe(true);
+      expect(r.durationS, `cancel after ${delayMs} ms`).toBeLessThan(15);
+      // Anywhere on the machine, not only below this process: a survivor is reparented.
+      expect(processesNaming(run), `cancel after ${delayMs} ms`).toEqual([]);
+    }
   });
 });

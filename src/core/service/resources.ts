@@ -2,7 +2,7 @@
 // slowly, and an orchestrator must see that before simulations fail with ENOSPC or the OOM killer
 // takes a run (readiness, /readyz). The processes it runs are listed by util/proc.ts descendants.
 import { DEFAULT_SERVICE } from '../run/defaults.js';
-import { readFileSync, statfsSync } from 'node:fs';
+import { statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
 export interface ResourceLimits {

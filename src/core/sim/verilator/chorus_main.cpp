@@ -42,6 +42,7 @@
 #include <set>
 #include <string>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
 
@@ -63,6 +64,7 @@ bool g_channel = false;  // fd 3 was open at start: the host reads a report
 std::string g_nonce;
 std::string g_handCovPath;  // +chorus+cov+<path>: only without a host channel
 std::atomic<bool> g_reported{false};
+std::atomic<long> g_ender{0};  // the thread (kernel tid) that ends the run; 0 until one does
 const char* g_end = "running";
 char* g_reserve = nullptr;  // released on out-of-memory, so the report can still be written
 
@@ -152,8 +154,9 @@ void snapshotCoverage() {
     g_snapshotTaken = true;
 }
 
-// Once, from whichever path ends the run. Not async-signal-safe in theory; from the signal
-// handler the model is single-threaded and we exit right after.
+// Once, from whichever path ends the run (endWith lets one thread do it). Not async-signal-safe
+// in theory; from a signal handler we exit right after. Current releases run a second thread
+// beside the model's, so a signal may land on either.
 void writeReport() {
     bool expected = false;
     if (!g_reported.compare_exchange_strong(expected, true)) return;
@@ -192,7 +195,20 @@ void writeReport() {
     ::close(REPORT_FD);
 }
 
+long threadId() { return static_cast<long>(::syscall(SYS_gettid)); }
+
+// One thread ends the run. A second one (a signal is delivered to any thread of the process, and
+// `timeout` sends SIGTERM twice: to the child and to its group) must not _exit while the first is
+// writing the report: that cut the report, and a timed-out run lost its coverage. It waits
+// instead; the first one's _exit ends it too.
 [[noreturn]] void endWith(const char* how, int code) {
+    const long me = threadId();
+    long owner = 0;
+    if (!g_ender.compare_exchange_strong(owner, me)) {
+        if (owner != me)
+            for (;;) ::pause();
+        _exit(code);  // this thread again (a fatal while it reports): the report is what it wrote
+    }
     g_end = how;
     writeReport();
     std::fflush(stdout);
@@ -207,6 +223,12 @@ void onExit(void*) {
 }
 
 void onSignal(int sig) {
+    // The run is ending already: on this thread (the signal interrupted its report), let it go
+    // on; on another, wait for its exit.
+    const long owner = g_ender.load();
+    if (owner == threadId()) return;
+    if (owner != 0)
+        for (;;) ::pause();
     std::fflush(stdout);
     std::fprintf(stderr, "%%Error: chorus: simulation stopped by signal %d (wall-clock limit)\n", sig);
     endWith("signal", 124);
