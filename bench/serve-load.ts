@@ -31,7 +31,7 @@ import { parseArgs } from 'node:util';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
-import { startScoreServer, parseExposition, descendants, claimStateDir } from '../src/core/run/service.js';
+import { startScoreServer, parseExposition, descendants, processesNaming, claimStateDir } from '../src/core/run/service.js';
 
 interface Options {
   requests: number;
@@ -333,20 +333,6 @@ function rssMiB(pid: number): number {
   }
 }
 
-/** Processes anywhere on the machine whose command line names `root` (orphans of a killed service included). */
-function processesUnder(root: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid)
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(root);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
 async function faults(o: Options): Promise<number> {
   const ds = designs(resolve(process.cwd()));
   const deadline = Date.now() + o.deadlineS * 1000;
@@ -600,10 +586,10 @@ async function faults(o: Options): Promise<number> {
   clearInterval(rssTimer);
   await stop('SIGTERM');
   // Orphans of a killed service end by their own limits; give them that long.
-  let left = processesUnder(root);
+  let left = processesNaming(root);
   for (let k = 0; k < 150 && left.length; k++) {
     await sleep(200);
-    left = processesUnder(root);
+    left = processesNaming(root);
   }
   const leftDirs = readdirSync(stateDir).filter((d) => d.startsWith('tmp-') || d.startsWith('designs-'));
   const problems: string[] = [];

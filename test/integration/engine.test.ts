@@ -1,9 +1,10 @@
 // The engine on real Verilator: known coverage, every failure class, safety, concurrency.
 import { describe, expect, it } from 'vitest';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { examples, read, simulateFiles } from '../helpers.js';
+import { processesNaming } from '../../src/core/util/proc.js';
 
 const counter = join(examples, 'counter', 'counter.sv');
 const counterTb = read(join(examples, 'counter', 'tb_counter.sv'));
@@ -135,15 +136,7 @@ describe('testbench failures are results with positions', () => {
     expect(r.coverage, why).not.toBeNull();
     expect(r.coverage!.waived.tallies.line.covered).toBeGreaterThan(0);
     expect(r.timings.run!).toBeLessThan(10);
-    const left = readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return read(`/proc/${p}/cmdline`).includes(r.protection.scratchDir ?? '\0none');
-        } catch {
-          return false;
-        }
-      });
+    const left = processesNaming(r.protection.scratchDir ?? '\0none');
     expect(left).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 // The jail's command lines, run for real on a small host program copied into a run directory (as
 // Vtb is): what it can see, its environment, its identity, with and without user namespaces.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { scratchDir } from '../helpers.js';
@@ -14,21 +14,7 @@ import {
   toolchainCommand,
   type JailInfo,
 } from '../../src/core/sim/jail.js';
-import { runBounded } from '../../src/core/util/proc.js';
-
-/** The pids whose command line names `path` (any process on the machine; /proc is Linux's). */
-function processesNaming(path: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(path);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
+import { processesNaming, runBounded } from '../../src/core/util/proc.js';
 
 const LIMITS = { memoryLimitMb: 512, fileSizeLimitBytes: 1 << 20, timeoutS: 20 };
 

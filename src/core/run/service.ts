@@ -2,5 +2,5 @@
 // (the load benchmark checks the counters it reports).
 export { startScoreServer, type ScoreServer, type ScoreServerOptions } from '../service/http.js';
 export { parseExposition } from '../service/metrics.js';
-export { descendants, type ProcessInfo } from '../util/proc.js';
+export { descendants, processesNaming, type ProcessInfo } from '../util/proc.js';
 export { claimStateDir, type ClaimedStateDir } from '../service/stateDir.js';

@@ -269,6 +269,26 @@ function processInfo(pid: number): ProcessInfo | undefined {
   }
 }
 
+/** Processes anywhere on the machine (but this one) whose command line contains `text`: how a
+ * check finds what a run left behind, orphans reparented away from this process included. */
+export function processesNaming(text: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid);
+  } catch {
+    return [];
+  }
+  return entries
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 /** Every process below `root` (Linux /proc; empty elsewhere), whatever its group or session. */
 export function descendants(root = process.pid, table = processTable()): ProcessInfo[] {
   const out: ProcessInfo[] = [];
