@@ -1,7 +1,8 @@
 // Running external tools (simulators, compilers, untrusted executables) with hard bounds:
-// wall-clock limit that kills the whole process group (SIGTERM first so a simulation can still
-// write coverage, SIGKILL after a grace period), captured output capped in bytes (the process is
-// killed when it exceeds the cap), and cancellation through an AbortSignal.
+// wall-clock limit that kills the whole process tree, whatever sessions its members started
+// (SIGTERM first so a simulation can still write coverage, SIGKILL after a grace period), captured
+// output capped in bytes (the process is killed when it exceeds the cap), and cancellation
+// through an AbortSignal. Also the /proc views of processes: a tree, and what a run left behind.
 import { readdirSync, readFileSync } from 'node:fs';
 import { execa } from 'execa';
 
