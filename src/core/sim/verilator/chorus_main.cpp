@@ -63,7 +63,6 @@ VerilatedContext* g_contextp = nullptr;
 bool g_channel = false;  // fd 3 was open at start: the host reads a report
 std::string g_nonce;
 std::string g_handCovPath;  // +chorus+cov+<path>: only without a host channel
-std::atomic<bool> g_reported{false};
 std::atomic<long> g_ender{0};  // the thread (kernel tid) that ends the run; 0 until one does
 const char* g_end = "running";
 char* g_reserve = nullptr;  // released on out-of-memory, so the report can still be written
@@ -154,12 +153,10 @@ void snapshotCoverage() {
     g_snapshotTaken = true;
 }
 
-// Once, from whichever path ends the run (endWith lets one thread do it). Not async-signal-safe
-// in theory; from a signal handler we exit right after. Current releases run a second thread
-// beside the model's, so a signal may land on either.
+// Once, from endWith on the one thread that ends the run. Not async-signal-safe in theory; from a
+// signal handler we exit right after. Current releases run a second thread beside the model's,
+// so a signal may land on either.
 void writeReport() {
-    bool expected = false;
-    if (!g_reported.compare_exchange_strong(expected, true)) return;
     std::fflush(nullptr);
     if (g_contextp == nullptr) return;
     if (!g_channel) {
@@ -217,8 +214,9 @@ long threadId() { return static_cast<long>(::syscall(SYS_gettid)); }
 }
 
 // Exit callbacks: Verilator runs them on a second $finish (then exit(0)) and from internal paths.
+// Ending already on this thread: nothing to add; on another thread, endWith waits for its exit.
 void onExit(void*) {
-    if (g_reported.load()) return;
+    if (g_ender.load() == threadId()) return;
     endWith(g_contextp && g_contextp->gotFinish() ? "finish" : "exit", 0);
 }
 
