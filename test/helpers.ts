@@ -86,3 +86,21 @@ module tb_forever;
   end
 endmodule
 `;
+
+/** `chorus generate` of one design with a cached model by name, on llama.cpp's CPU build, one
+ * thread, two tokens, no refinement: the tiny random model only has to load and answer. */
+export const generateWithCachedModelArgs = (model: string, design: string): string[] => [
+  'generate',
+  '--json',
+  '--model',
+  model,
+  '--threads',
+  '1',
+  '--gpu',
+  'cpu',
+  '--rounds',
+  '0',
+  '--max-tokens',
+  '2',
+  design,
+];

@@ -10,7 +10,7 @@ import { execa } from 'execa';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { examples, repoRoot, scratchDir } from '../helpers.js';
+import { examples, generateWithCachedModelArgs, repoRoot, scratchDir } from '../helpers.js';
 import { startHubServer, type HubServer } from '../support/hubServer.js';
 
 const cli = join(repoRoot, 'dist', 'cli.js');
@@ -72,21 +72,7 @@ describe.skipIf(!have)('chorus model pull --convert (training package present)',
 
     const dir = scratchDir('chorus-convert-gen-');
     copyFileSync(join(examples, 'counter', 'counter.sv'), join(dir, 'counter.sv'));
-    const g = await chorus([
-      'generate',
-      '--json',
-      '--model',
-      'chorus/tiny-qwen3-checkpoint',
-      '--threads',
-      '1',
-      '--gpu',
-      'cpu',
-      '--rounds',
-      '0',
-      '--max-tokens',
-      '2',
-      join(dir, 'counter.sv'),
-    ]);
+    const g = await chorus(generateWithCachedModelArgs('chorus/tiny-qwen3-checkpoint', join(dir, 'counter.sv')));
     expect(g.exitCode, g.stderr).toBe(1); // the random model writes no testbench
     expect(JSON.parse(g.stdout).model).toMatchObject({ engine: 'llama' });
 

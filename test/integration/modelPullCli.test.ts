@@ -8,7 +8,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node
 import { listPartials } from '../../src/core/llm/hub/cache.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { examples, repoRoot, scratchDir } from '../helpers.js';
+import { examples, generateWithCachedModelArgs, repoRoot, scratchDir } from '../helpers.js';
 import { ensureTinyGguf } from '../support/gguf.js';
 import { bytes, startHubServer, type HubServer } from '../support/hubServer.js';
 
@@ -75,21 +75,7 @@ describe('chorus model', () => {
     const j = JSON.parse((await chorus(['model', 'list', '--json'])).stdout) as { models: { dir: string; files: { path: string }[] }[] };
     expect(j.models[0].files.map((f) => f.path)).toEqual(['tiny-qwen3.F16.gguf', 'tokenizer_config.json']);
 
-    const g = await chorus([
-      'generate',
-      '--json',
-      '--model',
-      'chorus/tiny-qwen3-GGUF',
-      '--threads',
-      '1',
-      '--gpu',
-      'cpu',
-      '--rounds',
-      '0',
-      '--max-tokens',
-      '2',
-      counter(),
-    ]);
+    const g = await chorus(generateWithCachedModelArgs('chorus/tiny-qwen3-GGUF', counter()));
     expect(g.exitCode, g.stderr).toBe(1); // the random model writes no testbench
     expect(JSON.parse(g.stdout).model).toMatchObject({ engine: 'llama' });
   }, 120_000);
