@@ -118,11 +118,24 @@ describe('the worker downloads a model from the hub', () => {
     const ck = await worker!.client.request('planModel', { ref: 'acme/ckpt', modelsDir: root });
     expect(ck).toMatchObject({ chosen: 'checkpoint', checkpointOnly: true });
     expect(ck.trainingCli).toBe(haveTraining ? trainCli : null);
-    // Converting needs the training package; without it the pull says so and keeps no model.
-    if (!haveTraining) {
-      const e = await failure(worker!.client.request('pullModel', { ref: 'acme/ckpt:checkpoint', convert: 'f16', modelsDir: root }));
+  });
+
+  it('a conversion without the training package is refused before anything is fetched', async () => {
+    // A worker whose CHORUS_TRAIN names nothing: the training package is missing, whatever this
+    // machine has installed.
+    const bare = await startWorker('test-worker-no-training', { CHORUS_TRAIN: join(root, 'no-chorus-train') });
+    try {
+      const before = hub.sent.get('model.safetensors') ?? 0;
+      const e = await failure(bare.client.request('pullModel', { ref: 'acme/ckpt:checkpoint', convert: 'f16', modelsDir: root }));
       expect(e.kind).toBe('hub-checkpoint');
-      expect(e.message).toMatch(/needs the training package/);
+      expect(e.message).toMatch(/needs the training package.*nothing was downloaded/);
+      const bad = await failure(bare.client.request('pullModel', { ref: 'acme/ckpt:checkpoint', convert: 'q3', modelsDir: root }));
+      expect(bad.message).toMatch(/takes one of q4_k_m, q4_0, q8_0, f16, got 'q3'/);
+      expect(hub.sent.get('model.safetensors') ?? 0).toBe(before);
+      expect(listModels(root)).toEqual([]);
+      expect(listPartials(root)).toEqual([]);
+    } finally {
+      await stopWorker(bare);
     }
   });
 

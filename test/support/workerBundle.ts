@@ -14,7 +14,8 @@ export interface BundledWorker {
   dir: string;
 }
 
-export async function startWorker(name: string): Promise<BundledWorker> {
+/** `env` is added to the worker's environment (the editor's settings reach it the same way). */
+export async function startWorker(name: string, env: NodeJS.ProcessEnv = {}): Promise<BundledWorker> {
   const dir = join(repoRoot, 'out', `${name}-${process.pid}`);
   mkdirSync(dir, { recursive: true });
   // esbuild runs in a plain Node child: inside the test runner its target parsing trips over the
@@ -39,7 +40,7 @@ export async function startWorker(name: string): Promise<BundledWorker> {
     },
   );
   for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(join(repoRoot, 'src', 'core', 'sim', 'verilator', f), join(dir, f));
-  return { client: new WorkerClient(join(dir, 'extension-worker.mjs')), dir };
+  return { client: new WorkerClient(join(dir, 'extension-worker.mjs'), () => env), dir };
 }
 
 /** Disconnects the worker, waits for its process to exit, removes its bundle. */

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import {
   convertCheckpoint,
   findTrainingCli,
+  GGUF_TYPES,
   HubError,
   listModels as listCached,
   modelsDir as defaultModelsDir,
@@ -71,6 +72,19 @@ export async function planModel(r: HubRequest, signal: AbortSignal): Promise<Pla
 }
 
 export async function pullModel(r: HubRequest, signal: AbortSignal, progress: (e: ProgressEvent) => void): Promise<PulledModel> {
+  // A conversion that cannot run is said before anything is fetched: a checkpoint is gigabytes,
+  // and without the exporter it would be downloaded only to be refused.
+  let cli: string | null = null;
+  if (r.convert) {
+    if (!(GGUF_TYPES as readonly string[]).includes(r.convert.toLowerCase()))
+      throw new HubError('bad-spec', `the conversion takes one of ${GGUF_TYPES.join(', ')}, got '${r.convert}'`);
+    cli = findTrainingCli();
+    if (!cli)
+      throw new HubError(
+        'checkpoint',
+        'converting a checkpoint needs the training package (chorus-train on PATH, or CHORUS_TRAIN naming it); nothing was downloaded',
+      );
+  }
   // At most a few events a second reach the editor (the downloader reports every chunk).
   let last = 0;
   const res = await pullCore(r.ref, {
@@ -82,13 +96,7 @@ export async function pullModel(r: HubRequest, signal: AbortSignal, progress: (e
       progress({ kind: 'download', ...p });
     },
   });
-  if (!r.convert) return pulled(res.model, res.fetched);
-  const cli = findTrainingCli();
-  if (!cli)
-    throw new HubError(
-      'checkpoint',
-      'converting a checkpoint needs the training package (chorus-train on PATH, or CHORUS_TRAIN naming it)',
-    );
+  if (!r.convert || !cli) return pulled(res.model, res.fetched);
   progress({ kind: 'status', message: `converting ${res.model.repo} to a ${r.convert} GGUF (chorus-train export)` });
   const converted = await convertCheckpoint(res.model, r.convert, { cli, signal, ...(r.modelsDir ? { modelsDir: r.modelsDir } : {}) });
   return pulled(converted, res.fetched);
