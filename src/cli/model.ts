@@ -4,7 +4,7 @@
 import { createInterface } from 'node:readline/promises';
 import { DEFAULT_GGUF_QUANT, DEFAULT_ONNX_DTYPE } from '../core/run/defaults.js';
 import {
-  GGUF_TYPES,
+  ggufType,
   HubError,
   convertCheckpoint,
   describeCandidate,
@@ -109,8 +109,11 @@ async function pull({ values: o, positionals, fail, signal, status }: CommandRun
   let ref = positionals[0];
   let trainingCli: string | null = null;
   if (o.convert !== undefined) {
-    if (!(GGUF_TYPES as readonly string[]).includes(o.convert.toLowerCase()))
-      return fail(`--convert takes one of ${GGUF_TYPES.join(', ')}, got '${o.convert}'`);
+    try {
+      ggufType(o.convert);
+    } catch (e) {
+      return fail((e as Error).message);
+    }
     trainingCli = findTrainingCli();
     if (!trainingCli)
       return fail(

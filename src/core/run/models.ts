@@ -20,7 +20,7 @@ export {
   type PullResult,
 } from '../llm/hub/pull.js';
 export { describeCandidate, type Candidate } from '../llm/hub/candidates.js';
-export { convertCheckpoint, findTrainingCli, GGUF_TYPES } from '../llm/hub/convert.js';
+export { convertCheckpoint, findTrainingCli, GGUF_TYPES, ggufType } from '../llm/hub/convert.js';
 export {
   editorModel,
   findModels,

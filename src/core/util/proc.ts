@@ -242,19 +242,19 @@ export interface ProcessInfo {
   start: number;
 }
 
-function processTable(): ProcessInfo[] {
-  let entries: string[];
+/** The process ids /proc lists (none where there is no /proc). */
+function procPids(): number[] {
   try {
-    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+    return readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number);
   } catch {
     return [];
   }
-  const all: ProcessInfo[] = [];
-  for (const d of entries) {
-    const p = processInfo(Number(d));
-    if (p) all.push(p);
-  }
-  return all;
+}
+
+function processTable(): ProcessInfo[] {
+  return procPids().flatMap((pid) => processInfo(pid) ?? []);
 }
 
 function processInfo(pid: number): ProcessInfo | undefined {
@@ -273,21 +273,14 @@ function processInfo(pid: number): ProcessInfo | undefined {
 /** Processes anywhere on the machine (but this one) whose command line contains `text`: how a
  * check finds what a run left behind, orphans reparented away from this process included. */
 export function processesNaming(text: string): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid);
-  } catch {
-    return [];
-  }
-  return entries
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
+  return procPids().filter((pid) => {
+    if (pid === process.pid) return false;
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Every process below `root` (Linux /proc; empty elsewhere), whatever its group or session. */

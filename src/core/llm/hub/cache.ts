@@ -166,7 +166,6 @@ export function findModels(query: string, root = modelsDir()): CachedModel[] {
   );
 }
 
-/** Removes a model folder of the cache (and the empty owner/name folders above it). */
 /** Removes `dir` and then each folder above it that this leaves empty, up to (not including) `top`. */
 function removeUpTo(dir: string, top: string): void {
   rmSync(dir, { recursive: true, force: true });
@@ -174,6 +173,7 @@ function removeUpTo(dir: string, top: string): void {
     rmSync(d, { recursive: true, force: true });
 }
 
+/** Removes a model folder of the cache (and the empty owner/name folders above it). */
 export function removeModel(m: CachedModel, root = modelsDir()): void {
   const dir = resolve(m.dir);
   if (!dir.startsWith(resolve(root) + sep)) throw new Error(`${dir} is not inside the model cache ${root}`);

@@ -13,6 +13,15 @@ import { digest } from './pull.js';
 
 export const GGUF_TYPES = ['q4_k_m', 'q4_0', 'q8_0', 'f16'] as const;
 
+/** `type` as the exporter takes it (lower case), or a bad-spec error naming the choices: checked
+ * by every front end before anything is fetched, and by convertCheckpoint. */
+export function ggufType(type: string): string {
+  const t = type.toLowerCase();
+  if (!(GGUF_TYPES as readonly string[]).includes(t))
+    throw new HubError('bad-spec', `--convert takes one of ${GGUF_TYPES.join(', ')}, got '${type}'`);
+  return t;
+}
+
 /** The training package's command line: CHORUS_TRAIN, else chorus-train on PATH, else the venv of
  * this checkout (training/.venv, what `npm run setup:training` makes). Null when none is there. */
 export function findTrainingCli(env: NodeJS.ProcessEnv = process.env): string | null {
@@ -44,9 +53,7 @@ export async function convertCheckpoint(
   type: string,
   o: { cli: string; signal?: AbortSignal; modelsDir?: string },
 ): Promise<CachedModel> {
-  const t = type.toLowerCase();
-  if (!(GGUF_TYPES as readonly string[]).includes(t))
-    throw new HubError('bad-spec', `--convert takes one of ${GGUF_TYPES.join(', ')}, got '${type}'`);
+  const t = ggufType(type);
   if (ckpt.kind !== 'checkpoint') throw new HubError('bad-spec', `${ckpt.repo}:${ckpt.selector} is not a checkpoint; it runs as it is`);
   const root = o.modelsDir ?? modelsDir();
   const selector = `gguf-${t}`;

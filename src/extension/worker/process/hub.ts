@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import {
   convertCheckpoint,
   findTrainingCli,
-  GGUF_TYPES,
+  ggufType,
   HubError,
   listModels as listCached,
   modelsDir as defaultModelsDir,
@@ -76,8 +76,7 @@ export async function pullModel(r: HubRequest, signal: AbortSignal, progress: (e
   // and without the exporter it would be downloaded only to be refused.
   let cli: string | null = null;
   if (r.convert) {
-    if (!(GGUF_TYPES as readonly string[]).includes(r.convert.toLowerCase()))
-      throw new HubError('bad-spec', `the conversion takes one of ${GGUF_TYPES.join(', ')}, got '${r.convert}'`);
+    ggufType(r.convert);
     cli = findTrainingCli();
     if (!cli)
       throw new HubError(
