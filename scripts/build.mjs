@@ -8,6 +8,7 @@ import { nodeBundle } from './esbuild.config.mjs';
 
 mkdirSync('dist', { recursive: true });
 for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`src/core/sim/verilator/${f}`, `dist/${f}`);
+copyFileSync('src/core/sim/slang/slang_facts.py', 'dist/slang_facts.py');
 
 await build(nodeBundle({ entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', executable: true }));
 chmodSync('dist/cli.js', 0o755);

@@ -18,18 +18,24 @@ ruff_bin() {
   echo "$venv/bin/ruff"
 }
 RUFF=$(ruff_bin)
+# The engine's own Python (the slang front end's half and its tests), checked with training's rules.
+ENGINE_PY="src/core/sim/slang test/python"
 
 if [[ $fix -eq 1 ]]; then
   npx prettier --write --log-level warn .
   npx eslint --fix .
   "$RUFF" check --fix training
   "$RUFF" format training
+  "$RUFF" check --config training/pyproject.toml --fix $ENGINE_PY
+  "$RUFF" format --config training/pyproject.toml $ENGINE_PY
 else
   status=0
   npx eslint . || status=1
   npx prettier --check --log-level warn . || { echo "lint: run 'npm run format' to format" >&2; status=1; }
   "$RUFF" check training || status=1
   "$RUFF" format --check training || { echo "lint: run 'npm run format' to format training/" >&2; status=1; }
+  "$RUFF" check --config training/pyproject.toml $ENGINE_PY || status=1
+  "$RUFF" format --config training/pyproject.toml --check $ENGINE_PY || { echo "lint: run 'npm run format' to format the engine's Python" >&2; status=1; }
   [[ $status -eq 0 ]] && echo "lint: eslint, prettier, ruff clean"
   exit $status
 fi

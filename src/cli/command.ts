@@ -225,12 +225,17 @@ export function numberOption(name: string, v: string | undefined, dflt: number, 
 }
 
 /**
- * The exit code of a finished simulation (README "Exit code"): 0 it ran and coverage was measured;
- * 2 the design is at fault (a combinational loop in the DUT that does not settle, any error the
- * record pins on the DUT) or the harness could not run it (exception); 1 the testbench failed.
+ * The exit code of a finished simulation (README "Exit code"): 0 it ran, coverage was measured and
+ * the design's assertions held; 2 the design is at fault (a combinational loop in the DUT that does
+ * not settle, any error the record pins on the DUT) or the harness could not run it (exception);
+ * 1 the testbench failed, or its stimulus broke the design's assertions (in every score mode).
  */
-export function exitCodeFor(r: { status: string; diagnostics?: Array<{ severity: string; origin?: string; code?: string }> }): number {
-  if (r.status === 'success') return EXIT.ok;
+export function exitCodeFor(r: {
+  status: string;
+  diagnostics?: Array<{ severity: string; origin?: string; code?: string }>;
+  dutAssertions?: unknown[];
+}): number {
+  if (r.status === 'success') return r.dutAssertions?.length ? EXIT.failed : EXIT.ok;
   if (r.status === 'exception') return EXIT.usage;
   const dutFault = (r.diagnostics ?? []).some((d) => d.severity === 'error' && d.origin === 'dut' && d.code === 'CHORUS-COMBLOOP');
   return dutFault ? EXIT.usage : EXIT.failed;

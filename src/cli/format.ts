@@ -25,14 +25,19 @@ export function formatSimResult(result: SimResult, opts: { color?: boolean; maxE
   lines.push(
     `${r.tbTop ?? 'testbench'} on ${r.dutTop} (${r.simulator.name} ${r.simulator.version.replace(/^Verilator /, '')}; jail: ${r.protection.jail})`,
   );
-  lines.push(
-    `status: ${ok ? c('32', humanStatus(r.status)) : c('31', humanStatus(r.status))}  stage: ${r.stage}  reward: ${r.reward.toFixed(4)}  time: ${t.total.toFixed(2)}s${stageTimes ? ` (${stageTimes})` : ''}`,
-  );
-  // The design's own assertions, from the harness's record: said before the figure they qualify.
+  // The design's own assertions, from the harness's record: a run that broke them failed, in
+  // every score mode (sim/assertions.ts runFailure); paper scoring keeps its reward.
   const broke = assertionSummary(r.dutAssertions);
+  const statusText =
+    ok && broke ? c('31', "failed (the design's assertions fired)") : ok ? c('32', humanStatus(r.status)) : c('31', humanStatus(r.status));
+  lines.push(
+    `status: ${statusText}  stage: ${r.stage}  reward: ${r.reward.toFixed(4)}  time: ${t.total.toFixed(2)}s${stageTimes ? ` (${stageTimes})` : ''}`,
+  );
   if (broke) {
     const legal = !ok && r.stage === 'run' && r.err_msg.startsWith(broke);
-    lines.push(c('33', `${broke}${legal ? ' (legal scoring: a failed run, reward 0)' : ''}`));
+    lines.push(
+      c('31', `${broke}${legal ? ' (legal scoring: a failed run, reward 0)' : ' (a failed run; paper scoring keeps its reward)'}`),
+    );
   }
   if (r.coverage) {
     const w = r.coverage.waived;

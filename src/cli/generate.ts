@@ -10,7 +10,7 @@ import { terminable } from './termination.js';
 import { StageProgress } from './progress.js';
 import { loadDesign } from '../core/run/design.js';
 import type { DesignInfo, DesignSpec } from '../core/design/types.js';
-import { overallCoverage } from '../core/run/coverage.js';
+import { overallCoverage, withVerdict } from '../core/run/coverage.js';
 import type { SimResult } from '../core/sim/result.js';
 import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import type { ModelConfig } from '../core/llm/factory.js';
@@ -212,7 +212,8 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   const best = outcome.best;
   const bestPath = best ? join(runDir, tbFile) : null;
   const outPath = best && o.out ? resolve(o.out) : null;
-  const record = { ...outcome.record, out: outPath ?? bestPath, run_dir: runDir };
+  const verdict = best ? withVerdict(best.result).verdict : { passed: false, failure: 'no testbench' };
+  const record = { ...outcome.record, out: outPath ?? bestPath, run_dir: runDir, verdict };
   writeRunFolder(runDir, {
     top: info.top,
     rounds: outcome.rounds,

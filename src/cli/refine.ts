@@ -213,6 +213,12 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
       process.stdout.write(safeJson({ messages: outcome.messages, reply: outcome.reply, parse_status: outcome.parsed.status }) + '\n');
     return 1;
   }
+  if (r.refused) {
+    // The input held the design's assertions and the revision breaks them: nothing replaces it.
+    say(`${safeText(r.refused)}; nothing written (the revision is in the run folder)\n`);
+    if (o.json) process.stdout.write(safeJson({ ...summary, refused: r.refused }) + '\n');
+    return signal.aborted ? 130 : 1;
+  }
   if (outPath) {
     mkdirSync(dirname(outPath), { recursive: true });
     writeFileSync(outPath, r.testbench.endsWith('\n') ? r.testbench : r.testbench + '\n');

@@ -8,7 +8,7 @@ import { loadDesign } from '../core/run/design.js';
 import { DesignError } from '../core/run/sources.js';
 import { getSimulator } from '../core/run/simulators.js';
 import type { Waiver } from '../core/coverage/waivers.js';
-import { loadWaivers, WaiverError, toLcov } from '../core/run/coverage.js';
+import { loadWaivers, WaiverError, toLcov, withVerdict } from '../core/run/coverage.js';
 import { formatSimResult } from './format.js';
 import { safeJson, safeText } from '../core/run/frontEnd.js';
 import { designError, exitCodeFor, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
@@ -142,7 +142,7 @@ async function sim({ values: o, positionals, fail, signal, status }: CommandRun<
   const lcovWritten = Boolean(o.lcov && result.points);
   if (o.lcov && result.points) writeFileSync(resolve(o.lcov), toLcov(result.points));
   if (o.json) {
-    process.stdout.write(safeJson(result) + '\n');
+    process.stdout.write(safeJson(withVerdict(result)) + '\n');
     process.stderr.write(`note: run folder: ${runDir}\n`);
   } else {
     for (const w of warnings) process.stderr.write(`warning: ${safeText(w)}\n`);

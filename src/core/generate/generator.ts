@@ -4,7 +4,7 @@
 // respect for full/empty flags after the design's own assertions fired, and the input conditions
 // those assertions forbid, read from their source: legality.ts). Points proven unreachable in
 // 2-state are never aimed at. Keeps the best round; a round whose stimulus broke the design's
-// assertions is best only when it beats every legal one by more than LEGAL_COVERAGE_TOLERANCE.
+// assertions is never best while a legal round exists (sim/ranking.ts).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator, SimLimits } from '../sim/simulator.js';
@@ -13,19 +13,13 @@ import { parseSvLiteral, svLiteralValue } from '../design/svLiteral.js';
 import { significant, tokenize } from '../design/svTokens.js';
 import { better, meetsTarget, overallCoverage } from '../sim/ranking.js';
 import { introspect } from '../sim/verilator/introspect.js';
-import { assignRoles, type Roles } from './roles.js';
+import { assignRoles, clockHalves, type Roles } from './roles.js';
+import { propertyRules } from './propertyRules.js';
 import { emitTestbench, segmentSeed, type StimulusPlan } from './emit.js';
 import { scaleParams, type ScaledParam } from './params.js';
 import { describeProtocols, detectProtocols } from './protocols/detect.js';
 import { dutFailures, illegalCount, legalityRules } from './legality.js';
-import {
-  DEFAULT_INSTANCE,
-  DEFAULT_PATIENCE,
-  DEFAULT_ROUNDS,
-  DEFAULT_SEED,
-  DEFAULT_TARGET,
-  LEGAL_COVERAGE_TOLERANCE,
-} from '../run/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../run/defaults.js';
 
 export interface GenerateOptions {
   /** Attempts in all, the first generation included: rounds + 1 (default DEFAULT_ROUNDS + 1). */
@@ -107,8 +101,10 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
   const m = info.modules.find((x) => x.name === info.top);
   if (!m) throw new Error(`module '${info.top}' not found in the introspected design`);
   const sources = designSources(info, design);
-  const roles = assignRoles(m, info.modules, sources.length ? sources : undefined);
+  const roles = assignRoles(m, info.modules, info.facts);
   const protocols = detectProtocols(info, roles, sources);
+  // Legal from the first round: every assertion whose structure gives an input rule.
+  const legality = propertyRules(info.facts?.assertions ?? [], roles);
   return {
     top: info.top,
     instance: opts.instance ?? DEFAULT_INSTANCE,
@@ -128,7 +124,8 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
     respectFlags: false,
     exhaustiveBits: 16,
     round: 0,
-    notes: [],
+    notes: legality.map((r) => `legal stimulus: ${r.why}`),
+    ...(legality.length ? { legality } : {}),
   };
 }
 
@@ -143,19 +140,10 @@ export function reachableUncovered(result: SimResult): SimResult['uncovered'] {
   return out.size ? result.uncovered.filter((u) => !out.has(pointKey(u))) : result.uncovered;
 }
 
-/**
- * Whether round `a` should replace `b` as best: the usual ranking, except that a round whose
- * stimulus broke the design's assertions never wins over a legal one whose coverage is within
- * LEGAL_COVERAGE_TOLERANCE, and a legal round within that tolerance of an illegal best wins.
- */
+/** Whether round `a` should replace `b` as best: the one ranking (sim/ranking.ts), in which a
+ * round whose stimulus broke the design's assertions never wins over a legal one. */
 export function betterRound(a: SimResult, b: SimResult | undefined, target: number): boolean {
-  if (!b) return true;
-  const ia = illegalCount(a) > 0;
-  const ib = illegalCount(b) > 0;
-  if (ia === ib || a.status !== 'success' || b.status !== 'success') return better(a, b, target);
-  const ca = overallCoverage(a) ?? 0;
-  const cb = overallCoverage(b) ?? 0;
-  return ia ? ca > cb + LEGAL_COVERAGE_TOLERANCE : ca >= cb - LEGAL_COVERAGE_TOLERANCE;
+  return better(a, b, target);
 }
 
 /** Next round's plan from what the last one left uncovered. */
@@ -168,6 +156,13 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
     notes,
     constants: { ...prev.constants },
   };
+  // Several clocks: the next round steps them at another ratio (a crossing is exercised at several
+  // relations; the first round ran them related).
+  if (prev.roles.clocks.length > 1) {
+    const halves = clockHalves(prev.roles.clocks.length, next.round);
+    next.roles = { ...prev.roles, clocks: prev.roles.clocks.map((c, i) => ({ ...c, halfPeriodNs: halves[i] })) };
+    notes.push(`clocks at half periods ${halves.join('/')} ns`);
+  }
   const uncovered = reachableUncovered(result);
   const blocks = uncovered.filter((u) => u.type !== 'toggle');
   const toggles = uncovered.filter((u) => u.type === 'toggle');

@@ -13,6 +13,8 @@ import type { SimResult } from '../sim/result.js';
 import { significant, tokenize, type Token } from '../design/svTokens.js';
 import { svLiteralValue } from '../design/svLiteral.js';
 import type { Roles } from './roles.js';
+import type { FactAssertion } from '../design/facts.js';
+import { propertyRule } from './propertyRules.js';
 import { literal } from './values.js';
 
 /** One DUT assertion site that failed in a run. */
@@ -52,11 +54,15 @@ export function illegalCount(r: SimResult | null | undefined): number {
 export interface LegalityRule {
   /** `file:line` of the assertion. */
   site: string;
-  /** `gate`: understood, the input is gated on the condition; `restrict`: a case selector input
-   * takes only its case items; `freeze`: not understood, the inputs named there are held at 0. */
-  level: 'gate' | 'restrict' | 'freeze';
+  /** `oblige`: the inputs meet the property's consequent (propertyRules.ts); `gate`: understood,
+   * the input is gated on the condition; `restrict`: a case selector input takes only its case
+   * items; `freeze`: not understood, the inputs named there are held at 0. */
+  level: 'oblige' | 'gate' | 'restrict' | 'freeze';
   /** SystemVerilog statements for step(). */
   statements: string[];
+  /** Module-level declarations the statements need (registers that remember an antecedent or a
+   * past value at the property's clock). */
+  declarations?: string[];
   /** In words, for the header comment. */
   why: string;
 }
@@ -411,11 +417,22 @@ function freezeRule(site: string, inputs: PortInfo[], why: string): LegalityRule
 }
 
 /**
- * The rule for one failing site. `escalate`: an earlier rule for it did not stop the failures, so
- * the fallback (the inputs it names held at 0) is taken at once.
+ * The rule for one failing site. `prevLevel`: the level of an earlier rule for it that did not stop
+ * the failures: the next level is taken (at last the inputs it names held at 0).
  */
-export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, escalate = false): LegalityRule | null {
+export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prevLevel?: LegalityRule['level']): LegalityRule | null {
   const site = `${basename(f.file)}:${f.line}`;
+  // The property as slang elaborated it, where the front end has it: its structure decides. An
+  // obligation that did not stop the failures gives way to keeping the antecedent from matching;
+  // what still fires holds the inputs the property names at zero.
+  const fact = factAt(f, info);
+  if (fact) {
+    const avoid = prevLevel === undefined || prevLevel === 'oblige' ? propertyRule(fact.a, roles, fact.i, true) : null;
+    if (avoid?.level === 'gate') return avoid;
+    const named = roles.data.filter((p) => p.unpackedDims.length === 0 && fact.a.signals.some((x) => x.top === p.name));
+    return freezeRule(site, named, prevLevel ? `the rule for ${site} did not stop it` : `the property at ${site} gives no input condition`);
+  }
+  const escalate = prevLevel !== undefined;
   const src = readSource(f.file, info);
   const st = src === null ? null : statementAt(src, f.line);
   if (!st) return escalate ? freezeRule(site, [], `the assertion at ${site} could not be read`) : null;
@@ -466,6 +483,13 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, escalate 
   return freezeRule(site, namedInputs(st, roles), `the condition of the assertion at ${site} is not understood`);
 }
 
+/** The design's assertion (the front end's facts) a failure site is, with its index. */
+function factAt(f: DutFailure, info: DesignInfo): { a: FactAssertion; i: number } | null {
+  const all = info.facts?.assertions ?? [];
+  const i = all.findIndex((a) => a.line === f.line && (a.file === f.file || basename(a.file) === basename(f.file)));
+  return i < 0 ? null : { a: all[i], i };
+}
+
 /** Rules for a run's failures, given the rules already in force (ineffective ones escalate). */
 export function legalityRules(result: SimResult, info: DesignInfo, roles: Roles, prev: LegalityRule[] = []): LegalityRule[] {
   const out = [...prev];
@@ -474,8 +498,13 @@ export function legalityRules(result: SimResult, info: DesignInfo, roles: Roles,
     const k = out.findIndex((r) => r.site === site);
     if (k >= 0) {
       if (out[k].level !== 'freeze') {
-        const esc = ruleFor(f, info, roles, true);
-        if (esc) out[k] = { ...esc, statements: [...out[k].statements, ...esc.statements] };
+        const esc = ruleFor(f, info, roles, out[k].level);
+        if (esc)
+          out[k] = {
+            ...esc,
+            statements: [...out[k].statements, ...esc.statements],
+            declarations: [...(out[k].declarations ?? []), ...(esc.declarations ?? [])],
+          };
       }
       continue;
     }

@@ -1,8 +1,8 @@
 // What each DUT input is for: clock, reset (with polarity and whether it is asynchronous), or
-// data. Decided from the front end's facts (which signals are sensitivity-list edges, port
-// widths) and, where facts are silent, from the names designers use.
+// data. Decided from how the design uses each input (the slang front end's facts: design/facts.ts);
+// only where slang could not read the design, from Verilator's netlist and the names designers use.
 import type { ModuleInfo, PortInfo } from '../design/types.js';
-import { significant, tokenize } from '../design/svTokens.js';
+import { clockFact, resetFact, type DesignFacts } from '../design/facts.js';
 
 export interface ClockRole {
   port: PortInfo;
@@ -16,6 +16,8 @@ export interface ResetRole {
   port: PortInfo;
   activeLow: boolean;
   async: boolean;
+  /** Where the design showed it (the front end's facts), for the testbench's header. */
+  evidence?: string;
 }
 
 export interface Roles {
@@ -63,32 +65,48 @@ export function portEdges(m: ModuleInfo, name: string, modules: ModuleInfo[] = [
   return [];
 }
 
-/**
- * How often each name is used as an edge in the design's source (`posedge X` / `negedge X` in
- * always blocks, clocking blocks and property clocks): clocks are identified by use, and the one
- * most registers use is the one stimulus steps on.
- */
-export function sourceEdgeUses(sources: string[]): Map<string, number> {
-  const uses = new Map<string, number>();
-  for (const src of sources) {
-    const t = significant(tokenize(src));
-    for (let i = 0; i + 1 < t.length; i++) {
-      if (t[i].kind !== 'id' || (t[i].value !== 'posedge' && t[i].value !== 'negedge')) continue;
-      let j = i + 1;
-      while (t[j]?.kind === 'op' && t[j].value === '(') j++;
-      if (t[j]?.kind === 'id') uses.set(t[j].value, (uses.get(t[j].value) ?? 0) + 1);
-    }
-  }
-  return uses;
+/** Half periods of several clocks in `round`: one period for all in the first round (the clocks of
+ * one design are related unless it crosses domains), then other ratios, so a clock-domain crossing
+ * is exercised at several relations across rounds. */
+export function clockHalves(n: number, round: number): number[] {
+  const ratios = [5, 7, 11, 3, 13];
+  return Array.from({ length: n }, (_, i) => (i === 0 || round === 0 ? 5 : ratios[(round + i - 1) % ratios.length]));
 }
 
 /**
- * `sources`: the design's source text, when available: an input is a clock when it is used as an
- * edge (the netlist's sensitivity lists, or `posedge X` in the source); a name that looks like a
- * clock (`en_clk_x`) is one only when nothing is used as a clock at all. The clock most edges use
- * comes first: the stimulus steps on it.
+ * Roles from the design's use (design/facts.ts, slang): a reset is an input the design tests at the
+ * top of an edge-triggered block (its polarity from the condition, asynchronous when it is also an
+ * edge of that block); a clock is an input used as an edge that is not a reset, the one most
+ * blocks use first. Names decide nothing. Everything else is data.
  */
-export function assignRoles(m: ModuleInfo, modules: ModuleInfo[] = [], sources?: string[]): Roles {
+function rolesFromFacts(m: ModuleInfo, facts: DesignFacts, round: number): Roles {
+  const inputs = m.ports.filter((p) => p.direction === 'input' || p.direction === 'inout');
+  const outputs = m.ports.filter((p) => p.direction === 'output');
+  const single = (p: PortInfo): boolean => p.width === 1 && p.unpackedDims.length === 0;
+  const resets: ResetRole[] = [];
+  for (const p of inputs) {
+    const f = single(p) ? resetFact(facts, p.name) : undefined;
+    if (f) resets.push({ port: p, activeLow: f.activeLow, async: f.async, evidence: f.evidence });
+  }
+  const isReset = (p: PortInfo): boolean => resets.some((r) => r.port === p);
+  const clocked = inputs
+    .map((p, i) => ({ p, i, f: single(p) && !isReset(p) ? clockFact(facts, p.name) : undefined }))
+    .filter((x): x is { p: PortInfo; i: number; f: NonNullable<ReturnType<typeof clockFact>> } => x.f !== undefined)
+    .sort((a, b) => b.f.uses - a.f.uses || a.i - b.i);
+  const halves = clockHalves(clocked.length, round);
+  const clocks: ClockRole[] = clocked.map((x, k) => ({ port: x.p, halfPeriodNs: halves[k], activeEdge: x.f.edge }));
+  const data = inputs.filter((p) => !isReset(p) && !clocks.some((c) => c.port === p));
+  return { clocks, resets, data, outputs };
+}
+
+/**
+ * What each input is for. With the design's facts (the slang front end), from use alone. Without
+ * them (slang could not elaborate the design: said as a warning where the facts are read), from
+ * Verilator's netlist: its sensitivity-list edges, and the names designers use where edges are
+ * silent.
+ */
+export function assignRoles(m: ModuleInfo, modules: ModuleInfo[] = [], facts?: DesignFacts, round = 0): Roles {
+  if (facts) return rolesFromFacts(m, facts, round);
   const inputs = m.ports.filter((p) => p.direction === 'input' || p.direction === 'inout');
   const outputs = m.ports.filter((p) => p.direction === 'output');
   const single = (p: PortInfo): boolean => p.width === 1 && p.unpackedDims.length === 0;
@@ -109,24 +127,14 @@ export function assignRoles(m: ModuleInfo, modules: ModuleInfo[] = [], sources?:
     resets.push({ port: p, activeLow, async: edges.length > 0 });
   }
   const isReset = (p: PortInfo): boolean => resets.some((r) => r.port === p);
-  const uses = sources ? sourceEdgeUses(sources) : new Map<string, number>();
-  const used = (p: PortInfo): boolean => portEdges(m, p.name, modules).length > 0 || (uses.get(p.name) ?? 0) > 0;
   const cands = inputs.filter((p) => !isReset(p) && single(p));
-  // Without the source, the names decide as before; with it, a name alone makes a clock only
-  // when no input is used as one.
-  const anyUsed = sources !== undefined && cands.some(used);
+  const anyUsed = cands.some((p) => portEdges(m, p.name, modules).length > 0);
   for (const p of cands) {
     const edges = portEdges(m, p.name, modules);
-    if (used(p) || (isClockName(p.name) && !anyUsed)) {
+    if (edges.length > 0 || (isClockName(p.name) && !anyUsed)) {
       const half = [5, 7, 11, 13][clocks.length % 4];
       clocks.push({ port: p, halfPeriodNs: half, activeEdge: edges.includes('neg') && !edges.includes('pos') ? 'neg' : 'pos' });
     }
-  }
-  // The clock most edges use first (port order among equals).
-  if (sources && clocks.length > 1) {
-    const n = (c: ClockRole): number => uses.get(c.port.name) ?? 0;
-    const order = clocks.map((c, i) => ({ c, i })).sort((a, b) => n(b.c) - n(a.c) || a.i - b.i);
-    clocks.splice(0, clocks.length, ...order.map((x) => x.c));
   }
   for (const p of inputs) if (!isReset(p) && !clocks.some((c) => c.port === p)) data.push(p);
   return { clocks, resets, data, outputs };

@@ -8,4 +8,4 @@ export { WaiverError, loadWaivers } from '../coverage/waivers.js';
 export { meetsTarget, overallCoverage } from '../sim/ranking.js';
 export { safeResult } from '../sim/result.js';
 // What a run's stimulus broke (the design's own assertions) and why a run failed, in one line each.
-export { assertionCount, assertionSummary, failureReason, thousands } from '../sim/assertions.js';
+export { assertionCount, assertionSummary, failureReason, firedAssertions, runFailure, thousands, withVerdict } from '../sim/assertions.js';

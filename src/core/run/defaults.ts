@@ -22,11 +22,6 @@ export const DEFAULT_TARGET = 1;
  * The one pass/target tolerance (ranking, eval targets, reward service). */
 export const COVERAGE_TOLERANCE = 1e-9;
 
-/** The built-in generator's best round: a round whose stimulus broke the design's own assertions
- * never wins over a legal round whose overall coverage is within this much (a fraction: 0.02 is
- * 2 percentage points). */
-export const LEGAL_COVERAGE_TOLERANCE = 0.02;
-
 /** The built-in generator stops after this many attempts in a row without a coverage gain. */
 export const DEFAULT_PATIENCE = 3;
 

@@ -7,6 +7,8 @@ import type { DesignInfo, DesignSpec } from '../design/types.js';
 import { DesignError } from '../design/errors.js';
 import { explainMissing, prepareDesign, type DesignOptions, type PreparedDesign } from '../design/prepare.js';
 import { introspect } from '../sim/verilator/introspect.js';
+import { designFacts } from '../sim/slang/frontEnd.js';
+import { hiddenFromVerilator, type DesignFacts } from '../design/facts.js';
 
 export type { DesignOptions, PreparedDesign } from '../design/prepare.js';
 export type { DesignInfo, DesignSpec } from '../design/types.js';
@@ -27,5 +29,36 @@ export async function loadDesign(o: DesignOptions, signal?: AbortSignal): Promis
   } catch (e) {
     throw e instanceof DesignError ? explainMissing(e, p, o.cwd ?? process.cwd()) : e;
   }
-  return { design: info.design, info, warnings: [...p.warnings, ...info.warnings], notes: p.notes, discovered: p.discovered };
+  const warnings = [...p.warnings, ...info.warnings];
+  const notes = [...p.notes];
+  const facts = await readFacts(info.design, info.top, signal);
+  if ('warning' in facts) warnings.push(facts.warning);
+  else {
+    info.facts = facts.facts;
+    warnings.push(...facts.facts.disagreements);
+    const hidden = hiddenFromVerilator(facts.facts);
+    if (hidden.length)
+      notes.push(
+        `${hidden.length} of the design's assertions are compiled only without the VERILATOR define (${hidden
+          .slice(0, 3)
+          .map((a) => `${a.file.slice(a.file.lastIndexOf('/') + 1)}:${a.line}`)
+          .join(', ')}${hidden.length > 3 ? ', ...' : ''}): the generated stimulus respects them, but only another simulator checks them`,
+      );
+  }
+  return { design: info.design, info, warnings, notes, discovered: p.discovered };
+}
+
+/**
+ * The design's meaning from the slang front end (sim/slang/frontEnd.ts). A missing install is an
+ * error that says how to install it; a design slang cannot elaborate although Verilator did is a
+ * disagreement, said as a warning, and the run goes on with Verilator's netlist alone.
+ */
+async function readFacts(spec: DesignSpec, top: string, signal?: AbortSignal): Promise<{ facts: DesignFacts } | { warning: string }> {
+  try {
+    return { facts: await designFacts(spec, { top, signal }) };
+  } catch (e) {
+    if (e instanceof DesignError && e.message !== 'cancelled')
+      return { warning: `${e.message} (Verilator read it: clocks, resets and assertions come from its netlist and the names)` };
+    throw e;
+  }
 }

@@ -19,6 +19,7 @@ import { refineOnce, type RefineOutcome } from '../agent/loop.js';
 import { runGeneration, type GenerationResult } from './generation.js';
 import { openModel } from './modelCheck.js';
 import { DEFAULT_ROUNDS } from './defaults.js';
+import { assertionSummary, firedAssertions } from '../sim/assertions.js';
 
 export interface RefinementRequest {
   /** The design, already loaded and introspected (run/design.ts loadDesign). */
@@ -71,6 +72,20 @@ export interface RefinementResult {
   outcome: RefineOutcome | null;
   /** Built-in generator: the generation run. */
   generation: GenerationResult | null;
+  /** Set when the revision must not replace the input: the input broke none of the design's
+   * assertions and the revision breaks some (illegalRevision). The revision and its result stay
+   * in the record for the run folder; callers write no file and say this reason. */
+  refused?: string;
+}
+
+/**
+ * Why a revision may not replace the testbench it refines, or undefined when it may: a testbench
+ * that ran and broke none of the design's assertions is never replaced by one that breaks any,
+ * whatever coverage that one gains (a fired assertion is a failed run: sim/assertions.ts).
+ */
+export function illegalRevision(input: SimResult | null | undefined, revision: SimResult | null | undefined): string | undefined {
+  if (!input || input.status !== 'success' || firedAssertions(input) || !firedAssertions(revision)) return undefined;
+  return `the revision was not kept: ${assertionSummary(revision!.dutAssertions)}, and the testbench it refines broke none; drive the design only as its assertions allow`;
 }
 
 export type RefinementEvent =
@@ -137,7 +152,9 @@ export async function runRefinement(
       signal,
     );
     const best = generation.best;
+    const refused = illegalRevision(from, best?.result);
     return {
+      ...(refused ? { refused } : {}),
       engine: 'builtin',
       before,
       testbench: best?.testbench ?? null,
@@ -178,7 +195,9 @@ export async function runRefinement(
         signal,
       });
     }
+    const refused = illegalRevision('result' in feedback ? feedback.result : null, result);
     return {
+      ...(refused ? { refused } : {}),
       engine: 'model',
       before,
       testbench: outcome.testbench,

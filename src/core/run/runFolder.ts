@@ -35,7 +35,7 @@ import { getSimulator } from '../sim/registry.js';
 import type { CoveragePoint } from '../coverage/model.js';
 import { toLcov } from '../coverage/lcov.js';
 import { coverageHtml } from '../coverage/html.js';
-import { failureReason } from '../sim/assertions.js';
+import { runFailure } from '../sim/assertions.js';
 import { safeJson } from '../util/untrusted.js';
 import { junitXml, type JunitCase } from './junit.js';
 
@@ -289,7 +289,7 @@ function junitCase(r: RunRound): JunitCase {
   return {
     name: r.label,
     timeS: res?.timings.total ?? 0,
-    failure: res ? (res.status === 'success' ? undefined : failureReason(res)) : (r.failure ?? 'no testbench'),
+    failure: res ? runFailure(res) : (r.failure ?? 'no testbench'),
     output: res?.log,
   };
 }

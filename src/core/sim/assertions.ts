@@ -86,6 +86,31 @@ export function legalFailure(mode: ScoreMode | undefined, list: readonly DutAsse
   return `${assertionSummary(list)}. Under legal scoring a run whose stimulus breaks the design's own assertions is a failed run (reward 0), whatever coverage it reached: drive the design only as its assertions allow`;
 }
 
+/**
+ * The one verdict on a run, in every score mode: a run passed when it simulated without error AND
+ * broke none of the design's assertions. The reward stays the score mode's (`paper` fixes it at
+ * 1 + c for a run that ran, docs/protocol.md §5), but the exit status, the JUnit case, the text and
+ * the editor all say "failed" when the stimulus broke the design's own checks: coverage reached by
+ * illegal stimulus is not a result an engineer can sign off. Undefined when the run passed, else
+ * its one-line reason.
+ */
+export function runFailure(r: Pick<SimResult, 'status' | 'stage' | 'diagnostics' | 'err_msg' | 'dutAssertions'>): string | undefined {
+  if (r.status !== 'success') return failureReason(r as SimResult) || r.status;
+  const broke = assertionSummary(r.dutAssertions);
+  return broke ? `assertions failed: ${broke}` : undefined;
+}
+
+/** A record as the front ends print it in JSON: the record plus its verdict (runFailure). */
+export function withVerdict<R extends Parameters<typeof runFailure>[0]>(r: R): R & { verdict: { passed: boolean; failure?: string } } {
+  const failure = runFailure(r);
+  return { ...r, verdict: failure === undefined ? { passed: true } : { passed: false, failure } };
+}
+
+/** Whether a run broke any of the design's assertions. */
+export function firedAssertions(r: Pick<SimResult, 'dutAssertions'> | null | undefined): boolean {
+  return Boolean(r?.dutAssertions?.length);
+}
+
 /** The limit codes the engine's own diagnostics carry when a run hit a bound. */
 const LIMIT_CODES = new Set(['CHORUS-OUTPUT', 'CHORUS-TIMEOUT', 'CHORUS-SIMTIME', 'CHORUS-OOM']);
 

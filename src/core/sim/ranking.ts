@@ -1,5 +1,5 @@
-// Ranking of candidates inside one run (docs/protocol.md §5): simulated ok, has coverage, target
-// passed, overall coverage — lexicographic. One definition for the agent, the built-in generator
+// Ranking of candidates inside one run (docs/protocol.md §5): simulated ok, legal (no design
+// assertion fired), has coverage, target passed, overall coverage — lexicographic. One definition for the agent, the built-in generator
 // and the evaluator.
 import type { SimResult } from './result.js';
 import { COVERAGE_TOLERANCE } from '../run/defaults.js';
@@ -15,10 +15,18 @@ export function meetsTarget(c: number | null | undefined, target: number): boole
   return c !== null && c !== undefined && c >= target - COVERAGE_TOLERANCE;
 }
 
-export function rankKey(r: SimResult | null, target = 1): [number, number, number, number] {
-  if (!r) return [0, 0, 0, -1];
+/**
+ * The rank of a run: simulated without error, broke none of the design's assertions, has
+ * coverage, target passed, overall coverage. The second key is the product's rule on top of the
+ * protocol's four (a fired assertion is a failed run in every score mode, sim/assertions.ts
+ * runFailure): coverage reached by breaking the design's own checks never outranks a legal run,
+ * however much higher. A design without assertions ranks exactly as the protocol says.
+ */
+export function rankKey(r: SimResult | null, target = 1): [number, number, number, number, number] {
+  if (!r) return [0, 0, 0, 0, -1];
   const c = overallCoverage(r);
-  return [r.status === 'success' ? 1 : 0, c !== null ? 1 : 0, meetsTarget(c, target) ? 1 : 0, c ?? 0];
+  const legal = r.dutAssertions?.length ? 0 : 1;
+  return [r.status === 'success' ? 1 : 0, legal, c !== null ? 1 : 0, meetsTarget(c, target) ? 1 : 0, c ?? 0];
 }
 
 /** Lexicographic comparison of two rank keys: true when `ka` is strictly above `kb`. */

@@ -5,6 +5,7 @@
 // through an AbortSignal. Also the /proc views of processes: a tree, and what a run left behind.
 import { readdirSync, readFileSync } from 'node:fs';
 import { execa } from 'execa';
+import { FOLDED_WEIGHT, LineFolder, type FoldedLine } from './lineFold.js';
 
 export interface RunOptions {
   cwd?: string;
@@ -25,6 +26,9 @@ export interface RunOptions {
   reportLimitBytes?: number;
   /** A limit watched while the child runs (the run directory's total size): see RunGuard. */
   guard?: RunGuard;
+  /** Keep each output line (its `[time]` prefix set apart) at most this many times; later
+   * repeats are counted in `folded`, not kept (lineFold.ts). */
+  foldLinesAfter?: number;
 }
 
 /**
@@ -56,6 +60,8 @@ export interface RunResult {
   reportOverflow?: boolean;
   /** Why the guard stopped the child, or found its limit broken when it exited (only with `guard`). */
   guardStop?: string;
+  /** Repeated lines not kept (only with `foldLinesAfter`), stdout's and stderr's together. */
+  folded?: FoldedLine[];
 }
 
 export async function runBounded(file: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
@@ -144,8 +150,17 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
       stop();
     }
   };
-  child.stdout?.on('data', (c: Buffer) => take(out, c));
-  child.stderr?.on('data', (c: Buffer) => take(err, c));
+  const folders = opts.foldLinesAfter !== undefined ? [new LineFolder(opts.foldLinesAfter), new LineFolder(opts.foldLinesAfter)] : null;
+  // Folded repeats weigh 1/FOLDED_WEIGHT against the limit: a flood is counted, endless output still ends.
+  const fold = (i: 0 | 1, bucket: Buffer[], c: Buffer): void => {
+    take(bucket, folders![i].push(c));
+    if (!outputOverflow && (folders![0].droppedBytes + folders![1].droppedBytes) / FOLDED_WEIGHT > limit - kept) {
+      outputOverflow = true;
+      stop();
+    }
+  };
+  child.stdout?.on('data', (c: Buffer) => (folders ? fold(0, out, c) : take(out, c)));
+  child.stderr?.on('data', (c: Buffer) => (folders ? fold(1, err, c) : take(err, c)));
   if (opts.input !== undefined) child.stdin?.end(opts.input);
 
   let guardStop: string | undefined;
@@ -188,6 +203,10 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
   }
 
   const res = await child;
+  if (folders) {
+    take(out, folders[0].flush());
+    take(err, folders[1].flush());
+  }
   if (timer) clearTimeout(timer);
   exited = true;
   if (opts.guard) {
@@ -218,6 +237,7 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
     durationS: (performance.now() - start) / 1000,
     ...(opts.reportLimitBytes !== undefined ? { report: Buffer.concat(report), reportOverflow } : {}),
     ...(guardStop !== undefined ? { guardStop } : {}),
+    ...(folders ? { folded: [...folders[0].folded(), ...folders[1].folded()] } : {}),
   };
 }
 

@@ -16,18 +16,20 @@ import { assertionSummary, failureReason, meetsTarget, overallCoverage } from '.
 import type { Session } from './session.js';
 
 /** What a run of a testbench says, with the one meaning of "passed" (core/sim/ranking.ts): the
- * testbench simulated AND its coverage reaches the target (chorus.generation.coverageTarget). A run
- * below the target is not an error, but it has not passed. */
+ * testbench simulated, broke none of the design's assertions, AND its coverage reaches the target
+ * (chorus.generation.coverageTarget). A run below the target is not an error, but it has not passed. */
 export function verdict(res: SimResult, target: number): { ran: boolean; passed: boolean; summary: string } {
   const ran = res.status === 'success';
   if (!ran) return { ran, passed: false, summary: failureReason(res) };
   const c = res.coverage?.waived;
-  const passed = meetsTarget(overallCoverage(res), target);
-  const figures = `coverage ${pct(c?.overall)} (block ${pct(c?.block)}, toggle ${pct(c?.toggle)}, line ${pct(c?.line)}, branch ${pct(c?.branch)})`;
-  // Coverage reached by breaking the design's own assertions is said so, beside the figure.
+  // Coverage reached by breaking the design's own assertions is a failed run, in every score mode
+  // (core/sim/assertions.ts runFailure): said beside the figure, and never "passed".
   const illegal = assertionSummary(res.dutAssertions);
-  const text = passed ? figures : `${figures}, below the ${pct(target)} target`;
-  return { ran, passed, summary: illegal ? `${text}; reached with illegal stimulus: ${illegal}` : text };
+  const reached = meetsTarget(overallCoverage(res), target);
+  const passed = reached && !illegal;
+  const figures = `coverage ${pct(c?.overall)} (block ${pct(c?.block)}, toggle ${pct(c?.toggle)}, line ${pct(c?.line)}, branch ${pct(c?.branch)})`;
+  const text = reached ? figures : `${figures}, below the ${pct(target)} target`;
+  return { ran, passed, summary: illegal ? `${text}; failed: ${illegal}` : text };
 }
 
 async function simulateTestbench(s: Session, tb: vscode.Uri, signal: AbortSignal, onStatus?: (m: string) => void) {

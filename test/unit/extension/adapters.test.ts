@@ -155,15 +155,13 @@ describe('a testbench run in the editor passes only at the coverage target', () 
       passed: false,
       summary: 'xrun_failed at build: tb.sv:3: syntax error',
     });
-    // Coverage reached by breaking the design's assertions passes in paper scoring, and says so.
+    // Coverage reached by breaking the design's assertions is a failed run in every score mode.
     const illegal = at(1);
     illegal.dutAssertions = [
       { file: '/d/fifo.sv', line: 44, kind: 'assertion', message: 'push while full', count: 3048, firstTime: '125 ns', lastTime: '9 us' },
     ];
     const v = verdict(illegal, 1);
-    expect(v).toMatchObject({ ran: true, passed: true });
-    expect(v.summary).toMatch(
-      /reached with illegal stimulus: the stimulus broke the design's assertions 3,048 times, first at fifo\.sv:44 at 125 ns/,
-    );
+    expect(v).toMatchObject({ ran: true, passed: false });
+    expect(v.summary).toMatch(/failed: the stimulus broke the design's assertions 3,048 times, first at fifo\.sv:44 at 125 ns/);
   });
 });

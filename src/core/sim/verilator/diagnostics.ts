@@ -225,7 +225,7 @@ export function foldRepeats(diags: readonly Diagnostic[], max = MAX_FOLDED_DIAGN
     const key = [d.file, d.line, d.column, d.code ?? '', d.severity, d.origin, d.stage, d.message].join('\0');
     const seen = byKey.get(key);
     if (seen) {
-      seen.count = (seen.count ?? 1) + 1;
+      seen.count = (seen.count ?? 1) + (d.count ?? 1); // a folded entry carries its repeats
       if (d.time !== undefined) seen.lastTime = d.time;
       continue;
     }

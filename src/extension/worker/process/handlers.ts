@@ -153,6 +153,7 @@ async function refine(req: RefineRequest, signal: AbortSignal, progress: (e: Pro
       },
       signal,
     );
+    if (r.refused) throw new Error(r.refused);
     if (r.engine === 'builtin') {
       const best = r.generation!.best!;
       return { testbench: best.testbench!, result: best.result, record: toRecord(best), model: modelLabel(req.model) };

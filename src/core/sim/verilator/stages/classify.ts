@@ -47,8 +47,12 @@ export function judgeRun(
   readDesignFile: (file: string) => string | undefined = () => undefined,
 ): Judged {
   const { run, report } = ran;
+  // Repeats the output folding did not keep (util/lineFold.ts) count as repeats of their message.
+  const folded = (run.folded ?? []).flatMap((f) =>
+    parseVerilatorMessages(f.last + '\n', classify, 'run').map((d) => ({ ...d, count: f.count })),
+  );
   const runDiags = confirmRunDiagnostics(
-    parseVerilatorMessages(run.all, classify, 'run').filter((d) => !isNoise(d)),
+    [...parseVerilatorMessages(run.all, classify, 'run'), ...folded].filter((d) => !isNoise(d)),
     report,
     classify,
     c.tbName,

@@ -14,6 +14,9 @@ import { runBounded, type RunResult } from '../../../util/proc.js';
 import { blankComments } from '../../../design/lexer.js';
 import type { RuntimeBuild } from '../toolchain.js';
 import { readHarnessReport, type HarnessReport, type ReportReading } from '../harnessReport.js';
+
+/** How many times one run-time message (its time apart) is kept in the log. */
+export const RUN_LINES_KEPT = 20;
 import { type Candidate, Ending, integrityFailure, readSource, secondsSince } from './candidate.js';
 
 /** The harness report carries the coverage database: big designs write tens of MB. */
@@ -99,6 +102,9 @@ export async function runHarness(
     input: `${nonce}\n`,
     reportLimitBytes: REPORT_LIMIT_BYTES,
     guard: cmd.guard,
+    // A design whose assertions fire every cycle floods the log: each message is kept this many
+    // times, the rest counted (the harness's report keeps the exact counts either way).
+    foldLinesAfter: RUN_LINES_KEPT,
   });
   c.timings.run = secondsSince(ts);
   const reading = harnessReading(run, nonce);

@@ -1,0 +1,176 @@
+// What the design MEANS, as slang elaborates it (sim/slang/frontEnd.ts runs slang_facts.py): the
+// assertions as written (macro call sites expanded, property structure kept), the clocks and
+// resets by how the design uses them (sensitivity lists and the conditions of edge-triggered
+// blocks, never their names), enum-typed ports, and what included files contribute. The design is
+// read twice, with and without the VERILATOR define, and the assertions are the union: macro
+// libraries that hide their checks from Verilator (OpenTitan's prim_assert.sv, common_cells'
+// assertions.svh) still constrain the stimulus. Pure types and readers: running slang is the
+// simulator layer's job.
+
+/** One expression node of a property, with its signals resolved to the top's ports where the
+ * chain of port connections is direct (`top`); anything slang_facts.py does not model is
+ * `opaque` with its source text. */
+export type FactExpr =
+  | { op: 'id'; name: string; top: string | null; width?: number }
+  | { op: 'const'; value: string; width?: number }
+  | { op: 'not' | 'and' | 'or' | 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge' | 'bitand' | 'bitor' | 'bitnot' | 'xor'; args: FactExpr[] }
+  | { op: 'call'; name: string; args: FactExpr[] }
+  | { op: 'select'; base: FactExpr; text: string }
+  | { op: 'opaque'; text: string };
+
+export interface FactPort {
+  name: string;
+  direction: 'input' | 'output' | 'inout' | 'ref';
+  width: number;
+  type: string;
+  enumMembers: Array<{ name: string; value: number }> | null;
+  packedStruct: boolean;
+}
+
+export interface FactModule {
+  name: string;
+  file: string;
+  line: number;
+  ports: FactPort[];
+  params: Array<{ name: string; value: string | null; local: boolean; type: boolean }>;
+  instances: Array<{ name: string; module: string }>;
+}
+
+export interface FactClock {
+  /** A top input port. */
+  signal: string;
+  edge: 'pos' | 'neg';
+  /** Procedural blocks and assertion clocks that use it. */
+  uses: number;
+}
+
+export interface FactReset {
+  /** A top input port. */
+  signal: string;
+  activeLow: boolean;
+  async: boolean;
+  uses: number;
+  /** Where the polarity and timing were read, in words. */
+  evidence: string;
+}
+
+export interface FactAssertion {
+  kind: 'concurrent' | 'immediate' | 'deferred';
+  action: 'assert' | 'assume' | 'cover';
+  file: string;
+  line: number;
+  column: number;
+  module: string;
+  instance: string;
+  clock: { signal: string; edge: 'pos' | 'neg' } | null;
+  disableIff: string | null;
+  antecedent: string | null;
+  consequent: string;
+  implication: '|->' | '|=>' | null;
+  /** Cycles from the antecedent's match to the consequent's start (0 for |->, 1 for |=>, plus a
+   * leading ##N of the consequent). */
+  delay: number;
+  usesPast: boolean;
+  functions: string[];
+  signals: Array<{ name: string; top: string | null }>;
+  text: string;
+  fromMacro: boolean;
+  /** Structured forms, where slang_facts.py could build them. */
+  antecedentExpr?: FactExpr | null;
+  consequentExpr?: FactExpr | null;
+  /** Which readings of the design hold it: with the VERILATOR define (as Verilator compiles
+   * it), without (as any other simulator does), or both. Filled by the front end's union. */
+  seenWith?: Array<'verilator' | 'other'>;
+}
+
+export interface FactDiagnostic {
+  severity: 'error' | 'warning';
+  message: string;
+  file: string | null;
+  line: number | null;
+  column: number | null;
+}
+
+/** One reading of the design (slang_facts.py's response, version 1). */
+export interface DesignReading {
+  version: 1;
+  ok: boolean;
+  slang: string;
+  diagnostics: FactDiagnostic[];
+  top: string | null;
+  topCandidates: string[];
+  modules: FactModule[];
+  clocks: FactClock[];
+  resets: FactReset[];
+  assertions: FactAssertion[];
+  includes: Array<{ file: string; from: string; line: number }>;
+}
+
+/** The design's facts: the reading as Verilator compiles it, and the assertions of both readings. */
+export interface DesignFacts {
+  slang: string;
+  top: string;
+  modules: FactModule[];
+  clocks: FactClock[];
+  resets: FactReset[];
+  /** The union over both readings (seenWith says which). */
+  assertions: FactAssertion[];
+  includes: DesignReading['includes'];
+  /** Where the readings disagree with each other or with Verilator's netlist, in words. */
+  disagreements: string[];
+}
+
+const siteKey = (a: FactAssertion): string => `${a.file}:${a.line}:${a.column}`;
+
+/**
+ * The union of the assertions of the two readings: one entry per source site, `seenWith` naming
+ * the readings that hold it. An assertion only the other reading holds is one Verilator never
+ * checks in simulation (its macros expand to nothing under VERILATOR): still a constraint on the
+ * stimulus.
+ */
+export function unionAssertions(withVerilator: FactAssertion[], withoutVerilator: FactAssertion[]): FactAssertion[] {
+  const out = new Map<string, FactAssertion>();
+  for (const a of withVerilator) out.set(siteKey(a), { ...a, seenWith: ['verilator'] });
+  for (const a of withoutVerilator) {
+    const had = out.get(siteKey(a));
+    if (had) had.seenWith = ['verilator', 'other'];
+    else out.set(siteKey(a), { ...a, seenWith: ['other'] });
+  }
+  return [...out.values()];
+}
+
+/** The facts of a design from its two readings (with VERILATOR first). */
+export function combineReadings(verilator: DesignReading, other: DesignReading | null, top: string): DesignFacts {
+  const disagreements: string[] = [];
+  if (other && other.ok && verilator.ok) {
+    const a = new Set(verilator.resets.map((r) => `${r.signal}:${r.activeLow}:${r.async}`));
+    const b = new Set(other.resets.map((r) => `${r.signal}:${r.activeLow}:${r.async}`));
+    if ([...a].some((k) => !b.has(k)) || [...b].some((k) => !a.has(k)))
+      disagreements.push('the resets differ with and without the VERILATOR define; the reading Verilator compiles is used');
+  }
+  return {
+    slang: verilator.slang,
+    top,
+    modules: verilator.modules,
+    clocks: verilator.clocks,
+    resets: verilator.resets,
+    assertions: unionAssertions(verilator.assertions, other?.ok ? other.assertions : []),
+    includes: verilator.includes,
+    disagreements,
+  };
+}
+
+/** Assertions that only a simulator other than Verilator checks (hidden under `ifdef VERILATOR`). */
+export function hiddenFromVerilator(f: DesignFacts): FactAssertion[] {
+  return f.assertions.filter((a) => a.seenWith?.length === 1 && a.seenWith[0] === 'other' && a.action === 'assert');
+}
+
+/** The reset a top port is, from use; undefined when the design does not use it as one. */
+export function resetFact(f: DesignFacts | undefined, port: string): FactReset | undefined {
+  return f?.resets.find((r) => r.signal === port);
+}
+
+/** The clock a top port is, from use (the edge the design samples most). */
+export function clockFact(f: DesignFacts | undefined, port: string): FactClock | undefined {
+  return f?.clocks.filter((c) => c.signal === port).sort((a, b) => b.uses - a.uses)[0];
+}

@@ -1,0 +1,1371 @@
+#!/usr/bin/env python3
+"""Design facts from slang's elaborated tree: the Python half of CHORUS's slang design front end.
+
+Why this file exists: before the engine writes a testbench it must know what the design MEANS:
+which top ports are clocks and which are resets (polarity, synchronous or not), what each module's
+ports and parameters are, and which assertions the design carries and how they are built (clock,
+disable iff, implication, delays, sampled-value functions). Reading that from the source text
+breaks on macros, includes, generate blocks, parameters and signals renamed through port
+connections. slang (through pyslang) preprocesses, parses and elaborates the design as a compiler
+does; this script walks its elaborated tree and prints the facts as JSON. No fact here comes from
+matching patterns in the text: source text appears only as the `text` of a syntax node, for people
+and prompts to read.
+
+Usage:
+  slang_facts.py REQUEST.json   one request, one JSON response on stdout
+  slang_facts.py --serve        JSON requests one per line on stdin, one response line for each
+
+Request:  {"files": [paths], "includeDirs": [..], "defines": ["N" | "N=V"], "undefines": ["N"],
+           "params": ["P=V"], "top": "name" | null}
+Response: version 1, the `Response` TypedDict below.
+Exit status: 0 whenever a response was written, even for a design with errors (they are in
+`diagnostics`, with ok:false); 2 for a malformed request, with a message on stderr.
+It reads the files named and the files they include, and writes no file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+import pyslang
+from pyslang import ast, parsing, syntax
+
+SCHEMA_VERSION = 1
+MAX_DIAGNOSTICS = 200
+REQUEST_KEYS = {'files', 'includeDirs', 'defines', 'undefines', 'params', 'top'}
+
+SK = ast.SymbolKind
+EK = ast.ExpressionKind
+AK = ast.AssertionExprKind
+StK = ast.StatementKind
+Skip = ast.VisitAction.Skip
+Advance = ast.VisitAction.Advance
+
+
+# ---------------------------------------------------------------------------------------------
+# Response shapes
+# ---------------------------------------------------------------------------------------------
+
+
+class Diagnostic(TypedDict):
+    severity: str
+    message: str
+    file: str | None
+    line: int | None
+    column: int | None
+
+
+class EnumMember(TypedDict):
+    name: str
+    value: int
+
+
+class PortFact(TypedDict):
+    name: str
+    direction: str
+    width: int
+    type: str
+    enumMembers: list[EnumMember] | None
+    packedStruct: bool
+
+
+class ParamFact(TypedDict):
+    name: str
+    value: str | None
+    local: bool
+    type: bool
+
+
+class InstanceFact(TypedDict):
+    name: str
+    module: str
+
+
+class ModuleFact(TypedDict):
+    name: str
+    file: str | None
+    line: int | None
+    ports: list[PortFact]
+    params: list[ParamFact]
+    instances: list[InstanceFact]
+
+
+class ClockFact(TypedDict):
+    signal: str
+    edge: str
+    uses: int
+
+
+ResetFact = TypedDict(
+    'ResetFact',
+    {
+        'signal': str,
+        'activeLow': bool,
+        'async': bool,
+        'uses': int,
+        'evidence': str,
+    },
+)
+
+
+class ClockRef(TypedDict):
+    signal: str
+    edge: str
+
+
+class SignalRef(TypedDict):
+    name: str
+    top: str | None
+
+
+class AssertionFact(TypedDict):
+    kind: str
+    action: str
+    file: str | None
+    line: int | None
+    column: int | None
+    module: str
+    instance: str
+    clock: ClockRef | None
+    disableIff: str | None
+    antecedent: str | None
+    consequent: str
+    implication: str | None
+    delay: int
+    usesPast: bool
+    functions: list[str]
+    signals: list[SignalRef]
+    text: str
+    fromMacro: bool
+    antecedentExpr: dict | None
+    consequentExpr: dict | None
+
+
+IncludeFact = TypedDict('IncludeFact', {'file': str, 'from': str | None, 'line': int | None})
+
+
+class Response(TypedDict):
+    version: int
+    ok: bool
+    slang: str
+    diagnostics: list[Diagnostic]
+    top: str | None
+    topCandidates: list[str]
+    modules: list[ModuleFact]
+    clocks: list[ClockFact]
+    resets: list[ResetFact]
+    assertions: list[AssertionFact]
+    includes: list[IncludeFact]
+
+
+# ---------------------------------------------------------------------------------------------
+# Request
+# ---------------------------------------------------------------------------------------------
+
+
+class RequestError(ValueError):
+    """The request is not of the documented form (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    files: list[str]
+    include_dirs: list[str]
+    defines: list[str]
+    undefines: list[str]
+    params: list[str]
+    top: str | None
+
+
+def _string_list(obj: dict, key: str, required: bool = False) -> list[str]:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise RequestError(f"'{key}' is required")
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise RequestError(f"'{key}' must be a list of non-empty strings")
+    return list(value)
+
+
+def parse_request(obj: Any) -> Request:
+    if not isinstance(obj, dict):
+        raise RequestError('a request is a JSON object')
+    unknown = sorted(set(obj) - REQUEST_KEYS)
+    if unknown:
+        raise RequestError(f'unknown key(s): {", ".join(unknown)}')
+    files = _string_list(obj, 'files', required=True)
+    if not files:
+        raise RequestError("'files' is empty")
+    top = obj.get('top')
+    if top is not None and (not isinstance(top, str) or not top):
+        raise RequestError("'top' must be a module name or null")
+    return Request(
+        files,
+        _string_list(obj, 'includeDirs'),
+        _string_list(obj, 'defines'),
+        _string_list(obj, 'undefines'),
+        _string_list(obj, 'params'),
+        top,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Source locations and text
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Where:
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+
+class Sources:
+    """Turns slang locations into file/line/column, naming request files as the caller did."""
+
+    def __init__(self, sm: pyslang.SourceManager, request_files: Iterable[str]):
+        self.sm = sm
+        self._given = {os.path.realpath(f): f for f in request_files}
+        self._paths: dict[int, str | None] = {}
+
+    def path_of(self, buffer: Any) -> str | None:
+        if buffer.id not in self._paths:
+            full = str(self.sm.getFullPath(buffer))
+            self._paths[buffer.id] = self._given.get(os.path.realpath(full), full) if full else None
+        return self._paths[buffer.id]
+
+    def where(self, loc: Any) -> Where:
+        """The place a person wrote: for text from a macro, where the macro was used."""
+        if loc is None or loc == pyslang.SourceLocation.NoLocation:
+            return Where()
+        loc = self.sm.getFullyExpandedLoc(loc)
+        if not self.sm.isFileLoc(loc):
+            return Where()
+        return Where(self.path_of(loc.buffer), self.sm.getLineNumber(loc), self.sm.getColumnNumber(loc))
+
+    def from_macro(self, loc: Any) -> bool:
+        return loc is not None and self.sm.isMacroLoc(loc)
+
+
+def syntax_text(node: Any) -> str:
+    """A syntax node's tokens, one space wherever the source had whitespace or comments."""
+    if node is None:
+        return ''
+    parts: list[str] = []
+
+    def on(item: Any) -> None:
+        if isinstance(item, parsing.Token) and not item.isMissing:
+            if parts and item.trivia:
+                parts.append(' ')
+            parts.append(item.rawText)
+
+    node.visit(on)
+    return ''.join(parts)
+
+
+def _start(node: Any) -> Any:
+    return node.sourceRange.start if node is not None else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilation and the top
+# ---------------------------------------------------------------------------------------------
+
+
+def _options(req: Request, tops: set[str]) -> pyslang.Bag:
+    pp = parsing.PreprocessorOptions()
+    pp.predefines = list(req.defines)
+    pp.undefines = list(req.undefines)
+    pp.additionalIncludePaths = list(req.include_dirs)
+    co = ast.CompilationOptions()
+    co.topModules = tops
+    co.paramOverrides = list(req.params)
+    # Each instance gets its own body, so signals trace through its own port connections.
+    co.flags = ast.CompilationFlags.DisableInstanceCaching
+    return pyslang.Bag([pp, co])
+
+
+def _compile(tree: syntax.SyntaxTree, req: Request, tops: set[str]) -> ast.Compilation:
+    comp = ast.Compilation(_options(req, tops))
+    comp.addSyntaxTree(tree)
+    return comp
+
+
+@dataclass
+class TopChoice:
+    compilation: ast.Compilation
+    candidates: list[str]
+    instance: ast.InstanceSymbol | None = None
+    error: str | None = None
+
+
+def choose_top(tree: syntax.SyntaxTree, req: Request) -> TopChoice:
+    """slang's own top candidates, then the named or the only one; an error names the others."""
+    auto = _compile(tree, req, set())
+    tops = list(auto.getRoot().topInstances)
+    names = [t.name for t in tops]
+    if req.top is None:
+        if len(tops) == 1:
+            return TopChoice(auto, names, tops[0])
+        if not tops:
+            return TopChoice(auto, names, error='no top module candidate found')
+        return TopChoice(auto, names, error=f'several top candidates: {", ".join(names)}; name one with --top')
+    if names == [req.top]:
+        return TopChoice(auto, names, tops[0])
+    named = _compile(tree, req, {req.top})
+    found = [t for t in named.getRoot().topInstances if t.name == req.top]
+    if found:
+        return TopChoice(named, names, found[0])
+    listed = ', '.join(names) if names else 'none'
+    return TopChoice(auto, names, error=f"top module '{req.top}' not found; candidates: {listed}")
+
+
+def collect_diagnostics(comp: ast.Compilation, src: Sources) -> list[Diagnostic]:
+    engine = pyslang.DiagnosticEngine(src.sm)
+    severities = {
+        pyslang.DiagnosticSeverity.Error: 'error',
+        pyslang.DiagnosticSeverity.Fatal: 'error',
+        pyslang.DiagnosticSeverity.Warning: 'warning',
+    }
+    out: list[Diagnostic] = []
+    seen: set[tuple] = set()
+    for diag in comp.getAllDiagnostics():
+        severity = severities.get(engine.getSeverity(diag.code, diag.location))
+        if severity is None:
+            continue
+        where = src.where(diag.location)
+        item = Diagnostic(severity=severity, message=engine.formatMessage(diag), file=where.file, line=where.line, column=where.column)
+        key = tuple(item.values())
+        if key not in seen and len(out) < MAX_DIAGNOSTICS:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def _error(message: str, where: Where = Where()) -> Diagnostic:
+    return Diagnostic(severity='error', message=message, file=where.file, line=where.line, column=where.column)
+
+
+# ---------------------------------------------------------------------------------------------
+# The instance hierarchy
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Inst:
+    """One instance of the elaborated hierarchy and what its body holds (generate blocks too)."""
+
+    symbol: ast.InstanceSymbol
+    parent: Inst | None
+    procedures: list[Any] = field(default_factory=list)
+    subroutines: list[Any] = field(default_factory=list)
+    children: list[ast.InstanceSymbol] = field(default_factory=list)
+    default_clocking: Any = None
+
+    @property
+    def path(self) -> str:
+        return self.symbol.hierarchicalPath
+
+    @property
+    def module(self) -> str:
+        return self.symbol.definition.name
+
+    @property
+    def body(self) -> Any:
+        return self.symbol.body
+
+
+def _is_default_clocking(block: Any) -> bool:
+    stx = block.syntax
+    return stx is not None and stx.globalOrDefault.kind == parsing.TokenKind.DefaultKeyword
+
+
+def _scan_scope(scope: Any, inst: Inst) -> None:
+    for member in scope:
+        kind = member.kind
+        if kind == SK.Instance:
+            inst.children.append(member)
+        elif kind == SK.InstanceArray:
+            _scan_array(member, inst)
+        elif kind == SK.GenerateBlock:
+            if not member.isUninstantiated:
+                _scan_scope(member, inst)
+        elif kind == SK.GenerateBlockArray:
+            _scan_scope(member, inst)
+        elif kind == SK.ProceduralBlock:
+            inst.procedures.append(member)
+        elif kind == SK.Subroutine:
+            inst.subroutines.append(member)
+        elif kind == SK.ClockingBlock and inst.default_clocking is None:
+            if _is_default_clocking(member):
+                inst.default_clocking = member
+
+
+def _scan_array(array: Any, inst: Inst) -> None:
+    for element in array.elements:
+        if element.kind == SK.Instance:
+            inst.children.append(element)
+        elif element.kind == SK.InstanceArray:
+            _scan_array(element, inst)
+
+
+def walk_hierarchy(top: ast.InstanceSymbol) -> list[Inst]:
+    """Every module instance under top, depth first, top first."""
+    out: list[Inst] = []
+
+    def visit(symbol: ast.InstanceSymbol, parent: Inst | None) -> None:
+        inst = Inst(symbol, parent)
+        _scan_scope(symbol.body, inst)
+        out.append(inst)
+        for child in inst.children:
+            if child.isModule:
+                visit(child, inst)
+
+    visit(top, None)
+    return out
+
+
+def _key(symbol: Any) -> str:
+    return symbol.hierarchicalPath
+
+
+def strip_conversions(expr: Any) -> Any:
+    while expr is not None and expr.kind == EK.Conversion:
+        expr = expr.operand
+    return expr
+
+
+def base_symbol(expr: Any) -> Any:
+    """The signal an expression names, through selects, member accesses and conversions."""
+    while expr is not None:
+        kind = expr.kind
+        if kind == EK.NamedValue:
+            return expr.symbol
+        if kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
+            expr = expr.value
+        elif kind == EK.Conversion:
+            expr = expr.operand
+        elif kind == EK.Assignment:  # an output port's connection: actual = port
+            expr = expr.left
+        else:
+            return None
+    return None
+
+
+class PortTracer:
+    """Maps a signal of an instance to the top port it is wired from, when the wiring is direct."""
+
+    def __init__(self, instances: list[Inst]):
+        self._ports: dict[str, dict[str, Any]] = {}
+        for inst in instances:
+            table: dict[str, Any] = {}
+            for port in inst.body.portList:
+                if port.kind == SK.Port and port.internalSymbol is not None:
+                    table[_key(port.internalSymbol)] = port
+            self._ports[inst.path] = table
+
+    def top_port(self, symbol: Any, inst: Inst) -> Any:
+        while symbol is not None:
+            port = self._ports.get(inst.path, {}).get(_key(symbol))
+            if port is None:
+                return None
+            if inst.parent is None:
+                return port
+            conn = inst.symbol.getPortConnection(port)
+            symbol = base_symbol(conn.expression) if conn is not None else None
+            inst = inst.parent
+        return None
+
+    def top_name(self, symbol: Any, inst: Inst) -> str | None:
+        port = self.top_port(symbol, inst)
+        return port.name if port is not None else None
+
+    def top_input(self, symbol: Any, inst: Inst) -> str | None:
+        port = self.top_port(symbol, inst)
+        if port is None or port.direction != ast.ArgumentDirection.In:
+            return None
+        return port.name
+
+
+# ---------------------------------------------------------------------------------------------
+# Modules
+# ---------------------------------------------------------------------------------------------
+
+DIRECTIONS = {
+    ast.ArgumentDirection.In: 'input',
+    ast.ArgumentDirection.Out: 'output',
+    ast.ArgumentDirection.InOut: 'inout',
+    ast.ArgumentDirection.Ref: 'ref',
+}
+
+
+def _enum_members(canonical: Any) -> list[EnumMember]:
+    members: list[EnumMember] = []
+    for value in canonical:
+        if value.kind != SK.EnumValue:
+            continue
+        raw = value.value.value
+        if isinstance(raw, pyslang.SVInt) and not raw.hasUnknown:
+            members.append(EnumMember(name=value.name, value=int(raw)))
+    return members
+
+
+def type_name(typ: Any) -> str:
+    """The type as a testbench can write it: a name declared inside the module (a type
+    parameter, a local typedef) cannot be named outside it, so it is spelled out."""
+    scope = typ.parentScope if typ.isAlias else None
+    if scope is not None and scope.containingInstance is not None:
+        return str(typ.canonicalType)
+    return str(typ)
+
+
+def value_text(value: Any) -> str | None:
+    """A parameter's value: integers in decimal, anything else as slang prints it."""
+    if value is None:
+        return None
+    raw = value.value
+    if isinstance(raw, pyslang.SVInt) and not raw.hasUnknown:
+        return raw.toString(pyslang.LiteralBase.Decimal, False)
+    return str(value)
+
+
+def port_fact(port: Any) -> PortFact:
+    typ = port.type
+    canonical = typ.canonicalType
+    is_enum = canonical.kind == SK.EnumType
+    return PortFact(
+        name=port.name,
+        direction=DIRECTIONS.get(port.direction, 'inout'),
+        width=typ.bitWidth or typ.bitstreamWidth,
+        type=type_name(typ),
+        enumMembers=_enum_members(canonical) if is_enum else None,
+        packedStruct=canonical.kind == SK.PackedStructType,
+    )
+
+
+def param_fact(param: Any) -> ParamFact:
+    if param.kind == SK.TypeParameter:
+        target = param.targetType
+        value = type_name(target.type) if target is not None and target.type is not None else None
+        return ParamFact(name=param.name, value=value, local=param.isLocalParam, type=True)
+    return ParamFact(name=param.name, value=value_text(param.value), local=param.isLocalParam, type=False)
+
+
+def module_fact(inst: Inst, src: Sources) -> ModuleFact:
+    body = inst.body
+    where = src.where(inst.symbol.definition.location)
+    prefix = inst.path + '.'
+    return ModuleFact(
+        name=inst.module,
+        file=where.file,
+        line=where.line,
+        ports=[port_fact(p) for p in body.portList if p.kind == SK.Port],
+        params=[param_fact(m) for m in body if m.kind in (SK.Parameter, SK.TypeParameter)],
+        instances=[InstanceFact(name=c.hierarchicalPath.removeprefix(prefix), module=c.definition.name) for c in inst.children],
+    )
+
+
+def module_facts(instances: list[Inst], src: Sources) -> list[ModuleFact]:
+    seen: set[str] = set()
+    out: list[ModuleFact] = []
+    for inst in instances:
+        if inst.module not in seen:
+            seen.add(inst.module)
+            out.append(module_fact(inst, src))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Edge-sensitive blocks: clocks and resets
+# ---------------------------------------------------------------------------------------------
+
+EDGES = {ast.EdgeKind.PosEdge: 'pos', ast.EdgeKind.NegEdge: 'neg'}
+CONSTANT_SYMBOLS = {SK.Parameter, SK.EnumValue, SK.Specparam, SK.Genvar}
+SIGNAL_SYMBOLS = {SK.Net, SK.Variable}
+
+
+@dataclass
+class EdgeEvent:
+    symbol: Any
+    edge: str
+
+
+@dataclass
+class EdgeBlock:
+    """An always/always_ff whose statement is timed by posedge/negedge events."""
+
+    inst: Inst
+    keyword: str
+    timed: Any
+    events: list[EdgeEvent]
+
+
+@dataclass
+class ResetUse:
+    symbol: Any
+    inst: Inst
+    active_low: bool
+    is_async: bool
+    evidence: str
+    procedural: bool
+
+
+def signal_events(timing: Any) -> list[EdgeEvent]:
+    if timing is None:
+        return []
+    if timing.kind == ast.TimingControlKind.EventList:
+        return [e for t in timing.events for e in signal_events(t)]
+    if timing.kind != ast.TimingControlKind.SignalEvent or timing.edge not in EDGES:
+        return []
+    symbol = base_symbol(timing.expr)
+    return [EdgeEvent(symbol, EDGES[timing.edge])] if symbol is not None else []
+
+
+def edge_block(proc: Any, inst: Inst) -> EdgeBlock | None:
+    kind = proc.procedureKind
+    if kind not in (ast.ProceduralBlockKind.Always, ast.ProceduralBlockKind.AlwaysFF):
+        return None
+    stmt = proc.body
+    if stmt is None or stmt.kind != StK.Timed:
+        return None
+    events = signal_events(stmt.timing)
+    if not events:
+        return None
+    keyword = 'always_ff' if kind == ast.ProceduralBlockKind.AlwaysFF else 'always'
+    return EdgeBlock(inst, keyword, stmt, events)
+
+
+def first_if(stmt: Any) -> Any:
+    """The outermost if of a block body: through begin/end, the first real statement."""
+    while stmt is not None:
+        kind = stmt.kind
+        if kind == StK.Conditional:
+            return stmt
+        if kind == StK.Block:
+            stmt = stmt.body
+        elif kind == StK.List:
+            real = [s for s in stmt.list if s.kind not in (StK.Empty, StK.VariableDeclaration)]
+            stmt = real[0] if real else None
+        else:
+            return None
+    return None
+
+
+def one_bit_signal(expr: Any) -> Any:
+    expr = strip_conversions(expr)
+    if expr is None or expr.type is None or expr.type.bitWidth != 1:
+        return None
+    symbol = base_symbol(expr)
+    return symbol if symbol is not None and symbol.kind in SIGNAL_SYMBOLS else None
+
+
+def small_constant(expr: Any) -> int | None:
+    expr = strip_conversions(expr)
+    value = expr.constant if expr is not None else None
+    raw = value.value if value is not None else None
+    if isinstance(raw, pyslang.SVInt) and not raw.hasUnknown:
+        number = int(raw)
+        return number if number in (0, 1) else None
+    return None
+
+
+def reset_test(expr: Any) -> tuple[Any, bool] | None:
+    """(signal, active low) for `x`, `!x`, `~x`, `x == 0/1`, `x != 0/1`; None otherwise."""
+    expr = strip_conversions(expr)
+    if expr is None:
+        return None
+    if expr.kind == EK.UnaryOp and expr.op in (ast.UnaryOperator.LogicalNot, ast.UnaryOperator.BitwiseNot):
+        symbol = one_bit_signal(expr.operand)
+        return (symbol, True) if symbol is not None else None
+    if expr.kind == EK.BinaryOp:
+        return _compare_test(expr)
+    symbol = one_bit_signal(expr)
+    return (symbol, False) if symbol is not None else None
+
+
+def _or_reset_test(expr: Any) -> tuple[Any, bool] | None:
+    """The first operand of a top-level `||` that is a reset test, for `if (reset || ...)`."""
+    expr = strip_conversions(expr)
+    if expr is None or expr.kind != EK.BinaryOp or expr.op != ast.BinaryOperator.LogicalOr:
+        return None
+    return reset_test(expr.left) or _or_reset_test(expr.left) or reset_test(expr.right)
+
+
+def _compare_test(expr: Any) -> tuple[Any, bool] | None:
+    B = ast.BinaryOperator
+    equal = expr.op in (B.Equality, B.CaseEquality)
+    if not equal and expr.op not in (B.Inequality, B.CaseInequality):
+        return None
+    for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
+        symbol, value = one_bit_signal(side), small_constant(other)
+        if symbol is not None and value is not None:
+            return symbol, (value == 0) == equal
+    return None
+
+
+def assigns_only_constants(stmt: Any) -> bool:
+    """Whether every assignment under stmt stores a constant (a reset value, not data)."""
+    constant = True
+
+    def on_rhs(node: Any) -> Any:
+        nonlocal constant
+        if isinstance(node, ast.NamedValueExpression) and node.symbol.kind not in CONSTANT_SYMBOLS:
+            constant = False
+        elif isinstance(node, ast.HierarchicalValueExpression):
+            constant = False
+        elif isinstance(node, ast.CallExpression) and not node.isSystemCall:
+            constant = False
+        return ast.VisitAction.Interrupt if not constant else Advance
+
+    def on(node: Any) -> Any:
+        if isinstance(node, ast.ForLoopStatement):
+            # The loop's own counter (`i = i + 1`) is not data: only its body's stores count.
+            node.body.visit(on)
+            return Skip
+        if isinstance(node, ast.AssignmentExpression):
+            node.right.visit(on_rhs)
+            return Skip if constant else ast.VisitAction.Interrupt
+        return Advance
+
+    if stmt is not None:
+        stmt.visit(on)
+    return constant
+
+
+def reset_use(block: EdgeBlock) -> ResetUse | None:
+    cond_stmt = first_if(block.timed.stmt)
+    if cond_stmt is None or len(cond_stmt.conditions) != 1:
+        return None
+    condition = cond_stmt.conditions[0]
+    test = reset_test(condition.expr) if condition.pattern is None else None
+    if test is None and condition.pattern is None:
+        test = _or_reset_test(condition.expr)  # `if (reset || wrap) q <= 0;`: a sync reset or'ed in
+    if test is None:
+        return None
+    symbol, active_low = test
+    edge = next((e for e in block.events if _key(e.symbol) == _key(symbol)), None)
+    if edge is not None and (edge.edge == 'neg') != active_low:
+        return None
+    # An edge of the block tested first, with the polarity of its edge, is an asynchronous reset
+    # whatever its branch does; without an edge, only a branch that stores constants (and has an
+    # else) tells a synchronous reset from an enable.
+    if edge is None and cond_stmt.ifFalse is None:
+        return None  # a lone `if (x)` in a clocked block is an enable
+    if edge is None and not assigns_only_constants(cond_stmt.ifTrue):
+        return None
+    mode = 'async' if edge is not None else 'sync'
+    evidence = (
+        f'{block.keyword} {syntax_text(block.timed.timing.syntax)} '
+        f'if ({syntax_text(condition.expr.syntax)}) in {block.inst.module} ({mode})'
+    )
+    return ResetUse(symbol, block.inst, active_low, edge is not None, evidence, True)
+
+
+def disable_reset_use(condition: Any, inst: Inst, text: str) -> ResetUse | None:
+    test = reset_test(condition)
+    if test is None:
+        return None
+    symbol, active_low = test
+    return ResetUse(symbol, inst, active_low, False, f'disable iff ({text}) in {inst.module}', False)
+
+
+def _majority_active_low(group: list[ResetUse]) -> bool:
+    low = sum(1 for u in group if u.active_low)
+    high = len(group) - low
+    return group[0].active_low if low == high else low > high
+
+
+def reset_facts(uses: list[ResetUse], tracer: PortTracer) -> list[ResetFact]:
+    """One fact per top input used as a reset, its uses combined across the hierarchy."""
+    grouped: dict[str, list[ResetUse]] = {}
+    for use in uses:
+        name = tracer.top_input(use.symbol, use.inst)
+        if name is not None:
+            grouped.setdefault(name, []).append(use)
+    out: list[ResetFact] = []
+    for name, group in grouped.items():
+        first = next((u for u in group if u.procedural), group[0])
+        out.append(
+            {
+                'signal': name,
+                'activeLow': _majority_active_low(group),
+                'async': any(u.is_async for u in group),
+                'uses': len(group),
+                'evidence': first.evidence,
+            }
+        )
+    out.sort(key=lambda r: -r['uses'])
+    return out
+
+
+@dataclass
+class ClockUse:
+    symbol: Any
+    inst: Inst
+    edge: str
+
+
+def block_clock_uses(block: EdgeBlock, reset: ResetUse | None) -> list[ClockUse]:
+    reset_key = _key(reset.symbol) if reset is not None and reset.is_async else None
+    seen: set[str] = set()
+    out: list[ClockUse] = []
+    for event in block.events:
+        key = _key(event.symbol)
+        if key != reset_key and key not in seen:
+            seen.add(key)
+            out.append(ClockUse(event.symbol, block.inst, event.edge))
+    return out
+
+
+def clock_facts(uses: list[ClockUse], resets: set[str], tracer: PortTracer) -> list[ClockFact]:
+    counts: dict[str, Counter] = {}
+    for use in uses:
+        name = tracer.top_input(use.symbol, use.inst)
+        if name is not None and name not in resets:
+            counts.setdefault(name, Counter())[use.edge] += 1
+    out = [ClockFact(signal=name, edge='neg' if c['neg'] > c['pos'] else 'pos', uses=sum(c.values())) for name, c in counts.items()]
+    out.sort(key=lambda c: -c['uses'])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Assertions
+# ---------------------------------------------------------------------------------------------
+
+ACTIONS = {
+    ast.AssertionKind.Assert: 'assert',
+    ast.AssertionKind.Assume: 'assume',
+    ast.AssertionKind.CoverProperty: 'cover',
+    ast.AssertionKind.CoverSequence: 'cover',
+}
+IMPLICATIONS = {
+    ast.BinaryAssertionOperator.OverlappedImplication: ('|->', 0),
+    ast.BinaryAssertionOperator.NonOverlappedImplication: ('|=>', 1),
+}
+
+
+@dataclass
+class AssertionSite:
+    inst: Inst
+    stmt: Any
+    block: EdgeBlock | None
+    block_reset: ResetUse | None
+
+
+@dataclass
+class PropertyShape:
+    """A concurrent property with its instances resolved and clock / disable iff peeled off."""
+
+    text_node: Any
+    clock: Any
+    disable: Any
+    body: Any
+
+
+def peel_property(expr: Any) -> PropertyShape:
+    text_node, clock, disable = expr.syntax, None, None
+    while True:
+        if expr.kind == AK.Simple and expr.repetition is None and expr.expr.kind == EK.AssertionInstance:
+            expr = expr.expr.body
+            text_node = expr.syntax
+        elif expr.kind == AK.Clocking:
+            clock = clock or expr.clocking
+            expr = expr.expr
+        elif expr.kind == AK.DisableIff:
+            disable = disable or expr.condition
+            expr = expr.expr
+        else:
+            break
+    if text_node is not None and text_node.kind == syntax.SyntaxKind.DisableIff:
+        text_node = text_node.parent
+    return PropertyShape(text_node, clock, disable, expr)
+
+
+def leading_delay(expr: Any) -> int:
+    """Cycles before a sequence starts: the ##N in front of its first element."""
+    while expr.kind == AK.Simple and expr.repetition is None and expr.expr.kind == EK.AssertionInstance:
+        expr = expr.expr.body
+    if expr.kind == AK.SequenceConcat and expr.elements:
+        return int(expr.elements[0].delay.min)
+    return 0
+
+
+@dataclass
+class References:
+    symbols: dict[str, Any] = field(default_factory=dict)
+    functions: list[str] = field(default_factory=list)
+
+    def __call__(self, node: Any) -> Any:
+        if isinstance(node, ast.NamedValueExpression):
+            if node.symbol.kind in SIGNAL_SYMBOLS:
+                self.symbols.setdefault(_key(node.symbol), node.symbol)
+        elif isinstance(node, ast.CallExpression) and node.isSystemCall:
+            if node.subroutineName not in self.functions:
+                self.functions.append(node.subroutineName)
+        return Advance
+
+
+def references(stmt: Any) -> References:
+    """Signals and system functions of an assertion's expression, not of its action blocks."""
+    refs = References()
+    if isinstance(stmt, ast.ImmediateAssertionStatement):
+        stmt.cond.visit(refs)
+        return refs
+
+    def on(node: Any) -> Any:
+        if isinstance(node, ast.Statement):
+            return Advance if node.kind == StK.ConcurrentAssertion else Skip
+        return refs(node)
+
+    stmt.visit(on)
+    return refs
+
+
+def clock_of(timing: Any) -> EdgeEvent | None:
+    if timing is None:
+        return None
+    events = signal_events(timing)
+    if events:
+        return events[0]
+    if timing.kind == ast.TimingControlKind.SignalEvent:  # @(cb): a clocking block's event
+        target = timing.expr.symbol if timing.expr.kind == EK.ArbitrarySymbol else None
+        if target is not None and target.kind == SK.ClockingBlock:
+            return clock_of(target.event)
+    return None
+
+
+def block_clock(site: AssertionSite) -> EdgeEvent | None:
+    if site.block is None:
+        return None
+    uses = block_clock_uses(site.block, site.block_reset)
+    return EdgeEvent(uses[0].symbol, uses[0].edge) if uses else None
+
+
+def _unparenthesized(expr: Any) -> Any:
+    while expr.kind == syntax.SyntaxKind.ParenthesizedExpression:
+        expr = expr.expression
+    return expr
+
+
+def default_disable(inst: Inst) -> Any:
+    """The `default disable iff` declaration of the module, as syntax."""
+    stx = inst.body.syntax
+    for member in getattr(stx, 'members', None) or []:
+        if member.kind == syntax.SyntaxKind.DefaultDisableDeclaration:
+            return member
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Property expressions as trees (the engine turns them into stimulus rules)
+# ---------------------------------------------------------------------------------------------
+
+UNARY_OPS = {ast.UnaryOperator.LogicalNot: 'not', ast.UnaryOperator.BitwiseNot: 'bitnot'}
+BINARY_OPS = {
+    ast.BinaryOperator.LogicalAnd: 'and',
+    ast.BinaryOperator.LogicalOr: 'or',
+    ast.BinaryOperator.Equality: 'eq',
+    ast.BinaryOperator.CaseEquality: 'eq',
+    ast.BinaryOperator.Inequality: 'ne',
+    ast.BinaryOperator.CaseInequality: 'ne',
+    ast.BinaryOperator.LessThan: 'lt',
+    ast.BinaryOperator.LessThanEqual: 'le',
+    ast.BinaryOperator.GreaterThan: 'gt',
+    ast.BinaryOperator.GreaterThanEqual: 'ge',
+    ast.BinaryOperator.BinaryAnd: 'bitand',
+    ast.BinaryOperator.BinaryOr: 'bitor',
+    ast.BinaryOperator.BinaryXor: 'xor',
+}
+TREE_CALLS = {'$past', '$stable', '$changed', '$rose', '$fell', '$onehot', '$onehot0', '$countones', '$isunknown'}
+PROPERTY_OPS = {ast.BinaryAssertionOperator.And: 'and', ast.BinaryAssertionOperator.Or: 'or'}
+
+
+def _opaque(node: Any) -> dict:
+    return {'op': 'opaque', 'text': syntax_text(node.syntax) if node.syntax is not None else ''}
+
+
+def _constant_tree(expr: Any) -> dict | None:
+    """A constant (literal, parameter, enum member) as a sized literal the testbench can write."""
+    value = expr.constant
+    if value is None or expr.kind == EK.NamedValue and expr.symbol.kind in SIGNAL_SYMBOLS:
+        return None
+    width = int(expr.type.bitWidth) if expr.type is not None else 0
+    try:
+        number = int(str(value.convertToInt()).split("'")[-1].lstrip('sdbh') or '0')
+    except (ValueError, AttributeError):
+        return None
+    if width <= 0:
+        return {'op': 'const', 'value': str(number)}
+    return {'op': 'const', 'value': f"{width}'d{number}", 'width': width}
+
+
+class ExprTrees:
+    """Bound expressions of one instance as FactExpr trees (design/facts.ts), their signals traced
+    to the top's ports where the wiring is direct. Anything not modelled is `opaque`."""
+
+    def __init__(self, tracer: PortTracer, inst: Inst):
+        self.tracer, self.inst = tracer, inst
+
+    def expr(self, e: Any) -> dict:
+        e = strip_conversions(e)
+        if e is None:
+            return {'op': 'opaque', 'text': ''}
+        if e.kind == EK.NamedValue and e.symbol.kind in SIGNAL_SYMBOLS:
+            width = int(e.type.bitWidth) if e.type is not None else 1
+            return {'op': 'id', 'name': e.symbol.name, 'top': self.tracer.top_name(e.symbol, self.inst), 'width': width}
+        const = _constant_tree(e)
+        if const is not None:
+            return const
+        if e.kind == EK.UnaryOp and e.op in UNARY_OPS:
+            return {'op': UNARY_OPS[e.op], 'args': [self.expr(e.operand)]}
+        if e.kind == EK.BinaryOp and e.op in BINARY_OPS:
+            return {'op': BINARY_OPS[e.op], 'args': [self.expr(e.left), self.expr(e.right)]}
+        if e.kind == EK.Call and e.isSystemCall and e.subroutineName in TREE_CALLS:
+            args = [self.expr(a) for a in e.arguments if a is not None]
+            return {'op': 'call', 'name': e.subroutineName, 'args': args}
+        if e.kind == EK.AssertionInstance:
+            return self.prop(e.body)
+        return _opaque(e)
+
+    def prop(self, a: Any) -> dict:
+        """A sequence or property: a single boolean step, `##N expr` at its start, `not`,
+        `and`/`or` of properties; anything else is opaque."""
+        if a.kind == AK.Simple and a.repetition is None:
+            return self.expr(a.expr)
+        if a.kind == AK.SequenceConcat and len(a.elements) == 1:
+            return self.prop(a.elements[0].sequence)
+        if a.kind == AK.Unary and a.op == ast.UnaryAssertionOperator.Not:
+            return {'op': 'not', 'args': [self.prop(a.expr)]}
+        if a.kind == AK.Binary and a.op in PROPERTY_OPS:
+            return {'op': PROPERTY_OPS[a.op], 'args': [self.prop(a.left), self.prop(a.right)]}
+        return _opaque(a)
+
+
+@dataclass
+class AssertionResult:
+    """An assertion's fact (None where only its uses were asked for), and the clock and reset
+    uses it is evidence of."""
+
+    fact: AssertionFact | None
+    clock: ClockUse | None = None
+    reset: ResetUse | None = None
+
+
+class AssertionReader:
+    def __init__(self, src: Sources, tracer: PortTracer):
+        self.src = src
+        self.tracer = tracer
+
+    def read(self, site: AssertionSite, with_fact: bool) -> AssertionResult | None:
+        """with_fact false: another instance of the same module already gave the fact."""
+        stmt = site.stmt
+        action = ACTIONS.get(stmt.assertionKind)
+        if action is None:
+            return None  # restrict / expect
+        if isinstance(stmt, ast.ImmediateAssertionStatement):
+            return self._immediate(site, action, with_fact)
+        return self._concurrent(site, action, with_fact)
+
+    def _base(self, site: AssertionSite, kind: str, action: str, clock: EdgeEvent | None, text: str) -> AssertionFact:
+        loc = _start(site.stmt)
+        where = self.src.where(loc)
+        refs = references(site.stmt)
+        return AssertionFact(
+            kind=kind,
+            action=action,
+            file=where.file,
+            line=where.line,
+            column=where.column,
+            module=site.inst.module,
+            instance=site.inst.path,
+            clock=self._clock_ref(clock, site.inst),
+            disableIff=None,
+            antecedent=None,
+            consequent=text,
+            implication=None,
+            delay=0,
+            usesPast='$past' in refs.functions,
+            functions=refs.functions,
+            signals=[SignalRef(name=s.name, top=self.tracer.top_name(s, site.inst)) for s in refs.symbols.values()],
+            text=text,
+            fromMacro=self.src.from_macro(loc),
+            antecedentExpr=None,
+            consequentExpr=None,
+        )
+
+    def _clock_ref(self, clock: EdgeEvent | None, inst: Inst) -> ClockRef | None:
+        if clock is None:
+            return None
+        name = self.tracer.top_name(clock.symbol, inst) or clock.symbol.name
+        return ClockRef(signal=name, edge=clock.edge)
+
+    def _immediate(self, site: AssertionSite, action: str, with_fact: bool) -> AssertionResult:
+        if not with_fact:
+            return AssertionResult(None)
+        stmt = site.stmt
+        kind = 'deferred' if stmt.isDeferred or stmt.isFinal else 'immediate'
+        fact = self._base(site, kind, action, block_clock(site), syntax_text(stmt.cond.syntax))
+        fact['consequentExpr'] = ExprTrees(self.tracer, site.inst).expr(stmt.cond)
+        return AssertionResult(fact)
+
+    def _concurrent(self, site: AssertionSite, action: str, with_fact: bool) -> AssertionResult:
+        shape = peel_property(site.stmt.propertySpec)
+        clock = clock_of(shape.clock) or block_clock(site)
+        if clock is None and site.inst.default_clocking is not None:
+            clock = clock_of(site.inst.default_clocking.event)
+        disable_text, reset = self._disable(shape.disable, site.inst)
+        use = ClockUse(clock.symbol, site.inst, clock.edge) if clock is not None else None
+        if not with_fact:
+            return AssertionResult(None, use, reset)
+        fact = self._base(site, 'concurrent', action, clock, syntax_text(shape.text_node))
+        self._shape(fact, shape.body, ExprTrees(self.tracer, site.inst))
+        fact['disableIff'] = disable_text
+        return AssertionResult(fact, use, reset)
+
+    @staticmethod
+    def _shape(fact: AssertionFact, body: Any, trees: ExprTrees) -> None:
+        implication = IMPLICATIONS.get(body.op) if body.kind == AK.Binary else None
+        if implication is None:
+            fact['consequent'] = syntax_text(body.syntax)
+            fact['delay'] = leading_delay(body)
+            fact['consequentExpr'] = trees.prop(body)
+            return
+        fact['implication'], base = implication
+        fact['antecedent'] = syntax_text(body.left.syntax)
+        fact['consequent'] = syntax_text(body.right.syntax)
+        fact['delay'] = base + leading_delay(body.right)
+        fact['antecedentExpr'] = trees.prop(body.left)
+        fact['consequentExpr'] = trees.prop(body.right)
+
+    def _disable(self, condition: Any, inst: Inst) -> tuple[str | None, ResetUse | None]:
+        """The disable iff condition's text (the property's, else the module's default) and the
+        reset use it is evidence of."""
+        if condition is not None:
+            text = syntax_text(condition.syntax)
+            return text, disable_reset_use(condition, inst, text)
+        declaration = default_disable(inst)
+        if declaration is None:
+            return None, None
+        expr = _unparenthesized(declaration.expr)
+        text = syntax_text(expr)
+        return text, self._default_disable_use(expr, inst, text)
+
+    @staticmethod
+    def _default_disable_use(expr: Any, inst: Inst, text: str) -> ResetUse | None:
+        """`default disable iff (x)` / `(!x)`: slang keeps no bound expression, so look x up."""
+        active_low = False
+        if expr.kind in (syntax.SyntaxKind.UnaryLogicalNotExpression, syntax.SyntaxKind.UnaryBitwiseNotExpression):
+            active_low, expr = True, _unparenthesized(expr.operand)
+        if expr.kind != syntax.SyntaxKind.IdentifierName:
+            return None
+        symbol = inst.body.lookupName(expr.identifier.valueText)
+        if symbol is None or symbol.kind not in SIGNAL_SYMBOLS:
+            return None
+        return ResetUse(symbol, inst, active_low, False, f'default disable iff ({text}) in {inst.module}', False)
+
+
+def assertion_sites(inst: Inst, blocks: dict[str, tuple[EdgeBlock, ResetUse | None]]) -> list[AssertionSite]:
+    sites: list[AssertionSite] = []
+
+    def collect(root: Any, block: EdgeBlock | None, reset: ResetUse | None) -> None:
+        def on(node: Any) -> Any:
+            sites.append(AssertionSite(inst, node, block, reset))
+            return Skip
+
+        root.visit(lookup_table={StK.ConcurrentAssertion: on, StK.ImmediateAssertion: on})
+
+    for proc in inst.procedures:
+        block, reset = blocks.get(_key(proc), (None, None))
+        if proc.body is not None:
+            collect(proc.body, block, reset)
+    for routine in inst.subroutines:
+        collect(routine, None, None)
+    return sites
+
+
+# ---------------------------------------------------------------------------------------------
+# Includes
+# ---------------------------------------------------------------------------------------------
+
+
+def include_facts(tree: syntax.SyntaxTree, src: Sources) -> list[IncludeFact]:
+    out: list[IncludeFact] = []
+    seen: set[tuple] = set()
+    for meta in tree.getIncludeDirectives():
+        if not meta.buffer or not meta.buffer.id:
+            continue
+        where = src.where(_start(meta.syntax))
+        item: IncludeFact = {'file': src.path_of(meta.buffer.id) or meta.path, 'from': where.file, 'line': where.line}
+        key = tuple(item.values())
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The design's facts
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DesignFacts:
+    modules: list[ModuleFact]
+    clocks: list[ClockFact]
+    resets: list[ResetFact]
+    assertions: list[AssertionFact]
+
+
+def design_facts(top: ast.InstanceSymbol, src: Sources) -> DesignFacts:
+    instances = walk_hierarchy(top)
+    tracer = PortTracer(instances)
+    reader = AssertionReader(src, tracer)
+    reset_uses: list[ResetUse] = []
+    clock_uses: list[ClockUse] = []
+    assertions: list[AssertionFact] = []
+    seen_assertions: set[tuple] = set()
+    for inst in instances:
+        blocks: dict[str, tuple[EdgeBlock, ResetUse | None]] = {}
+        for proc in inst.procedures:
+            block = edge_block(proc, inst)
+            if block is None:
+                continue
+            reset = reset_use(block)
+            blocks[_key(proc)] = (block, reset)
+            reset_uses += [reset] if reset is not None else []
+            clock_uses += block_clock_uses(block, reset)
+        if inst.default_clocking is not None:
+            event = clock_of(inst.default_clocking.event)
+            clock_uses += [ClockUse(event.symbol, inst, event.edge)] if event else []
+        for site in assertion_sites(inst, blocks):
+            loc = _start(site.stmt)
+            key = (inst.module, loc.buffer.id, loc.offset)  # one entry per site of a module
+            result = reader.read(site, with_fact=key not in seen_assertions)
+            if result is None:
+                continue
+            seen_assertions.add(key)
+            clock_uses += [result.clock] if result.clock is not None else []
+            reset_uses += [result.reset] if result.reset is not None else []
+            assertions += [result.fact] if result.fact is not None else []
+    resets = reset_facts(reset_uses, tracer)
+    clocks = clock_facts(clock_uses, {r['signal'] for r in resets}, tracer)
+    return DesignFacts(module_facts(instances, src), clocks, resets, assertions)
+
+
+def _blank_response(candidates: list[str]) -> Response:
+    return Response(
+        version=SCHEMA_VERSION,
+        ok=False,
+        slang=pyslang.__version__,
+        diagnostics=[],
+        top=None,
+        topCandidates=candidates,
+        modules=[],
+        clocks=[],
+        resets=[],
+        assertions=[],
+        includes=[],
+    )
+
+
+def _readable(files: list[str]) -> tuple[list[str], list[Diagnostic]]:
+    found, problems = [], []
+    for path in files:
+        if os.path.isfile(path) and os.access(path, os.R_OK):
+            found.append(path)
+        else:
+            problems.append(_error(f"cannot read file '{path}'", Where(file=path)))
+    return found, problems
+
+
+def respond(req: Request) -> Response:
+    """Everything slang says about the design named by one request."""
+    response = _blank_response([])
+    files, problems = _readable(req.files)
+    response['diagnostics'] += problems
+    if not files:
+        return response
+    sm = pyslang.SourceManager()
+    tree = syntax.SyntaxTree.fromFiles(files, sm, _options(req, set()))
+    src = Sources(sm, files)
+    choice = choose_top(tree, req)
+    response['topCandidates'] = choice.candidates
+    response['includes'] = include_facts(tree, src)
+    if choice.instance is not None:
+        facts = design_facts(choice.instance, src)
+        response.update(
+            top=choice.instance.name, modules=facts.modules, clocks=facts.clocks, resets=facts.resets, assertions=facts.assertions
+        )
+    response['diagnostics'] += collect_diagnostics(choice.compilation, src)
+    if choice.error is not None:
+        response['diagnostics'].append(_error(choice.error))
+    response['ok'] = choice.instance is not None and not any(d['severity'] == 'error' for d in response['diagnostics'])
+    return response
+
+
+def safe_respond(req: Request) -> Response:
+    """respond(), with a failure inside slang or this script reported as a diagnostic."""
+    try:
+        return respond(req)
+    except Exception as exc:  # noqa: BLE001 - the caller gets a response whatever happens
+        response = _blank_response([])
+        response['diagnostics'].append(_error(f'internal error: {type(exc).__name__}: {exc}'))
+        return response
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+
+def _write(response: Response, out: Any) -> None:
+    out.write(json.dumps(response) + '\n')
+    out.flush()
+
+
+def _malformed(message: str) -> int:
+    print(f'slang_facts: malformed request: {message}', file=sys.stderr)
+    return 2
+
+
+def serve(stdin: Any, stdout: Any) -> int:
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            req = parse_request(json.loads(line))
+        except (json.JSONDecodeError, RequestError) as exc:
+            return _malformed(str(exc))
+        _write(safe_respond(req), stdout)
+    return 0
+
+
+def one_shot(path: str, stdout: Any) -> int:
+    try:
+        with open(path, encoding='utf-8') as handle:
+            req = parse_request(json.load(handle))
+    except (OSError, json.JSONDecodeError, RequestError) as exc:
+        return _malformed(str(exc))
+    _write(safe_respond(req), stdout)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv == ['--serve']:
+        return serve(sys.stdin, sys.stdout)
+    if len(argv) == 1 and not argv[0].startswith('-'):
+        return one_shot(argv[0], sys.stdout)
+    print('usage: slang_facts.py REQUEST.json | slang_facts.py --serve', file=sys.stderr)
+    return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

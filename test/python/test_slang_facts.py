@@ -1,0 +1,354 @@
+"""Tests of src/core/sim/slang/slang_facts.py, the slang design front end's Python half.
+
+Each fixture under test/fixtures/slang is one case written from the language reference; the
+script runs on it as the engine runs it (one-shot with a request file, and --serve), with the
+interpreter running these tests, which must have pyslang installed.
+Run: python -m pytest -p no:cacheprovider test/python
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / 'src' / 'core' / 'sim' / 'slang' / 'slang_facts.py'
+FIXTURES = ROOT / 'test' / 'fixtures' / 'slang'
+INCLUDE_DIR = FIXTURES / 'inc'
+
+RESPONSE_KEYS = {'version', 'ok', 'slang', 'diagnostics', 'top', 'topCandidates', 'modules', 'clocks', 'resets', 'assertions', 'includes'}
+ASSERTION_KEYS = {
+    'kind',
+    'action',
+    'file',
+    'line',
+    'column',
+    'module',
+    'instance',
+    'clock',
+    'disableIff',
+    'antecedent',
+    'consequent',
+    'implication',
+    'delay',
+    'usesPast',
+    'functions',
+    'signals',
+    'text',
+    'fromMacro',
+    'antecedentExpr',
+    'consequentExpr',
+}
+
+
+def request(*names: str, top: str | None = None, **extra: Any) -> dict:
+    req: dict[str, Any] = {'files': [str(FIXTURES / n) for n in names], 'top': top}
+    req.update(extra)
+    return req
+
+
+def facts(req: dict, tmp_path: Path) -> dict:
+    path = tmp_path / 'request.json'
+    path.write_text(json.dumps(req))
+    done = subprocess.run([sys.executable, str(SCRIPT), str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1
+    return json.loads(lines[0])
+
+
+def serve(lines: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), '--serve'], input=''.join(lines), capture_output=True, text=True, timeout=60)
+
+
+def only(items: list[dict], **match: Any) -> dict:
+    found = [i for i in items if all(i.get(k) == v for k, v in match.items())]
+    assert len(found) == 1, (match, items)
+    return found[0]
+
+
+def errors(resp: dict) -> list[dict]:
+    return [d for d in resp['diagnostics'] if d['severity'] == 'error']
+
+
+# --- resets and clocks ----------------------------------------------------------------------
+
+
+def test_active_low_sync_reset(tmp_path: Path) -> None:
+    resp = facts(request('sync_reset_low.sv'), tmp_path)
+    assert resp['ok'] and resp['top'] == 'sync_reset_low'
+    reset = only(resp['resets'], signal='rst_ni')
+    assert reset['activeLow'] is True and reset['async'] is False and reset['uses'] == 1
+    assert reset['evidence'] == 'always_ff @(posedge clk_i) if (!rst_ni) in sync_reset_low (sync)'
+    assert resp['clocks'] == [{'signal': 'clk_i', 'edge': 'pos', 'uses': 1}]
+
+
+def test_active_low_async_reset(tmp_path: Path) -> None:
+    resp = facts(request('async_reset_low.sv'), tmp_path)
+    assert resp['resets'] == [
+        {
+            'signal': 'rst_n',
+            'activeLow': True,
+            'async': True,
+            'uses': 1,
+            'evidence': 'always_ff @(posedge clk or negedge rst_n) if (!rst_n) in async_reset_low (async)',
+        }
+    ]
+    # The reset's negedge is no clock.
+    assert resp['clocks'] == [{'signal': 'clk', 'edge': 'pos', 'uses': 1}]
+
+
+def test_active_high_sync_reset_and_an_enable(tmp_path: Path) -> None:
+    resp = facts(request('sync_reset_high.sv'), tmp_path)
+    reset = only(resp['resets'], signal='reset')
+    assert reset['activeLow'] is False and reset['async'] is False
+    assert "if (reset == 1'b1)" in reset['evidence']
+    assert [r['signal'] for r in resp['resets']] == ['reset']  # `if (load) shadow <= value`
+    assert resp['clocks'] == [{'signal': 'clock', 'edge': 'pos', 'uses': 2}]
+
+
+def test_two_clocks_through_two_instances_of_one_module(tmp_path: Path) -> None:
+    resp = facts(request('two_clocks.sv'), tmp_path)
+    assert sorted(c['signal'] for c in resp['clocks']) == ['clk_a', 'clk_b']
+    assert all(c['edge'] == 'pos' and c['uses'] == 1 for c in resp['clocks'])
+    assert sorted(r['signal'] for r in resp['resets']) == ['rst_a_n', 'rst_b_n']
+    assert all(r['activeLow'] and r['async'] for r in resp['resets'])
+    top = only(resp['modules'], name='two_clocks')
+    assert top['instances'] == [{'name': 'u_a', 'module': 'tc_stage'}, {'name': 'u_b', 'module': 'tc_stage'}]
+    assert [m['name'] for m in resp['modules']] == ['two_clocks', 'tc_stage']
+
+
+def test_submodule_clock_and_reset_trace_to_top_ports(tmp_path: Path) -> None:
+    resp = facts(request('sub_wiring.sv'), tmp_path)
+    assert resp['ok']
+    assert [m['name'] for m in resp['modules']] == ['sub_wiring', 'sw_mid', 'sw_leaf']
+    assert resp['clocks'] == [{'signal': 'sys_clk', 'edge': 'pos', 'uses': 2}]
+    reset = only(resp['resets'], signal='sys_rst_n')
+    assert reset['activeLow'] and reset['async'] and reset['uses'] == 2
+    assert 'in sw_leaf' in reset['evidence']
+    assertion = only(resp['assertions'], module='sw_leaf')
+    assert assertion['instance'] == 'sub_wiring.u_mid.u_leaf'
+    assert assertion['clock'] == {'signal': 'sys_clk', 'edge': 'pos'}
+    assert assertion['signals'] == [
+        {'name': 'clk', 'top': 'sys_clk'},
+        {'name': 'rst_n', 'top': 'sys_rst_n'},
+        {'name': 'gnt', 'top': 'grants'},
+    ]
+
+
+def test_named_top_below_the_root(tmp_path: Path) -> None:
+    resp = facts(request('sub_wiring.sv', top='sw_mid'), tmp_path)
+    assert resp['ok'] and resp['top'] == 'sw_mid'
+    assert resp['topCandidates'] == ['sub_wiring']
+    assert resp['clocks'] == [{'signal': 'ck', 'edge': 'pos', 'uses': 2}]
+    assert [r['signal'] for r in resp['resets']] == ['rn']
+
+
+# --- assertions -----------------------------------------------------------------------------
+
+
+def test_named_property_with_disable_iff(tmp_path: Path) -> None:
+    resp = facts(request('prop_disable_iff.sv'), tmp_path)
+    a = only(resp['assertions'], action='assert')
+    assert set(a) == ASSERTION_KEYS
+    assert a['kind'] == 'concurrent' and a['module'] == 'prop_disable_iff'
+    assert a['clock'] == {'signal': 'clk', 'edge': 'pos'}
+    assert a['disableIff'] == '!rst_n'
+    assert (a['antecedent'], a['implication'], a['consequent'], a['delay']) == ('req', '|=>', 'ack', 1)
+    assert a['text'] == '@(posedge clk) disable iff (!rst_n) req |=> ack'
+    assert (a['line'], a['column']) == (18, 3)
+    assert a['file'] == str(FIXTURES / 'prop_disable_iff.sv')
+    assert a['fromMacro'] is False and a['usesPast'] is False
+    # The always_ff and the disable iff are both evidence of the same reset.
+    reset = only(resp['resets'], signal='rst_n')
+    assert reset['activeLow'] and not reset['async'] and reset['uses'] == 2
+
+
+def test_past_and_default_clocking(tmp_path: Path) -> None:
+    resp = facts(request('past.sv'), tmp_path)
+    a = only(resp['assertions'], action='assert')
+    assert a['usesPast'] is True and a['functions'] == ['$past']
+    assert a['clock'] == {'signal': 'clk', 'edge': 'pos'}
+    assert a['disableIff'] == 'rst'
+    assert a['consequent'] == "cnt == $past(cnt) + 8'd1" and a['delay'] == 1
+    cover = only(resp['assertions'], action='cover')
+    assert cover['implication'] is None and cover['antecedent'] is None
+    assert cover['consequent'] == "cnt == 8'hff ##1 cnt == 8'h00" and cover['delay'] == 0
+    assert only(resp['resets'], signal='rst')['activeLow'] is False
+
+
+def test_overlapping_implication_with_two_cycle_delay(tmp_path: Path) -> None:
+    resp = facts(request('delay2.sv'), tmp_path)
+    a = only(resp['assertions'], action='assert')
+    assert (a['antecedent'], a['implication'], a['consequent'], a['delay']) == ('start', '|->', '##2 done', 2)
+    assume = only(resp['assertions'], action='assume')
+    assert assume['functions'] == ['$isunknown'] and assume['delay'] == 0
+
+
+def test_immediate_and_deferred_assertions_in_always_comb(tmp_path: Path) -> None:
+    resp = facts(request('immediate_comb.sv'), tmp_path)
+    immediate = only(resp['assertions'], kind='immediate')
+    assert immediate['action'] == 'assert' and immediate['clock'] is None
+    assert immediate['consequent'] == immediate['text'] == "y != 4'hf"
+    assert immediate['functions'] == []  # the $error of the action block is not the check's
+    assert immediate['signals'] == [{'name': 'y', 'top': 'y'}]
+    deferred = only(resp['assertions'], kind='deferred')
+    assert deferred['functions'] == ['$countones']
+    assert resp['clocks'] == [] and resp['resets'] == []
+
+
+def test_onehot0_in_a_clocked_block(tmp_path: Path) -> None:
+    resp = facts(request('onehot0.sv'), tmp_path)
+    a = only(resp['assertions'], kind='concurrent')
+    assert a['functions'] == ['$onehot0'] and a['consequent'] == '$onehot0(sel)'
+    assert a['clock'] == {'signal': 'clk_i', 'edge': 'pos'}  # inferred from the always_ff
+    assert a['signals'] == [{'name': 'sel', 'top': 'sel'}]
+    assert only(resp['resets'], signal='rst_ni')['async'] is True
+
+
+def test_assertion_macro_follows_the_defines(tmp_path: Path) -> None:
+    plain = facts(request('macro_assert.sv'), tmp_path)
+    a = only(plain['assertions'], action='assert')
+    assert a['fromMacro'] is True
+    assert (a['line'], a['column']) == (15, 3)  # where the macro is used
+    assert (a['antecedent'], a['implication'], a['consequent']) == ('valid && !ready', '|=>', '$stable(data)')
+    assert a['functions'] == ['$stable'] and a['clock'] == {'signal': 'clk', 'edge': 'pos'}
+    verilator = facts(request('macro_assert.sv', defines=['VERILATOR']), tmp_path)
+    assert verilator['ok'] and verilator['assertions'] == []
+    undefined = facts(request('macro_assert.sv', defines=['VERILATOR'], undefines=['VERILATOR']), tmp_path)
+    assert len(undefined['assertions']) == 1
+
+
+def test_hierarchy_shapes(tmp_path: Path) -> None:
+    resp = facts(request('hierarchy_shapes.sv'), tmp_path)
+    assert resp['ok']
+    top = only(resp['modules'], name='hierarchy_shapes')
+    assert top['instances'] == [{'name': 'u_leaf[0]', 'module': 'hs_leaf'}, {'name': 'u_leaf[1]', 'module': 'hs_leaf'}]
+    # Both array elements reset from the same top port; the default disable iff adds evidence.
+    reset = only(resp['resets'], signal='rst')
+    assert reset['activeLow'] is False and reset['async'] is False and reset['uses'] == 5
+    assert reset['evidence'] == 'always_ff @(posedge c) if (r) in hs_leaf (sync)'
+    assert [c['signal'] for c in resp['clocks']] == ['clk']
+    in_generate = only(resp['assertions'], line=28)
+    assert in_generate['signals'] == [{'name': 'clk', 'top': 'clk'}, {'name': 'sel', 'top': 'sel'}, {'name': 'q', 'top': None}]
+    assert in_generate['disableIff'] == 'rst'  # the module's default disable iff
+    named_sequence = only(resp['assertions'], line=38)
+    assert (named_sequence['antecedent'], named_sequence['implication']) == ('s_pair', '|=>')
+    assert named_sequence['clock'] == {'signal': 'clk', 'edge': 'pos'}  # default clocking
+    by_block = only(resp['assertions'], line=39)
+    assert by_block['clock'] == {'signal': 'clk', 'edge': 'pos'}  # @(cb)
+    assert by_block['delay'] == 1
+    in_function = only(resp['assertions'], line=42)
+    assert in_function['kind'] == 'immediate' and in_function['clock'] is None
+
+
+# --- modules, ports, parameters ---------------------------------------------------------------
+
+
+def test_enum_and_packed_struct_ports(tmp_path: Path) -> None:
+    resp = facts(request('enum_port.sv'), tmp_path)
+    module = only(resp['modules'], name='enum_port')
+    assert module['file'] == str(FIXTURES / 'enum_port.sv') and module['line'] == 7
+    op = only(module['ports'], name='op')
+    assert op == {
+        'name': 'op',
+        'direction': 'input',
+        'width': 2,
+        'type': 'ep_pkg::op_e',
+        'enumMembers': [{'name': 'OP_NOP', 'value': 0}, {'name': 'OP_ADD', 'value': 1}, {'name': 'OP_SUB', 'value': 3}],
+        'packedStruct': False,
+    }
+    pkt = only(module['ports'], name='pkt')
+    assert pkt['packedStruct'] is True and pkt['width'] == 8 and pkt['enumMembers'] is None
+    assert only(module['ports'], name='x')['type'] == 'logic[7:0]'
+    assert only(module['ports'], name='y')['direction'] == 'output'
+    assert module['params'] == [
+        {'name': 'W', 'value': '8', 'local': False, 'type': False},
+        {'name': 'T', 'value': 'logic[7:0]', 'local': False, 'type': True},
+        {'name': 'W2', 'value': '16', 'local': True, 'type': False},
+    ]
+
+
+def test_top_parameter_override(tmp_path: Path) -> None:
+    resp = facts(request('enum_port.sv', params=['W=4']), tmp_path)
+    module = only(resp['modules'], name='enum_port')
+    assert only(module['params'], name='W')['value'] == '4'
+    assert only(module['ports'], name='y')['width'] == 4
+
+
+# --- includes, tops, errors -----------------------------------------------------------------
+
+
+def test_include_contributes_an_always_ff(tmp_path: Path) -> None:
+    resp = facts(request('include_top.sv', includeDirs=[str(INCLUDE_DIR)]), tmp_path)
+    assert resp['ok']
+    assert resp['includes'] == [{'file': str(INCLUDE_DIR / 'flop_body.svh'), 'from': str(FIXTURES / 'include_top.sv'), 'line': 8}]
+    assert only(resp['resets'], signal='rst_n')['async'] is True
+    assert resp['clocks'] == [{'signal': 'clk', 'edge': 'pos', 'uses': 1}]
+    missing = facts(request('include_top.sv'), tmp_path)
+    assert not missing['ok'] and errors(missing)
+
+
+def test_two_tops(tmp_path: Path) -> None:
+    resp = facts(request('two_tops.sv'), tmp_path)
+    assert resp['ok'] is False and resp['top'] is None
+    assert resp['topCandidates'] == ['top_alpha', 'top_beta']
+    assert [e['message'] for e in errors(resp)] == ['several top candidates: top_alpha, top_beta; name one with --top']
+    named = facts(request('two_tops.sv', top='top_beta'), tmp_path)
+    assert named['ok'] and named['top'] == 'top_beta'
+    assert [m['name'] for m in named['modules']] == ['top_beta']
+    unknown = facts(request('two_tops.sv', top='top_gamma'), tmp_path)
+    assert unknown['ok'] is False and unknown['top'] is None
+    message = errors(unknown)[0]['message']
+    assert 'top_gamma' in message and 'top_alpha, top_beta' in message
+
+
+def test_syntax_error(tmp_path: Path) -> None:
+    resp = facts(request('syntax_error.sv'), tmp_path)
+    assert resp['ok'] is False
+    error = errors(resp)[0]
+    assert error['file'] == str(FIXTURES / 'syntax_error.sv')
+    assert error['line'] == 3 and isinstance(error['column'], int)
+
+
+def test_missing_file_is_a_diagnostic(tmp_path: Path) -> None:
+    resp = facts({'files': [str(tmp_path / 'absent.sv')]}, tmp_path)
+    assert resp['ok'] is False and 'absent.sv' in errors(resp)[0]['message']
+
+
+def test_response_keys(tmp_path: Path) -> None:
+    resp = facts(request('sub_wiring.sv'), tmp_path)
+    assert set(resp) == RESPONSE_KEYS
+    assert resp['version'] == 1 and isinstance(resp['slang'], str)
+
+
+# --- the command line -----------------------------------------------------------------------
+
+FIXTURE_FILES = sorted(p.name for p in FIXTURES.glob('*.sv'))
+
+
+def test_serve_answers_each_line_as_one_shot_does(tmp_path: Path) -> None:
+    requests = [request(n, includeDirs=[str(INCLUDE_DIR)]) for n in FIXTURE_FILES]
+    done = serve([json.dumps(r) + '\n' for r in requests] + ['\n'])
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(requests)
+    for req, answer in zip(requests, answers, strict=True):
+        assert answer == facts(req, tmp_path), req['files']
+
+
+@pytest.mark.parametrize(
+    'line', ['{"files": "a.sv"}\n', 'not json\n', '{"files": []}\n', '{"files": ["a.sv"], "include_dirs": []}\n', '[]\n']
+)
+def test_malformed_request_exits_2(line: str, tmp_path: Path) -> None:
+    done = serve([line])
+    assert done.returncode == 2 and 'malformed request' in done.stderr and done.stdout == ''
+    path = tmp_path / 'bad.json'
+    path.write_text(line)
+    one = subprocess.run([sys.executable, str(SCRIPT), str(path)], capture_output=True, text=True, timeout=60)
+    assert one.returncode == 2 and 'malformed request' in one.stderr

@@ -1,0 +1,118 @@
+// Property structure to stimulus rules (generate/propertyRules.ts), one case per construct, on the
+// facts the slang front end gives (design/facts.ts shapes, written out by hand here): what the
+// testbench's step() does, and where no rule can come from the structure.
+import { describe, expect, it } from 'vitest';
+import { propertyRule } from '../../src/core/generate/propertyRules.js';
+import type { FactAssertion, FactExpr } from '../../src/core/design/facts.js';
+import type { PortInfo } from '../../src/core/design/types.js';
+import type { Roles } from '../../src/core/generate/roles.js';
+
+const port = (name: string, direction: PortInfo['direction'] = 'input', width = 1): PortInfo => ({
+  name,
+  direction,
+  width,
+  packedDims: width > 1 ? [[width - 1, 0]] : [],
+  unpackedDims: [],
+  signed: false,
+  typeName: 'logic',
+  kind: 'basic',
+  line: 1,
+});
+const clk = port('clk');
+const rst = port('rst_n');
+const roles: Roles = {
+  clocks: [{ port: clk, halfPeriodNs: 5, activeEdge: 'pos' }],
+  resets: [{ port: rst, activeLow: true, async: true }],
+  data: [port('push'), port('valid'), port('data', 'input', 8), port('sel', 'input', 4), port('op', 'input', 2), port('start')],
+  outputs: [port('full', 'output'), port('ready', 'output')],
+};
+
+const id = (name: string, top: string | null = name): FactExpr => ({ op: 'id', name, top });
+const not = (e: FactExpr): FactExpr => ({ op: 'not', args: [e] });
+const and = (...args: FactExpr[]): FactExpr => ({ op: 'and', args });
+const call = (name: string, ...args: FactExpr[]): FactExpr => ({ op: 'call', name, args });
+
+function prop(p: Partial<FactAssertion> & { consequentExpr: FactExpr }): FactAssertion {
+  return {
+    kind: 'concurrent',
+    action: 'assert',
+    file: '/d/ip.sv',
+    line: 7,
+    column: 3,
+    module: 'ip',
+    instance: 'ip',
+    clock: { signal: 'clk', edge: 'pos' },
+    disableIff: '!rst_n',
+    antecedent: p.antecedentExpr ? 'a' : null,
+    consequent: 'c',
+    implication: p.antecedentExpr ? '|->' : null,
+    delay: 0,
+    usesPast: false,
+    functions: [],
+    signals: [],
+    text: 'text',
+    fromMacro: false,
+    ...p,
+  };
+}
+
+describe('property to stimulus rule', () => {
+  it('|-> on an output (push |-> !full): the input is dropped while the output forbids it', () => {
+    const r = propertyRule(prop({ antecedentExpr: id('push'), consequentExpr: not(id('full')) }), roles, 0);
+    expect(r).toMatchObject({ level: 'gate', site: 'ip.sv:7', statements: ["if (full && push) begin push = '0; end"] });
+  });
+
+  it('|=> with $stable on inputs: a register remembers the antecedent, the inputs meet the consequent one edge later', () => {
+    const r = propertyRule(
+      prop({
+        antecedentExpr: and(id('valid'), not(id('ready'))),
+        consequentExpr: and(id('valid'), call('$stable', id('data'))),
+        implication: '|=>',
+        delay: 1,
+      }),
+      roles,
+      3,
+    )!;
+    expect(r.level).toBe('oblige');
+    expect(r.statements).toEqual(["if (chorus_ante_3[0]) begin valid = 1'b1; data = chorus_past_clk_data; end"]);
+    expect(r.declarations).toEqual([
+      "logic [0:0] chorus_ante_3 = '0;",
+      'always @(posedge clk) chorus_ante_3 <= (valid && !(ready));',
+      "logic [7:0] chorus_past_clk_data = '0;",
+      'always @(posedge clk) chorus_past_clk_data <= data;',
+    ]);
+  });
+
+  it('|-> ##2 on an input: a two-stage shift register', () => {
+    const r = propertyRule(prop({ antecedentExpr: id('start'), consequentExpr: id('valid'), delay: 2 }), roles, 1)!;
+    expect(r.statements).toEqual(["if (chorus_ante_1[1]) begin valid = 1'b1; end"]);
+    expect(r.declarations[1]).toBe('always @(posedge clk) chorus_ante_1 <= {chorus_ante_1[0:0], start};');
+  });
+
+  it('$onehot0 and a forbidden encoding of inputs are met directly', () => {
+    expect(propertyRule(prop({ consequentExpr: call('$onehot0', id('sel')) }), roles, 0)!.statements).toEqual([
+      "sel = sel & (~sel + 1'b1);",
+    ]);
+    const ne: FactExpr = { op: 'ne', args: [id('op'), { op: 'const', value: "2'd3", width: 2 }] };
+    expect(propertyRule(prop({ consequentExpr: ne }), roles, 0)!.statements).toEqual(["if (op == 2'd3) op = op + 1'b1;"]);
+  });
+
+  it('$past in the consequent on an input (start |-> !$past(start)): the start is dropped after one', () => {
+    const r = propertyRule(prop({ antecedentExpr: id('start'), consequentExpr: not(call('$past', id('start'))) }), roles, 0)!;
+    expect(r.level).toBe('gate');
+    expect(r.statements).toEqual(["if (chorus_past_clk_start && start) begin start = '0; end"]);
+    expect(r.declarations).toContain('always @(posedge clk) chorus_past_clk_start <= start;');
+  });
+
+  it('|=> on an output the design must produce: no rule until it fires; then the antecedent is avoided', () => {
+    const p = prop({ antecedentExpr: id('push'), consequentExpr: id('ready'), implication: '|=>', delay: 1 });
+    expect(propertyRule(p, roles, 0)).toBeNull();
+    expect(propertyRule(p, roles, 0, true)).toMatchObject({ level: 'gate', statements: ["if (push) begin push = '0; end"] });
+  });
+
+  it('look-alikes: an internal signal, an opaque sequence, a cover: no rule', () => {
+    expect(propertyRule(prop({ antecedentExpr: id('state_q', null), consequentExpr: not(id('full')) }), roles, 0)).toBeNull();
+    expect(propertyRule(prop({ consequentExpr: { op: 'opaque', text: 'a [*3]' } }), roles, 0)).toBeNull();
+    expect(propertyRule(prop({ action: 'cover', consequentExpr: id('valid') }), roles, 0)).toBeNull();
+  });
+});
