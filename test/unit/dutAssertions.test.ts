@@ -2,7 +2,9 @@
 // the design's source, folding repeated diagnostics, the summary sentence, a failed round's one
 // line, and the feedback turn (unchanged when nothing fired).
 import { describe, expect, it } from 'vitest';
-import { assertionSummary, failureReason, formatSimTime, legalFailure } from '../../src/core/sim/assertions.js';
+import { assertionSummary, failureReason, formatSimTime, legalFailure, runFailure, withVerdict } from '../../src/core/sim/assertions.js';
+import { illegalRevision } from '../../src/core/run/refinement.js';
+import { exitCodeFor } from '../../src/cli/command.js';
 import { assertionKind, dutAssertionsOf } from '../../src/core/sim/verilator/dutAssertions.js';
 import { foldRepeats, MAX_FOLDED_DIAGNOSTICS } from '../../src/core/sim/verilator/diagnostics.js';
 import type { Diagnostic, DutAssertion, SimResult } from '../../src/core/sim/result.js';
@@ -241,5 +243,36 @@ describe('feedbackTurn', () => {
     expect(t).toContain(
       "- coverage: coverage table\n- dut_assertions: the stimulus broke the design's assertions 3,048 times, first at fifo.sv:44 at 125 ns: push while full. Drive the design only as its assertions allow.\n\n",
     );
+  });
+});
+
+describe('a fired assertion is a failed run, in every score mode', () => {
+  it('runFailure/withVerdict: paper keeps its reward but the verdict is failed; a clean run passes', () => {
+    const fired = result({ dutAssertions: [A()] });
+    expect(runFailure(fired)).toBe(
+      "assertions failed: the stimulus broke the design's assertions 3,048 times, first at fifo.sv:44 at 125 ns: push while full",
+    );
+    expect(withVerdict(fired).verdict).toEqual({ passed: false, failure: runFailure(fired) });
+    expect(withVerdict(fired).reward).toBe(1.5);
+    expect(withVerdict(result()).verdict).toEqual({ passed: true });
+    expect(runFailure(result({ status: 'xrun_failed', stage: 'build', err_msg: 'tb.sv:3: syntax error' }))).toBe(
+      'xrun_failed at build: tb.sv:3: syntax error',
+    );
+  });
+
+  it('exit status 1 for a run that broke the design; 0 for a clean one', () => {
+    expect(exitCodeFor(result({ dutAssertions: [A()] }))).toBe(1);
+    expect(exitCodeFor(result())).toBe(0);
+  });
+
+  it('refine keeps a legal testbench over an illegal revision, whatever its coverage; anything else may be replaced', () => {
+    const legal = result();
+    const illegal = result({ dutAssertions: [A({ count: 2 })] });
+    expect(illegalRevision(legal, illegal)).toMatch(
+      /^the revision was not kept: the stimulus broke the design's assertions 2 times, first at fifo\.sv:44 at 125 ns: push while full, and the testbench it refines broke none/,
+    );
+    expect(illegalRevision(illegal, illegal)).toBeUndefined();
+    expect(illegalRevision(legal, legal)).toBeUndefined();
+    expect(illegalRevision(result({ status: 'xrun_failed' }), illegal)).toBeUndefined();
   });
 });
