@@ -112,6 +112,27 @@ def test_active_high_sync_reset_and_an_enable(tmp_path: Path) -> None:
     assert resp['clocks'] == [{'signal': 'clock', 'edge': 'pos', 'uses': 2}]
 
 
+def test_sync_reset_written_last_overrides_the_block(tmp_path: Path) -> None:
+    resp = facts(request('sync_reset_last.sv'), tmp_path)
+    reset = only(resp['resets'], signal='reset')
+    assert reset['activeLow'] is False and reset['async'] is False
+    assert [r['signal'] for r in resp['resets']] == ['reset']  # `in`, the data, is no reset
+
+
+def test_async_reset_whose_branch_loops_over_an_array(tmp_path: Path) -> None:
+    src = tmp_path / 'loop_reset.sv'
+    src.write_text(
+        'module loop_reset(input logic clk, areset, d, output logic [1:0] q [4]);\n'
+        '  always @(posedge clk, posedge areset)\n'
+        "    if (areset) begin for (int i = 0; i < 4; i++) q[i] <= 2'd1; end\n"
+        "    else q[0] <= {1'b0, d};\n"
+        'endmodule\n'
+    )
+    resp = facts({'files': [str(src)], 'top': None}, tmp_path)
+    assert [(r['signal'], r['activeLow'], r['async']) for r in resp['resets']] == [('areset', False, True)]
+    assert [c['signal'] for c in resp['clocks']] == ['clk']  # the reset's edge is no clock
+
+
 def test_two_clocks_through_two_instances_of_one_module(tmp_path: Path) -> None:
     resp = facts(request('two_clocks.sv'), tmp_path)
     assert sorted(c['signal'] for c in resp['clocks']) == ['clk_a', 'clk_b']

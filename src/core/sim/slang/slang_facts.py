@@ -740,8 +740,26 @@ def assigns_only_constants(stmt: Any) -> bool:
     return constant
 
 
+def last_if(stmt: Any) -> Any:
+    """The last statement of a block body when it is an if without else: `if (reset) q <= 0;`
+    written after the block's other assignments overrides them, as a synchronous reset does."""
+    while stmt is not None and stmt.kind == StK.Block:
+        stmt = stmt.body
+    if stmt is None or stmt.kind != StK.List:
+        return None
+    real = [s for s in stmt.list if s.kind not in (StK.Empty, StK.VariableDeclaration)]
+    last = real[-1] if len(real) > 1 else None
+    if last is None or last.kind != StK.Conditional or last.ifFalse is not None or len(last.conditions) != 1:
+        return None
+    return last
+
+
 def reset_use(block: EdgeBlock) -> ResetUse | None:
-    cond_stmt = first_if(block.timed.stmt)
+    use = _reset_use_at(block, first_if(block.timed.stmt), last=False)
+    return use or _reset_use_at(block, last_if(block.timed.stmt), last=True)
+
+
+def _reset_use_at(block: EdgeBlock, cond_stmt: Any, last: bool) -> ResetUse | None:
     if cond_stmt is None or len(cond_stmt.conditions) != 1:
         return None
     condition = cond_stmt.conditions[0]
@@ -757,8 +775,8 @@ def reset_use(block: EdgeBlock) -> ResetUse | None:
     # An edge of the block tested first, with the polarity of its edge, is an asynchronous reset
     # whatever its branch does; without an edge, only a branch that stores constants (and has an
     # else) tells a synchronous reset from an enable.
-    if edge is None and cond_stmt.ifFalse is None:
-        return None  # a lone `if (x)` in a clocked block is an enable
+    if edge is None and cond_stmt.ifFalse is None and not last:
+        return None  # a lone `if (x)` first in a clocked block is an enable
     if edge is None and not assigns_only_constants(cond_stmt.ifTrue):
         return None
     mode = 'async' if edge is not None else 'sync'
