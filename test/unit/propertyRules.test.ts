@@ -62,6 +62,12 @@ describe('property to stimulus rule', () => {
     expect(r).toMatchObject({ level: 'gate', site: 'ip.sv:7', statements: ["if (full && push) begin push = '0; end"] });
   });
 
+  it('`~x` of one bit is a negation (full |-> ~push): the input is met, not left to chance', () => {
+    const w1 = (name: string): FactExpr => ({ op: 'id', name, top: name, width: 1 });
+    const r = propertyRule(prop({ antecedentExpr: w1('full'), consequentExpr: { op: 'bitnot', args: [w1('push')] } }), roles, 0);
+    expect(r).toMatchObject({ level: 'oblige', statements: ["if (full) begin push = '0; end"] });
+  });
+
   it('|=> with $stable on inputs: a register remembers the antecedent, the inputs meet the consequent one edge later', () => {
     const r = propertyRule(
       prop({

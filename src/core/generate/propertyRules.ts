@@ -150,7 +150,7 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
   }
   const p = settable(e, c, roles);
   if (p) return p.width === 1 ? [`${p.name} = 1'b1;`] : null;
-  if (e.op === 'not') {
+  if (isNot(e)) {
     const q = settable(e.args[0], c, roles);
     return q ? [`${q.name} = '0;`] : null;
   }
@@ -175,9 +175,17 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
   return null;
 }
 
+/** `!x`, or `~x` of one bit (the same thing): the forms a negation takes in a property. */
+function isNot(e: FactExpr): e is { op: 'not' | 'bitnot'; args: FactExpr[] } {
+  if (e.op === 'not') return true;
+  if (e.op !== 'bitnot') return false;
+  const a = e.args[0];
+  return a.op === 'id' && a.width === 1;
+}
+
 /** Conjunctions of `e` (negated when `neg`), each a list of parts: at most 8, or null. */
 function dnf(e: FactExpr, neg: boolean): FactExpr[][] | null {
-  if (e.op === 'not') return dnf(e.args[0], !neg);
+  if (isNot(e)) return dnf(e.args[0], !neg);
   if (e.op === 'and' || e.op === 'or') {
     const conj = (e.op === 'and') !== neg;
     const parts = e.args.map((a) => dnf(a, neg));
@@ -208,7 +216,7 @@ function avoid(v: FactExpr, c: Ctx, roles: Roles): string[] | null {
   for (const conj of conjs) {
     let done = false;
     // Prefer an input the violation needs high (dropping it is the least intrusive change).
-    const order = [...conj.keys()].sort((a, b) => Number(conj[a].op === 'not') - Number(conj[b].op === 'not'));
+    const order = [...conj.keys()].sort((a, b) => Number(isNot(conj[a])) - Number(isNot(conj[b])));
     for (const i of order) {
       const fix = makeTrue({ op: 'not', args: [conj[i]] }, c, roles) ?? flipNegated(conj[i], c, roles);
       if (!fix) continue;
@@ -226,9 +234,9 @@ function avoid(v: FactExpr, c: Ctx, roles: Roles): string[] | null {
 
 /** `!x` of a 1-bit input made false: x high. */
 function flipNegated(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
-  if (e.op !== 'not') return null;
+  if (!isNot(e)) return null;
   const inner = e.args[0];
-  if (inner.op === 'not') return makeTrue({ op: 'not', args: [inner.args[0]] }, c, roles);
+  if (isNot(inner)) return makeTrue({ op: 'not', args: [inner.args[0]] }, c, roles);
   return makeTrue(inner, c, roles);
 }
 

@@ -1013,6 +1013,8 @@ def _opaque(node: Any) -> dict:
 def _constant_tree(expr: Any) -> dict | None:
     """A constant (literal, parameter, enum member) as a sized literal the testbench can write."""
     value = expr.constant
+    if value is None and expr.kind == EK.NamedValue and expr.symbol.kind in (SK.Parameter, SK.EnumValue):
+        value = expr.symbol.value  # a parameter's or enum member's elaborated value
     if value is None or expr.kind == EK.NamedValue and expr.symbol.kind in SIGNAL_SYMBOLS:
         return None
     width = int(expr.type.bitWidth) if expr.type is not None else 0
@@ -1044,6 +1046,8 @@ class ExprTrees:
             return const
         if e.kind == EK.UnaryOp and e.op in UNARY_OPS:
             return {'op': UNARY_OPS[e.op], 'args': [self.expr(e.operand)]}
+        if e.kind == EK.BinaryOp and e.op == ast.BinaryOperator.LogicalImplication:  # a -> b
+            return {'op': 'or', 'args': [{'op': 'not', 'args': [self.expr(e.left)]}, self.expr(e.right)]}
         if e.kind == EK.BinaryOp and e.op in BINARY_OPS:
             return {'op': BINARY_OPS[e.op], 'args': [self.expr(e.left), self.expr(e.right)]}
         if e.kind == EK.Call and e.isSystemCall and e.subroutineName in TREE_CALLS:
