@@ -12,6 +12,8 @@ import { hiddenFromVerilator, type DesignFacts } from '../design/facts.js';
 
 export type { DesignOptions, PreparedDesign } from '../design/prepare.js';
 export type { DesignInfo, DesignSpec } from '../design/types.js';
+export { designFacts } from '../sim/slang/frontEnd.js';
+export type { DesignFacts } from '../design/facts.js';
 
 export interface LoadedDesign {
   design: DesignSpec;

@@ -1,0 +1,122 @@
+// bench/ip's generation step: the model-free generator through the CLI, as a user runs it
+// (`chorus generate <files> --top T -I.. -D.. -G.. --out tb.sv --json`), and the coverage of the
+// best round with its reachable ceiling, read from the run folder's summary.json.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runBounded } from './proc.js';
+
+export interface GenerateOutcome {
+  /** The best testbench was written to tbFile. */
+  written: boolean;
+  tbTop?: string;
+  /** Overall coverage after waivers, and the reachable ceiling, as fractions. */
+  coverage?: number;
+  ceiling?: number;
+  /** Coverage points behind the overall figure (block + toggle, after waivers). */
+  points?: number;
+  rounds?: number;
+  scaledParams?: unknown[];
+  /** The CLI's verdict failure line, when it gave one. */
+  verdict?: string;
+  exitCode: number | null;
+  error?: string;
+  seconds: number;
+}
+
+export interface GenerateRequest {
+  cli: string;
+  repoDir: string;
+  files: string[];
+  top: string;
+  flags: string[];
+  rounds: number;
+  dutInstance: string;
+  tbFile: string;
+  runsDir: string;
+  logFile: string;
+  timeoutS: number;
+}
+
+export async function generate(q: GenerateRequest): Promise<GenerateOutcome> {
+  const args = [
+    q.cli,
+    'generate',
+    ...q.files,
+    '--top',
+    q.top,
+    ...q.flags,
+    '--rounds',
+    String(q.rounds),
+    '--instance',
+    q.dutInstance,
+    '--out',
+    q.tbFile,
+    '--force',
+    '--out-dir',
+    q.runsDir,
+    '--json',
+  ];
+  const r = await runBounded(process.execPath, args, { cwd: q.repoDir, timeoutS: q.timeoutS });
+  writeFileSync(q.logFile, `$ node ${args.join(' ')}\n${r.stderr}`);
+  const base = { exitCode: r.code, seconds: r.seconds, written: existsSync(q.tbFile) };
+  if (r.timedOut) return { ...base, error: `generate timed out after ${q.timeoutS} s` };
+  const record = parseRecord(r.stdout);
+  if (!record) return { ...base, error: lastLine(r.stderr) || `exit status ${r.code}` };
+  return { ...base, ...bestRound(record), verdict: record.verdict?.failure, scaledParams: record.scaled_params };
+}
+
+interface RunRecord {
+  run_dir?: string;
+  best?: { sample: number; round: number };
+  rounds?: { sample: number; round: number }[];
+  scaled_params?: unknown[];
+  verdict?: { passed?: boolean; failure?: string };
+}
+
+interface Figures {
+  overall: number;
+  tallies: Record<string, { covered: number; total: number }>;
+}
+
+/** Coverage, ceiling and points of the best round, from the run folder's summary.json. */
+function bestRound(record: RunRecord): Partial<GenerateOutcome> {
+  const summaryPath = record.run_dir ? join(record.run_dir, 'summary.json') : '';
+  if (!record.best || !existsSync(summaryPath)) return { error: 'no best round in the run record' };
+  const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as {
+    rounds: {
+      sample: number;
+      round: number;
+      result: { tbTop?: string; status?: string; err_msg?: string; coverage?: { waived: Figures; ceiling?: { figures: Figures } } };
+    }[];
+  };
+  const best = summary.rounds.find((x) => x.sample === record.best!.sample && x.round === record.best!.round);
+  const cov = best?.result.coverage;
+  if (!cov)
+    return { error: `no round measured coverage (best round: ${best?.result.status}: ${best?.result.err_msg?.split('\n')[0] ?? ''})` };
+  const t = cov.waived.tallies;
+  return {
+    tbTop: best.result.tbTop,
+    coverage: cov.waived.overall,
+    ceiling: cov.ceiling?.figures.overall,
+    points: (t.block?.total ?? 0) + (t.toggle?.total ?? 0),
+    rounds: summary.rounds.length,
+  };
+}
+
+function parseRecord(stdout: string): RunRecord | null {
+  try {
+    return JSON.parse(stdout) as RunRecord;
+  } catch {
+    return null;
+  }
+}
+
+function lastLine(text: string): string {
+  return (
+    text
+      .trim()
+      .split('\n')
+      .filter((l) => l.trim())
+      .pop() ?? ''
+  ).slice(0, 300);
+}
