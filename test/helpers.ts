@@ -8,6 +8,7 @@ import { loadDesign } from '../src/core/run/design.js';
 import { VerilatorSimulator } from '../src/core/sim/verilator/backend.js';
 import type { SimRequest } from '../src/core/sim/simulator.js';
 import type { RunResult } from '../src/core/util/proc.js';
+import type { PortInfo } from '../src/core/design/types.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const examples = join(repoRoot, 'examples');
@@ -104,3 +105,16 @@ export const generateWithCachedModelArgs = (model: string, design: string): stri
   '2',
   design,
 ];
+
+/** A plain port of the given direction and packed width (unit tests of roles, rules, protocols). */
+export const portInfo = (name: string, direction: PortInfo['direction'] = 'input', width = 1): PortInfo => ({
+  name,
+  direction,
+  width,
+  packedDims: width > 1 ? [[width - 1, 0]] : [],
+  unpackedDims: [],
+  signed: false,
+  typeName: 'logic',
+  kind: 'basic',
+  line: 1,
+});

@@ -1,23 +1,14 @@
 // Protocol recognition and parameter scaling of the built-in generator, on port lists and
 // introspection facts written by hand (the integration tests run the same on real designs).
 import { describe, expect, it } from 'vitest';
+import { portInfo } from '../helpers.js';
 import type { DesignInfo, ModuleInfo, ParamInfo, PortInfo } from '../../src/core/design/types.js';
 import { assignRoles } from '../../src/core/generate/roles.js';
 import { describeProtocols, detectProtocols, stem } from '../../src/core/generate/protocols/detect.js';
 import { emitProtocols } from '../../src/core/generate/protocols/emit.js';
 import { scaleCandidates, scaleParams } from '../../src/core/generate/params.js';
 
-const port = (name: string, direction: PortInfo['direction'] = 'input', width = 1): PortInfo => ({
-  name,
-  direction,
-  width,
-  packedDims: width > 1 ? [[width - 1, 0]] : [],
-  unpackedDims: [],
-  signed: false,
-  typeName: 'logic',
-  kind: 'basic',
-  line: 1,
-});
+const port = portInfo;
 const param = (name: string, value: string, local = false): ParamInfo => ({ name, value, isType: false, local });
 const mod = (ports: PortInfo[], o: Partial<ModuleInfo> = {}): ModuleInfo => ({
   name: 'dut',

@@ -2,22 +2,12 @@
 // facts the slang front end gives (design/facts.ts shapes, written out by hand here): what the
 // testbench's step() does, and where no rule can come from the structure.
 import { describe, expect, it } from 'vitest';
+import { portInfo } from '../helpers.js';
 import { propertyRule } from '../../src/core/generate/propertyRules.js';
 import type { FactAssertion, FactExpr } from '../../src/core/design/facts.js';
-import type { PortInfo } from '../../src/core/design/types.js';
 import type { Roles } from '../../src/core/generate/roles.js';
 
-const port = (name: string, direction: PortInfo['direction'] = 'input', width = 1): PortInfo => ({
-  name,
-  direction,
-  width,
-  packedDims: width > 1 ? [[width - 1, 0]] : [],
-  unpackedDims: [],
-  signed: false,
-  typeName: 'logic',
-  kind: 'basic',
-  line: 1,
-});
+const port = portInfo;
 const clk = port('clk');
 const rst = port('rst_n');
 const roles: Roles = {

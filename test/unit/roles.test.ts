@@ -1,19 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { portInfo } from '../helpers.js';
 import { assignRoles } from '../../src/core/generate/roles.js';
 import type { ModuleInfo, PortInfo } from '../../src/core/design/types.js';
 import { cornerValues, literal, randomExpr, withNeighbours } from '../../src/core/generate/values.js';
 
-const port = (name: string, direction: PortInfo['direction'] = 'input', width = 1): PortInfo => ({
-  name,
-  direction,
-  width,
-  packedDims: width > 1 ? [[width - 1, 0]] : [],
-  unpackedDims: [],
-  signed: false,
-  typeName: 'logic',
-  kind: 'basic',
-  line: 1,
-});
+const port = portInfo;
 const mod = (ports: PortInfo[], edges: ModuleInfo['edges'] = {}): ModuleInfo => ({
   name: 'm',
   file: 'm.sv',
