@@ -19,7 +19,7 @@ const production = process.argv.includes('--production');
 
 mkdirSync('dist', { recursive: true });
 for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`src/core/sim/verilator/${f}`, `dist/${f}`);
-copyFileSync('src/core/sim/slang/slang_facts.py', 'dist/slang_facts.py');
+for (const f of ['slang_facts.py', 'slang_integrity.py']) copyFileSync(`src/core/sim/slang/${f}`, `dist/${f}`);
 
 const bundles = [
   // The extension host loads CommonJS (package.json is "type": "module"); only `vscode` is external.
@@ -83,7 +83,15 @@ if (process.argv.includes('--package') && !process.argv.includes('--watch')) {
     recursive: true,
     filter: (src) => basename(src) !== 'chorus-out' && !lstatSync(src).isSymbolicLink(),
   });
-  for (const f of ['extension.cjs', 'extension-worker.mjs', 'webview.js', 'chorus_main.cpp', 'chorus_model.cpp', 'slang_facts.py'])
+  for (const f of [
+    'extension.cjs',
+    'extension-worker.mjs',
+    'webview.js',
+    'chorus_main.cpp',
+    'chorus_model.cpp',
+    'slang_facts.py',
+    'slang_integrity.py',
+  ])
     copyFileSync(`dist/${f}`, `${stage}/dist/${f}`);
   // The llama.cpp engine: node-llama-cpp with what it imports at run time and its linux-x64 CPU
   // build (@node-llama-cpp/linux-x64, 29 MB). The CUDA and Vulkan builds (180-360 MB each) stay out:

@@ -94,9 +94,10 @@ describe("the check sees what the build compiles (Verilator's -E and parse of th
     const dir = scratchDir('chorus-dutown-');
     writeFileSync(
       join(dir, 'counter.sv'),
-      `${read(counter)}\nmodule logger; integer fd; initial fd = $fopen("/tmp/chorus_dut_log", "w"); endmodule\n`,
+      // The design's own logger, instantiated by the design (a testbench may not instantiate it).
+      `${read(counter).replace(/endmodule\s*$/, '  logger lg();\nendmodule\n')}\nmodule logger; integer fd; initial fd = $fopen("/tmp/chorus_dut_log", "w"); endmodule\n`,
     );
-    const r = await simulate([join(dir, 'counter.sv')], tb('  logger lg();'), { top: 'counter' });
+    const r = await simulate([join(dir, 'counter.sv')], tb(''), { top: 'counter' });
     expect(r.diagnostics.filter((d) => d.stage === 'check')).toEqual([]);
     expect(r.status).toBe('success');
   });

@@ -127,6 +127,8 @@ interface Attack {
   /** 'always': the static check refuses it, jail or not. 'unjailed': refused without a jail; with
    * one it runs (or fails to compile) and finds nothing. 'never': harmless, it runs either way. */
   refused: 'always' | 'unjailed' | 'never';
+  /** The refusal's code when not CHORUS-FILE. */
+  code?: string;
   /** Needs the design directory's symlinks or dot-files (engine only: the service writes its own design directory). */
   designDir?: boolean;
 }
@@ -204,11 +206,14 @@ const ATTACKS: Attack[] = [
     designDir: true,
   },
   {
+    // A design module besides the one under test: refused whatever it reads (issue 40).
     name: 'a design parameter that names the file ($readmemh inside the DUT)',
     tb: () =>
       tbWith(`  rom #(.F("${SECRET}")) r ();
   initial begin #1 $display("got %h", r.m[0]); $finish; end`),
-    refused: 'unjailed',
+    refused: 'always',
+    // Without a jail the file check (CHORUS-FILE) refuses it first.
+    code: 'CHORUS-INSTANCE',
     designDir: true,
   },
   {
@@ -269,8 +274,9 @@ for (const mode of ['jail', 'no jail'] as const) {
         const refused = a.refused === 'always' || (a.refused === 'unjailed' && mode === 'no jail');
         if (refused) {
           expect(r.status, r.err_msg).toBe('rejected');
-          expect(problemCodes(r)).toContain('CHORUS-FILE');
-          const d = r.diagnostics.find((x) => x.code === 'CHORUS-FILE')!;
+          const code = mode === 'jail' ? (a.code ?? 'CHORUS-FILE') : 'CHORUS-FILE';
+          expect(problemCodes(r)).toContain(code);
+          const d = r.diagnostics.find((x) => x.code === code)!;
           // Positioned and actionable: the testbench's own line, a message and a fix.
           expect(d.file).toBe('tb.sv');
           expect(d.line).toBeGreaterThan(0);

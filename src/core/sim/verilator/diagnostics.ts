@@ -145,22 +145,31 @@ export function cxxToolProblem(log: string): string | undefined {
   return undefined;
 }
 
+/** g++'s forms: `file:line[:col]: error: ...`, `file: In function ...`, `In file included from file:line`. */
+const CXX = /^(?:In file included from|\s+from)? ?([^\s:%][^:]*):(?:(\d+)(?::(\d+))?[:,]|( In ))/;
+
 /**
  * Verilator quotes the source of whatever file a message is about (the line, an underline, the
- * offending token). For a file that is neither the testbench's nor the design's nor the
- * toolchain's (the static check and the jail keep such files out; this is the last layer), keep
+ * offending token), and so does g++ (`cxx`: its own message forms, for the C++ compile of a design
+ * whose `$c` includes a host file). For a file that is neither the testbench's nor the design's nor
+ * the toolchain's (the static check and the jail keep such files out; this is the last layer), keep
  * only the position: the message text and the quoted lines are withheld.
  */
-export function withholdForeignSource(log: string, allowed: (file: string) => boolean): string {
+export function withholdForeignSource(log: string, allowed: (file: string) => boolean, opts: { cxx?: boolean } = {}): string {
   const out: string[] = [];
   let hiding = false;
   for (const text of log.split('\n')) {
     const c = COMPILE.exec(text);
     const r = c ? null : RUNTIME.exec(text);
-    const file = c?.[3] ?? (r && !/^\d+:\d+:/.test(r[6] ?? '') ? r[4] : undefined);
+    const x = c || r || !opts.cxx ? null : CXX.exec(text);
+    const file = c?.[3] ?? (r && !/^\d+:\d+:/.test(r[6] ?? '') ? r[4] : undefined) ?? x?.[1];
     if (file !== undefined) {
       hiding = !allowed(file);
       if (hiding) {
+        if (x) {
+          out.push(`${x[1]}${x[2] ? `:${x[2]}` : ''}: [text withheld: the file is not part of the testbench or the design]`);
+          continue;
+        }
         const where = c ? `${c[3]}:${c[4]}:${c[5]}` : `${r![4]}:${r![5]}`;
         out.push(
           `%${c ? c[1] : r![2]}${(c ? c[2] : r![3]) ? '-' + (c ? c[2] : r![3]) : ''}: ${where}: [text withheld: the file is not part of the testbench or the design]`,

@@ -5,6 +5,9 @@
 // internals, overrides DUT parameters in its instantiation, or a DUT the library flow cannot
 // express (delays, interface ports...) falls back to the flat build: the caller retries flat on
 // any front-end error in library mode, and a design that fails here is remembered as ineligible.
+// The design may come from a request: both steps run in the jail with the candidate's memory cap
+// (they see the design view, the toolchain and the build directory), and a failure's reason keeps
+// no text of a file outside the design (a `$c("#include ...")` of a host file would be quoted).
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -21,6 +24,8 @@ import {
 import { join, resolve } from 'node:path';
 import type { DesignSpec } from '../../design/types.js';
 import { runBounded } from '../../util/proc.js';
+import { toolchainCommand, toolDirsOf, type DesignView, type JailInfo } from '../jail.js';
+import { withholdForeignSource } from './diagnostics.js';
 import { cacheRoot } from '../../util/cache.js';
 import {
   CXX_CANDIDATE_OPT,
@@ -76,7 +81,7 @@ export function designKey(design: DesignSpec, top: string, runtimeDir: string): 
       params: design.params,
       defines: design.defines,
       runtimeDir,
-      v: 2,
+      v: 3,
       ...(design.verilatorArgs?.length ? { vargs: design.verilatorArgs } : {}),
     }),
   );
@@ -95,12 +100,23 @@ export function designKey(design: DesignSpec, top: string, runtimeDir: string): 
   return h.digest('hex').slice(0, 24);
 }
 
+export interface DutLibraryOptions {
+  timeoutS: number;
+  signal?: AbortSignal;
+  jail: JailInfo;
+  /** What the steps may read of the design (jail.ts designView). */
+  view: DesignView;
+  memoryLimitMb: number | null;
+  /** Files a tool's message may quote (stages/files.ts ownOrToolchain). */
+  quotable: (file: string) => boolean;
+}
+
 export function dutLibrary(
   tc: Toolchain,
   runtime: RuntimeBuild,
   design: DesignSpec,
   top: string,
-  opts: { timeoutS: number; signal?: AbortSignal },
+  opts: DutLibraryOptions,
 ): Promise<DutLibraryResult> {
   const key = designKey(design, top, runtime.dir);
   const root = join(cacheRoot(), 'dut');
@@ -149,10 +165,21 @@ async function build(
   root: string,
   dir: string,
   lib: DutLibrary,
-  opts: { timeoutS: number; signal?: AbortSignal },
+  opts: DutLibraryOptions,
 ): Promise<DutLibraryResult> {
   mkdirSync(root, { recursive: true });
   const tmp = mkdtempSync(join(root, '.build-'));
+  const toolDirs = [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)];
+  const step = (file: string, args: string[], cwd: string, outputLimitBytes?: number) => {
+    const cmd = toolchainCommand(
+      opts.jail,
+      file,
+      args,
+      { writable: [tmp], readOnly: [...opts.view.paths, runtime.dir], hidden: opts.view.hidden, cwd, toolDirs },
+      { memoryLimitMb: opts.memoryLimitMb },
+    );
+    return runBounded(cmd.file, cmd.args, { cwd, timeoutS: opts.timeoutS, signal: opts.signal, env: cmd.env, outputLimitBytes });
+  };
   const publish = (marker: 'READY' | 'INELIGIBLE', text: string): void => {
     writeFileSync(join(tmp, marker), text);
     try {
@@ -185,10 +212,11 @@ async function build(
     for (const f of design.libraryFiles) args.push('-v', resolve(f));
     args.push(...(design.verilatorArgs ?? []));
     args.push(...design.files.map((f) => resolve(f)));
-    const v = await runBounded(tc.verilator, args, { cwd: tmp, timeoutS: opts.timeoutS, signal: opts.signal });
+    const v = await step(tc.verilator, args, tmp);
     if (v.cancelled) return { ok: false, reason: 'cancelled' };
     if (v.exitCode !== 0) {
-      const reason = `the DUT cannot be built as a reusable library (${v.all.split('\n').find((l) => l.startsWith('%Error')) ?? `exit ${v.exitCode}`})`;
+      const log = withholdForeignSource(v.all, opts.quotable);
+      const reason = `the DUT cannot be built as a reusable library (${log.split('\n').find((l) => l.startsWith('%Error')) ?? `exit ${v.exitCode}`})`;
       publish('INELIGIBLE', reason);
       return { ok: false, reason };
     }
@@ -198,7 +226,7 @@ async function build(
       .filter((f) => existsSync(join(obj, f)));
     writeFileSync(join(obj, 'chorus_dut_unit.cpp'), [...classes, `${LIB_NAME}.cpp`].map((f) => `#include "${f}"`).join('\n') + '\n');
     const t0 = performance.now();
-    const c = await runBounded(
+    const c = await step(
       tc.cxx,
       [
         '-I.',
@@ -213,11 +241,13 @@ async function build(
         join(tmp, 'dut.o'),
         'chorus_dut_unit.cpp',
       ],
-      { cwd: obj, timeoutS: opts.timeoutS, signal: opts.signal, outputLimitBytes: 1024 * 1024 },
+      obj,
+      1024 * 1024,
     );
     if (c.cancelled) return { ok: false, reason: 'cancelled' };
     if (c.exitCode !== 0) {
-      const reason = `compiling the DUT library failed: ${c.all.split('\n').find((l) => /error/.test(l)) ?? `exit ${c.exitCode}`}`;
+      const log = withholdForeignSource(c.all, (f) => opts.quotable(resolve(obj, f)), { cxx: true });
+      const reason = `compiling the DUT library failed: ${log.split('\n').find((l) => /error/.test(l)) ?? `exit ${c.exitCode}`}`;
       publish('INELIGIBLE', reason);
       return { ok: false, reason };
     }

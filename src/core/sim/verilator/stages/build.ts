@@ -7,7 +7,7 @@
 // runs through prepare.ts's tool runner: jailed, memory-capped, its messages stripped of any file
 // that is not the testbench's, the design's or the toolchain's.
 import { existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { SimLimits, SimRequest } from '../../simulator.js';
 import type { Diagnostic, SimResult } from '../../result.js';
 import type { RunResult } from '../../../util/proc.js';
@@ -69,7 +69,14 @@ export async function verilate(
   let lib: DutLibrary | undefined;
   let fallbackReason: string | undefined;
   if (mode !== 'flat' && !retry) {
-    const got = await dutLibrary(tc, runtime, req.design, req.top, { timeoutS: limits.buildTimeoutS, signal: req.signal });
+    const got = await dutLibrary(tc, runtime, req.design, req.top, {
+      timeoutS: limits.buildTimeoutS,
+      signal: req.signal,
+      jail: c.jail,
+      view: c.view,
+      memoryLimitMb: limits.buildMemoryLimitMb,
+      quotable: files.ownOrToolchain,
+    });
     if (!got.ok) fallbackReason = got.reason;
     else if (mode === 'dut-library' || got.lib.compileSeconds >= dutLibraryMinSeconds()) lib = got.lib;
     else
@@ -166,9 +173,13 @@ export async function compileModel(
   const { limits, tbName } = c;
   const ts = performance.now();
   const cxxDirs = [runtime.dir, assetPath('chorus_model.cpp', 'sim/verilator'), ...(lib ? [lib.dir] : [])];
-  const build = await cxxBuild(tc, runtime, prep.runDir, limits, lib ? [lib.object] : [], (file, args, opts) =>
+  const built = await cxxBuild(tc, runtime, prep.runDir, limits, lib ? [lib.object] : [], (file, args, opts) =>
     prep.tool('c++', file, args, opts, cxxDirs),
   );
+  // g++ quotes the line of any file it reads: a design's `$c("#include ...")` of a host file must
+  // not bring that file's text back (paths relative to obj/, where g++ runs).
+  const obj = join(prep.runDir, 'obj');
+  const build = { ...built, all: withholdForeignSource(built.all, (f) => prep.files.ownOrToolchain(resolve(obj, f)), { cxx: true }) };
   c.timings.build = secondsSince(ts);
   if (build.cancelled) return new Ending('exception', 'build', { err_msg: 'cancelled', diagnostics: warnings });
   if (build.timedOut)

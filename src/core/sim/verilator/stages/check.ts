@@ -24,6 +24,9 @@ import { checkJsonNetlist, checkXmlNetlist } from '../netlistCheck.js';
 import type { Toolchain } from '../toolchain.js';
 import { bounded, type Candidate, Ending, errorText, rejection, secondsSince, toolchainMessage } from './candidate.js';
 import type { Prepared } from './prepare.js';
+import { integrityDiagnostics, readIntegrity, type IntegrityResult } from '../../slang/integrity.js';
+import { designFacts } from '../../slang/frontEnd.js';
+import type { DesignFacts } from '../../../design/facts.js';
 
 /** The static check's options: `runDir` once the run directory exists (relative paths resolve there). */
 export function safetyOptions(c: Candidate, runDir?: string): SafetyOptions {
@@ -82,7 +85,7 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
     ? ['--json-only', '--json-only-output', 'chorus_check.json', '--json-only-meta-output', 'chorus_check.meta.json']
     : ['--xml-only', '--xml-output', 'chorus_check.xml'];
   const preOpts = { cwd: runDir, timeoutS: 60, outputLimitBytes: 32 * 1024 * 1024 };
-  const [pre, preLib, parsed] = await Promise.all([
+  const [pre, preLib, parsed, reach, facts] = await Promise.all([
     // -v libraries are read after every other file: they cannot change the testbench's text,
     // and without them -E's output ends with the testbench.
     tool('preprocess', tc.verilator, ['-E', ...buildArgs(false), ...flatSources], preOpts),
@@ -94,6 +97,21 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
       timeoutS: limits.buildTimeoutS,
       outputLimitBytes: 8 * 1024 * 1024,
     }),
+    // What the testbench does to the design, on slang's elaboration of the same sources.
+    readIntegrity({
+      design: req.design,
+      designFiles: flatSources.slice(0, -1),
+      testbench: tbPath,
+      tbTop: prep.tbTop,
+      dutTop: req.top,
+      jail: c.jail,
+      view: c.view,
+      memoryLimitMb: limits.buildMemoryLimitMb,
+      timeoutS: limits.buildTimeoutS,
+      signal: req.signal,
+    }),
+    // The scored configuration's parameters (cached per design).
+    designFacts(req.design, { top: req.top, signal: req.signal }).catch((): DesignFacts | null => null),
   ]);
   c.timings.check = checkedBefore + secondsSince(ts);
   const checked = { ...safetyOptions(c, runDir), sourceName: tbPath };
@@ -121,20 +139,7 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
     const diags = parseVerilatorMessages(parseLog, files.classify, 'lint').filter((d) => !isNoise(d));
     return new Ending('xrun_failed', 'lint', { err_msg: errorText(parseLog, diags), diagnostics: diags, log: bounded(parseLog) });
   }
-  const unreadable = (why: string): Ending =>
-    rejection([
-      {
-        file: tbName,
-        origin: 'testbench',
-        line: 1,
-        column: 1,
-        severity: 'error',
-        code: 'CHORUS-CHECK',
-        message: `the check cannot see what would be compiled: ${why}`,
-        suggestion: 'Keep to plain SystemVerilog that Verilator preprocesses without errors.',
-        stage: 'check',
-      },
-    ]);
+  const unreadable = (why: string): Ending => unreadableCheck(tbName, why);
   if (pre.exitCode !== 0)
     return unreadable(
       `Verilator's preprocessor (-E) failed where its build did not (${
@@ -164,11 +169,50 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
   for (const f of ['obj_check', 'chorus_check.json', 'chorus_check.meta.json', 'chorus_check.xml'])
     rmSync(join(runDir, f), { recursive: true, force: true });
   if (found.length) return rejection(found);
+  const reached = reachOf(reach, c, tbPath, facts);
+  if (reached instanceof Ending) return reached;
+  if (reached.length) return rejection(reached);
   const flat = Boolean(
     preLib && (preLib.exitCode !== 0 || testbenchPart(preLib.stdout, [tbPath, tbName]) !== testbenchPart(pre.stdout, [tbPath, tbName])),
   );
   c.timings.check = checkedBefore + secondsSince(ts);
   return { flat };
+}
+
+/** A refusal when the check could not see what would be compiled. */
+function unreadableCheck(tbName: string, why: string): Ending {
+  return rejection([
+    {
+      file: tbName,
+      origin: 'testbench',
+      line: 1,
+      column: 1,
+      severity: 'error',
+      code: 'CHORUS-CHECK',
+      message: `the check cannot see what would be compiled: ${why}`,
+      suggestion: 'Keep to plain SystemVerilog that Verilator preprocesses without errors.',
+      stage: 'check',
+    },
+  ]);
+}
+
+/** The integrity reading as refusals, or the Ending when it could not be made. */
+function reachOf(reach: IntegrityResult, c: Candidate, tbPath: string, facts: DesignFacts | null): Ending | Diagnostic[] {
+  if (!reach.ok) {
+    if (reach.cancelled) return new Ending('exception', 'lint', { err_msg: 'cancelled' });
+    return unreadableCheck(c.tbName, `the design front end (slang) could not judge it: ${reach.why}`);
+  }
+  if (!reach.reading.ok) {
+    const first = reach.reading.diagnostics[0];
+    return unreadableCheck(c.tbName, `slang could not elaborate the testbench${first ? ` (${first.message})` : ''}`);
+  }
+  return integrityDiagnostics(reach.reading, {
+    tbName: c.tbName,
+    tbPath,
+    dutTop: c.req.top,
+    facts,
+    requested: c.req.design.params,
+  });
 }
 
 /** Directives whose effect on the testbench's text does not depend on what was defined before it. */

@@ -55,6 +55,8 @@ export type ToolRunner = (step: ToolStep, file: string, args: string[], opts: To
 /** The run directory, laid out, and what every later stage runs with. */
 export interface Prepared {
   runDir: string;
+  /** The testbench's top module. */
+  tbTop: string;
   /** The testbench by its absolute path: Verilator looks a relative source name up in the
    * previous file's directory first, where the user's own file of that name may sit. */
   tbPath: string;
@@ -135,5 +137,5 @@ export function prepare(c: Candidate, tc: Toolchain, runDir: string, tbTop: stri
     // A copied file's own `include's still resolve beside the original.
     ...[...copyOf.keys()].map((f) => `-I${dirname(f)}`),
   ];
-  return { runDir, tbPath, copyOf, flatSources, files, dataFiles, tool, buildArgs };
+  return { runDir, tbTop, tbPath, copyOf, flatSources, files, dataFiles, tool, buildArgs };
 }

@@ -1,0 +1,212 @@
+// What a candidate testbench does to the design under test, decided on slang's elaborated tree
+// (slang_integrity.py): hierarchical writes into the design, force/release/assign on anything in
+// it, calls of its tasks and functions, defparam and bind into it, output or ref connections to
+// its signals, and every instance of a design module beyond the one under test. Each of these
+// reaches coverage without driving the DUT's ports, or scores a configuration nobody asked for, so
+// the candidate is refused before anything is compiled, with a reason the model can act on.
+// Reading the design's internals stays allowed: checkers do that.
+//
+// The testbench is untrusted text: slang runs in the jail, seeing the design view, the testbench
+// file and its own interpreter, nothing else; the request travels on stdin.
+import { dirname, resolve } from 'node:path';
+import type { DesignSpec } from '../../design/types.js';
+import type { DesignFacts } from '../../design/facts.js';
+import { assetPath } from '../../util/assets.js';
+import { runBounded } from '../../util/proc.js';
+import { toolchainCommand, toolDirsOf, type DesignView, type JailInfo } from '../jail.js';
+import type { Diagnostic } from '../result.js';
+import { slangPython } from './frontEnd.js';
+
+export type ReachKind = 'write' | 'force' | 'release' | 'assign' | 'deassign' | 'port' | 'call' | 'defparam' | 'bind' | 'instance';
+
+/** One place where testbench code changes something of the design's (or instantiates it again). */
+export interface Reach {
+  kind: ReachKind;
+  /** The design symbol reached (hierarchical path), the bind target, or `path (module)` of an instance. */
+  target: string;
+  file: string | null;
+  line: number | null;
+  column: number | null;
+}
+
+interface ParamValue {
+  name: string;
+  value: string | null;
+  local: boolean;
+  type: boolean;
+  overridden: boolean;
+}
+
+export interface IntegrityReading {
+  /** False when the testbench's top could not be elaborated: nothing was judged. */
+  ok: boolean;
+  slang: string;
+  diagnostics: { severity: string; message: string; file: string | null; line: number | null }[];
+  violations: Reach[];
+  /** Every instance of the design's top in the testbench's hierarchy, with its parameters. */
+  dutInstances: { path: string; params: ParamValue[]; file: string | null; line: number | null; column: number | null }[];
+}
+
+export interface IntegrityInput {
+  design: DesignSpec;
+  /** The design's files as the build reads them (a retry's copies included), in order. */
+  designFiles: string[];
+  /** The testbench's path (inside the run directory). */
+  testbench: string;
+  tbTop: string;
+  dutTop: string;
+  jail: JailInfo;
+  view: DesignView;
+  memoryLimitMb: number | null;
+  timeoutS: number;
+  signal?: AbortSignal;
+}
+
+export type IntegrityResult = { ok: true; reading: IntegrityReading } | { ok: false; why: string; cancelled?: boolean };
+
+/** Runs slang_integrity.py on the design and the testbench, in the jail. */
+export async function readIntegrity(input: IntegrityInput): Promise<IntegrityResult> {
+  const python = slangPython();
+  const script = assetPath('slang_integrity.py', 'sim/slang');
+  const facts = assetPath('slang_facts.py', 'sim/slang');
+  const defines = Object.entries(input.design.defines)
+    .filter(([k]) => k !== 'VERILATOR')
+    .map(([k, v]) => (v === null ? k : `${k}=${v}`));
+  const request = {
+    files: [...input.designFiles, ...input.design.libraryFiles].map((f) => resolve(f)),
+    includeDirs: input.design.includeDirs.map((d) => resolve(d)),
+    // As the build reads it: Verilator defines VERILATOR.
+    defines: [...defines, 'VERILATOR=1'],
+    testbench: input.testbench,
+    tbTop: input.tbTop,
+    dutTop: input.dutTop,
+  };
+  const extraFiles = input.designFiles.filter((f) => !input.view.paths.some((p) => f === p || f.startsWith(p + '/')));
+  const cmd = toolchainCommand(
+    input.jail,
+    python,
+    ['-I', script, '-'],
+    {
+      writable: [],
+      readOnly: [...input.view.paths, ...extraFiles, input.testbench, script, facts],
+      hidden: input.view.hidden,
+      cwd: dirname(script),
+      toolDirs: [...toolDirsOf(python), dirname(dirname(python))],
+    },
+    { memoryLimitMb: input.memoryLimitMb },
+  );
+  const r = await runBounded(cmd.file, cmd.args, {
+    env: cmd.env,
+    input: JSON.stringify(request) + '\n',
+    timeoutS: input.timeoutS,
+    signal: input.signal,
+    outputLimitBytes: 4 * 1024 * 1024,
+  });
+  if (r.cancelled) return { ok: false, why: 'cancelled', cancelled: true };
+  if (r.timedOut) return { ok: false, why: `slang did not finish reading the testbench within ${input.timeoutS} s` };
+  const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
+  if (r.exitCode !== 0 || !line)
+    return { ok: false, why: `slang stopped (${r.spawnError ?? r.stderr.trim().split('\n').slice(-1)[0] ?? `exit ${r.exitCode}`})` };
+  try {
+    return { ok: true, reading: JSON.parse(line) as IntegrityReading };
+  } catch (e) {
+    return { ok: false, why: `slang's answer could not be read (${(e as Error).message})` };
+  }
+}
+
+const WHAT: Record<ReachKind, (t: string) => string> = {
+  write: (t) => `the testbench writes '${t}', which is inside the design under test (a hierarchical write)`,
+  force: (t) => `the testbench forces '${t}', which is inside the design under test`,
+  release: (t) => `the testbench releases '${t}', which is inside the design under test`,
+  assign: (t) => `the testbench assigns '${t}' procedurally (assign/deassign), and it is inside the design under test`,
+  deassign: (t) => `the testbench deassigns '${t}', which is inside the design under test`,
+  port: (t) => `the testbench connects '${t}', which is inside the design under test, to an output or ref port: that writes it`,
+  call: (t) => `the testbench calls '${t}', a task or function inside the design under test: it may change the design's state`,
+  defparam: (t) => `the testbench changes the design's parameter '${t}' with defparam`,
+  bind: (t) => `the testbench binds code into '${t}', a module of the design`,
+  instance: (t) => `the testbench instantiates a design module besides the one instance under test: ${t}`,
+};
+
+/** The code of each kind: one per way of reaching in, so a log can count them. */
+const CODE: Record<ReachKind, string> = {
+  write: 'CHORUS-HIERWRITE',
+  force: 'CHORUS-FORCE',
+  release: 'CHORUS-FORCE',
+  assign: 'CHORUS-FORCE',
+  deassign: 'CHORUS-FORCE',
+  port: 'CHORUS-HIERWRITE',
+  call: 'CHORUS-HIERCALL',
+  defparam: 'CHORUS-DEFPARAM',
+  bind: 'CHORUS-BIND',
+  instance: 'CHORUS-INSTANCE',
+};
+
+function suggestion(kind: ReachKind, dutTop: string): string {
+  if (kind === 'instance')
+    return `Instantiate '${dutTop}' exactly once and no other module of the design: coverage is measured on that one instance.`;
+  if (kind === 'defparam' || kind === 'bind')
+    return `Remove the ${kind}: the scored design is '${dutTop}' as written, with the requested parameters.`;
+  return `Drive '${dutTop}' through its ports only; a testbench may read the design's internals (checkers do) but never change them.`;
+}
+
+/** The elaborated design's reading, as the candidate's diagnostics (refusals) and warnings. */
+export function integrityDiagnostics(
+  reading: IntegrityReading,
+  opts: { tbName: string; tbPath: string; dutTop: string; facts?: DesignFacts | null; requested: Record<string, string> },
+): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const at = (file: string | null): string =>
+    file === null || file === opts.tbPath ? opts.tbName : (file.split('/').pop() ?? opts.tbName);
+  for (const v of reading.violations)
+    out.push({
+      file: at(v.file),
+      origin: 'testbench',
+      line: v.line ?? 1,
+      column: v.column ?? 1,
+      severity: 'error',
+      code: CODE[v.kind] ?? 'CHORUS-REACH',
+      message: WHAT[v.kind]?.(v.target) ?? `the testbench reaches into the design (${v.kind} ${v.target})`,
+      suggestion: suggestion(v.kind, opts.dutTop),
+      stage: 'check',
+    });
+  // The scored configuration: the requested values, the design's own defaults for the rest.
+  const top = opts.facts?.modules.find((m) => m.name === opts.dutTop);
+  const dut = reading.dutInstances[0];
+  if (top && dut) {
+    for (const p of dut.params) {
+      if (p.local || !p.overridden) continue;
+      const scored = opts.requested[p.name] ?? top.params.find((q) => q.name === p.name)?.value ?? null;
+      if (scored === null || p.value === null || sameValue(scored, p.value)) continue;
+      out.push({
+        file: at(dut.file),
+        origin: 'testbench',
+        line: dut.line ?? 1,
+        column: dut.column ?? 1,
+        severity: 'error',
+        code: 'CHORUS-PARAM',
+        message: `the testbench instantiates '${opts.dutTop}' with ${p.name}=${p.value}, but the scored configuration has ${p.name}=${scored}: coverage of another configuration does not count`,
+        suggestion: `Instantiate '${opts.dutTop}' with ${p.name}=${scored} (or leave ${p.name} at its default).`,
+        stage: 'check',
+      });
+    }
+  }
+  return out;
+}
+
+/** Values as slang prints them, and a requested `-G` value written another way (8, 'd8, 32'h8). */
+function sameValue(a: string, b: string): boolean {
+  if (a === b) return true;
+  const n = (s: string): bigint | null => {
+    const m = /^(?:\d*'[sS]?([dDhHbBoO]))?([0-9a-fA-F_]+)$/.exec(s.trim());
+    if (!m) return null;
+    const base = { d: 10, h: 16, b: 2, o: 8 }[(m[1] ?? 'd').toLowerCase() as 'd'];
+    const digits = m[2].replace(/_/g, '');
+    try {
+      return base === 10 ? BigInt(digits) : BigInt((base === 16 ? '0x' : base === 2 ? '0b' : '0o') + digits);
+    } catch {
+      return null;
+    }
+  };
+  const x = n(a);
+  return x !== null && x === n(b);
+}
