@@ -20,7 +20,11 @@ Options:
   --queue-limit <n>     score items allowed to wait; beyond it requests get 429 (default ${DEFAULT_SERVICE.queueLimit})
   --grace <s>           on SIGTERM/SIGINT, seconds in-flight work may finish (default ${DEFAULT_SERVICE.graceS})
   --max-timeout <s>     largest timeout_s a request may ask for (default ${DEFAULT_SERVICE.maxTimeoutS})
-  --body-limit <MiB>    largest request body (default ${DEFAULT_SERVICE.bodyLimitMiB})
+  --body-limit <MiB>    largest request body (default ${DEFAULT_SERVICE.bodyLimitMiB}); a larger one gets 413 with a JSON body
+  --client-timeout <s>  seconds a client has to send a whole request, headers and body; a slower
+                        one gets 408 and is closed (default ${DEFAULT_SERVICE.slowClientTimeoutS}); the answer's time is not counted
+  --host-details        answers show host paths (run folders, the state folder) as they are; by
+                        default they read <tmp>, <state>, <cache>, <home>, <cwd>
   --state-dir <dir>     keep recorded answers here (an Idempotency-Key retried after a restart gets
                         the same answer) and this instance's run directories (STATE/tmp-<pid>;
                         what a killed instance left is removed at the next start); default: none,
@@ -44,6 +48,8 @@ export const OPTIONS = {
   grace: { type: 'string' },
   'max-timeout': { type: 'string' },
   'body-limit': { type: 'string' },
+  'client-timeout': { type: 'string' },
+  'host-details': { type: 'boolean' },
   'state-dir': { type: 'string' },
   'min-free-disk': { type: 'string' },
   'max-rss': { type: 'string' },
@@ -69,7 +75,7 @@ export function runServe(argv: string[]): Promise<number> {
 async function serveCommand({ values: o, positionals, fail, untilSignal }: CommandRun<typeof OPTIONS>): Promise<number> {
   if (positionals.length) return fail(`serve takes no design files ('${positionals[0]}'): designs come with each request`);
   let port: number, workers: number, queueLimit: number, grace: number, maxTimeout: number, bodyMiB: number;
-  let minFreeMiB: number, maxRssMiB: number;
+  let minFreeMiB: number, maxRssMiB: number, clientTimeout: number;
   try {
     port = numberOption('port', o.port, DEFAULT_SERVICE.port, 0, { max: 65535, integer: true });
     workers = numberOption('workers', o.workers, availableParallelism(), 1, { integer: true });
@@ -78,6 +84,7 @@ async function serveCommand({ values: o, positionals, fail, untilSignal }: Comma
     maxTimeout = numberOption('max-timeout', o['max-timeout'], DEFAULT_SERVICE.maxTimeoutS, 0, { above: true });
     bodyMiB = numberOption('body-limit', o['body-limit'], DEFAULT_SERVICE.bodyLimitMiB, 0, { above: true });
     minFreeMiB = numberOption('min-free-disk', o['min-free-disk'], DEFAULT_SERVICE.minFreeDiskMiB, 0);
+    clientTimeout = numberOption('client-timeout', o['client-timeout'], DEFAULT_SERVICE.slowClientTimeoutS, 0, { above: true });
     maxRssMiB = numberOption('max-rss', o['max-rss'], DEFAULT_SERVICE.maxRssMiB, 0, { above: true });
   } catch (e) {
     return fail((e as Error).message);
@@ -103,6 +110,8 @@ async function serveCommand({ values: o, positionals, fail, untilSignal }: Comma
       graceS: grace,
       maxTimeoutS: maxTimeout,
       bodyLimitBytes: Math.round(bodyMiB * 1024 * 1024),
+      slowClientTimeoutS: clientTimeout,
+      hostDetails: o['host-details'] === true,
       simulator: o.simulator,
       ...(claimed ? { stateDir: resolve(o['state-dir']!) } : {}),
       resourceLimits: { minFreeDiskBytes: minFreeMiB * 1024 * 1024, maxRssBytes: maxRssMiB * 1024 * 1024 },

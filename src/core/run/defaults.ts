@@ -56,6 +56,8 @@ export const DEFAULT_SERVICE = {
   graceS: 30,
   maxTimeoutS: 300,
   bodyLimitMiB: 8,
+  /** Seconds a client has to send a whole request (chorus serve --client-timeout). */
+  slowClientTimeoutS: 10,
   /** Readiness (/readyz): free space the run-directory file system keeps, the service's resident memory. */
   minFreeDiskMiB: 256,
   maxRssMiB: 4096,

@@ -1,5 +1,6 @@
 // The reward service over HTTP (node:http, JSON): routing, body limits, JSON errors, backpressure,
 // client disconnects and graceful shutdown. Every request gets exactly one answer.
+import { serviceRedactor, type Redactor } from './hostPaths.js';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -46,6 +47,12 @@ export interface ScoreServerOptions {
   resourceLimits?: Partial<ResourceLimits>;
   /** Bytes of idempotent answers kept in memory (default 64 MiB). */
   answerCacheBytes?: number;
+  /** Seconds a client has to send a whole request (headers and body); a slower one is answered
+   * 408 and closed (default 10). The answer's own time is not counted: simulations take minutes. */
+  slowClientTimeoutS?: number;
+  /** Answers show host paths (run directories, the state directory) as they are: for an
+   * administrator's debugging. Default false: they read <tmp>, <state>, <cache>, <home>, <cwd>. */
+  hostDetails?: boolean;
 }
 
 export interface ScoreServer {
@@ -94,9 +101,13 @@ class Serialized {
   constructor(readonly text: string) {}
 }
 
+/** The redactor of each response's server (hostPaths.ts): every JSON answer passes through it. */
+const redactors = new WeakMap<ServerResponse, Redactor>();
+
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.writableEnded || res.destroyed) return;
-  const text = body instanceof Serialized ? body.text : JSON.stringify(body);
+  const raw = body instanceof Serialized ? body.text : JSON.stringify(body);
+  const text = redactors.get(res)?.(raw) ?? raw;
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }
@@ -105,39 +116,48 @@ function errorBody(code: string, message: string, extra: Record<string, unknown>
   return { error: code, message, ...extra };
 }
 
-/** Reads the body up to `limit` bytes; rejects with a 413 ServiceError beyond it. */
+/** Past the limit a body is read and dropped up to this many times the limit, so that the client,
+ * still sending, gets to read its 413 instead of a reset connection; beyond that the socket goes. */
+const DRAIN_FACTOR = 8;
+
+/** Reads the body up to `limit` bytes; rejects with a 413 ServiceError beyond it, once the client
+ * has finished sending (or the drain cap is reached). */
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    return Promise.reject(new ServiceError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
-  }
+  const tooLarge = (size?: number): ServiceError =>
+    new ServiceError(
+      413,
+      'body_too_large',
+      `request body ${size !== undefined ? `of ${size} bytes ` : ''}exceeds the limit of ${limit} bytes (chorus serve --body-limit)`,
+      { limit_bytes: limit },
+    );
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
+    let over = Number.isFinite(declared) && declared > limit;
     req.on('data', (c: Buffer) => {
-      if (over) return;
       size += c.length;
-      if (size > limit) {
+      if (!over && size > limit) {
         over = true;
         chunks.length = 0;
-        reject(new ServiceError(413, 'body_too_large', `request body exceeds the limit of ${limit} bytes`));
-        return;
       }
-      chunks.push(c);
+      if (!over) chunks.push(c);
+      else if (size > limit * DRAIN_FACTOR) {
+        reject(tooLarge(Number.isFinite(declared) ? declared : undefined));
+        req.socket.destroy();
+      }
     });
     let ended = false;
     req.on('end', () => {
       ended = true;
       if (!over) resolve(Buffer.concat(chunks));
+      else reject(tooLarge(Number.isFinite(declared) ? declared : undefined));
     });
     // A client that hangs up mid-body: nothing to answer, but the handler must not wait forever.
     req.on('close', () => {
-      if (!ended && !over) reject(new ServiceError(400, 'bad_request', 'the client closed the connection before the body was complete'));
+      if (!ended) reject(new ServiceError(400, 'bad_request', 'the client closed the connection before the body was complete'));
     });
-    req.on('error', (e) => {
-      if (!over) reject(e);
-    });
+    req.on('error', (e) => reject(e));
   });
 }
 
@@ -381,7 +401,6 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
       if (e instanceof ServiceError) {
         const headers: Record<string, string> = e.status === 413 ? { Connection: 'close' } : {};
         json(res, e.status, errorBody(e.code, e.message, e.extra), headers);
-        if (e.status === 413) req.resume();
         return;
       }
       m.failures.inc({ reason: 'internal_error' });
@@ -390,7 +409,14 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     }
   };
 
-  const server: Server = createServer((req, res) => {
+  // A client must send its whole request within the slow-client timeout (Node answers 408 and
+  // closes): 200 connections dripping one byte a second must not hold sockets and memory. Node's
+  // requestTimeout covers receiving the request only, so answers that take minutes (a batch of
+  // long simulations) are not cut. Timeouts are checked every second, not Node's default 30 s.
+  const clientTimeoutMs = Math.round((opts.slowClientTimeoutS ?? DEFAULT_SERVICE.slowClientTimeoutS) * 1000);
+  const redact: Redactor = opts.hostDetails ? (t) => t : serviceRedactor(opts.stateDir);
+  const server: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
+    redactors.set(res, redact);
     const p = handle(req, res)
       .catch((e: unknown) => {
         log(`internal error: ${String(e)}`);
@@ -403,12 +429,24 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  server.on('clientError', (_e, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  // A request Node could not read (malformed, or too slow: requestTimeout/headersTimeout): one
+  // short JSON answer, then the socket goes, whatever the client does.
+  server.on('clientError', (e: NodeJS.ErrnoException, socket) => {
+    const slow = e.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    const body = JSON.stringify(
+      slow
+        ? errorBody('request_timeout', `the request was not received within ${clientTimeoutMs / 1000} s (chorus serve --client-timeout)`)
+        : errorBody('bad_request', 'the request could not be read as HTTP/1.1'),
+    );
+    const head = slow ? 'HTTP/1.1 408 Request Timeout' : 'HTTP/1.1 400 Bad Request';
+    if (socket.writable)
+      socket.end(
+        `${head}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    setTimeout(() => socket.destroy(), 100).unref();
   });
-  // Requests that take minutes (a batch of long simulations) must not be cut by Node's defaults.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
+  server.requestTimeout = clientTimeoutMs;
+  server.headersTimeout = clientTimeoutMs;
   server.keepAliveTimeout = 5_000;
 
   await new Promise<void>((resolve, reject) => {
