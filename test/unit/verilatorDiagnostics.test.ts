@@ -8,6 +8,7 @@ import {
   parseVerilatorMessages,
   splitVarConfig,
   toolProblem,
+  toolCrash,
   type FileClassifier,
 } from '../../src/core/sim/verilator/diagnostics.js';
 import type { Diagnostic } from '../../src/core/sim/result.js';
@@ -234,14 +235,37 @@ describe('Verilator version differences in messages', () => {
     );
     expect(toolProblem("Can't locate Pod/Usage.pm in @INC (you may need to install the Pod::Usage module)")).toMatch(/Perl wrapper/);
     expect(toolProblem('%Error: /x/include/verilated_std.sv: Cannot find file\n')).toMatch(/verilated_std\.sv is missing/);
+    // A crash on the code is the candidate's (toolCrash), not the toolchain's.
     expect(
       toolProblem(
         "%Error: Internal Error: tb.sv:132:141: /project/src/src/V3Ast.h:1053: AstNode is not of expected type, but instead has type 'XOR'\n",
       ),
-    ).toMatch(/internal error, a bug of this Verilator version/);
+    ).toBeUndefined();
     // The design's own errors are not.
     expect(toolProblem('%Error: counter.sv:3:1: syntax error, unexpected endmodule\n%Error: Exiting due to 1 error(s)\n')).toBeUndefined();
     expect(toolProblem("%Error: Specified --top-module 'nope' was not found in design.\n")).toBeUndefined();
+  });
+
+  it('toolCrash: internal errors, internal compiler errors and crash signals, with the position named', () => {
+    const internal = toolCrash(
+      {
+        all: "%Error: Internal Error: tb.sv:132:141: /project/src/src/V3Ast.h:1053: AstNode is not of expected type, but instead has type 'XOR'\n",
+        exitCode: 1,
+        signal: null,
+      },
+      "Verilator's front end",
+    );
+    expect(internal).toMatchObject({ file: 'tb.sv', line: 132, column: 141 });
+    expect(internal!.message).toMatch(/^Verilator's front end crashed with an internal error on this code \(.*V3Ast\.h:1053/);
+    expect(
+      toolCrash({ all: 'x.cpp:3:1: internal compiler error: Segmentation fault\n', exitCode: 1, signal: null }, 'g++')!.message,
+    ).toMatch(/internal compiler error \(Segmentation fault\)/);
+    expect(toolCrash({ all: '', exitCode: null, signal: 'SIGSEGV' }, 'v')!.message).toMatch(/crashed \(SIGSEGV\)/);
+    expect(toolCrash({ all: '', exitCode: 139, signal: null }, 'v')!.message).toMatch(/exit 139/);
+    // Not crashes: the OOM killer (SIGKILL, 137), our own timeout (SIGTERM), an ordinary error.
+    expect(toolCrash({ all: '', exitCode: 137, signal: null }, 'v')).toBeUndefined();
+    expect(toolCrash({ all: '', exitCode: null, signal: 'SIGTERM' }, 'v')).toBeUndefined();
+    expect(toolCrash({ all: '%Error: tb.sv:3:1: syntax error\n', exitCode: 1, signal: null }, 'v')).toBeUndefined();
   });
 
   it('cxxToolProblem: a missing runtime header or an unknown option is the toolchain, a C++ error in the model is not', () => {

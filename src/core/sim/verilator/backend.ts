@@ -58,8 +58,20 @@ export class VerilatorSimulator implements Simulator {
     return { name: this.name, version: tc.version };
   }
 
-  /** `retry`: the second try of a design whose logic did not settle (see settleRetry.ts). */
+  /**
+   * `retry`: the second try of a design whose logic did not settle (see settleRetry.ts). A tool
+   * that crashes on the candidate (CHORUS-CRASH) gets one more run: a crash that comes back is the
+   * candidate's verdict (a failed run, reward 0: a policy that found a crashing construct earns
+   * nothing and the trainer moves on), one that does not was the host's, and the second run stands.
+   */
   async simulate(req: SimRequest, retry?: SettleRetry): Promise<SimResult> {
+    const first = await this.attempt(req, retry);
+    if (!crashed(first) || req.signal?.aborted) return first;
+    const second = await this.attempt(req, retry);
+    return crashed(second) ? crashVerdict(second) : second;
+  }
+
+  private async attempt(req: SimRequest, retry?: SettleRetry): Promise<SimResult> {
     if (!retry) {
       const known = this.settled.get(settleKey(req));
       if (known) return settledWith(await this.simulate({ ...req, build: 'flat' }, known.spec), req, known.spec, known.loops, known.where);
@@ -149,4 +161,19 @@ export class VerilatorSimulator implements Simulator {
       untrackScratch(runDir);
     }
   }
+}
+
+function crashed(r: SimResult): boolean {
+  return r.status === 'exception' && r.diagnostics.some((d) => d.code === 'CHORUS-CRASH');
+}
+
+/** A crash that came back on the second run: the candidate's failed run. */
+function crashVerdict(r: SimResult): SimResult {
+  return {
+    ...r,
+    status: 'xrun_failed',
+    returncode: 1,
+    reward: 0,
+    err_msg: `${r.err_msg} (the same crash on a second run: the code makes the simulator crash; not a host fault)`,
+  };
 }

@@ -118,13 +118,44 @@ export function toolProblem(log: string): string | undefined {
   if (together) return `this Verilator refuses the option combination ${together[1].trim()}`;
   const own = /%Error:[^\n]*?(verilated_std(?:_waiver)?\.(?:sv|vlt)|verilated\.v)\b[^\n]*/.exec(log);
   if (own && /not found|Cannot find|Cannot open|No such file/i.test(own[0])) return `its own file ${own[1]} is missing (${own[0].trim()})`;
-  const internal = /%Error: Internal Error: ([^\n]+)/.exec(log);
-  if (internal)
-    return `Verilator crashed with an internal error, a bug of this Verilator version rather than of the sources (${internal[1].trim().slice(0, 300)}); another version may work`;
   const perl = /Can't locate \S+ in @INC[^\n]*/.exec(log);
   if (perl) return `its Perl wrapper cannot start: ${perl[0].slice(0, 200)}`;
   const bin = /[^\n]*verilator_bin(?:_dbg)?[^\n]*(?:No such file|not found|Permission denied|cannot execute)[^\n]*/i.exec(log);
   if (bin) return `its executable verilator_bin cannot run: ${bin[0].trim()}`;
+  return undefined;
+}
+
+/** Signals a tool dies of when it crashes (not SIGKILL: the OOM killer or an operator; not SIGTERM:
+ * our own timeout), and the exit codes a wrapper (bwrap, a shell) turns them into. */
+const CRASH_SIGNALS = new Set(['SIGSEGV', 'SIGABRT', 'SIGBUS', 'SIGILL', 'SIGFPE']);
+const CRASH_CODES = new Set([132, 134, 135, 136, 139]);
+
+/** Where and what a crash was, for its verdict (backend.ts crashVerdict). */
+export interface ToolCrash {
+  message: string;
+  /** The source position the tool named, when it named one. */
+  file?: string;
+  line?: number;
+  column?: number;
+}
+
+/**
+ * A tool that crashed on this input: Verilator's internal errors (a V3Width, V3LinkDot or
+ * V3Delayed assertion on odd but legal code), g++'s internal compiler errors, or death by a crash
+ * signal. Run again, the same input crashes again: that is the candidate's verdict (reward 0),
+ * not a service failure (backend.ts retries once to tell the two apart).
+ */
+export function toolCrash(r: { all: string; exitCode: number | null; signal: string | null }, what: string): ToolCrash | undefined {
+  const internal = /%Error: Internal Error: (?:([^\s:]+):(\d+):(\d+): )?([^\n]+)/.exec(r.all);
+  if (internal)
+    return {
+      message: `${what} crashed with an internal error on this code (${internal[4].trim().slice(0, 300)}): a bug of this Verilator version that the code triggers`,
+      ...(internal[1] ? { file: internal[1], line: Number(internal[2]), column: Number(internal[3]) } : {}),
+    };
+  const ice = /([^\s:]+):(\d+):(?:(\d+):)? internal compiler error: ([^\n]+)/.exec(r.all);
+  if (ice) return { message: `${what} crashed with an internal compiler error (${ice[4].trim().slice(0, 200)})` };
+  if ((r.signal && CRASH_SIGNALS.has(r.signal)) || (r.exitCode !== null && CRASH_CODES.has(r.exitCode)))
+    return { message: `${what} crashed (${r.signal ?? `exit ${r.exitCode}, a crash signal`}) on this code` };
   return undefined;
 }
 

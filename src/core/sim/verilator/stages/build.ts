@@ -17,6 +17,7 @@ import {
   cxxToolProblem,
   isNoise,
   parseVerilatorMessages,
+  toolCrash,
   toolProblem,
   withholdForeignSource,
   type FileClassifier,
@@ -32,7 +33,7 @@ import {
   type RuntimeBuild,
   type Toolchain,
 } from '../toolchain.js';
-import { bounded, type Candidate, Ending, errorText, secondsSince, toolchainMessage } from './candidate.js';
+import { bounded, type Candidate, crashEnding, Ending, errorText, secondsSince, toolchainMessage } from './candidate.js';
 import type { Prepared, ToolOptions } from './prepare.js';
 
 /**
@@ -133,6 +134,8 @@ export function lintResult(c: Candidate, tc: Toolchain, front: FrontEnd, classif
       const rest = lintDiags.filter((x) => x.severity !== 'error');
       return new Ending('xrun_failed', 'lint', { err_msg: d.message, diagnostics: [...rest, d], log: bounded(v.all) });
     }
+    const crash = toolCrash(v, "Verilator's front end");
+    if (crash) return crashEnding(c, crash, 'lint', v.all);
     // An option this Verilator refuses, or its own files missing: the tool's problem.
     const tool = toolProblem(v.all);
     if (tool) return new Ending('exception', 'lint', { err_msg: toolchainMessage(tc, tool), returncode: 2, log: bounded(v.all) });
@@ -194,6 +197,8 @@ export async function compileModel(
       const d = outOfMemoryDiagnostic('the C++ compile', limits.buildMemoryLimitMb, tbName, 'build');
       return new Ending('xrun_failed', 'build', { err_msg: d.message, diagnostics: [...warnings, d], log: bounded(build.all) });
     }
+    const crash = toolCrash(build, 'the C++ compiler');
+    if (crash) return crashEnding(c, crash, 'build', build.all);
     const tool = cxxToolProblem(build.all);
     if (tool)
       return new Ending('exception', 'build', { err_msg: toolchainMessage(tc, tool, true), returncode: 2, log: bounded(build.all) });

@@ -12,6 +12,7 @@ import { rewardFor, safeResult } from '../../result.js';
 import { formatDiagnostic } from '../../../util/format.js';
 import { designView, type DesignView, type JailInfo, type SharedLibraries } from '../../jail.js';
 import type { Toolchain } from '../toolchain.js';
+import type { ToolCrash } from '../diagnostics.js';
 
 /**
  * A retry of a design whose logic did not settle: extra Verilator flags, a split_var control file,
@@ -167,6 +168,29 @@ function sandboxInfo(
     network: 'none',
     user: jail.userns ? 'unprivileged' : 'no-capabilities',
   };
+}
+
+/**
+ * A tool crashed on the candidate (diagnostics.ts toolCrash). An `exception` marked CHORUS-CRASH:
+ * the backend runs the candidate once more, and a second crash becomes its verdict (reward 0); a
+ * crash that does not come back was the host's.
+ */
+export function crashEnding(c: Candidate, crash: ToolCrash, stage: 'lint' | 'build' | 'run', log: string): Ending {
+  const own = crash.file !== undefined && (crash.file === c.tbName || crash.file.endsWith(`/${c.tbName}`));
+  const d: Diagnostic = {
+    file: own ? c.tbName : (crash.file?.split('/').pop() ?? c.tbName),
+    origin: own || crash.file === undefined ? 'testbench' : 'dut',
+    line: crash.line ?? 1,
+    column: crash.column ?? 1,
+    severity: 'error',
+    code: 'CHORUS-CRASH',
+    message: crash.message,
+    suggestion: crash.line
+      ? 'Write the construct at this line another way (plainer types, a blocking assignment, no class member in an event control): the simulator cannot compile it.'
+      : 'Write the testbench with plainer constructs: the simulator crashes on it.',
+    stage,
+  };
+  return new Ending('exception', stage, { err_msg: crash.message, diagnostics: [d], returncode: 3, log: bounded(log) });
 }
 
 /** A refusal of the check: nothing was (or will be) compiled. */

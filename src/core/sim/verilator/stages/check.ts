@@ -19,10 +19,10 @@ import {
 import { killedFromOutside, killedMessage, outOfMemoryDiagnostic, ranOutOfMemory } from '../../jail.js';
 import { testbenchTops } from '../../../design/lexer.js';
 import { tokenize, withoutComments } from '../../../design/svTokens.js';
-import { isNoise, parseVerilatorMessages, toolProblem, withholdForeignSource } from '../diagnostics.js';
+import { isNoise, parseVerilatorMessages, toolCrash, toolProblem, withholdForeignSource } from '../diagnostics.js';
 import { checkJsonNetlist, checkXmlNetlist } from '../netlistCheck.js';
 import type { Toolchain } from '../toolchain.js';
-import { bounded, type Candidate, Ending, errorText, rejection, secondsSince, toolchainMessage } from './candidate.js';
+import { bounded, type Candidate, crashEnding, Ending, errorText, rejection, secondsSince, toolchainMessage } from './candidate.js';
 import type { Prepared } from './prepare.js';
 import { integrityDiagnostics, readIntegrity, type IntegrityResult } from '../../slang/integrity.js';
 import { designFacts } from '../../slang/frontEnd.js';
@@ -133,6 +133,8 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
       const d = outOfMemoryDiagnostic("Verilator's front end", limits.buildMemoryLimitMb, tbName, 'lint');
       return new Ending('xrun_failed', 'lint', { err_msg: d.message, diagnostics: [d], log: bounded(parseLog) });
     }
+    const crash = toolCrash(parsed, "Verilator's front end");
+    if (crash) return crashEnding(c, crash, 'lint', parseLog);
     // The front end would stop on the same errors: they are the candidate's lint result.
     const problem = toolProblem(parseLog);
     if (problem) return new Ending('exception', 'lint', { err_msg: toolchainMessage(tc, problem), returncode: 2, log: bounded(parseLog) });
