@@ -95,23 +95,20 @@ describe('classifyRun', () => {
     expect(classifyRun(run({ exitCode: 134 }), LIMITS)).toEqual(expected);
   });
 
-  it('SIGXFSZ -> xrun_failed with CHORUS-OUTPUT naming the file-size limit', () => {
-    const m = 'the testbench wrote a file larger than 1024 bytes and was stopped';
-    expect(classifyRun(run({ exitCode: null, signal: 'SIGXFSZ' }), LIMITS)).toEqual({
-      status: 'xrun_failed',
-      message: m,
-      diagnostic: runDiag('CHORUS-OUTPUT', m),
-    });
+  it('SIGXFSZ, or exit 153 through bwrap -> xrun_failed with CHORUS-OUTPUT naming the file-size limit and its value', () => {
+    const m = 'the testbench wrote a file larger than the file-size limit of 1024 bytes (outputLimitBytes) and was stopped';
+    const expected = { status: 'xrun_failed', message: m, diagnostic: runDiag('CHORUS-OUTPUT', m) };
+    expect(classifyRun(run({ exitCode: null, signal: 'SIGXFSZ' }), LIMITS)).toEqual(expected);
+    expect(classifyRun(run({ exitCode: 153 }), LIMITS)).toEqual(expected);
   });
 
-  it('any other signal -> xrun_failed naming the signal and the memory limit', () => {
+  it('a crash signal names the memory limit it may come from; any other signal is named', () => {
     expect(classifyRun(run({ exitCode: null, signal: 'SIGSEGV' }), LIMITS)).toEqual({
       status: 'xrun_failed',
-      message: 'the simulation was killed by SIGSEGV (memory limit 512 MiB?)',
+      message: 'the simulation crashed with SIGSEGV (an allocation past the memory limit of 512 MiB of address space ends this way too)',
     });
-    expect(classifyRun(run({ exitCode: null, signal: 'SIGTERM' }), { ...LIMITS, memoryLimitMb: null }).message).toBe(
-      'the simulation was killed by SIGTERM (memory limit null MiB?)',
-    );
+    expect(classifyRun(run({ exitCode: 139 }), { ...LIMITS, memoryLimitMb: null }).message).toBe('the simulation crashed with SIGSEGV');
+    expect(classifyRun(run({ exitCode: null, signal: 'SIGTERM' }), LIMITS).message).toBe('the simulation was killed by SIGTERM');
   });
 
   it('SIGKILL from outside before the time limit -> exception (scored again), not the testbench failing', () => {
@@ -129,7 +126,7 @@ describe('classifyRun', () => {
 
   it('any other exit code -> xrun_failed naming the code', () => {
     expect(classifyRun(run({ exitCode: 2 }), LIMITS)).toEqual({ status: 'xrun_failed', message: 'the simulation exited with code 2' });
-    expect(classifyRun(run({ exitCode: 139 }), LIMITS)).toEqual({ status: 'xrun_failed', message: 'the simulation exited with code 139' });
+    expect(classifyRun(run({ exitCode: 200 }), LIMITS)).toEqual({ status: 'xrun_failed', message: 'the simulation exited with code 200' });
   });
 
   it('a timed-out run is a timeout even when it also exited 125 or 3', () => {

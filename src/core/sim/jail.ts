@@ -21,8 +21,13 @@ export interface JailInfo {
   reason?: string;
   /** User namespaces work: jailed processes run as SANDBOX_UID with no capabilities. Without
    * them (root in a container that forbids user namespaces) they run with every capability dropped. */
-  userns: boolean;
+  userns: boolean;  /** bubblewrap sizes a tmpfs (--size, 0.5 and later): the compile steps' private /tmp is then
+   * capped at SCRATCH_LIMIT_BYTES; without it that scratch is bounded only by the machine's memory. */
+  tmpfsSize?: boolean;
 }
+
+/** The compile steps' private /tmp (memory-backed): its own cap, apart from the run directory's. */
+export const SCRATCH_LIMIT_BYTES = 256 * 1024 * 1024;
 
 /** nobody: owns nothing on the host. */
 export const SANDBOX_UID = 65534;
@@ -52,13 +57,16 @@ export function detectJail(): Promise<JailInfo> {
       { timeoutS: 10, env: toolEnv() },
     );
     if (user.spawnError) return { kind: 'none', reason: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap', userns: false };
-    if (user.exitCode === 0) return { kind: 'bubblewrap', userns: true };
+    const help = await runBounded('bwrap', ['--help'], { timeoutS: 10, env: toolEnv() });
+    const tmpfsSize = /--size\b/.test(help.all);
+    if (user.exitCode === 0) return { kind: 'bubblewrap', userns: true, tmpfsSize };
     const plain = await runBounded('bwrap', [...base, ...rootCapDrop(), 'true'], { timeoutS: 10, env: toolEnv() });
     if (plain.exitCode !== 0)
       return { kind: 'none', reason: `bubblewrap cannot create a sandbox here: ${plain.stderr.trim().split('\n')[0]}`, userns: false };
     return {
       kind: 'bubblewrap',
       userns: false,
+      tmpfsSize,
       reason: `user namespaces are not available (${user.stderr.trim().split('\n')[0]}): jailed processes keep the caller's uid, with every capability dropped`,
     };
   })();
@@ -374,6 +382,7 @@ export function toolchainCommand(
     ...systemMounts(),
     // The private /tmp first: a toolchain or checkout that lives under /tmp (a CI clone, a
     // wheel in a project cache there) is then bound on top of it instead of hidden by it.
+    ...(jail.tmpfsSize ? ['--size', String(SCRATCH_LIMIT_BYTES)] : []),
     '--tmpfs',
     '/tmp',
     ...extra.flatMap((d) => ['--ro-bind', d, d]),

@@ -4,6 +4,7 @@
 // error it attributes to a design file counts as the design's only when the harness recorded it.
 // Then the status: a run without coverage, a failed run with the coverage it reached, a run that
 // never instantiated the DUT, or success. The reward follows from the status (candidate.ts).
+import { constants as osConstants } from 'node:os';
 import { basename } from 'node:path';
 import type { SimLimits } from '../../simulator.js';
 import type { Diagnostic, DutAssertion, SimStatus } from '../../result.js';
@@ -295,24 +296,37 @@ export function classifyRun(run: RunResult, limits: SimLimits, report?: HarnessR
     const m = 'the simulation ran out of events without $finish; end the stimulus with $finish';
     return { status: 'success', message: m, diagnostic: diag('CHORUS-NOFINISH', m, 'warning') };
   }
-  if (run.signal === 'SIGABRT' || run.exitCode === 134) {
+  // A signal comes as itself unjailed, as 128 + its number through bwrap.
+  const sig = run.signal ?? signalOfExit(run.exitCode);
+  if (sig === 'SIGABRT') {
     return { status: 'xrun_failed', message: 'the simulation aborted ($fatal, $stop or a fatal run-time error)' };
   }
-  if (run.signal === 'SIGXFSZ') {
-    const m = `the testbench wrote a file larger than ${limits.outputLimitBytes} bytes and was stopped`;
+  if (sig === 'SIGXFSZ') {
+    const m = `the testbench wrote a file larger than the file-size limit of ${limits.outputLimitBytes} bytes (outputLimitBytes) and was stopped`;
     return { status: 'xrun_failed', message: m, diagnostic: diag('CHORUS-OUTPUT', m) };
   }
   if (run.exitCode === 120) return oom();
   // SIGKILL (or 137, how `timeout` and bwrap pass it on) before the time limit, and none of the
   // run's own limits fired (each is handled above): the kernel's OOM killer or an operator killed
   // the process. Not the testbench's doing, so not its result: the caller scores it again.
-  if ((run.signal === 'SIGKILL' || run.exitCode === 137) && run.durationS < limits.timeoutS)
+  if (sig === 'SIGKILL' && run.durationS < limits.timeoutS)
     return {
       status: 'exception',
       message: `the simulation process was killed by SIGKILL from outside the run (the kernel's OOM killer or an operator) after ${run.durationS.toFixed(1)}s: not a result of the testbench; score it again`,
     };
-  if (run.signal)
-    return { status: 'xrun_failed', message: `the simulation was killed by ${run.signal} (memory limit ${limits.memoryLimitMb} MiB?)` };
+  if (sig === 'SIGSEGV' || sig === 'SIGBUS')
+    return {
+      status: 'xrun_failed',
+      message: `the simulation crashed with ${sig}${limits.memoryLimitMb !== null ? ` (an allocation past the memory limit of ${limits.memoryLimitMb} MiB of address space ends this way too)` : ''}`,
+    };
+  if (sig) return { status: 'xrun_failed', message: `the simulation was killed by ${sig}` };
   if (run.exitCode === 0 || run.exitCode === 1) return { status: 'success', message: '' };
   return { status: 'xrun_failed', message: `the simulation exited with code ${run.exitCode}` };
+}
+
+/** The signal behind an exit status of 128 + N (a shell's or bwrap's way of passing a death by signal on). */
+export function signalOfExit(code: number | null): string | null {
+  if (code === null || code <= 128 || code >= 128 + 32) return null;
+  const n = code - 128;
+  return (Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0] as string | undefined) ?? null;
 }
