@@ -23,6 +23,8 @@ Options:
   --body-limit <MiB>    largest request body (default ${DEFAULT_SERVICE.bodyLimitMiB}); a larger one gets 413 with a JSON body
   --client-timeout <s>  seconds a client has to send a whole request, headers and body; a slower
                         one gets 408 and is closed (default ${DEFAULT_SERVICE.slowClientTimeoutS}); the answer's time is not counted
+  --allow-native-design accept designs with native code ($c, \`systemc_*, DPI, $system): it runs on
+                        this host, so only for clients you trust (default: refused, CHORUS-NATIVE)
   --host-details        answers show host paths (run folders, the state folder) as they are; by
                         default they read <tmp>, <state>, <cache>, <home>, <cwd>
   --state-dir <dir>     keep recorded answers here (an Idempotency-Key retried after a restart gets
@@ -50,6 +52,7 @@ export const OPTIONS = {
   'body-limit': { type: 'string' },
   'client-timeout': { type: 'string' },
   'host-details': { type: 'boolean' },
+  'allow-native-design': { type: 'boolean' },
   'state-dir': { type: 'string' },
   'min-free-disk': { type: 'string' },
   'max-rss': { type: 'string' },
@@ -112,6 +115,7 @@ async function serveCommand({ values: o, positionals, fail, untilSignal }: Comma
       bodyLimitBytes: Math.round(bodyMiB * 1024 * 1024),
       slowClientTimeoutS: clientTimeout,
       hostDetails: o['host-details'] === true,
+      allowNativeDesign: o['allow-native-design'] === true,
       simulator: o.simulator,
       ...(claimed ? { stateDir: resolve(o['state-dir']!) } : {}),
       resourceLimits: { minFreeDiskBytes: minFreeMiB * 1024 * 1024, maxRssBytes: maxRssMiB * 1024 * 1024 },

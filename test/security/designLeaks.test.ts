@@ -10,6 +10,7 @@ import { scratchDir } from '../helpers.js';
 import { VerilatorSimulator } from '../../src/core/sim/verilator/backend.js';
 import { cacheRoot } from '../../src/core/util/cache.js';
 import { emptyDesign } from '../../src/core/design/types.js';
+import { startScoreServer } from '../../src/core/service/http.js';
 
 const sim = new VerilatorSimulator();
 const canary = `CHORUS_CANARY_${randomBytes(6).toString('hex')}`;
@@ -81,4 +82,54 @@ describe(`a design's host files (${process.env.CHORUS_NO_JAIL === '1' ? 'no jail
         expect(JSON.stringify(r)).not.toContain(canary);
         expect(cachedTexts()).not.toContain(canary);
       }, 120_000);
+});
+
+describe(`native code in the design (${process.env.CHORUS_NO_JAIL === '1' ? 'no jail' : 'jailed'})`, () => {
+  const body = '  initial $c("/* native */");';
+
+  it("the user's own design runs, with a CHORUS-NATIVE warning naming the construct", async () => {
+    const r = await sim.simulate({
+      design: { ...emptyDesign(), files: [design('own', body)] },
+      top: 'leak',
+      testbench: { name: 'tb_leak.sv', content: TB },
+    });
+    expect(r.status, r.err_msg).toBe('success');
+    const d = r.diagnostics.find((x) => x.code === 'CHORUS-NATIVE')!;
+    expect(d).toMatchObject({ severity: 'warning', origin: 'dut', line: 2 });
+    expect(d.message).toMatch(/inline C\+\+/);
+  }, 120_000);
+
+  it('a design from a request is refused before anything is compiled, unless the service allows it', async () => {
+    const refused = await sim.simulate({
+      design: { ...emptyDesign(), files: [design('req', body)] },
+      top: 'leak',
+      testbench: { name: 'tb_leak.sv', content: TB },
+      designNativeCode: 'refuse',
+    });
+    expect(refused.status).toBe('rejected');
+    expect(refused.reward).toBe(0);
+    expect(refused.diagnostics.find((x) => x.code === 'CHORUS-NATIVE')).toMatchObject({ severity: 'error', origin: 'dut' });
+    const item = {
+      design_files: [
+        { name: 'leak.sv', content: `module leak(input logic clk, output logic q);\n${body}\n  assign q = clk;\nendmodule\n` },
+      ],
+      top: 'leak',
+      testbench: { name: 'tb_leak.sv', content: TB },
+    };
+    for (const allow of [false, true]) {
+      const server = await startScoreServer({ workers: 1, allowNativeDesign: allow });
+      try {
+        const res = await fetch(`${server.url}/v1/score`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ items: [item] }),
+        });
+        const got = (await res.json()) as { results: Array<{ status: string }> };
+        expect(res.status).toBe(200);
+        expect(got.results[0].status).toBe(allow ? 'success' : 'rejected');
+      } finally {
+        await server.close(0);
+      }
+    }
+  }, 180_000);
 });

@@ -53,6 +53,8 @@ export interface ScoreServerOptions {
   /** Answers show host paths (run directories, the state directory) as they are: for an
    * administrator's debugging. Default false: they read <tmp>, <state>, <cache>, <home>, <cwd>. */
   hostDetails?: boolean;
+  /** Accept designs with native code ($c, DPI, $system); default: refused (CHORUS-NATIVE). */
+  allowNativeDesign?: boolean;
 }
 
 export interface ScoreServer {
@@ -186,6 +188,7 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     stateDir: opts.stateDir,
     resourceLimits: opts.resourceLimits,
     answerCacheBytes: opts.answerCacheBytes,
+    allowNativeDesign: opts.allowNativeDesign,
     log,
   });
   const inflight = new InFlight<Answer | null>();

@@ -169,6 +169,9 @@ export interface ScoreServiceOptions {
   /** Where idempotent answers and the design directories live across restarts; absent: a
    * temporary directory, and answers in memory only. */
   stateDir?: string;
+  /** Accept designs with native code ($c, DPI, $system): for a service whose clients are trusted
+   * (chorus serve --allow-native-design). Default: refused (CHORUS-NATIVE). */
+  allowNativeDesign?: boolean;
   /** Bytes of idempotent answers kept in memory (default 64 MiB). */
   answerCacheBytes?: number;
   log?: (line: string) => void;
@@ -186,6 +189,7 @@ export class ScoreService {
   readonly designs: DesignStore;
   readonly simulator: Simulator;
   readonly maxTimeoutS: number;
+  private readonly allowNativeDesign: boolean;
   readonly defaultTimeoutS: number;
   readonly metrics: ServiceMetrics;
   readonly startedAt = Date.now();
@@ -195,6 +199,7 @@ export class ScoreService {
 
   constructor(opts: ScoreServiceOptions) {
     this.simulator = opts.simulator;
+    this.allowNativeDesign = opts.allowNativeDesign === true;
     this.pool = new WorkerPool({ concurrency: opts.workers, queueLimit: opts.queueLimit });
     this.designs = new DesignStore(opts.designCacheEntries ?? 128, opts.stateDir ? designsRootIn(opts.stateDir) : undefined);
     this.limits = { ...DEFAULT_RESOURCE_LIMITS, ...opts.resourceLimits };
@@ -258,6 +263,8 @@ export class ScoreService {
           },
           seed: item.seed ?? undefined,
           ...(item.score ? { score: item.score } : {}),
+          // A design from a request is untrusted: its native code would run on this host.
+          designNativeCode: this.allowNativeDesign ? 'allow' : 'refuse',
           signal,
         });
       } catch (e) {

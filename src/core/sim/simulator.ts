@@ -36,6 +36,10 @@ export interface SimRequest {
    * and the testbench allows it; `flat` always verilates DUT and testbench together;
    * `dut-library` uses the library whenever the testbench allows it (tests, benchmarks). */
   build?: 'auto' | 'flat' | 'dut-library';
+  /** Native code in the DESIGN ($c, `systemc_*, DPI, $system): 'allow' (default: the user's own
+   * design, said in a warning) or 'refuse' (a design from a request: the reward service refuses it
+   * unless started with --allow-native-design). A testbench's native code is refused always. */
+  designNativeCode?: 'allow' | 'refuse';
   /** Keep the scratch directory and report its path (for debugging). */
   keepRunDir?: boolean;
   /** Return the DUT's coverage points in `points`, exactly the set the figure was scored on, so

@@ -118,7 +118,7 @@ export class VerilatorSimulator implements Simulator {
       const linted = lintResult(c, tc, front, prep.files.classify);
       if (linted instanceof Ending) return finish(linted);
       // The design's $readmem files that none of its folders hold: an error the summary shows.
-      const warnings = [...linted, ...prep.dataFiles.missing];
+      const warnings = [...linted, ...prep.dataFiles.missing, ...passes.notes];
       const compiled = await compileModel(c, tc, runtime, prep, front.lib, warnings);
       if (compiled) return finish(compiled);
 

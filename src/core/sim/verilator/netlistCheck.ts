@@ -36,6 +36,9 @@ export interface NetlistCheckOptions {
    * fileCallSites): their names were read there, a literal one or one computed at run time (which
    * the jail confines), and are not judged again. A call the text passes did not see is. */
   judgedCalls?: string[];
+  /** Report native code ($c, `systemc_*, DPI, $system) in the design's own files too, as
+   * `origin: 'dut'` diagnostics (warnings, or errors when `designNative` is 'refuse'). */
+  designNative?: 'allow' | 'refuse';
 }
 
 /** One node of either tree, reduced to what the check reads. */
@@ -131,6 +134,7 @@ function check(roots: Node[], opts: NetlistCheckOptions): Diagnostic[] {
       if (problem) add(n, problem);
     } else if (!opts.jailed) add(n, computedPathProblem(task));
   };
+  if (opts.designNative) designNativeCode(roots, opts, out);
   for (const root of roots)
     walk(root, (n, inClass) => {
       if (!opts.owned(n.file)) return;
@@ -167,6 +171,43 @@ function check(roots: Node[], opts: NetlistCheckOptions): Diagnostic[] {
       }
     });
   return out;
+}
+
+/** Native code in the design's own files: one diagnostic per kind and file (a design may have many). */
+function designNativeCode(roots: Node[], opts: NetlistCheckOptions, out: Diagnostic[]): void {
+  const seen = new Set<string>();
+  const refuse = opts.designNative === 'refuse';
+  for (const root of roots)
+    walk(root, (n, inClass) => {
+      if (!n.file || opts.owned(n.file)) return;
+      let what: string | undefined;
+      if (CCODE_TAGS.has(n.tag)) what = "Verilator's inline C++ ($c or `systemc_*)";
+      else if (SYSTEM_TAGS.has(n.tag)) what = '$system';
+      else if ((n.tag === 'func' || n.tag === 'task') && n.fields && (n.attrs.dpiImport === 'true' || n.attrs.dpiExport === 'true'))
+        what = 'a DPI import or export';
+      else if ((n.tag === 'func' || n.tag === 'task') && !n.fields && !inClass && n.children.some((c) => c.tag === 'scopename'))
+        what = 'a DPI export';
+      if (!what) return;
+      const file = n.file.split('/').pop() ?? n.file;
+      const key = `${what}\0${file}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      out.push({
+        file: n.file,
+        origin: 'dut',
+        line: n.line || 1,
+        column: n.column || 1,
+        severity: refuse ? 'error' : 'warning',
+        code: 'CHORUS-NATIVE',
+        message: refuse
+          ? `the design uses ${what}: native code from a request would run on the service's host; this service does not accept it`
+          : `the design uses ${what}: it becomes native code of the simulation (it is your design, so it runs)`,
+        suggestion: refuse
+          ? 'Send the design without native code, or run a service started with --allow-native-design for designs you trust.'
+          : 'Nothing to do for your own design; the reward service refuses such designs unless started with --allow-native-design.',
+        stage: 'check',
+      });
+    });
 }
 
 const XML_ENTITIES: Record<string, string> = { quot: '"', apos: "'", amp: '&', lt: '<', gt: '>' };

@@ -75,7 +75,7 @@ export function staticCheck(c: Candidate, startedAt: number): Ending | { tbTop: 
  * `flat`: the library build reads the testbench after the wrapper alone; when that changes the
  * testbench's preprocessed text, the candidate must be built flat, the build that was checked.
  */
-export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): Promise<Ending | { flat: boolean }> {
+export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): Promise<Ending | { flat: boolean; notes: Diagnostic[] }> {
   const { req, retry, limits, tbName } = c;
   const { runDir, tbPath, flatSources, tool, buildArgs, files } = prep;
   const ts = performance.now();
@@ -155,6 +155,7 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
     ...checked,
     owned: (f: string) => f !== '' && (owned.has(f) || owned.has(resolve(runDir, f))),
     judgedCalls: fileCallSites(pre.stdout, checked),
+    designNative: req.designNativeCode ?? 'allow',
   };
   let found: Diagnostic[];
   try {
@@ -170,6 +171,8 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
   }
   for (const f of ['obj_check', 'chorus_check.json', 'chorus_check.meta.json', 'chorus_check.xml'])
     rmSync(join(runDir, f), { recursive: true, force: true });
+  const notes = found.filter((d) => d.origin === 'dut' && d.severity === 'warning');
+  found = found.filter((d) => !notes.includes(d));
   if (found.length) return rejection(found);
   const reached = reachOf(reach, c, tbPath, facts);
   if (reached instanceof Ending) return reached;
@@ -178,7 +181,7 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
     preLib && (preLib.exitCode !== 0 || testbenchPart(preLib.stdout, [tbPath, tbName]) !== testbenchPart(pre.stdout, [tbPath, tbName])),
   );
   c.timings.check = checkedBefore + secondsSince(ts);
-  return { flat };
+  return { flat, notes };
 }
 
 /** A refusal when the check could not see what would be compiled. */
