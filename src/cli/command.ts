@@ -11,6 +11,7 @@ import { EXIT } from './terminal.js';
 import { StatusLine } from './progress.js';
 import { closest, safeText } from '../core/run/frontEnd.js';
 import { DesignError } from '../core/run/sources.js';
+import { RunFolderError } from '../core/run/runFolder.js';
 import { ToolchainError } from '../core/run/toolchain.js';
 import { ModelError, ContextBudgetError } from '../core/run/models.js';
 
@@ -65,6 +66,7 @@ export interface CommandSpec<O extends Options> {
 
 export const designError = (e: unknown): string | undefined =>
   e instanceof DesignError ? `design error (${e.kind}): ${e.message}` : undefined;
+export const runFolderError = (e: unknown): string | undefined => (e instanceof RunFolderError ? e.message : undefined);
 export const toolchainError = (e: unknown): string | undefined => (e instanceof ToolchainError ? e.message : undefined);
 export const modelError = (e: unknown): string | undefined =>
   e instanceof ModelError ? `model error (${e.kind}): ${e.message}` : undefined;

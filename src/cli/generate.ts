@@ -30,6 +30,7 @@ import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './desi
 import {
   contextBudgetError,
   designError,
+  runFolderError,
   exitCodeFor,
   modelError,
   numberOption,
@@ -113,7 +114,12 @@ export const OPTIONS = {
 export function runGenerate(argv: string[]): Promise<number> {
   return runCommand(
     argv,
-    { name: 'generate', options: OPTIONS, help: HELP, errors: [designError, toolchainError, modelError, contextBudgetError] },
+    {
+      name: 'generate',
+      options: OPTIONS,
+      help: HELP,
+      errors: [designError, toolchainError, modelError, contextBudgetError, runFolderError],
+    },
     (run) => terminable(run.signal, (signal) => generateCommand({ ...run, signal })),
   );
 }

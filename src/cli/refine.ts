@@ -15,6 +15,7 @@ import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './
 import {
   contextBudgetError,
   designError,
+  runFolderError,
   exitCodeFor,
   modelError,
   numberOption,
@@ -79,7 +80,7 @@ export const OPTIONS = {
 export function runRefine(argv: string[]): Promise<number> {
   return runCommand(
     argv,
-    { name: 'refine', options: OPTIONS, help: HELP, errors: [designError, toolchainError, modelError, contextBudgetError] },
+    { name: 'refine', options: OPTIONS, help: HELP, errors: [designError, toolchainError, modelError, contextBudgetError, runFolderError] },
     (run) => terminable(run.signal, (signal) => refineCommand({ ...run, signal })),
   );
 }

@@ -11,7 +11,7 @@ import type { Waiver } from '../core/coverage/waivers.js';
 import { loadWaivers, WaiverError, toLcov, withVerdict } from '../core/run/coverage.js';
 import { formatSimResult } from './format.js';
 import { safeJson, safeText } from '../core/run/frontEnd.js';
-import { designError, exitCodeFor, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
+import { designError, exitCodeFor, numberOption, runCommand, runFolderError, toolchainError, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
 import { SIMULATOR_HELP, simulatorOption } from './simulatorOption.js';
@@ -70,6 +70,7 @@ export function runSim(argv: string[]): Promise<number> {
           return designError(e);
         },
         toolchainError,
+        runFolderError,
       ],
     },
     (run) => terminable(run.signal, (signal) => sim({ ...run, signal })),

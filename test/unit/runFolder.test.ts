@@ -1,7 +1,7 @@
 // The run folder's pieces without a simulator: output checks, the junit and HTML writers' escaping,
 // the design's $readmem names, the build memory hint.
 import { describe, expect, it } from 'vitest';
-import { mkdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coverageHtml, escapeHtml, junitXml, openRunFolder, outOfMemoryHint, outputProblem } from '../../src/core/run/runFolder.js';
 import { readmemCalls } from '../../src/core/sim/verilator/stages/dataFiles.js';
@@ -32,6 +32,17 @@ describe('output checks', () => {
     // A real folder named latest is never replaced.
     mkdirSync(join(d, 'y', 'latest'), { recursive: true });
     openRunFolder(d, 'y', now);
+  });
+
+  it('a run folder root or design folder that is a symbolic link is refused, and nothing is written through it', () => {
+    const d = scratchDir();
+    const elsewhere = scratchDir();
+    symlinkSync(elsewhere, join(d, 'out'));
+    expect(() => openRunFolder(join(d, 'out'), 'top')).toThrow(/run folder .*out is a symbolic link; .*--out/);
+    mkdirSync(join(d, 'real'));
+    symlinkSync(elsewhere, join(d, 'real', 'top'));
+    expect(() => openRunFolder(join(d, 'real'), 'top')).toThrow(/design folder .*top is a symbolic link/);
+    expect(readdirSync(elsewhere)).toEqual([]);
   });
 });
 

@@ -52,6 +52,13 @@ export const RUN_ROOT = 'chorus-out';
  */
 export function outputProblem(path: string, kind: 'file' | 'dir', force = false): string | undefined {
   const p = resolve(path);
+  try {
+    // Never written through: a link in the output's place could point anywhere (~/.bashrc).
+    if (lstatSync(p).isSymbolicLink())
+      return `${p} is a symbolic link; outputs are never written through one: remove it or choose another --out`;
+  } catch {
+    /* absent */
+  }
   let probe = p;
   while (!existsSync(probe)) {
     const up = dirname(probe);
@@ -96,10 +103,36 @@ function stamp(d: Date): string {
   return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
 }
 
+/** A run folder that cannot be made as asked (a symbolic link in its place): the user's to fix. */
+export class RunFolderError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RunFolderError';
+  }
+}
+
+function refuseSymlink(path: string, what: string): void {
+  let link = false;
+  try {
+    link = lstatSync(path).isSymbolicLink();
+  } catch {
+    return; // absent: made as a plain folder
+  }
+  if (link)
+    throw new RunFolderError(
+      `${what} ${path} is a symbolic link; run folders are never written through one: remove the link, or choose another folder with --out`,
+    );
+}
+
 /** Makes `<root>/<design>/<timestamp>[-n]/` and points `<root>/<design>/latest` at it. */
 export function openRunFolder(root: string, design: string, now = new Date()): string {
   const base = join(resolve(root), plainName(design));
+  // A run folder is written into, so a symlink at its root or design level (a checkout may carry
+  // `chorus-out -> ~/.ssh`) would redirect the writes: refused, never followed.
+  refuseSymlink(resolve(root), 'the run folder');
   mkdirSync(base, { recursive: true });
+  refuseSymlink(resolve(root), 'the run folder');
+  refuseSymlink(base, "the run folder's design folder");
   let name = stamp(now);
   for (let i = 2; ; i++) {
     try {
