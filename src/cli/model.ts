@@ -21,10 +21,16 @@ import {
   type CachedModel,
   type PullProgress,
 } from '../core/run/models.js';
-import { formatBytes, formatDuration, kindLabel, safeJson } from '../core/run/frontEnd.js';
+import { formatBytes, formatDuration, kindLabel, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import { bar } from './progress.js';
 import { runCommand, type CommandRun } from './command.js';
 import { EXIT, canRedraw } from './terminal.js';
+
+/** Everything `chorus model` prints passes here: repository, file and folder names come from the
+ * hub (or a cache a hub filled), so bidirectional, C1 and other control characters are escaped. */
+function say(stream: NodeJS.WriteStream, text: string): boolean {
+  return stream.write(safeText(text));
+}
 
 const HELP = `Usage: chorus model pull <owner/name>[:<quantization | file | dtype>] [--revision REV]
        chorus model list [--json]
@@ -81,7 +87,7 @@ export function runModel(argv: string[]): Promise<number> {
   }
   const body = sub === 'pull' ? pull : sub === 'list' || sub === 'ls' ? list : sub === 'rm' || sub === 'remove' ? rm : null;
   if (!body) {
-    process.stderr.write(`chorus model: unknown subcommand '${sub.replace(/[^\x20-\x7e]/g, '?')}' (pull, list, rm; chorus model --help)\n`);
+    say(process.stderr, `chorus model: unknown subcommand '${sub.replace(/[^\x20-\x7e]/g, '?')}' (pull, list, rm; chorus model --help)\n`);
     return Promise.resolve(EXIT.usage);
   }
   return runCommand(
@@ -91,7 +97,7 @@ export function runModel(argv: string[]): Promise<number> {
       options: OPTIONS,
       help: HELP,
       takesDesign: false,
-      errors: [(e) => (e instanceof HubError ? e.message : undefined)],
+      errors: [(e) => (e instanceof HubError ? safeText(e.message) : undefined)],
     },
     body,
   );
@@ -129,7 +135,8 @@ async function pull({ values: o, positionals, fail, signal, status }: CommandRun
     revision: o.revision,
     signal,
     confirm: (plan) => {
-      process.stderr.write(
+      say(
+        process.stderr,
         `${plan.repo}@${plan.revision} (commit ${plan.commit.slice(0, 12)}): ${describeCandidate(plan.chosen)}${plan.resumes ? ', resuming a partial download' : ''}\n`,
       );
       return true;
@@ -137,12 +144,12 @@ async function pull({ values: o, positionals, fail, signal, status }: CommandRun
     onProgress: (p) => {
       if (tty) {
         const now = Date.now();
-        if (now - lastLine > 100 || p.phase === 'verify') status.set(progressLine(p));
+        if (now - lastLine > 100 || p.phase === 'verify') status.set(safeLine(progressLine(p)));
         lastLine = now;
       } else if (p.file !== lastFile) {
         // Logs get one line per file, not a redrawn bar.
         lastFile = p.file;
-        process.stderr.write(`fetching ${p.file} (${p.index}/${p.files}, ${formatBytes(p.total)} in all)\n`);
+        say(process.stderr, `fetching ${p.file} (${p.index}/${p.files}, ${formatBytes(p.total)} in all)\n`);
       }
     },
   });
@@ -150,14 +157,15 @@ async function pull({ values: o, positionals, fail, signal, status }: CommandRun
   let m = r.model;
   if (trainingCli && o.convert) {
     if (m.kind !== 'checkpoint') return fail(`${m.repo}:${m.selector} is not a checkpoint: it runs as it is, without --convert`);
-    process.stderr.write(`converting ${m.repo} to a ${o.convert.toLowerCase()} GGUF with ${trainingCli} (chorus-train export) ...\n`);
+    say(process.stderr, `converting ${m.repo} to a ${o.convert.toLowerCase()} GGUF with ${trainingCli} (chorus-train export) ...\n`);
     m = await convertCheckpoint(m, o.convert, { cli: trainingCli, signal });
   }
   if (o.json) {
-    process.stdout.write(safeJson(m) + '\n');
+    say(process.stdout, safeJson(m) + '\n');
     return EXIT.ok;
   }
-  process.stdout.write(
+  say(
+    process.stdout,
     (m.convertedFrom ? `converted ` : r.fetched === 0 && r.plan.cached ? `already in the cache: ` : `pulled `) +
       `${m.repo}:${m.selector} (${kindLabel(m.kind)}, ${formatBytes(m.size)}, commit ${m.commit.slice(0, 12)}, ${m.convertedFrom ? `from the checkpoint ${m.convertedFrom}` : 'every file checked'})\n` +
       `  ${m.dir}\n` +
@@ -174,10 +182,10 @@ function list({ values: o }: CommandRun<typeof OPTIONS>): Promise<number> {
   const editor = editorModel(root);
   const partials = listPartials(root);
   if (o.json) {
-    process.stdout.write(safeJson({ dir: root, editor, models, partials }) + '\n');
+    say(process.stdout, safeJson({ dir: root, editor, models, partials }) + '\n');
     return Promise.resolve(EXIT.ok);
   }
-  if (!models.length) process.stdout.write(`no models in ${root} (chorus model pull owner/name fetches one)\n`);
+  if (!models.length) say(process.stdout, `no models in ${root} (chorus model pull owner/name fetches one)\n`);
   else {
     const rows = models.map((m: CachedModel) => [
       m.dir === editor ? '*' : ' ',
@@ -189,11 +197,12 @@ function list({ values: o }: CommandRun<typeof OPTIONS>): Promise<number> {
     ]);
     const head = [' ', 'MODEL', 'ENGINE', 'SIZE', 'COMMIT', 'FOLDER'];
     const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-    for (const r of [head, ...rows]) process.stdout.write(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(w[i]))).join('  ') + '\n');
-    if (editor && models.some((m) => m.dir === editor)) process.stdout.write('* the model the editor uses\n');
+    for (const r of [head, ...rows]) say(process.stdout, r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(w[i]))).join('  ') + '\n');
+    if (editor && models.some((m) => m.dir === editor)) say(process.stdout, '* the model the editor uses\n');
   }
   for (const p of partials)
-    process.stdout.write(
+    say(
+      process.stdout,
       `partial download: ${p.name} (${formatBytes(p.bytes)} on disk; ${p.resumable ? 'the same pull resumes it' : 'nothing kept yet'}; chorus model rm --partials removes it)\n`,
     );
   return Promise.resolve(EXIT.ok);
@@ -203,7 +212,7 @@ async function rm({ values: o, positionals, fail }: CommandRun<typeof OPTIONS>):
   if (o.partials) {
     if (positionals.length) return fail('--partials takes no model name');
     const n = removePartials();
-    process.stdout.write(`removed ${n} partial download(s)\n`);
+    say(process.stdout, `removed ${n} partial download(s)\n`);
     return EXIT.ok;
   }
   if (positionals.length !== 1) return fail('name one model: chorus model rm owner/name[:selector] (chorus model list shows them)');
@@ -218,12 +227,13 @@ async function rm({ values: o, positionals, fail }: CommandRun<typeof OPTIONS>):
     const a = await rl.question(`remove ${m.repo}:${m.selector} (${formatBytes(m.size)}) at ${m.dir}? [y/N] `);
     rl.close();
     if (!/^y(es)?$/i.test(a.trim())) {
-      process.stdout.write('kept\n');
+      say(process.stdout, 'kept\n');
       return EXIT.ok;
     }
   }
   removeModel(m);
-  process.stdout.write(
+  say(
+    process.stdout,
     `removed ${m.repo}:${m.selector} (${formatBytes(m.size)})${m.dir === editorModel() ? '; the editor still points at it: pick another with CHORUS: Select Model' : ''}\n`,
   );
   return EXIT.ok;

@@ -37,6 +37,9 @@ export interface HubFaults {
   corrupt?: string[];
   /** Bytes per second of file bodies (default unlimited). */
   rate?: number;
+  /** Serve these paths without a Content-Length and with this many bytes more than the listing
+   * says (a server that streams past the listed size). */
+  overstream?: Record<string, number>;
 }
 
 export interface HubRequest {
@@ -90,6 +93,18 @@ export async function startHubServer(repos: Record<string, HubRepo>, faults: Hub
     body: Buffer,
     headers: Record<string, string>,
   ): Promise<void> {
+    const extra = faults.overstream?.[key];
+    if (extra !== undefined && req.method !== 'HEAD') {
+      // No length, no ranges: the client learns the size only from the listing.
+      res.writeHead(200, { ...headers });
+      const more = Buffer.concat([body, Buffer.alloc(extra, 0x41)]);
+      for (let at = 0; at < more.length; at += 64 * 1024) {
+        if (res.destroyed) return;
+        if (!res.write(more.subarray(at, at + 64 * 1024))) await new Promise((r) => res.once('drain', r));
+        sent.set(key, (sent.get(key) ?? 0) + Math.min(64 * 1024, more.length - at));
+      }
+      return void res.end();
+    }
     let start = 0;
     let end = body.length - 1;
     const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');

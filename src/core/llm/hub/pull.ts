@@ -197,6 +197,28 @@ export async function digest(path: string, algo: 'sha256' | 'sha1', prefix?: Buf
 }
 
 /** Checks a fetched file against the hub's hash (SHA-256 of LFS files, the git blob id of small ones). */
+/** Bytes a transfer may run past the listed size before it is stopped. */
+const OVERRUN_SLACK_BYTES = 64 * 1024;
+
+/** A server sent more than the hub lists for these files: stopped, the partial files removed. */
+async function overrun(
+  group: Array<{ path: string; size: number }>,
+  plan: { repo: string; endpoint: string },
+  part: string,
+  dl: { cancel(o?: { deleteTempFile?: boolean }): Promise<void> } | undefined,
+): Promise<HubError> {
+  await dl?.cancel({ deleteTempFile: true }).catch(() => undefined);
+  for (const g of group) {
+    rmSync(join(part, g.path), { force: true });
+    rmSync(join(part, g.path) + '.ipull', { force: true });
+  }
+  const listed = group.reduce((a, g) => a + g.size, 0);
+  return new HubError(
+    'hash-mismatch',
+    `${group.map((g) => g.path).join(', ')} of ${plan.repo}: the server sent more than the ${listed} bytes the hub lists; the transfer was stopped and the partial file removed. The mirror (${plan.endpoint}) serves a damaged or different file.`,
+  );
+}
+
 async function verify(path: string, f: RemoteFile): Promise<string | null> {
   const size = statSync(path).size;
   if (size !== f.size) return `${size} bytes where the hub lists ${f.size}`;
@@ -319,8 +341,16 @@ async function fetchPlanned(
         });
       };
       let before = 0;
+      // The hub lists each file's size: a server that streams more (no length, or a wrong one) is
+      // stopped there, before the bytes fill the disk and long before the hash check would refuse
+      // them (a little slack for the downloader's own record of progress).
+      const stop = new AbortController();
+      const onCancel = (): void => stop.abort();
+      o.signal?.addEventListener('abort', onCancel, { once: true });
+      let overran = false;
+      let dl: Awaited<ReturnType<typeof createModelDownloader>> | undefined;
       try {
-        const dl = await createModelDownloader({
+        dl = await createModelDownloader({
           modelUri: url,
           dirPath: dirname(target),
           fileName: f.path.slice(f.path.lastIndexOf('/') + 1),
@@ -331,16 +361,29 @@ async function fetchPlanned(
           // Kept on cancel: the next pull resumes from it.
           deleteTempFileOnCancel: false,
           skipExisting: true,
-          onProgress: (s) => report(s.downloadedSize),
+          onProgress: (s) => {
+            if (s.downloadedSize > groupSize + OVERRUN_SLACK_BYTES && !overran) {
+              overran = true;
+              // The downloader's own cancel, so that it stops writing and renaming before the
+              // partial file is removed.
+              void dl?.cancel({ deleteTempFile: true }).catch(() => undefined);
+              stop.abort();
+            }
+            report(Math.min(s.downloadedSize, groupSize));
+          },
         });
         before = dl.downloadedSize;
         report(before);
-        await dl.download({ signal: o.signal });
+        await dl.download({ signal: stop.signal });
+        if (overran) throw await overrun(group, plan, part, dl);
         // A cancel can end the transfer without an error: the partial file stays for a resume.
         if (o.signal?.aborted) throw cancelled();
       } catch (e) {
+        if (overran) throw await overrun(group, plan, part, dl);
         if (o.signal?.aborted || (e instanceof HubError && e.kind === 'cancelled')) throw cancelled();
         throw hubFailure(e, plan.repo, plan.revision, plan.endpoint, token, o.signal);
+      } finally {
+        o.signal?.removeEventListener('abort', onCancel);
       }
       fetched += groupSize - before;
     }
