@@ -21,7 +21,7 @@ export interface JailInfo {
   reason?: string;
   /** User namespaces work: jailed processes run as SANDBOX_UID with no capabilities. Without
    * them (root in a container that forbids user namespaces) they run with every capability dropped. */
-  userns: boolean;  /** bubblewrap sizes a tmpfs (--size, 0.5 and later): the compile steps' private /tmp is then
+  userns: boolean; /** bubblewrap sizes a tmpfs (--size, 0.5 and later): the compile steps' private /tmp is then
    * capped at SCRATCH_LIMIT_BYTES; without it that scratch is bounded only by the machine's memory. */
   tmpfsSize?: boolean;
 }

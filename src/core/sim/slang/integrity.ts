@@ -185,7 +185,7 @@ export function integrityDiagnostics(
         severity: 'error',
         code: 'CHORUS-PARAM',
         message: `the testbench instantiates '${opts.dutTop}' with ${p.name}=${p.value}, but the scored configuration has ${p.name}=${scored}: coverage of another configuration does not count`,
-        suggestion: `Instantiate '${opts.dutTop}' with ${p.name}=${scored} (or leave ${p.name} at its default).`,
+        suggestion: `Instantiate '${opts.dutTop}' with ${p.name}=${scored} (or leave ${p.name} at its default); to score the configuration with ${p.name}=${p.value}, ask for it (-G ${p.name}=${p.value}, or the request's params).`,
         stage: 'check',
       });
     }
