@@ -11,6 +11,7 @@ import { VerilatorSimulator } from '../../src/core/sim/verilator/backend.js';
 import { cacheRoot } from '../../src/core/util/cache.js';
 import { emptyDesign } from '../../src/core/design/types.js';
 import { startScoreServer } from '../../src/core/service/http.js';
+import { loadDesign } from '../../src/core/run/design.js';
 
 const sim = new VerilatorSimulator();
 const canary = `CHORUS_CANARY_${randomBytes(6).toString('hex')}`;
@@ -82,6 +83,18 @@ describe(`a design's host files (${process.env.CHORUS_NO_JAIL === '1' ? 'no jail
         expect(JSON.stringify(r)).not.toContain(canary);
         expect(cachedTexts()).not.toContain(canary);
       }, 120_000);
+});
+
+describe(`reading a design (${process.env.CHORUS_NO_JAIL === '1' ? 'no jail' : 'jailed'})`, () => {
+  it('a design that includes a host file fails to load without quoting it', async () => {
+    const f = design('load', `\`include "${secret}"`);
+    const err = await loadDesign({ files: [f], top: 'leak' }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(err).not.toBeNull();
+    expect(`${err!.message} ${JSON.stringify(err)}`).not.toContain(canary);
+  }, 120_000);
 });
 
 describe(`native code in the design (${process.env.CHORUS_NO_JAIL === '1' ? 'no jail' : 'jailed'})`, () => {

