@@ -25,6 +25,9 @@ interface Probe {
   name: string;
   tb: string;
   code: string;
+  /** Verilator 5.006 itself refuses to build it (a lint error first): the probe must then fail
+   * there, with reward 0, if it is not refused before. */
+  verilatorRefuses?: boolean;
 }
 
 const PROBES: Probe[] = [
@@ -52,6 +55,31 @@ const PROBES: Probe[] = [
     name: "a helper module's output port connected to a design signal",
     tb: withBody('  drive_two d2 (.o(uut.u_fsm.state));', "module drive_two (output logic [1:0] o);\n  assign o = 2'd2;\nendmodule\n"),
     code: 'CHORUS-HIERWRITE',
+  },
+  { name: 'an increment of a design signal', tb: withBody('  initial #30 uut.level++;'), code: 'CHORUS-HIERWRITE' },
+  {
+    name: "a task's ref argument bound to a design signal",
+    tb: withBody("  task automatic bump(ref logic [1:0] r); r = 2'd3; endtask\n  initial #30 bump(uut.u_fsm.state);"),
+    code: 'CHORUS-HIERWRITE',
+  },
+  { name: "$readmemh into the design's memory", tb: withBody('  initial $readmemh("hist.hex", uut.hist);'), code: 'CHORUS-HIERWRITE' },
+  {
+    name: "$random with the design's variable as its seed",
+    tb: withBody('  int r;\n  initial #30 r = $random(uut.seed);'),
+    code: 'CHORUS-HIERWRITE',
+  },
+  { name: "a trigger of the design's event", tb: withBody('  initial #30 -> uut.tick;'), code: 'CHORUS-HIERWRITE' },
+  {
+    name: "disable of the design's named block",
+    tb: withBody('  initial #30 disable uut.count_blk;'),
+    code: 'CHORUS-HIERCALL',
+    verilatorRefuses: true,
+  },
+  {
+    name: 'a write hidden next to code the front end rejects (nothing it dropped goes unjudged)',
+    // Assigning a localparam: Verilator builds it, slang refuses it.
+    tb: withBody("  localparam int P = 1;\n  initial begin #30 uut.level = 3'd7; P = 2; end"),
+    code: 'CHORUS-CHECK',
   },
   {
     name: 'force and release on a design wire',
@@ -118,11 +146,16 @@ describe(`testbench reach into the design (${process.env.CHORUS_NO_JAIL === '1' 
   for (const p of PROBES)
     it(`refuses ${p.name}`, async () => {
       const r = await run(p.tb);
+      expect(r.reward).toBe(0);
+      if (p.verilatorRefuses && r.status !== 'rejected') {
+        expect(r.status, r.err_msg).toBe('xrun_failed');
+        return;
+      }
       expect(r.status, r.err_msg).toBe('rejected');
       expect(r.diagnostics.map((d) => d.code)).toContain(p.code);
       const d = r.diagnostics.find((x) => x.code === p.code)!;
       expect(d.file).toBe('tb_reach.sv');
-      expect(d.suggestion).toMatch(/reach_top/);
+      expect(d.suggestion).toMatch(p.code === 'CHORUS-CHECK' ? /SystemVerilog/ : /reach_top/);
       expect(r.reward).toBe(0);
       expect(r.reward).toBeLessThanOrEqual(twin.reward);
     }, 60_000);

@@ -17,7 +17,19 @@ import { toolchainCommand, toolDirsOf, type DesignView, type JailInfo } from '..
 import type { Diagnostic } from '../result.js';
 import { slangPython } from './frontEnd.js';
 
-export type ReachKind = 'write' | 'force' | 'release' | 'assign' | 'deassign' | 'port' | 'call' | 'defparam' | 'bind' | 'instance';
+export type ReachKind =
+  | 'write'
+  | 'force'
+  | 'release'
+  | 'assign'
+  | 'deassign'
+  | 'port'
+  | 'trigger'
+  | 'disable'
+  | 'call'
+  | 'defparam'
+  | 'bind'
+  | 'instance';
 
 /** One place where testbench code changes something of the design's (or instantiates it again). */
 export interface Reach {
@@ -121,6 +133,8 @@ const WHAT: Record<ReachKind, (t: string) => string> = {
   assign: (t) => `the testbench assigns '${t}' procedurally (assign/deassign), and it is inside the design under test`,
   deassign: (t) => `the testbench deassigns '${t}', which is inside the design under test`,
   port: (t) => `the testbench connects '${t}', which is inside the design under test, to an output or ref port: that writes it`,
+  trigger: (t) => `the testbench triggers '${t}', an event inside the design under test`,
+  disable: (t) => `the testbench disables '${t}', a block or task inside the design under test`,
   call: (t) => `the testbench calls '${t}', a task or function inside the design under test: it may change the design's state`,
   defparam: (t) => `the testbench changes the design's parameter '${t}' with defparam`,
   bind: (t) => `the testbench binds code into '${t}', a module of the design`,
@@ -135,6 +149,8 @@ const CODE: Record<ReachKind, string> = {
   assign: 'CHORUS-FORCE',
   deassign: 'CHORUS-FORCE',
   port: 'CHORUS-HIERWRITE',
+  trigger: 'CHORUS-HIERWRITE',
+  disable: 'CHORUS-HIERCALL',
   call: 'CHORUS-HIERCALL',
   defparam: 'CHORUS-DEFPARAM',
   bind: 'CHORUS-BIND',
@@ -155,6 +171,20 @@ export function integrityDiagnostics(
   opts: { tbName: string; tbPath: string; dutTop: string; facts?: DesignFacts | null; requested: Record<string, string> },
 ): Diagnostic[] {
   const out: Diagnostic[] = [];
+  // slang drops what it cannot parse or bind: code it rejected in the testbench was not judged,
+  // and Verilator may still build it. The testbench must be code both read.
+  for (const d of reading.diagnostics.filter((x) => x.severity === 'error' && x.file === opts.tbPath).slice(0, 3))
+    out.push({
+      file: opts.tbName,
+      origin: 'testbench',
+      line: d.line ?? 1,
+      column: 1,
+      severity: 'error',
+      code: 'CHORUS-CHECK',
+      message: `the check cannot judge this code: the SystemVerilog front end (slang) rejects it (${d.message}), so what it does to the design is unknown`,
+      suggestion: 'Write it as standard SystemVerilog (IEEE 1800-2017) that every simulator reads.',
+      stage: 'check',
+    });
   const at = (file: string | null): string =>
     file === null || file === opts.tbPath ? opts.tbName : (file.split('/').pop() ?? opts.tbName);
   for (const v of reading.violations)

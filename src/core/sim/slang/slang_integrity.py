@@ -55,6 +55,20 @@ Skip = ast.VisitAction.Skip
 Advance = ast.VisitAction.Advance
 REQUEST_KEYS = {'files', 'includeDirs', 'defines', 'undefines', 'testbench', 'tbTop', 'dutTop'}
 MAX_VIOLATIONS = 50
+# Increments and decrements write their operand.
+STEP_OPS = {ast.UnaryOperator.Preincrement, ast.UnaryOperator.Predecrement, ast.UnaryOperator.Postincrement, ast.UnaryOperator.Postdecrement}
+# System functions whose first argument is an inout seed.
+SEED_CALLS = {
+    '$random',
+    '$urandom',
+    '$dist_uniform',
+    '$dist_normal',
+    '$dist_exponential',
+    '$dist_poisson',
+    '$dist_chi_square',
+    '$dist_t',
+    '$dist_erlang',
+}
 # Port directions through which a connection writes the connected expression.
 WRITING_DIRECTIONS = {'Out', 'InOut', 'Ref'}
 
@@ -135,7 +149,7 @@ def lvalue_bases(expr: Any) -> list[Any]:
     """The value expressions an lvalue writes: selects and member accesses written through to their
     base, concatenations to their parts. An index (`mem[uut.ptr] = 1`) is read, not written."""
     kind = expr.kind
-    if kind in (EK.NamedValue, EK.HierarchicalValue):
+    if kind in (EK.NamedValue, EK.HierarchicalValue, EK.ArbitrarySymbol):
         return [expr]
     if kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
         return lvalue_bases(expr.value)
@@ -228,6 +242,23 @@ class Judge:
             target = expr.left if expr.kind == EK.Assignment else expr
             self.judge_lvalue(target, 'port')
 
+    def judge_call(self, call: Any) -> None:
+        """A call of the design's own task or function; a ref argument bound to a design signal (an
+        output one is an assignment already); a seed argument ($random(seed) writes it)."""
+        args = list(call.arguments)
+        if call.isSystemCall:
+            if call.subroutineName in SEED_CALLS and args:
+                self.judge_lvalue(args[0], 'write')
+            return
+        sub = call.subroutine
+        if sub is None:
+            return
+        if self.inside_design(sub):
+            self.add('call', sub.hierarchicalPath, call.sourceRange.start)
+        for formal, actual in zip(getattr(sub, 'arguments', []) or [], args):
+            if formal.direction == ast.ArgumentDirection.Ref and not _is_const_ref(formal):
+                self.judge_lvalue(actual, 'write')
+
     def judge_lvalue(self, expr: Any, kind: str) -> None:
         for base in lvalue_bases(expr):
             symbol = base.symbol
@@ -248,10 +279,10 @@ class Judge:
             if isinstance(node, ast.Expression):
                 if node.kind == EK.Assignment:
                     self.judge_lvalue(node.left, 'write')
-                elif node.kind == EK.Call and not node.isSystemCall:
-                    sub = node.subroutine
-                    if sub is not None and self.inside_design(sub):
-                        self.add('call', sub.hierarchicalPath, node.sourceRange.start)
+                elif node.kind == EK.UnaryOp and node.op in STEP_OPS:
+                    self.judge_lvalue(node.operand, 'write')
+                elif node.kind == EK.Call:
+                    self.judge_call(node)
                 return Advance
             if isinstance(node, ast.Statement):
                 if node.kind == StK.ProceduralAssign:
@@ -260,6 +291,10 @@ class Judge:
                 if node.kind == StK.ProceduralDeassign:
                     self.judge_lvalue(node.lvalue, 'release' if node.isRelease else 'deassign')
                     return Skip
+                if node.kind == StK.EventTrigger:
+                    self.judge_lvalue(node.target, 'trigger')
+                elif node.kind == StK.Disable:
+                    self.judge_lvalue(node.target, 'disable')
             return Advance
 
         inst.body.visit(on)
@@ -273,6 +308,10 @@ class Judge:
                     self.add('bind', str(node.target).strip(), node.sourceRange.start)
 
         tree.root.visit(on)
+
+
+def _is_const_ref(formal: Any) -> bool:
+    return 'Const' in str(formal.flags)
 
 
 def _instances_in(scope: Any) -> list[Any]:
