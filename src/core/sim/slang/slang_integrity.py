@@ -56,7 +56,12 @@ Advance = ast.VisitAction.Advance
 REQUEST_KEYS = {'files', 'includeDirs', 'defines', 'undefines', 'testbench', 'tbTop', 'dutTop'}
 MAX_VIOLATIONS = 50
 # Increments and decrements write their operand.
-STEP_OPS = {ast.UnaryOperator.Preincrement, ast.UnaryOperator.Predecrement, ast.UnaryOperator.Postincrement, ast.UnaryOperator.Postdecrement}
+STEP_OPS = {
+    ast.UnaryOperator.Preincrement,
+    ast.UnaryOperator.Predecrement,
+    ast.UnaryOperator.Postincrement,
+    ast.UnaryOperator.Postdecrement,
+}
 # System functions whose first argument is an inout seed.
 SEED_CALLS = {
     '$random',
@@ -255,7 +260,7 @@ class Judge:
             return
         if self.inside_design(sub):
             self.add('call', sub.hierarchicalPath, call.sourceRange.start)
-        for formal, actual in zip(getattr(sub, 'arguments', []) or [], args):
+        for formal, actual in zip(getattr(sub, 'arguments', []) or [], args, strict=False):
             if formal.direction == ast.ArgumentDirection.Ref and not _is_const_ref(formal):
                 self.judge_lvalue(actual, 'write')
 
