@@ -286,7 +286,7 @@ export function emitTestbench(plan: StimulusPlan): string {
     L.push(`${ind(2)}// Phase 2: exhaustive: every one of the 2^${dataBits} input combinations, then back to zero.`);
     L.push(`${ind(2)}for (longint unsigned v = 0; v < ${2n ** BigInt(dataBits)}; v++) begin`);
     if (flat.some((x) => x.p.kind === 'enum')) {
-      L.push(`${ind(3)}logic [${dataBits - 1}:0] bits = ${dataBits}'(v);`);
+      L.push(`${ind(3)}automatic logic [${dataBits - 1}:0] bits = ${dataBits}'(v);`);
       let hi = dataBits - 1;
       for (const { p, e } of flat) {
         L.push(`${ind(3)}${assignValue(p, e, `bits[${hi}:${hi - p.width + 1}]`)}`);
@@ -430,7 +430,9 @@ export function emitTestbench(plan: StimulusPlan): string {
       L.push(`${ind(2)}// so counters and timers reach their terminal values; wide data stays random.`);
       L.push(`${ind(2)}for (int unsigned combo = 0; combo < ${combos}; combo++) begin`);
       L.push(
-        `${ind(3)}logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : randomExpr(ctrl.length)};`,
+        // automatic: a block variable of a static initial is static, and a static variable's
+        // initializer may not read the loop's automatic counter (IEEE 1800-2017 6.21).
+        `${ind(3)}automatic logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : randomExpr(ctrl.length)};`,
       );
       L.push(`${ind(3)}repeat (${plan.holdCycles}) begin`);
       L.push(`${ind(4)}drive_random();`);

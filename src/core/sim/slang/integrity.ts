@@ -18,18 +18,7 @@ import type { Diagnostic } from '../result.js';
 import { slangPython } from './frontEnd.js';
 
 export type ReachKind =
-  | 'write'
-  | 'force'
-  | 'release'
-  | 'assign'
-  | 'deassign'
-  | 'port'
-  | 'trigger'
-  | 'disable'
-  | 'call'
-  | 'defparam'
-  | 'bind'
-  | 'instance';
+  'write' | 'force' | 'release' | 'assign' | 'deassign' | 'port' | 'trigger' | 'disable' | 'call' | 'defparam' | 'bind' | 'instance';
 
 /** One place where testbench code changes something of the design's (or instantiates it again). */
 export interface Reach {
@@ -55,6 +44,8 @@ export interface IntegrityReading {
   slang: string;
   diagnostics: { severity: string; message: string; file: string | null; line: number | null }[];
   violations: Reach[];
+  /** The testbench's errors that may hide what it does to the design (slang_integrity.py unjudged_errors). */
+  unjudged: { severity: string; message: string; file: string | null; line: number | null }[];
   /** Every instance of the design's top in the testbench's hierarchy, with its parameters. */
   dutInstances: { path: string; params: ParamValue[]; file: string | null; line: number | null; column: number | null }[];
 }
@@ -173,7 +164,7 @@ export function integrityDiagnostics(
   const out: Diagnostic[] = [];
   // slang drops what it cannot parse or bind: code it rejected in the testbench was not judged,
   // and Verilator may still build it. The testbench must be code both read.
-  for (const d of reading.diagnostics.filter((x) => x.severity === 'error' && x.file === opts.tbPath).slice(0, 3))
+  for (const d of (reading.unjudged ?? []).slice(0, 3))
     out.push({
       file: opts.tbName,
       origin: 'testbench',

@@ -354,6 +354,86 @@ def dut_params(inst: Any) -> list[dict]:
     return out
 
 
+# Statements that hold no other statement: an error inside one drops at most that statement.
+SIMPLE_STATEMENTS = {
+    syntax.SyntaxKind.ExpressionStatement,
+    syntax.SyntaxKind.VoidCastedCallStatement,
+    syntax.SyntaxKind.ProceduralAssignStatement,
+    syntax.SyntaxKind.ProceduralForceStatement,
+    syntax.SyntaxKind.ProceduralDeassignStatement,
+    syntax.SyntaxKind.ProceduralReleaseStatement,
+    syntax.SyntaxKind.BlockingEventTriggerStatement,
+    syntax.SyntaxKind.NonblockingEventTriggerStatement,
+    syntax.SyntaxKind.DisableStatement,
+    syntax.SyntaxKind.ReturnStatement,
+    syntax.SyntaxKind.DataDeclaration,
+    syntax.SyntaxKind.ContinuousAssign,
+    syntax.SyntaxKind.NetDeclaration,
+}
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    simple: bool
+    dotted: bool
+
+
+def _expanded_offset(sm: Any, loc: Any, tb: int) -> int | None:
+    loc = sm.getFullyExpandedLoc(loc)
+    return loc.offset if sm.isFileLoc(loc) and loc.buffer.id == tb else None
+
+
+def _has_dotted_name(node: Any) -> bool:
+    found = False
+
+    def on(item: Any) -> Any:
+        nonlocal found
+        if isinstance(item, syntax.SyntaxNode) and item.kind == syntax.SyntaxKind.ScopedName and str(item.separator).strip() == '.':
+            found = True
+        return None
+
+    node.visit(on)
+    return found
+
+
+def unjudged_errors(tree: syntax.SyntaxTree, comp: ast.Compilation, sm: Any, tb: int, src: Sources) -> list[Diagnostic]:
+    """The testbench's errors that may hide what it does to the design. slang drops code it cannot
+    parse or bind, and Verilator may still build it: a parse error in the testbench always counts; a
+    binding error counts when the statement it sits in names something through a dot (`uut.x`,
+    `$root...`, a struct member: the check cannot tell them apart there)."""
+    spans: list[Span] = []
+
+    def on(node: Any) -> Any:
+        if isinstance(node, syntax.SyntaxNode):
+            kind = node.kind
+            if kind in SIMPLE_STATEMENTS or kind.name.endswith('Statement'):
+                start = _expanded_offset(sm, node.sourceRange.start, tb)
+                end = _expanded_offset(sm, node.sourceRange.end, tb)
+                if start is not None and end is not None:
+                    spans.append(Span(start, end, kind in SIMPLE_STATEMENTS, _has_dotted_name(node)))
+        return None
+
+    tree.root.visit(on)
+    parse = {(str(d.code), d.location.offset) for d in tree.diagnostics if d.isError()}
+    out: list[Diagnostic] = []
+    for d in comp.getAllDiagnostics():
+        if not d.isError():
+            continue
+        at = _expanded_offset(sm, d.location, tb)
+        if at is None:
+            continue
+        inside = [x for x in spans if x.start <= at <= x.end]
+        simple = [x for x in inside if x.simple]
+        nearest = min(simple or inside, key=lambda x: x.end - x.start, default=None)
+        if (str(d.code), d.location.offset) in parse or nearest is None or nearest.dotted:
+            where = src.where(d.location)
+            message = pyslang.DiagnosticEngine(sm).formatMessage(d)
+            out.append(Diagnostic(severity='error', message=message, file=where.file, line=where.line, column=where.column))
+    return out[:5]
+
+
 def dut_instance(inst: Any, src: Sources) -> DutInstance:
     where = src.where(inst.location)
     return DutInstance(path=inst.hierarchicalPath, params=dut_params(inst), file=where.file, line=where.line, column=where.column)
@@ -366,6 +446,7 @@ def respond(req: IntegrityRequest) -> dict:
         'slang': pyslang.__version__,
         'diagnostics': [],
         'violations': [],
+        'unjudged': [],
         'dutInstances': [],
     }
     missing = [f for f in [*req.design.files, req.testbench] if not os.path.isfile(f)]
@@ -393,6 +474,7 @@ def respond(req: IntegrityRequest) -> dict:
         judge.judge_body(inst)
     judge.judge_binds(tree)
     response['violations'] = judge.violations
+    response['unjudged'] = unjudged_errors(tree, comp, sm, tb_buffer.id.id, src)
     response['dutInstances'] = [dut_instance(i, src) for i in judge.design_instances if i.definition.name == req.dut_top]
     response['ok'] = True
     return response

@@ -12,7 +12,7 @@ import type { SimLimits, SimRequest } from '../../simulator.js';
 import type { Diagnostic, SimResult } from '../../result.js';
 import type { RunResult } from '../../../util/proc.js';
 import { assetPath } from '../../../util/assets.js';
-import { killedFromOutside, killedMessage, outOfMemoryDiagnostic, ranOutOfMemory } from '../../jail.js';
+import { killedFromOutside, killedMessage, outOfMemoryDiagnostic, ranOutOfMemory, SCRATCH_LIMIT_BYTES } from '../../jail.js';
 import {
   cxxToolProblem,
   isNoise,
@@ -202,7 +202,13 @@ export async function compileModel(
     const tool = cxxToolProblem(build.all);
     if (tool)
       return new Ending('exception', 'build', { err_msg: toolchainMessage(tc, tool, true), returncode: 2, log: bounded(build.all) });
-    const msg = `C++ compilation of the Verilated model failed (a construct Verilator translated but g++ rejects):\n${bounded(build.all, 8000)}`;
+    // The jail's private /tmp is capped (jail.ts SCRATCH_LIMIT_BYTES): g++'s temporary files for a
+    // huge model run out of it, and the limit is named, not left as a bare ENOSPC.
+    const scratch =
+      c.jail.tmpfsSize && /No space left on device/.test(build.all)
+        ? ` (the compile's scratch space, /tmp in the jail, is limited to ${SCRATCH_LIMIT_BYTES / (1024 * 1024)} MiB: the testbench makes the model too large)`
+        : '';
+    const msg = `C++ compilation of the Verilated model failed${scratch || ' (a construct Verilator translated but g++ rejects)'}:\n${bounded(build.all, 8000)}`;
     const d: Diagnostic = {
       file: tbName,
       origin: 'testbench',
