@@ -130,8 +130,10 @@ const errors = (codes: Record<string, string>) =>
   Object.fromEntries(Object.entries(codes).map(([code, description]) => [code, { description, ...json(errorBody) }]));
 const common = {
   '400': 'A malformed body or a schema error, naming each bad field.',
-  '408': 'The request (headers and body) was not received within --client-timeout seconds (error request_timeout); the connection is closed.',
-  '413': 'The body is over --body-limit (error body_too_large, with limit_bytes); the body is read to its end first, so the client reads this answer.',
+  '408':
+    'The request (headers and body) was not received within --client-timeout seconds (error request_timeout); the connection is closed.',
+  '413':
+    'The body is over --body-limit (error body_too_large, with limit_bytes); the body is read to its end first, so the client reads this answer.',
   '503':
     'The server is shutting down, or (score) a service failure: a killed simulation, a full disk, memory over its limit (error service_failure, with cause). Retry, here or on another instance, with the same Idempotency-Key.',
 };

@@ -52,7 +52,10 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
     // reads it in the jail like every other tool, seeing the design view and its own files, and
     // what it says about a file outside the design keeps only the position.
     const jail = await detectJail();
-    const view = designView([...spec.files, ...spec.libraryFiles].map((f) => resolve(f)), spec.includeDirs.map((d) => resolve(d)));
+    const view = designView(
+      [...spec.files, ...spec.libraryFiles].map((f) => resolve(f)),
+      spec.includeDirs.map((d) => resolve(d)),
+    );
     const cmd = toolchainCommand(jail, tc.verilator, args, {
       writable: [dir],
       readOnly: view.paths,
