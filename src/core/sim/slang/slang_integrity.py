@@ -37,6 +37,7 @@ import pyslang  # noqa: E402
 from pyslang import ast, syntax  # noqa: E402
 from slang_facts import (  # noqa: E402
     SK,
+    Diagnostic,
     ParamFact,
     Request,
     RequestError,
