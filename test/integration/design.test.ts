@@ -118,6 +118,27 @@ describe('DUT errors', () => {
     expect(e.diagnostics[0]).toMatchObject({ origin: 'dut', line: 2, file: join(d, 'syntax_err.sv') });
   });
 
+  it('a design with delays is read with --timing, said in one note, and simulates; --no-timing still wins', async () => {
+    const files = [join(fixtures, 'timing', 'delays.sv')];
+    const { design, info, notes } = await loadDesign({ files, top: 'delays' });
+    expect(info.top).toBe('delays');
+    expect(design.verilatorArgs).toEqual(['--timing']);
+    expect(notes.filter((n) => /delays or event controls: read with --timing/.test(n))).toHaveLength(1);
+    const tb =
+      '`timescale 1ns/1ps\nmodule tb_delays;\n  logic clk = 0, a = 0, y;\n  delays uut (.*);\n  always #5 clk = ~clk;\n  initial begin repeat (4) begin @(negedge clk) a = ~a; end #20 $finish; end\nendmodule\n';
+    const r = await sim.simulate({ design, top: info.top, testbench: { name: 'tb_delays.sv', content: tb } });
+    expect(r.status, r.err_msg).toBe('success');
+    // The user's own choice is never overridden.
+    const err = await loadDesign({ files, top: 'delays', verilatorArgs: ['--no-timing'] }).then(
+      (d) => d,
+      (e: unknown) => e,
+    );
+    if (!(err instanceof DesignError)) {
+      expect((err as { design: { verilatorArgs: string[] } }).design.verilatorArgs).toEqual(['--no-timing']);
+      expect((err as { notes: string[] }).notes.join('\n')).not.toMatch(/read with --timing/);
+    }
+  });
+
   it('a package nobody declares is named', async () => {
     const e = await designError(loadDesign({ files: [join(d, 'pkg', 'arb.sv')] }));
     expect(e.kind).toBe('missing-package');

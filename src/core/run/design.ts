@@ -32,7 +32,7 @@ export async function loadDesign(o: DesignOptions, signal?: AbortSignal): Promis
     throw e instanceof DesignError ? explainMissing(e, p, o.cwd ?? process.cwd()) : e;
   }
   const warnings = [...p.warnings, ...info.warnings];
-  const notes = [...p.notes];
+  const notes = [...p.notes, ...(info.notes ?? [])];
   const facts = await readFacts(info.design, info.top, signal);
   if ('warning' in facts) warnings.push(facts.warning);
   else {

@@ -27,7 +27,10 @@ export interface IntrospectOptions {
 }
 
 /** Reads the design with Verilator's front end. Puts package files first. */
-export async function introspect(design: DesignSpec, opts: IntrospectOptions = {}): Promise<DesignInfo & { design: DesignSpec }> {
+export async function introspect(
+  design: DesignSpec,
+  opts: IntrospectOptions = {},
+): Promise<DesignInfo & { design: DesignSpec; notes?: string[] }> {
   checkFilesExist(design);
   const ordered = orderFiles(design.files.map((f) => resolve(f)));
   const spec: DesignSpec = { ...design, files: ordered.files };
@@ -113,7 +116,21 @@ export async function introspect(design: DesignSpec, opts: IntrospectOptions = {
           real,
         );
       }
-      if (/Use --timing or --no-timing/.test(text) || /Use --timing or --no-timing/.test(r.all)) {
+      const timing = /Use --timing or --no-timing/.test(text) || /Use --timing or --no-timing/.test(r.all);
+      const chosen = (spec.verilatorArgs ?? []).some((a) => a === '--timing' || a === '--no-timing');
+      if (timing && !chosen) {
+        // Delays or event controls, and no choice made: read it as every simulation is built
+        // (--timing), once, and say so; an explicit --no-timing is never overridden.
+        const again = await introspect({ ...spec, verilatorArgs: [...(spec.verilatorArgs ?? []), '--timing'] }, opts);
+        return {
+          ...again,
+          notes: [
+            ...(again.notes ?? []),
+            'the design has delays or event controls: read with --timing, as simulations are built (--verilator-arg --no-timing ignores them)',
+          ],
+        };
+      }
+      if (timing) {
         throw new DesignError(
           'syntax',
           `the design does not compile (a DUT error, not a testbench error):\n${text}\n` +
