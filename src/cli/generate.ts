@@ -4,7 +4,7 @@
 // says so).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder, type RunRound } from '../core/run/runFolder.js';
+import { openRunFolder, outOfMemoryHint, recordingSimulator, roundRecord, writeRunFolder, type RunRound } from '../core/run/runFolder.js';
 import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
 import { terminable } from './termination.js';
 import { StageProgress } from './progress.js';
@@ -302,7 +302,7 @@ async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }):
     c.log(`parameter ${p.name} instantiated as ${p.value} instead of ${p.was}: ${p.why} (--keep-params keeps it)\n`);
   const record = run.engine === 'builtin' ? builtinRecord(run) : modelRecord(run, req);
   const rounds: RunRound[] = run.attempts.map((r) => ({
-    label: `${samples > 1 ? `sample-${r.sample + 1}-` : ''}round-${r.round + 1}`,
+    label: attemptLabel(samples, r),
     testbench: r.testbench,
     result: r.result,
     failure: r.error ? `model error (${r.error.kind}): ${r.error.message}` : (r.notes[0] ?? 'no testbench in the reply'),
@@ -339,6 +339,14 @@ function bestRecord(run: GenerationResult): { sample: number; round: number; rew
   return b && b.result ? { sample: b.sample, round: b.round, reward: b.result.reward ?? 0, coverage: overallCoverage(b.result) } : null;
 }
 
+/** The run folder's name of an attempt's files (round-1.sv, round-1.log; sample-2-round-1 with samples). */
+function attemptLabel(samples: number, a: { sample: number; round: number }): string {
+  return `${samples > 1 ? `sample-${a.sample + 1}-` : ''}round-${a.round + 1}`;
+}
+
+const isBest = (run: GenerationResult, a: { sample: number; round: number }): boolean =>
+  run.best?.sample === a.sample && run.best?.round === a.round;
+
 function builtinRecord(run: GenerationResult): Record<string, unknown> {
   return {
     generator: 'builtin',
@@ -350,7 +358,7 @@ function builtinRecord(run: GenerationResult): Record<string, unknown> {
       parse_status: 'builtin',
       notes: r.notes,
       testbench: r.testbench,
-      result: r.result,
+      result: roundRecord(r.result, attemptLabel(1, r), isBest(run, r)),
     })),
     best: bestRecord(run),
   };
@@ -394,7 +402,7 @@ function modelRecord(run: GenerationResult, req: GenerationRequest): Record<stri
         ...(r.cache ? { prompt_tokens_evaluated: r.cache.evaluatedTokens, prompt_tokens_reused: r.cache.reusedTokens } : {}),
         ...(r.drafts ? { draft_tokens_proposed: r.drafts.proposed, draft_tokens_accepted: r.drafts.accepted } : {}),
         model_ms: Math.round(r.modelMs),
-        result: r.result,
+        result: roundRecord(r.result, attemptLabel(req.samples ?? 1, r), isBest(run, r)),
       };
     }),
     samples: run.samples,

@@ -48,6 +48,15 @@ describe('run folder', () => {
     expect(summary.run_dir).toBe(run);
     expect(readFileSync(join(latest, 'tb_counter.sv'), 'utf8')).toBe(summary.rounds[summary.best.round].testbench);
     expect(readFileSync(join(latest, 'round-1.sv'), 'utf8')).toBe(summary.rounds[0].testbench);
+    // Logs are files of the run folder, named in the record, not copied into it; the best round keeps
+    // its uncovered points, any other counts them.
+    for (const [i, rd] of (summary.rounds as Array<{ result: Record<string, unknown> }>).entries()) {
+      expect(rd.result.log).toBeUndefined();
+      expect(rd.result.log_file).toBe(`round-${i + 1}.log`);
+      expect(files).toContain(rd.result.log_file);
+      if (i === summary.best.round) expect(Array.isArray(rd.result.uncovered)).toBe(true);
+      else expect(typeof rd.result.uncovered_count).toBe('number');
+    }
     // The host's copy of the database, lcov of the scored points, the annotated page.
     expect(readFileSync(join(latest, 'coverage.dat'), 'utf8')).toMatch(/^# SystemC::Coverage-3/);
     expect(readFileSync(join(latest, 'coverage.info'), 'utf8')).toMatch(new RegExp(`SF:${join(dir, 'counter.sv')}\\n`));

@@ -259,6 +259,23 @@ export interface RunFolderContent {
   designFiles: string[];
 }
 
+/**
+ * A round's result as the run record (summary.json, and `--json`, the same object) holds it: its
+ * log is a file of the run folder (`log_file`), not copied, and the uncovered points are listed for
+ * the best round only (the others count them: `uncovered_count`). That keeps the record small
+ * (under 1 MB on the IP corpus; it was 12 MB with every round's log and list) while the best
+ * round keeps everything a reader of the record needs.
+ */
+export function roundRecord(result: SimResult | null, label: string, best: boolean): Record<string, unknown> | null {
+  if (!result) return null;
+  const { log: _log, points: _points, uncovered, ...rest } = result;
+  return {
+    ...rest,
+    log_file: `${label}.log`,
+    ...(best ? { uncovered } : { uncovered_count: uncovered?.length ?? 0 }),
+  };
+}
+
 /** Writes the run folder's files into `dir` (made by openRunFolder); returns the names written. */
 export function writeRunFolder(dir: string, c: RunFolderContent): string[] {
   const written: string[] = [];
