@@ -3,7 +3,7 @@ import type { SimResult } from '../core/sim/result.js';
 import type { CoverageFigures } from '../core/coverage/model.js';
 import { formatDiagnostic, humanStatus, pct, safeText } from '../core/run/frontEnd.js';
 import { safeResult } from '../core/run/coverage.js';
-import { assertionCount, assertionSummary, failureReason, thousands, uncoveredByReason } from '../core/run/coverage.js';
+import { assertionCount, assertionSummary, cancelledRun, failureReason, thousands, uncoveredByReason } from '../core/run/coverage.js';
 
 function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user' | 'expr' | 'cond'): string {
   const t = f.tallies[k];
@@ -73,6 +73,7 @@ export function formatSimResult(result: SimResult, opts: { color?: boolean; maxE
 /** A round's verdict in one line: the status and, for a failed run, why (from the record's own
  * fields: failureReason), or the broken DUT assertions of a run that succeeded. */
 export function verdictText(result: SimResult): string {
+  if (cancelledRun(result)) return 'cancelled';
   if (result.status !== 'success') return safeText(failureReason(result).replace(/^\w+/, humanStatus(result.status)));
   const n = assertionCount(result.dutAssertions ?? []);
   return n ? `success (illegal stimulus: broke the design's assertions ${thousands(n)} time${n === 1 ? '' : 's'})` : 'success';

@@ -228,7 +228,11 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
     designFiles: [...design.files, ...design.libraryFiles],
   });
   if (!best) {
-    log('no testbench: no reply held a parsable testbench; see the rounds above\n');
+    log(
+      signal.aborted
+        ? 'cancelled: no round finished, so no testbench was written\n'
+        : 'no testbench: no reply held a parsable testbench; see the rounds above\n',
+    );
     log(`run folder: ${safeLine(runDir)}\n`);
     if (o.json) process.stdout.write(safeJson(record) + '\n');
     return signal.aborted ? 130 : 1;

@@ -6,6 +6,7 @@ import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDesign } from '../../src/core/run/design.js';
 import { generateTestbench, refinePlan, initialPlan } from '../../src/core/generate/generator.js';
+import { runGeneration } from '../../src/core/run/generation.js';
 import { examples, fixtures, repoRoot, scratchDir, benchData, sim } from '../helpers.js';
 
 const gen = async (files: string[], opts: { params?: string[]; rounds?: number } = {}) => {
@@ -138,4 +139,24 @@ describe('chorus generate', () => {
     expect(j.best.coverage).toBeCloseTo(j.rounds[0].result.coverage.waived.overall, 10);
     expect(readFileSync(join(dir, 'tb.sv'), 'utf8')).toBe(j.rounds[j.best.round].testbench);
   });
+});
+
+describe('cancel', () => {
+  it('a cancel before the first round finished: no best round, nothing written, the round says cancelled', async () => {
+    const { design, info } = await loadDesign({ files: [join(examples, 'fifo', 'sync_fifo.sv')], top: 'sync_fifo' });
+    const ac = new AbortController();
+    const run = runGeneration(
+      { design, info, model: null, simulator: sim, rounds: 3, target: 1 },
+      (e) => {
+        // Stop as soon as the first simulation starts: it ends cancelled.
+        if (e.type === 'round-start') setTimeout(() => ac.abort(), 50);
+      },
+      ac.signal,
+    );
+    const r = await run;
+    expect(r.best).toBeNull();
+    expect(r.cancelled).toBe(true);
+    expect(r.attempts.length).toBeGreaterThan(0);
+    expect(r.attempts.every((a) => a.result?.status === 'exception' && a.result.err_msg === 'cancelled')).toBe(true);
+  }, 120_000);
 });

@@ -135,7 +135,7 @@ export async function runAgent(o: AgentOptions): Promise<AgentRun> {
     for (const r of s.rounds) tokens = addTokens(tokens, r.tokens);
     if (s.best === null) continue;
     const r = s.rounds[s.best].result;
-    if (best === null || better(r, bestResult, target)) {
+    if (better(r, best === null ? undefined : bestResult, target)) {
       best = { sample: s.sample, round: s.best };
       bestResult = r;
     }
@@ -302,7 +302,7 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
       ...(completion.drafts ? { drafts: completion.drafts } : {}),
     };
     rounds.push(entry);
-    if (parsed.status === 'success' && (best === null || better(result, rounds[best].result, sh.target))) best = rounds.length - 1;
+    if (parsed.status === 'success' && better(result, best === null ? undefined : rounds[best].result, sh.target)) best = rounds.length - 1;
     full.push({ role: 'assistant', content: stripThink(entry.reply) }, { role: 'user', content: entry.feedback });
     const bestCov = best === null ? null : overallCoverage(rounds[best].result);
     sh.emit({ type: 'round-end', sample, round, entry, bestCoverage: bestCov });

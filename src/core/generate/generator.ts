@@ -11,7 +11,7 @@ import type { Simulator, SimLimits } from '../sim/simulator.js';
 import type { SimResult } from '../sim/result.js';
 import { parseSvLiteral, svLiteralValue } from '../design/svLiteral.js';
 import { significant, tokenize } from '../design/svTokens.js';
-import { better, meetsTarget, overallCoverage } from '../sim/ranking.js';
+import { better, cancelledRun, meetsTarget, overallCoverage } from '../sim/ranking.js';
 import { introspect } from '../sim/verilator/introspect.js';
 import { assignRoles, clockHalves, type Roles } from './roles.js';
 import { propertyRules } from './propertyRules.js';
@@ -48,6 +48,15 @@ export interface GeneratedRound {
   testbench: string;
   result: SimResult;
   notes: string[];
+}
+
+/** The run was cancelled before any round finished: there is no best round, and nothing to write.
+ * `rounds`: what was attempted (each cancelled), for the record. */
+export class GenerationCancelled extends Error {
+  constructor(readonly rounds: GeneratedRound[]) {
+    super('cancelled before the first round finished');
+    this.name = 'GenerationCancelled';
+  }
 }
 
 export interface GenerateResult {
@@ -277,11 +286,12 @@ export async function generateTestbench(
     opts.onRound?.(round);
     let improved = false;
     const illegal = illegalCount(result) > 0;
-    if (!best || betterRound(result, best.result, target)) {
+    if (betterRound(result, best?.result, target)) {
       best = round;
       stale = 0;
       improved = true;
-    } else if (++stale >= (opts.patience ?? DEFAULT_PATIENCE) && !(illegalCount(best.result) > 0 && illegal)) break;
+    } else if (cancelledRun(result)) break;
+    else if (++stale >= (opts.patience ?? DEFAULT_PATIENCE) && !(best && illegalCount(best.result) > 0 && illegal)) break;
     // An illegal round that meets the target is not the end: the next one keeps its stimulus legal.
     if (meetsTarget(overallCoverage(result), target) && !illegal) break;
     if (result.status === 'rejected' || result.status === 'exception') break;
@@ -295,6 +305,6 @@ export async function generateTestbench(
       plan.notes.push(`round ${prev.round + 1}'s random segment raised coverage: replayed before the new one`);
     }
   }
-  if (!best) throw new Error('generation was cancelled before the first round');
+  if (!best) throw new GenerationCancelled(history);
   return { best, rounds: history, tbName, scaledParams: scaled };
 }

@@ -5,7 +5,7 @@ export { displayLine, isCovered } from '../coverage/model.js';
 export { uncoveredByReason } from '../coverage/report.js';
 export { toLcov } from '../coverage/lcov.js';
 export { WaiverError, loadWaivers } from '../coverage/waivers.js';
-export { meetsTarget, overallCoverage } from '../sim/ranking.js';
+export { cancelledRun, meetsTarget, overallCoverage } from '../sim/ranking.js';
 export { safeResult } from '../sim/result.js';
 // What a run's stimulus broke (the design's own assertions) and why a run failed, in one line each.
 export { assertionCount, assertionSummary, failureReason, firedAssertions, runFailure, thousands, withVerdict } from '../sim/assertions.js';

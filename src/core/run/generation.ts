@@ -15,7 +15,7 @@ import { createBackend, type ModelConfig } from '../llm/factory.js';
 import type { NamedText } from '../agent/protocol.js';
 import { runAgent } from '../agent/loop.js';
 import type { AgentRound, HistoryMode, SampleRun, TokenUsage } from '../agent/types.js';
-import { generateTestbench, type ScaledParam } from '../generate/generator.js';
+import { GenerationCancelled, generateTestbench, type ScaledParam } from '../generate/generator.js';
 import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from './defaults.js';
 
 /** The model-free generator alone, for the benchmark that measures it against human testbenches. */
@@ -179,9 +179,14 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
       if (c !== null && (bestCov === null || c > bestCov)) bestCov = c;
       events({ type: 'round-end', entry: toRound(r), bestCoverage: bestCov, attempts });
     },
+  }).catch((e: unknown) => {
+    // Cancelled before any round finished: no best round, nothing to write.
+    if (e instanceof GenerationCancelled) return { best: null, rounds: e.rounds, tbName: `tb_${req.info.top}.sv`, scaledParams: [] };
+    throw e;
   });
   const all = g.rounds.map(toRound);
-  const best = all[g.rounds.indexOf(g.best)];
+  // Cancelled before any round finished: no best, nothing to write.
+  const best = g.best ? all[g.rounds.indexOf(g.best)] : null;
   return {
     engine: 'builtin',
     top: req.info.top,
@@ -197,9 +202,9 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
     samples: [
       {
         sample: 0,
-        best: all.indexOf(best),
-        passed: meetsTarget(overallCoverage(best.result), target),
-        stop: signal?.aborted ? 'cancelled' : meetsTarget(overallCoverage(best.result), target) ? 'target' : 'rounds',
+        best: best ? all.indexOf(best) : null,
+        passed: meetsTarget(overallCoverage(best?.result), target),
+        stop: signal?.aborted ? 'cancelled' : meetsTarget(overallCoverage(best?.result), target) ? 'target' : 'rounds',
       },
     ],
     tokens: NO_TOKENS,
@@ -242,9 +247,14 @@ async function withModel(
       instance: req.instance ?? DEFAULT_INSTANCE,
       limits: req.limits,
       signal,
+    }).catch((e: unknown) => {
+      if (e instanceof GenerationCancelled) return null; // the model's rounds see the signal too
+      throw e;
     });
-    warmStart = { testbench: g.best.testbench, filename: g.tbName, result: g.best.result };
-    scaledParams = g.scaledParams;
+    if (g) {
+      warmStart = { testbench: g.best.testbench, filename: g.tbName, result: g.best.result };
+      scaledParams = g.scaledParams;
+    }
   }
   // the signal also stops an in-process model load under way
   const backend = req.backend ?? (await createBackend(withHooks(model.kind === 'local' && signal ? { ...model, signal } : model, events)));

@@ -35,8 +35,15 @@ export function keyAbove(ka: readonly number[], kb: readonly number[]): boolean 
   return false;
 }
 
-/** True when `a` ranks strictly above `b` (a missing `b` ranks below anything). */
+/** A run stopped by the user (Ctrl-C, Cancel) before it finished: it measured nothing, so it is
+ * never a best round, and nothing is written for it. */
+export function cancelledRun(r: SimResult | null | undefined): boolean {
+  return r?.status === 'exception' && r.err_msg === 'cancelled';
+}
+
+/** True when `a` ranks strictly above `b` (a missing `b` ranks below anything but a cancelled run). */
 export function better(a: SimResult | null, b: SimResult | null | undefined, target = 1): boolean {
+  if (cancelledRun(a)) return false;
   if (b === undefined) return true;
   return keyAbove(rankKey(a, target), rankKey(b, target));
 }
