@@ -1196,7 +1196,9 @@ interface ModuleSource {
 
 /** A `-G NAME=value` for the top's parameters, or the instance's fixed values, in words. */
 function paramText(names: string[], env: ParamEnv): string {
-  return names.map((n) => `${n} = ${env.values.get(n)}${env.origin.get(n) === 'override' ? ' (set for this run)' : ''}`).join(', ');
+  // Only the names that have a value: a signal in the condition (short-circuited by a parameter,
+  // as in `FallThrough && cnt == 0`) has none, and "cnt = undefined" says nothing.
+  return names.filter((n) => env.values.get(n) !== undefined).map((n) => `${n} = ${env.values.get(n)}${env.origin.get(n) === 'override' ? ' (set for this run)' : ''}`).join(', ');
 }
 
 /**
