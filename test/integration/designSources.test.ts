@@ -5,7 +5,7 @@ import { cpSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs
 import { join, relative } from 'node:path';
 import { loadDesign } from '../../src/core/run/design.js';
 import { DesignError } from '../../src/core/design/errors.js';
-import { fixtures, scratchDir } from '../helpers.js';
+import { fixtures, scratchDir, sim } from '../helpers.js';
 
 /** A copy of the common_cells-like fixture marked as a repository root. */
 function repo(): string {
@@ -52,6 +52,24 @@ describe('a folder as input', () => {
     expect(design.includeDirs).toContain(join(r, 'include'));
     expect(notes).toContain('cc/assertions.svh: found at include/cc/assertions.svh; added -I include');
     expect(snapshot(r)).toEqual(before);
+  });
+
+  it('a module only a left-out folder defines is taken from there as a library file, and the note names it', async () => {
+    const dir = scratchDir('chorus-folder-lib-');
+    cpSync(join(fixtures, 'folder-lib'), dir, { recursive: true });
+    const { design, info, notes } = await loadDesign({ files: [join(dir, 'rtl')], cwd: dir, discover: true });
+    // No --top needed: the library's other module (other_cell) is not a top candidate.
+    expect(info.top).toBe('edge_det');
+    expect(design.files.map((f) => relative(dir, f))).toEqual(['rtl/edge.sv']);
+    expect(design.libraryFiles.map((f) => relative(dir, f))).toEqual(['rtl/deprecated/old_cells.sv']);
+    expect(notes.join('\n')).toMatch(
+      /module clk_gate: found in .*deprecated\/old_cells\.sv \(in rtl\/deprecated\/, a folder left out of the design\); added as a library file \(-v\)/,
+    );
+    // The broken retired file is never compiled; the design simulates.
+    const tb =
+      '`timescale 1ns/1ps\nmodule tb_edge_det;\n  logic clk = 0, d = 0, rise;\n  edge_det uut (.*);\n  always #5 clk = ~clk;\n  initial begin repeat (4) @(negedge clk) d = ~d; $finish; end\nendmodule\n';
+    const r = await sim.simulate({ design, top: info.top, testbench: { name: 'tb_edge_det.sv', content: tb } });
+    expect(r.status, r.err_msg).toBe('success');
   });
 
   it('the whole repository: test/ and dv/ are listed as left out', async () => {

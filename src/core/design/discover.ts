@@ -20,6 +20,9 @@ export interface DiscoverOptions {
   root?: string;
   maxEntries?: number;
   maxDepth?: number;
+  /** Folders a folder design left out (vendored, deprecated): searched for a missing module in any
+   * file, not only one named after it, as a -y library would be. */
+  libraryDirs?: string[];
 }
 
 export interface Discovery {
@@ -29,6 +32,9 @@ export interface Discovery {
   includeDirs: string[];
   /** Package / module files to add, absolute. */
   files: string[];
+  /** Files of a left-out folder that define a module the design instantiates: added as library
+   * files (-v), so their other modules are neither compiled as tops nor scored unless used. */
+  libraryFiles: string[];
   /** One line per addition: `found at include/x.svh; added -I include`. */
   notes: string[];
   /** Names found more than once, with every candidate (absolute; include folders for includes). */
@@ -130,6 +136,16 @@ class RepoIndex {
     return t;
   }
 
+  /** Sources under `dirs` declaring a module of this name (each file read once, only those). */
+  declaringUnder(name: string, dirs: string[]): string[] {
+    if (!dirs.length) return [];
+    const out: string[] = [];
+    for (const list of this.byBase.values())
+      for (const p of list)
+        if (SOURCE_EXT.test(p) && dirs.some((d) => p.startsWith(d + sep)) && scanUnits(this.text(p)).modules.includes(name)) out.push(p);
+    return out;
+  }
+
   /** Files declaring a package or module of this name (scans every indexed source once). */
   declaring(name: string): string[] {
     if (!this.units) {
@@ -168,7 +184,17 @@ function resolvesInclude(name: string, fromFile: string, includeDirs: string[]):
 export function discover(files: string[], includeDirs: string[], o: DiscoverOptions = {}): Discovery {
   const cwd = o.cwd ?? process.cwd();
   const root = o.root ?? repositoryRoot(commonDir(files));
-  const out: Discovery = { root, includeDirs: [], files: [], notes: [], ambiguous: [], notFound: [], truncated: false, searchedFiles: 0 };
+  const out: Discovery = {
+    root,
+    includeDirs: [],
+    files: [],
+    libraryFiles: [],
+    notes: [],
+    ambiguous: [],
+    notFound: [],
+    truncated: false,
+    searchedFiles: 0,
+  };
   if (files.length === 0) return out;
   let index: RepoIndex | null = null;
   const repo = (): RepoIndex => {
@@ -245,15 +271,19 @@ export function discover(files: string[], includeDirs: string[], o: DiscoverOpti
       // Modules: only a file named after the module (a guess from a token scan is cheap to
       // check that way, and a generic instantiation-looking token must not trigger a full scan).
       const byName = [`${name}.sv`, `${name}.v`].flatMap((b) => idx.byBase.get(b.toLowerCase()) ?? []);
-      let cands = (kind === 'module' ? byName : idx.declaring(name)).filter(
+      const inLibrary = kind === 'module' ? idx.declaringUnder(name, o.libraryDirs ?? []) : [];
+      let cands = [...new Set(kind === 'module' ? [...byName, ...inLibrary] : idx.declaring(name))].filter(
         (p) => SOURCE_EXT.test(p) && scanUnits(idx.text(p))[kind === 'package' ? 'packages' : 'modules'].includes(name),
       );
       const design = cands.filter((p) => !looksLikeTestbench(p));
       if (design.length) cands = design;
       if (cands.length === 1) {
         all.push(cands[0]);
-        out.files.push(cands[0]);
-        out.notes.push(`${kind} ${name}: found in ${fromRoot(cands[0])}; added ${show(cands[0])}`);
+        const lib = (o.libraryDirs ?? []).find((l) => cands[0].startsWith(l + sep));
+        (lib ? out.libraryFiles : out.files).push(cands[0]);
+        out.notes.push(
+          `${kind} ${name}: found in ${fromRoot(cands[0])}${lib ? ` (in ${relative(cwd, lib) || '.'}/, a folder left out of the design)` : ''}; added ${lib ? `as a library file (-v) ` : ''}${show(cands[0])}`,
+        );
         changed = true;
       } else if (cands.length > 1) {
         out.ambiguous.push({ kind, name, candidates: cands });

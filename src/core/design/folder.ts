@@ -41,7 +41,7 @@ const VENDORED_DIRS = new Map<string, string>([
   ['fusesoc_libraries', 'vendored copies'],
 ]);
 /** Folders that hold tool output, never sources: skipped silently (as are hidden ones, .git). */
-const SKIPPED_DIRS = new Set(['build', 'obj_dir']);
+const SKIPPED_DIRS = new Set(['build', 'obj_dir', 'chorus-out']);
 
 /** A testbench by name (`tb_x.sv`, `x_tb.sv`, `test_x.sv`) or by content (a module without ports). */
 export function looksLikeTestbench(path: string, text?: string): boolean {
@@ -63,6 +63,9 @@ export interface FolderDesign {
   includeDirs: string[];
   /** What was left out and why, paths relative to the folder. */
   excluded: Array<{ path: string; reason: string }>;
+  /** The vendored and retired folders left out, absolute: a module the design instantiates and only
+   * one of them defines is still taken from there (design/discover.ts, like -y). */
+  libraryDirs: string[];
 }
 
 export interface FolderOptions {
@@ -76,7 +79,7 @@ export function collectFolder(dir: string, o: FolderOptions = {}): FolderDesign 
   const maxEntries = o.maxEntries ?? 20000;
   const maxDepth = o.maxDepth ?? 8;
   const read = o.read ?? safeRead;
-  const out: FolderDesign = { files: [], includeDirs: [], excluded: [] };
+  const out: FolderDesign = { files: [], includeDirs: [], excluded: [], libraryDirs: [] };
   const headerDirs = new Set<string>();
   let seen = 0;
   const walk = (d: string, depth: number): void => {
@@ -110,6 +113,7 @@ export function collectFolder(dir: string, o: FolderOptions = {}): FolderDesign 
         const vendored = VENDORED_DIRS.get(e.toLowerCase());
         if (vendored) {
           out.excluded.push({ path: rel + '/', reason: vendored });
+          out.libraryDirs.push(p);
           continue;
         }
         if (depth < maxDepth) walk(p, depth + 1);

@@ -93,6 +93,7 @@ export async function prepareDesign(o: DesignOptions, signal?: AbortSignal): Pro
   const notes: string[] = [];
   const plain: string[] = [];
   const folderFiles: string[] = [];
+  const folderLibraries: string[] = [];
   const folderIncludes: string[] = [];
   let manifestRef = o.manifest ? { ...o.manifest, path: resolve(cwd, o.manifest.path) } : undefined;
   const setManifest = (path: string): void => {
@@ -123,6 +124,7 @@ export async function prepareDesign(o: DesignOptions, signal?: AbortSignal): Pro
       notes.push(...describeFolder(relative(cwd, abs) || '.', folder));
       folderFiles.push(...folder.files);
       folderIncludes.push(...folder.includeDirs);
+      folderLibraries.push(...folder.libraryDirs);
     } else plain.push(f);
   }
   const { design: d, warnings } = designFromOptions({ ...o, files: plain, cwd });
@@ -152,10 +154,15 @@ export async function prepareDesign(o: DesignOptions, signal?: AbortSignal): Pro
   // A manifest's tool answered for the whole design: searching beside it would hide its mistakes.
   if (o.discover === true && !manifest && d.files.length && d.files.every((f) => existsSync(f) && !isDir(f))) {
     // Library files (-v, -y) declare modules too: what they provide is not searched for.
-    const found = discover([...d.files, ...d.libraryFiles], d.includeDirs, { cwd, root: repositoryRoot(commonDir(d.files)) });
+    const found = discover([...d.files, ...d.libraryFiles], d.includeDirs, {
+      cwd,
+      root: repositoryRoot(commonDir(d.files)),
+      libraryDirs: folderLibraries,
+    });
     out.discovery = found;
     d.includeDirs.push(...found.includeDirs);
     d.files.push(...found.files);
+    d.libraryFiles.push(...found.libraryFiles.filter((f) => !d.libraryFiles.includes(f)));
     out.discovered = { includeDirs: found.includeDirs, files: found.files };
     notes.push(...found.notes);
   }
