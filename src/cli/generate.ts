@@ -53,7 +53,8 @@ rounds fed with the simulator's log and coverage report, and prints the coverage
 
 ${DESIGN_HELP}${MODEL_HELP}Generation:
   --rounds <n>          refinement rounds after the first generation (default ${DEFAULT_ROUNDS}); stops early at
-                        the target
+                        the target, and (built-in generator) after a round that covered nothing new when the
+                        next would aim at nothing new, unless --rounds is given
   --samples <n>         independent runs with a model; the best testbench wins (default ${DEFAULT_GENERATE_SAMPLES})
   --history <mode>      markov (default: the model sees the best candidate and its feedback) | full
   --spec <file>         specification file shown to the model after the RTL; repeatable
@@ -187,6 +188,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
     model,
     simulator: recorder.simulator,
     rounds,
+    allRounds: o.rounds !== undefined,
     target,
     seed,
     instance: o.instance ?? DEFAULT_INSTANCE,

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { loadDesign } from '../../src/core/run/design.js';
 import { generateTestbench, refinePlan, initialPlan } from '../../src/core/generate/generator.js';
 import { runGeneration } from '../../src/core/run/generation.js';
+import { overallCoverage } from '../../src/core/sim/ranking.js';
 import { examples, fixtures, repoRoot, scratchDir, benchData, sim } from '../helpers.js';
 
 const gen = async (files: string[], opts: { params?: string[]; rounds?: number } = {}) => {
@@ -159,4 +160,22 @@ describe('cancel', () => {
     expect(r.attempts.length).toBeGreaterThan(0);
     expect(r.attempts.every((a) => a.result?.status === 'exception' && a.result.err_msg === 'cancelled')).toBe(true);
   }, 120_000);
+});
+
+describe('rounds that earn their cost', () => {
+  const files = [join(benchData, 'cvdp-cid012-dev', 'cvdp_copilot_binary_to_BCD_0030', 'binary_to_bcd.sv')];
+  it('stops after a round that covered nothing new when the next would aim at nothing new, and says so; allAttempts runs them all', async () => {
+    const { design, info } = await loadDesign({ files, top: 'binary_to_bcd' });
+    const g = await generateTestbench(sim, design, info, { attempts: 4 });
+    expect(g.rounds.length).toBeLessThan(4);
+    expect(g.stopped).toMatch(
+      /^stopped after round \d: it covered no new point, and the next round would aim at the same \d+ uncovered points/,
+    );
+    expect(g.rounds.at(-1)!.notes).toContain(g.stopped);
+    const all = await generateTestbench(sim, design, info, { attempts: 4, allAttempts: true });
+    expect(all.rounds.length).toBe(4);
+    expect(all.stopped).toBeUndefined();
+    // Nothing was lost by stopping: the extra rounds found nothing either.
+    expect(overallCoverage(all.best.result)).toBe(overallCoverage(g.best.result));
+  }, 240_000);
 });

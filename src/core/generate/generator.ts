@@ -28,6 +28,9 @@ export interface GenerateOptions {
   target?: number;
   /** Stop after this many attempts in a row without improvement (default DEFAULT_PATIENCE). */
   patience?: number;
+  /** Run every attempt even when a round covers nothing new and the next aims at nothing new
+   * (the user asked for a number of rounds: --rounds). */
+  allAttempts?: boolean;
   /** DUT instance name in the testbench (default `uut`). */
   instance?: string;
   seed?: number;
@@ -61,6 +64,8 @@ export class GenerationCancelled extends Error {
 
 export interface GenerateResult {
   best: GeneratedRound;
+  /** Why the run ended before its last attempt, when a round earned nothing (said to the user). */
+  stopped?: string;
   rounds: GeneratedRound[];
   tbName: string;
   /** Parameters the testbench instantiates with a smaller value than the design's default, and why. */
@@ -153,6 +158,17 @@ export function reachableUncovered(result: SimResult): SimResult['uncovered'] {
  * round whose stimulus broke the design's assertions never wins over a legal one. */
 export function betterRound(a: SimResult, b: SimResult | undefined, target: number): boolean {
   return better(a, b, target);
+}
+
+/** True when `next` differs from `prev` only in what every round changes (seed, round, notes, run
+ * lengths): no new constant, rule, clock ratio or replayed segment to try. */
+export function aimsAtNothingNew(prev: StimulusPlan, next: StimulusPlan): boolean {
+  const aims = (p: StimulusPlan): string =>
+    JSON.stringify(
+      { constants: p.constants, legality: p.legality, respect: p.respectFlags, clocks: p.roles.clocks, elite: p.elite },
+      (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v),
+    );
+  return aims(prev) === aims(next);
 }
 
 /** Next round's plan from what the last one left uncovered. */
@@ -269,6 +285,9 @@ export async function generateTestbench(
   const history: GeneratedRound[] = [];
   let best: GeneratedRound | undefined;
   let stale = 0;
+  // The points no round has covered yet (by key): a round that shrinks this set added something.
+  let neverCovered: Set<string> | null = null;
+  let stopped: string | undefined;
   for (let i = 0; i < attempts; i++) {
     if (opts.signal?.aborted) break;
     const testbench = emitTestbench(plan);
@@ -299,6 +318,19 @@ export async function generateTestbench(
     if (result.status === 'success' && !illegal && result.uncovered.length > 0 && reachableUncovered(result).length === 0) break;
     const prev = plan;
     plan = refinePlan(plan, result, info);
+    // A round earns its cost only if it can find something: after a round that covered no new
+    // point, a next round whose plan aims at nothing new (the same uncovered points, the same
+    // constants and rules, only a new seed and longer runs) is not run, and the round says why.
+    const left = new Set<string>(result.status === 'success' ? result.uncovered.map(pointKey) : []);
+    const before = neverCovered as Set<string> | null;
+    const now: Set<string> = before === null ? left : new Set([...before].filter((k) => left.has(k)));
+    neverCovered = now;
+    const addedNothing = before !== null && now.size === before.size && result.status === 'success';
+    if (addedNothing && !opts.allAttempts && i + 1 < attempts && aimsAtNothingNew(prev, plan)) {
+      stopped = `stopped after round ${i + 1}: it covered no new point, and the next round would aim at the same ${now.size} uncovered points with nothing new to try (--rounds N runs them anyway)`;
+      round.notes.push(stopped);
+      break;
+    }
     // Search: a segment that raised coverage is kept (replayed) in the next rounds; at most two.
     if (improved && prev.round > 0 && result.status === 'success') {
       plan.elite = [...(prev.elite ?? []), { round: prev.round, seed: segmentSeed(prev), cycles: prev.randomCycles }].slice(-2);
@@ -306,5 +338,5 @@ export async function generateTestbench(
     }
   }
   if (!best) throw new GenerationCancelled(history);
-  return { best, rounds: history, tbName, scaledParams: scaled };
+  return { best, rounds: history, tbName, scaledParams: scaled, ...(stopped ? { stopped } : {}) };
 }

@@ -34,6 +34,9 @@ export interface GenerationRequest {
   simulator?: Simulator | string;
   /** Refinement rounds after the first generation (default 3): at most rounds + 1 attempts. */
   rounds?: number;
+  /** The built-in generator runs every round asked for, even after a round that covered nothing
+   * new when the next would aim at nothing new (default: it stops there and says so). */
+  allRounds?: boolean;
   /** Independent model samples, the best wins (default 1; the built-in generator runs one). */
   samples?: number;
   /** Overall coverage to stop at, a fraction (default 1). */
@@ -172,6 +175,7 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
     instance,
     limits: req.limits,
     from: req.from,
+    allAttempts: req.allRounds,
     signal,
     onRoundStart: (round) => events({ type: 'round-start', sample: 0, round, attempts }),
     onRound: (r) => {
@@ -184,6 +188,7 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
     if (e instanceof GenerationCancelled) return { best: null, rounds: e.rounds, tbName: `tb_${req.info.top}.sv`, scaledParams: [] };
     throw e;
   });
+  if ('stopped' in g && g.stopped) events({ type: 'note', message: g.stopped });
   const all = g.rounds.map(toRound);
   // Cancelled before any round finished: no best, nothing to write.
   const best = g.best ? all[g.rounds.indexOf(g.best)] : null;
