@@ -85,7 +85,66 @@ describe('writers', () => {
     expect(html).toContain('toggle y [tb.uut]: constant: tied &lt;0&gt;');
     expect(html).toContain("default-src 'none'");
     // Its one miss is proven out of reach: shown as such, not as a miss.
-    expect(html).toContain('<tr class="excl" id="L2">');
+    expect(html).toContain('<tr class="excl" id="f1-L2">');
+  });
+
+  it('HTML report: verdict, figures, per-file and per-instance tables, reasons grouped with links, assertions, rounds', () => {
+    const pts = (file: string, hier: string) => [
+      { type: 'line' as const, file, line: 2, column: 1, module: 'm', hier, label: 'block', count: 3 },
+      { type: 'branch' as const, file, line: 3, column: 1, module: 'm', hier, label: 'if', count: 0 },
+      { type: 'toggle' as const, file, line: 2, column: 1, module: 'm', hier, label: 'y', count: 1 },
+    ];
+    const html = coverageHtml({
+      title: 'coverage of top',
+      summary: ['status: failed (success)'],
+      verdict: { passed: false, text: "failed: the stimulus broke the design's assertions 3 times" },
+      figures: { scored: 0.5, ceiling: 0.75 },
+      sources: [
+        { file: '/d/a.sv', text: 'module a;\n  assign y = 1;\n  if (P) x;\nendmodule' },
+        { file: '/d/b.sv', text: 'module b;\n  assign y = 1;\n  if (Q) x;\nendmodule' },
+      ],
+      points: [...pts('/d/a.sv', 'tb.uut'), ...pts('/d/b.sv', 'tb.uut.u_b')],
+      uncovered: [
+        {
+          type: 'branch',
+          file: '/d/b.sv',
+          line: 3,
+          label: 'if',
+          hier: 'tb.uut.u_b',
+          count: 0,
+          reason: { kind: 'dead-param', detail: 'false with Q = 0', enable: '-G Q=1' },
+        },
+        {
+          type: 'branch',
+          file: '/d/a.sv',
+          line: 3,
+          label: 'if',
+          hier: 'tb.uut',
+          count: 0,
+          reason: { kind: 'not-hit', detail: 'not reached' },
+        },
+      ],
+      assertions: [{ file: '/d/a.sv', line: 2, kind: 'assertion', message: 'bad <x>', count: 3, firstTime: '5 ns', lastTime: '25 ns' }],
+      rounds: [{ label: 'round-1', status: 'failed', coverage: 0.5, note: "the design's assertions fired" }],
+    });
+    expect(html).toMatch(/<p class="verdict fail" id="verdict">failed: /);
+    expect(html).toContain('scored 50.00%; reachable ceiling 75.00%');
+    // One row per file plus the total, one per instance; each file row links to its section.
+    const fileTable = html.slice(html.indexOf('id="file-table"'), html.indexOf('</table>', html.indexOf('id="file-table"')));
+    expect(fileTable.match(/<tr><td>/g)).toHaveLength(3);
+    expect(fileTable).toContain('<a href="#f2">/d/b.sv</a>');
+    const instTable = html.slice(html.indexOf('id="instance-table"'), html.indexOf('</table>', html.indexOf('id="instance-table"')));
+    expect(instTable.match(/<tr><td>/g)).toHaveLength(2);
+    expect(html).toContain('id="f1"');
+    expect(html).toContain('id="f2-L3"');
+    // Reasons grouped, each point linking to its line, the -G that enables a dead region.
+    expect(html).toMatch(/Dead under the chosen parameters[^<]*: 1<\/h3>/);
+    expect(html).toContain('<a href="#f2-L3">b.sv:3</a>');
+    expect(html).toContain('enable: -G Q=1');
+    // The assertions as a failure, escaped.
+    expect(html).toMatch(/fired 3 times at 1 site: the stimulus broke the design's own checks, so the run failed/);
+    expect(html).toContain('bad &lt;x&gt;');
+    expect(html).toContain('<td>round-1</td><td>failed</td><td>50.00%</td>');
   });
 });
 

@@ -1,9 +1,12 @@
-// The annotated coverage page of a run folder (coverage.html): the design's sources line by line
-// with the hits of the line and branch points shown there, the toggles of the signals declared
-// there, and every uncovered point's reason; the figures on top, the testbench at the bottom. One
-// self-contained page: inline CSS, no script, nothing fetched. Every text on it (the sources, the
-// testbench, labels, reasons, file names) is escaped: the testbench is untrusted and the design's
-// text is data, never markup.
+// The coverage report of a run folder (coverage.html), one self-contained page an engineer opens
+// first: the verdict (a run whose stimulus broke the design's assertions is a failure, whatever
+// its figure), the scored figure beside the reachable ceiling, a table per file and per instance
+// (block = line + branch points, toggle, line, branch), the uncovered points grouped by reason
+// (with the -G that enables a parameter-dead region), the design's assertions that fired, the
+// rounds' history, then every source file annotated line by line (its own anchor, each line too)
+// and the testbench. Inline CSS, no script, nothing fetched; long text wraps instead of running off
+// the page. Every text on it (the sources, the testbench, labels, reasons, file names) is escaped:
+// the testbench is untrusted and the design's text is data, never markup.
 import { displayLine, isCovered, type CoveragePoint, type UncoveredPoint } from './model.js';
 
 export interface CoveragePageInput {
@@ -17,6 +20,14 @@ export interface CoveragePageInput {
   /** The record's uncovered points with their reasons. */
   uncovered: UncoveredPoint[];
   testbench?: { name: string; text: string };
+  /** The run's verdict: a failed one (the design's assertions fired, the run failed) is shown as such. */
+  verdict?: { passed: boolean; text: string };
+  /** The scored figure and the reachable ceiling, fractions. */
+  figures?: { scored: number | null; ceiling: number | null };
+  /** The design's assertions that fired (SimResult.dutAssertions). */
+  assertions?: Array<{ file: string; line: number; kind: string; message: string; count: number; firstTime: string; lastTime: string }>;
+  /** Every round: its coverage and why it ended as it did. */
+  rounds?: Array<{ label: string; status: string; coverage: number | null; note: string }>;
 }
 
 /** Text as HTML: every character that could start markup or end an attribute is an entity; control
@@ -32,18 +43,29 @@ export function escapeHtml(s: string): string {
 }
 
 const CSS = `
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;background:#fff}
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:2em}
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;background:#fff;overflow-wrap:anywhere}
+h1{font-size:1.3em}h2{font-size:1.1em;margin-top:2em}h3{font-size:1em}
+nav a{margin-right:1em}
+pre{white-space:pre-wrap;overflow-wrap:anywhere}
 pre.sum{background:#f6f6f6;padding:.6em;border:1px solid #ddd}
-table.src{border-collapse:collapse;font-family:ui-monospace,monospace;font-size:12px;width:100%}
-table.src td{padding:0 .5em;vertical-align:top;white-space:pre}
+.verdict{padding:.5em .8em;border-radius:4px;font-weight:600}
+.verdict.pass{background:#e6ffed;border:1px solid #9ad9a8}
+.verdict.fail{background:#ffeef0;border:1px solid #f0a0a8}
+table.sum{border-collapse:collapse;font-size:13px;margin:.5em 0}
+table.sum th,table.sum td{border:1px solid #ddd;padding:.2em .6em;text-align:right}
+table.sum th:first-child,table.sum td:first-child{text-align:left}
+table.src{border-collapse:collapse;font-family:ui-monospace,monospace;font-size:12px;width:100%;table-layout:fixed}
+table.src td{padding:0 .5em;vertical-align:top}
+table.src col.ln{width:4em}table.src col.hits{width:4.5em}table.src col.tog{width:5em}table.src col.note{width:35%}
 td.ln{color:#888;text-align:right;user-select:none}
-td.hits{text-align:right;color:#555;min-width:4em}
-td.tog{color:#555;min-width:6em}
+td.hits{text-align:right;color:#555}
+td.tog{color:#555}
+td.code{white-space:pre-wrap;overflow-wrap:anywhere}
 td.note{white-space:normal;color:#8a4b00;font-family:system-ui,sans-serif;font-size:11px}
 tr.hit td.code{background:#e6ffed}
 tr.miss td.code{background:#ffeef0}
 tr.excl td.code{background:#eef2ff}
+ul.why li{margin:.1em 0}
 .legend span{display:inline-block;padding:0 .5em;margin-right:.5em;border:1px solid #ccc}
 `;
 
@@ -73,18 +95,138 @@ function reasonText(u: UncoveredPoint): string {
   return `${what}${u.hier ? ` [${u.hier}]` : ''}: ${why}`;
 }
 
+interface Tally {
+  line: [number, number];
+  branch: [number, number];
+  toggle: [number, number];
+}
+
+function tallyOf(points: CoveragePoint[]): Tally {
+  const t: Tally = { line: [0, 0], branch: [0, 0], toggle: [0, 0] };
+  for (const p of points) {
+    if (p.waived) continue;
+    const k = p.type === 'toggle' ? 'toggle' : p.type === 'branch' ? 'branch' : p.type === 'line' ? 'line' : null;
+    if (!k) continue;
+    t[k][1] += 1;
+    if (isCovered(p)) t[k][0] += 1;
+  }
+  return t;
+}
+
+const pctOf = ([c, n]: [number, number]): string => (n ? `${((100 * c) / n).toFixed(1)}%` : 'n/a');
+const frac = (x: number | null | undefined): string => (x === null || x === undefined ? '-' : `${(x * 100).toFixed(2)}%`);
+
+/** One row of the per-file or per-instance table: block (line + branch), toggle, line, branch. */
+function tallyRow(name: string, t: Tally): string {
+  const block: [number, number] = [t.line[0] + t.branch[0], t.line[1] + t.branch[1]];
+  const cell = (x: [number, number]): string => `<td>${pctOf(x)} <small>(${x[0]}/${x[1]})</small></td>`;
+  return `<tr><td>${name}</td>${cell(block)}${cell(t.toggle)}${cell(t.line)}${cell(t.branch)}</tr>`;
+}
+
+const REASON_TITLE: Record<string, string> = {
+  'not-hit': 'Not reached by the stimulus',
+  'dead-param': 'Dead under the chosen parameters (the -G that enables each is given)',
+  constant: 'Tied off or constant',
+  'unreachable-2state': 'Unreachable in 2-state simulation (reachable only with X or Z)',
+};
+
 /** The page, as one HTML string. */
 export function coverageHtml(input: CoveragePageInput): string {
   const e = escapeHtml;
   const out: string[] = [];
+  const fileIndex = new Map(input.sources.map((src, i) => [src.file, i + 1]));
+  const anchor = (file: string, line?: number): string | null => {
+    const i = fileIndex.get(file);
+    return i === undefined ? null : line === undefined ? `f${i}` : `f${i}-L${line}`;
+  };
+  const link = (file: string, line: number): string => {
+    const a = anchor(file, line);
+    const text = `${e(file.slice(file.lastIndexOf('/') + 1))}:${line}`;
+    return a ? `<a href="#${a}">${text}</a>` : text;
+  };
+  const fired = input.assertions ?? [];
   out.push(
     '<!DOCTYPE html>',
     '<html lang="en"><head><meta charset="utf-8">',
     // No script and nothing from elsewhere, even if some text slipped through unescaped.
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">`,
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>${e(input.title)}</title><style>${CSS}</style></head><body>`,
     `<h1>${e(input.title)}</h1>`,
-    `<pre class="sum">${e(input.summary.join('\n'))}</pre>`,
+  );
+  if (input.verdict)
+    out.push(`<p class="verdict ${input.verdict.passed ? 'pass' : 'fail'}" id="verdict">${e(input.verdict.text)}</p>`);
+  if (input.figures)
+    out.push(`<p id="figures">scored ${frac(input.figures.scored)}; reachable ceiling ${frac(input.figures.ceiling)}</p>`);
+  out.push(`<pre class="sum">${e(input.summary.join('\n'))}</pre>`);
+  out.push(
+    '<nav><a href="#files">files</a><a href="#instances">instances</a><a href="#uncovered">uncovered points</a>' +
+      (input.assertions ? '<a href="#assertions">assertions</a>' : '') +
+      (input.rounds ? '<a href="#rounds">rounds</a>' : '') +
+      '<a href="#sources">sources</a>' +
+      (input.testbench ? '<a href="#testbench">testbench</a>' : '') +
+      '</nav>',
+  );
+  const head = '<tr><th>name</th><th>block</th><th>toggle</th><th>line</th><th>branch</th></tr>';
+  // Per file and per instance, from the scored point set.
+  out.push('<h2 id="files">Files</h2>', `<table class="sum" id="file-table"><thead>${head}</thead><tbody>`);
+  for (const src of input.sources) {
+    const a = anchor(src.file)!;
+    out.push(tallyRow(`<a href="#${a}">${e(src.file)}</a>`, tallyOf(input.points.filter((p) => p.file === src.file))));
+  }
+  out.push(tallyRow('<b>all</b>', tallyOf(input.points.filter((p) => fileIndex.has(p.file)))), '</tbody></table>');
+  const hiers = [...new Set(input.points.map((p) => p.hier))].sort();
+  out.push('<h2 id="instances">Instances</h2>', `<table class="sum" id="instance-table"><thead>${head}</thead><tbody>`);
+  for (const h of hiers) out.push(tallyRow(e(h), tallyOf(input.points.filter((p) => p.hier === h))));
+  out.push('</tbody></table>');
+  // Uncovered points by reason.
+  out.push('<h2 id="uncovered">Uncovered points by reason</h2>');
+  const byKind = new Map<string, UncoveredPoint[]>();
+  for (const u of input.uncovered) {
+    const k = u.reason?.kind ?? 'not-hit';
+    byKind.set(k, [...(byKind.get(k) ?? []), u]);
+  }
+  if (!byKind.size) out.push('<p>none</p>');
+  for (const [kind, list] of byKind) {
+    out.push(`<h3>${e(REASON_TITLE[kind] ?? kind)}: ${list.length}</h3>`, '<ul class="why">');
+    for (const u of list.slice(0, 500)) {
+      const where = link(u.file, u.type !== 'toggle' && u.span ? u.span[0] : u.line);
+      const what = u.type === 'toggle' ? `toggle ${u.label}` : `${u.type} ${u.label}`;
+      const enable = u.reason?.enable ? ` <b>enable: ${e(u.reason.enable)}</b>` : '';
+      out.push(`<li>${where} ${e(what)} [${e(u.hier)}]${u.reason ? `: ${e(u.reason.detail)}` : ''}${enable}</li>`);
+    }
+    if (list.length > 500) out.push(`<li>... ${list.length - 500} more</li>`);
+    out.push('</ul>');
+  }
+  // The design's own assertions.
+  if (input.assertions) {
+    const n = fired.reduce((a, x) => a + x.count, 0);
+    out.push(
+      '<h2 id="assertions">The design\'s assertions</h2>',
+      fired.length
+        ? `<p class="verdict fail">fired ${n} time${n === 1 ? '' : 's'} at ${fired.length} site${fired.length === 1 ? '' : 's'}: the stimulus broke the design's own checks, so the run failed</p>`
+        : '<p class="verdict pass">none fired</p>',
+    );
+    if (fired.length) {
+      out.push('<table class="sum"><thead><tr><th>site</th><th>kind</th><th>count</th><th>first</th><th>last</th><th>message</th></tr></thead><tbody>');
+      for (const a of fired)
+        out.push(
+          `<tr><td>${link(a.file, a.line)}</td><td>${e(a.kind)}</td><td>${a.count}</td><td>${e(a.firstTime)}</td><td>${e(a.lastTime)}</td><td style="text-align:left">${e(a.message)}</td></tr>`,
+        );
+      out.push('</tbody></table>');
+    }
+  }
+  if (input.rounds) {
+    out.push(
+      '<h2 id="rounds">Rounds</h2>',
+      '<table class="sum"><thead><tr><th>round</th><th>status</th><th>coverage</th><th>why it ended so</th></tr></thead><tbody>',
+    );
+    for (const r of input.rounds)
+      out.push(`<tr><td>${e(r.label)}</td><td>${e(r.status)}</td><td>${frac(r.coverage)}</td><td style="text-align:left">${e(r.note)}</td></tr>`);
+    out.push('</tbody></table>');
+  }
+  out.push(
+    '<h2 id="sources">Sources</h2>',
     '<p class="legend"><span style="background:#e6ffed">covered</span><span style="background:#ffeef0">not covered</span>' +
       '<span style="background:#eef2ff">cannot be covered (reason given)</span> hits: line/branch hits at the line; toggles: covered/total bits declared there</p>',
   );
@@ -108,7 +250,11 @@ export function coverageHtml(input: CoveragePageInput): string {
       if (u.reason && u.reason.kind !== 'not-hit') l.excluded = true;
       else l.notHit = true;
     }
-    out.push(`<h2>${e(src.file)}</h2>`, '<table class="src"><tbody>');
+    const a = anchor(src.file)!;
+    out.push(
+      `<h3 id="${a}">${e(src.file)}</h3>`,
+      '<table class="src"><colgroup><col class="ln"><col class="hits"><col class="tog"><col class="code"><col class="note"></colgroup><tbody>',
+    );
     src.text.split('\n').forEach((text, i) => {
       const n = i + 1;
       const l = lines.get(n);
@@ -126,13 +272,13 @@ export function coverageHtml(input: CoveragePageInput): string {
       const tog = l?.togTotal ? `${l.togCovered}/${l.togTotal}` : '';
       const notes = l?.notes.length ? l.notes.slice(0, 20).map(e).join('<br>') + (l.notes.length > 20 ? `<br>... ${l.notes.length - 20} more` : '') : '';
       out.push(
-        `<tr${cls ? ` class="${cls}"` : ''} id="${e(`L${n}`)}"><td class="ln">${n}</td><td class="hits">${hits}</td><td class="tog">${tog}</td>` +
+        `<tr${cls ? ` class="${cls}"` : ''} id="${a}-L${n}"><td class="ln">${n}</td><td class="hits">${hits}</td><td class="tog">${tog}</td>` +
           `<td class="code">${e(text)}</td><td class="note">${notes}</td></tr>`,
       );
     });
     out.push('</tbody></table>');
   }
-  if (input.testbench) out.push(`<h2>testbench ${e(input.testbench.name)}</h2>`, `<pre>${e(input.testbench.text)}</pre>`);
+  if (input.testbench) out.push(`<h2 id="testbench">testbench ${e(input.testbench.name)}</h2>`, `<pre>${e(input.testbench.text)}</pre>`);
   out.push('</body></html>', '');
   return out.join('\n');
 }

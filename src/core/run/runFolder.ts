@@ -308,14 +308,33 @@ export function writeRunFolder(dir: string, c: RunFolderContent): string[] {
         'coverage.html',
         coverageHtml({
           title: `coverage of ${c.top}`,
+          // The verdict, not the bare status: a run that broke the design's assertions failed.
+          verdict: result
+            ? (() => {
+                const failure = runFailure(result);
+                return failure === undefined
+                  ? { passed: true, text: "passed: the testbench ran and broke none of the design's assertions" }
+                  : { passed: false, text: `failed: ${failure}` };
+              })()
+            : undefined,
+          figures: { scored: w?.overall ?? null, ceiling: result?.coverage?.ceiling?.figures.overall ?? null },
           summary: [
-            `status: ${result?.status ?? '-'}`,
+            `status: ${result ? (runFailure(result) === undefined ? result.status : `failed (${result.status})`) : '-'}`,
             `overall ${pct(w?.overall)} = mean(block ${pct(w?.block)}, toggle ${pct(w?.toggle)})`,
             `line ${pct(w?.line)}, branch ${pct(w?.branch)}`,
           ],
           sources,
           points: rec.points,
           uncovered: result?.uncovered ?? [],
+          assertions: result?.dutAssertions ?? [],
+          rounds: c.rounds.map((r) => ({
+            label: r.label,
+            status: r.result ? (runFailure(r.result) === undefined ? r.result.status : 'failed') : 'not simulated',
+            coverage: r.result?.status === 'success' ? (r.result.coverage?.waived.overall ?? null) : null,
+            note: r.result
+              ? (runFailure(r.result) ?? (r.result === c.best?.result ? 'the best round' : 'ran; not the best'))
+              : (r.failure ?? ''),
+          })),
           testbench: { name: c.best.fileName ?? 'testbench', text: c.best.testbench },
         }),
       );
