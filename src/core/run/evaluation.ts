@@ -316,6 +316,8 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
               : {}),
             simulator: sim,
             rounds,
+            // The protocol's rounds, every one (its per-round curves count them).
+            allRounds: true,
             target: t.threshold,
             instance: t.instance,
             seed,

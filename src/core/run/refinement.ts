@@ -139,6 +139,7 @@ export async function runRefinement(
         model: null,
         simulator,
         rounds: req.rounds ?? DEFAULT_ROUNDS,
+        allRounds: req.rounds !== undefined,
         target: req.target,
         seed: req.seed,
         instance: req.instance,

@@ -65,6 +65,8 @@ async function generate(req: GenerateRequest, signal: AbortSignal, progress: (e:
         ...(backend ? { backend } : {}),
         simulator,
         rounds: s.rounds,
+        // The editor's rounds setting is the user's number, as --rounds is on the command line.
+        allRounds: true,
         samples: s.samples,
         target: s.target,
         seed: s.seed,
