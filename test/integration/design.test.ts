@@ -122,8 +122,16 @@ describe('DUT errors', () => {
     const files = [join(fixtures, 'timing', 'delays.sv')];
     const { design, info, notes } = await loadDesign({ files, top: 'delays' });
     expect(info.top).toBe('delays');
-    expect(design.verilatorArgs).toEqual(['--timing']);
-    expect(notes.filter((n) => /delays or event controls: read with --timing/.test(n))).toHaveLength(1);
+    // Verilator 5.006 refuses delays without --timing/--no-timing; later releases (5.48) read them
+    // as they are. Either way the design is read, and --timing is added (with one note) only when
+    // the installed Verilator asked for it.
+    const timingNotes = notes.filter((n) => /delays or event controls: read with --timing/.test(n));
+    if (timingNotes.length > 0) {
+      expect(timingNotes).toHaveLength(1);
+      expect(design.verilatorArgs).toEqual(['--timing']);
+    } else {
+      expect(design.verilatorArgs ?? []).not.toContain('--timing');
+    }
     const tb =
       '`timescale 1ns/1ps\nmodule tb_delays;\n  logic clk = 0, a = 0, y;\n  delays uut (.*);\n  always #5 clk = ~clk;\n  initial begin repeat (4) begin @(negedge clk) a = ~a; end #20 $finish; end\nendmodule\n';
     const r = await sim.simulate({ design, top: info.top, testbench: { name: 'tb_delays.sv', content: tb } });
