@@ -9,13 +9,18 @@ import '@vscode-elements/elements/dist/vscode-label/index.js';
 import {
   coverageChartSvg,
   pct,
+  RUN_FILES,
+  scoreName,
   webviewMessenger,
   type DashboardCommand,
   type HostMessage,
   type ProjectFile,
   type ProjectView,
+  type RunFile,
   type RunView,
 } from './protocol.js';
+
+const RUN_FILE_LABEL: Record<RunFile, string> = { log: 'Log', report: 'Coverage report', junit: 'JUnit' };
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): unknown; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
@@ -95,29 +100,43 @@ function render(): void {
 function runDetail(r: RunView): HTMLElement {
   const d = el('section', { class: 'detail', id: 'run-detail' });
   const best = r.best !== null ? r.rounds[r.best] : null;
+  // One figure, named: the scored figure every view shows, and the verdict every view agrees on.
+  const verdict = best ? (best.verdict.passed ? 'passed' : `failed${best.verdict.failure ? `: ${best.verdict.failure}` : ''}`) : '';
   d.appendChild(
     el(
       'div',
       { class: 'summary' },
-      `<div><span class="label">Best coverage</span><span class="big" id="best-coverage">${pct(best?.coverage?.overall)}</span></div>
+      `<div><span class="label">Best ${esc(scoreName(r.score))}</span><span class="big" id="best-coverage">${pct(best?.coverage?.overall)}</span></div>
+       ${best ? `<div><span class="label">Verdict</span><span id="run-verdict" class="${best.verdict.passed ? 'passed' : 'failed'}">${esc(verdict)}</span></div>` : ''}
        <div><span class="label">Design</span>${esc(r.top || '?')}</div>
        <div><span class="label">Model</span><span id="run-model">${esc(r.model)}</span></div>
        <div><span class="label">Simulator</span>${esc(r.simulator)}</div>
        <div><span class="label">State</span>${esc(r.state)}${r.message ? ` — ${esc(r.message)}` : ''}</div>
-       ${r.testbenchPath ? `<div><span class="label">Testbench</span><a href="#" id="open-tb">${esc(r.testbenchPath)}</a></div>` : ''}`,
+       ${r.testbenchPath ? `<div><span class="label">Testbench</span><a href="#" id="open-tb">${esc(r.testbenchPath)}</a></div>` : ''}
+       ${r.runFolder ? `<div><span class="label">Run folder</span><span id="run-folder">${esc(r.runFolder.dir)}</span></div>` : ''}`,
     ),
   );
   d.querySelector('#open-tb')?.addEventListener('click', (e) => {
     e.preventDefault();
     post('openLocation', { file: r.testbenchPath!, line: 1 });
   });
+  if (r.runFolder) {
+    const files = el('div', { class: 'toolbar', id: 'run-files' });
+    for (const f of RUN_FILES) {
+      if (!r.runFolder[f]) continue;
+      const b = el('vscode-button', { secondary: '', 'data-file': f }, esc(RUN_FILE_LABEL[f]));
+      b.addEventListener('click', () => post('openRunFile', { runId: r.id, file: f }));
+      files.appendChild(b);
+    }
+    d.appendChild(files);
+  }
   if (r.rounds.length) {
     d.appendChild(el('h2', {}, 'Coverage per round'));
     d.appendChild(el('div', { class: 'chart-box' }, coverageChartSvg(r.rounds.map((x) => x.coverage?.overall ?? null))));
   }
   if (best?.coverage) {
     const c = best.coverage;
-    d.appendChild(el('h2', {}, `Breakdown (round ${best.round + 1})`));
+    d.appendChild(el('h2', {}, `Breakdown (round ${best.round + 1}; the score is the mean of block and toggle)`));
     const rows = (['block', 'line', 'branch', 'toggle', 'user'] as const)
       .map((k) => {
         const t = c.tallies[k];
@@ -137,14 +156,14 @@ function runDetail(r: RunView): HTMLElement {
     const t = el(
       'table',
       { class: 'rounds', id: 'rounds' },
-      '<thead><tr><th>#</th><th>status</th><th>coverage</th><th>errors</th><th>testbench</th></tr></thead>',
+      '<thead><tr><th>#</th><th>verdict</th><th>coverage</th><th>errors</th><th>testbench</th></tr></thead>',
     );
     const body = el('tbody');
     r.rounds.forEach((x, i) => {
       const tr = el(
         'tr',
         i === r.best ? { class: 'best' } : {},
-        `<td>${x.sample ? `s${x.sample + 1} ` : ''}${x.round + 1}</td><td>${esc(x.status)}</td><td>${pct(x.coverage?.overall)}</td><td>${x.errors}</td><td></td>`,
+        `<td>${x.sample ? `s${x.sample + 1} ` : ''}${x.round + 1}</td><td>${esc(x.verdict.passed ? 'passed' : x.status === 'success' ? 'failed (assertions)' : x.status)}</td><td>${pct(x.coverage?.overall)}</td><td>${x.errors}</td><td></td>`,
       );
       const cell = tr.lastElementChild!;
       if (x.hasTestbench) {
@@ -167,14 +186,16 @@ function runDetail(r: RunView): HTMLElement {
     d.appendChild(el('h2', {}, `Uncovered points (${best.uncovered.length}${best.uncovered.length >= 100 ? '+' : ''})`));
     const ul = el('ul', { class: 'uncovered', id: 'uncovered' });
     for (const u of best.uncovered) {
+      // Where the point's code is (an `else` arm's body, not its `if`): the line its source text comes from.
+      const at = u.type !== 'toggle' && u.span ? u.span[0] : u.line;
       const li = el(
         'li',
         { tabindex: '0' },
-        `<span class="type ${u.type}">${u.type}</span> <a href="#">${esc(u.file.split('/').pop() ?? u.file)}:${u.line}</a> <code>${esc(u.source ?? u.label)}</code> <span class="muted">${esc(u.hier)}</span>`,
+        `<span class="type ${u.type}">${u.type}</span> <a href="#">${esc(u.file.split('/').pop() ?? u.file)}:${at}</a> <b>${esc(u.label)}</b>${u.source ? ` <code>${esc(u.source)}</code>` : ''}${u.reason ? ` <span class="reason">${esc(reasonText(u.reason))}</span>` : ''} <span class="muted">${esc(u.hier)}</span>`,
       );
       const go = (e: Event): void => {
         e.preventDefault();
-        post('openLocation', { file: u.file, line: u.line });
+        post('openLocation', { file: u.file, line: at });
       };
       li.querySelector('a')!.addEventListener('click', go);
       li.addEventListener('keydown', (e) => e.key === 'Enter' && go(e));
@@ -183,6 +204,17 @@ function runDetail(r: RunView): HTMLElement {
     d.appendChild(ul);
   }
   return d;
+}
+
+/** Why a point is uncovered, in the words the CLI prints. */
+function reasonText(r: NonNullable<RunView['rounds'][number]['uncovered'][number]['reason']>): string {
+  const kind = {
+    'not-hit': 'not reached',
+    'dead-param': 'parameter-dead',
+    constant: 'constant',
+    'unreachable-2state': 'unreachable (2-state)',
+  }[r.kind];
+  return r.kind === 'not-hit' ? kind : `${kind}${r.enable ? ` (enable with ${r.enable})` : ''}: ${r.detail}`;
 }
 
 const LIST_FIELDS = ['files', 'fileLists', 'includeDirs', 'defines', 'params'] as const;

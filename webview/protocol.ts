@@ -14,6 +14,8 @@ export interface RoundView {
   sample: number;
   round: number;
   status: string;
+  /** Passed: it simulated and broke none of the design's assertions (what every view shows). */
+  verdict: { passed: boolean; failure?: string };
   coverage: CoverageFigures | null;
   uncovered: UncoveredPoint[];
   errors: number;
@@ -36,6 +38,19 @@ export interface RunView {
   rounds: RoundView[];
   best: number | null;
   testbenchPath: string | null;
+  /** The run folder (log, coverage report, JUnit), as the CLI writes it; null: none. */
+  runFolder: { dir: string; log: string | null; report: string | null; junit: string | null } | null;
+  /** The score mode that named the figure (`paper`, `legal`). */
+  score: string;
+}
+
+/** The files of a run folder a view opens. */
+export const RUN_FILES = ['log', 'report', 'junit'] as const;
+export type RunFile = (typeof RUN_FILES)[number];
+
+/** The scored figure's name, as every view says it. */
+export function scoreName(score: string): string {
+  return `coverage (${score}: block+toggle)`;
 }
 
 export interface ProjectView {
@@ -71,6 +86,8 @@ export type FromWebview = {
   openLocation: [{ file: string; line: number }, void];
   openRound: [{ runId: string; index: number }, void];
   diffRound: [{ runId: string; index: number }, void];
+  /** Opens a file of the run's folder: the log or JUnit as text, the coverage report as a page. */
+  openRunFile: [{ runId: string; file: RunFile }, void];
   /** Answers what was saved (`saved /x/chorus.json`); a failure is an error response. */
   saveProject: [{ path: string | null; project: ProjectFile }, string];
   command: [{ command: DashboardCommand }, void];

@@ -4,14 +4,14 @@
 // says so).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { openRunFolder, outOfMemoryHint, recordingSimulator, roundRecord, writeRunFolder, type RunRound } from '../core/run/runFolder.js';
+import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder } from '../core/run/runFolder.js';
+import { generationFolder, generationRun, type GenerationRun } from '../core/run/runRecord.js';
 import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
 import { terminable } from './termination.js';
 import { StageProgress } from './progress.js';
 import { loadDesign } from '../core/run/design.js';
 import type { DesignInfo, DesignSpec } from '../core/design/types.js';
-import { overallCoverage, withVerdict } from '../core/run/coverage.js';
-import type { SimResult } from '../core/sim/result.js';
+import { withVerdict } from '../core/run/coverage.js';
 import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import type { ModelConfig } from '../core/llm/factory.js';
 import { describeModel } from '../core/run/models.js';
@@ -23,7 +23,7 @@ import {
   DEFAULT_SEED,
   DEFAULT_TARGET,
 } from '../core/run/defaults.js';
-import { runGeneration, type GenerationRequest, type GenerationResult, type GenerationRound } from '../core/run/generation.js';
+import { runGeneration, type GenerationRequest, type GenerationRound } from '../core/run/generation.js';
 import type { HistoryMode } from '../core/agent/types.js';
 import type { NamedText } from '../core/agent/protocol.js';
 import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
@@ -206,7 +206,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
         }
       : {}),
   };
-  let outcome: Outcome;
+  let outcome: GenerationRun;
   try {
     outcome = await generate(ctx, request, { stream: o.stream ?? false });
   } finally {
@@ -222,13 +222,14 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   const outPath = best && o.out ? resolve(o.out) : null;
   const verdict = best ? withVerdict(best.result).verdict : { passed: false, failure: 'no testbench' };
   const record = { ...outcome.record, out: outPath ?? bestPath, run_dir: runDir, verdict };
-  writeRunFolder(runDir, {
-    top: info.top,
-    rounds: outcome.rounds,
-    best: best ? { testbench: best.testbench, result: best.result, recorded: recorder.recorded(best.result), fileName: tbFile } : null,
-    summary: record,
-    designFiles: [...design.files, ...design.libraryFiles],
-  });
+  writeRunFolder(
+    runDir,
+    generationFolder(info.top, outcome, {
+      designFiles: [...design.files, ...design.libraryFiles],
+      recorded: recorder.recorded,
+      summary: record,
+    }),
+  );
   if (!best) {
     log(
       signal.aborted
@@ -254,15 +255,8 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   return exitCodeFor(best.result);
 }
 
-interface Outcome {
-  best: { testbench: string; name: string; result: SimResult; label: string } | null;
-  record: Record<string, unknown>;
-  /** Every attempt as the run folder shows it. */
-  rounds: RunRound[];
-}
-
 /** The CLI's view of a run: the lines it prints per round, then the --json record. */
-async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }): Promise<Outcome> {
+async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }): Promise<GenerationRun> {
   const total = c.rounds + 1;
   const model = req.model;
   const samples = req.samples ?? 1;
@@ -306,17 +300,7 @@ async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }):
   );
   for (const p of run.scaledParams)
     c.log(`parameter ${p.name} instantiated as ${p.value} instead of ${p.was}: ${p.why} (--keep-params keeps it)\n`);
-  const record = run.engine === 'builtin' ? builtinRecord(run) : modelRecord(run, req);
-  const rounds: RunRound[] = run.attempts.map((r) => ({
-    label: attemptLabel(samples, r),
-    testbench: r.testbench,
-    result: r.result,
-    failure: r.error ? `model error (${r.error.kind}): ${r.error.message}` : (r.notes[0] ?? 'no testbench in the reply'),
-  }));
-  const b = run.best;
-  if (!b?.testbench || !b.result) return { best: null, record, rounds };
-  const label = `${samples > 1 ? `sample ${b.sample + 1}, ` : ''}round ${b.round + 1}`;
-  return { best: { testbench: b.testbench, name: b.filename ?? run.tbName, result: b.result, label }, record, rounds };
+  return generationRun(run, req);
 }
 
 function roundLine(r: GenerationRound, total: number, tag: string): string {
@@ -338,80 +322,4 @@ function roundLine(r: GenerationRound, total: number, tag: string): string {
         (a.drafts?.proposed ? `, drafts ${a.drafts.accepted}/${a.drafts.proposed} kept` : '') +
         `, sim ${(r.simMs / 1000).toFixed(2)}s`;
   return `${tag}round ${r.round + 1}/${total}: ${what}  [${cost}]\n`;
-}
-
-function bestRecord(run: GenerationResult): { sample: number; round: number; reward: number; coverage: number | null } | null {
-  const b = run.best;
-  return b && b.result ? { sample: b.sample, round: b.round, reward: b.result.reward ?? 0, coverage: overallCoverage(b.result) } : null;
-}
-
-/** The run folder's name of an attempt's files (round-1.sv, round-1.log; sample-2-round-1 with samples). */
-function attemptLabel(samples: number, a: { sample: number; round: number }): string {
-  return `${samples > 1 ? `sample-${a.sample + 1}-` : ''}round-${a.round + 1}`;
-}
-
-const isBest = (run: GenerationResult, a: { sample: number; round: number }): boolean =>
-  run.best?.sample === a.sample && run.best?.round === a.round;
-
-function builtinRecord(run: GenerationResult): Record<string, unknown> {
-  return {
-    generator: 'builtin',
-    top: run.top,
-    scaled_params: run.scaledParams,
-    rounds: run.attempts.map((r) => ({
-      sample: 0,
-      round: r.round,
-      parse_status: 'builtin',
-      notes: r.notes,
-      testbench: r.testbench,
-      result: roundRecord(r.result, attemptLabel(1, r), isBest(run, r)),
-    })),
-    best: bestRecord(run),
-  };
-}
-
-function modelRecord(run: GenerationResult, req: GenerationRequest): Record<string, unknown> {
-  const info = run.model!;
-  return {
-    generator: 'model',
-    model: {
-      kind: info.kind,
-      engine: info.engine,
-      device: info.device,
-      kv_cache: info.kvCache,
-      onnx_cache: info.onnxCache,
-      model: info.model,
-      location: info.location,
-    },
-    warm_start: run.warmStart ? { coverage: overallCoverage(run.warmStart) } : null,
-    top: run.top,
-    instance: run.instance,
-    target: run.target,
-    history: req.history ?? 'markov',
-    sampling: req.sampling,
-    tokens: run.tokens,
-    cancelled: run.cancelled,
-    rounds: run.attempts.map((x) => {
-      const r = x.agent!;
-      return {
-        sample: r.sample,
-        round: r.round,
-        parse_status: r.parsed.status,
-        parse_reason: r.parsed.status === 'unparsable' ? r.parsed.reason : undefined,
-        error: r.error,
-        filename: r.filename,
-        testbench: r.testbench,
-        reply: r.reply,
-        finish_reason: r.finishReason,
-        tokens: r.tokens,
-        ...(r.warmStart ? { warm_start: true } : {}),
-        ...(r.cache ? { prompt_tokens_evaluated: r.cache.evaluatedTokens, prompt_tokens_reused: r.cache.reusedTokens } : {}),
-        ...(r.drafts ? { draft_tokens_proposed: r.drafts.proposed, draft_tokens_accepted: r.drafts.accepted } : {}),
-        model_ms: Math.round(r.modelMs),
-        result: roundRecord(r.result, attemptLabel(req.samples ?? 1, r), isBest(run, r)),
-      };
-    }),
-    samples: run.samples,
-    best: bestRecord(run),
-  };
 }

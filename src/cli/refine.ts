@@ -26,7 +26,8 @@ import {
 import { useColor } from './terminal.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
 import { formatSimResult, verdictText } from './format.js';
-import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder, type RunRound } from '../core/run/runFolder.js';
+import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder } from '../core/run/runFolder.js';
+import { refinementFolder } from '../core/run/runRecord.js';
 import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
 import { terminable } from './termination.js';
 import { StageProgress } from './progress.js';
@@ -161,48 +162,16 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
   const before = r.before;
   const outcome = r.outcome;
   // The run folder: the input's result, every round, the revision, its coverage, the record.
-  const revisedName = basename(tbPath)
-    .replace(/(\.s?v)?$/, '_refined$1')
-    .replace(/[^A-Za-z0-9_.-]/g, '_');
-  const rounds: RunRound[] = [
-    ...(before ? [{ label: 'input', testbench: testbench.content, result: before }] : []),
-    ...(r.generation
-      ? r.generation.attempts.map((a) => ({ label: `round-${a.round + 1}`, testbench: a.testbench, result: a.result }))
-      : [
-          {
-            label: 'round-1',
-            testbench: r.testbench,
-            result: r.result,
-            failure: outcome?.parsed.status === 'unparsable' ? outcome.parsed.reason : r.result ? undefined : 'not simulated (--no-check)',
-          },
-        ]),
-  ];
-  const revisedPath = r.testbench !== null ? join(runDir, revisedName) : null;
   const outPath = r.testbench !== null && o.out ? resolve(o.out) : null;
-  // The record: summary.json in the run folder and --json on stdout are the same object.
-  const summary = {
-    out: outPath ?? revisedPath,
-    run_dir: runDir,
-    engine: r.engine,
-    messages: outcome?.messages,
-    reply: outcome?.reply,
-    parse_status: outcome?.parsed.status,
-    filename: r.filename,
-    testbench: r.testbench,
-    tokens: outcome?.tokens,
-    before,
-    result: r.result,
-  };
-  writeRunFolder(runDir, {
-    top: info.top,
-    rounds,
-    best:
-      r.testbench !== null
-        ? { testbench: r.testbench, result: r.result, recorded: recorder.recorded(r.result), fileName: revisedName }
-        : null,
-    summary,
+  const folder = refinementFolder(info.top, r, testbench, {
     designFiles: [...design.files, ...design.libraryFiles],
+    recorded: recorder.recorded,
+    runDir,
+    out: outPath,
   });
+  const { summary, rounds } = folder;
+  const revisedPath = folder.best ? join(runDir, folder.best.fileName!) : null;
+  writeRunFolder(runDir, folder);
   say(`run folder: ${safeLine(runDir)}\n`);
   const oom = rounds.map((x) => outOfMemoryHint(x.result, plan.memoryLimitMb)).find(Boolean);
   if (oom) say(`${oom}\n`);

@@ -17,6 +17,7 @@ import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './
 import { SIMULATOR_HELP, simulatorOption } from './simulatorOption.js';
 import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
 import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder } from '../core/run/runFolder.js';
+import { simFolder } from '../core/run/runRecord.js';
 import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
 import { terminable } from './termination.js';
 import { StageProgress } from './progress.js';
@@ -133,13 +134,14 @@ async function sim({ values: o, positionals, fail, signal, status }: CommandRun<
   progress.stop();
   status.clear();
   // The run folder: the testbench as round 1, its log, coverage and the record (runFolder.ts).
-  writeRunFolder(runDir, {
-    top: info.top,
-    rounds: [{ label: 'round-1', testbench, result }],
-    best: { testbench, result, recorded: recorder.recorded(result), fileName: null },
-    summary: { ...result, points: undefined, run_dir: runDir },
-    designFiles: [...design.files, ...design.libraryFiles],
-  });
+  writeRunFolder(
+    runDir,
+    simFolder(info.top, testbench, result, {
+      designFiles: [...design.files, ...design.libraryFiles],
+      recorded: recorder.recorded(result),
+      runDir,
+    }),
+  );
   const lcovWritten = Boolean(o.lcov && result.points);
   if (o.lcov && result.points) writeFileSync(resolve(o.lcov), toLcov(result.points));
   if (o.json) {

@@ -2,6 +2,8 @@
 // lives in SecretStorage, never in settings.
 import * as vscode from 'vscode';
 import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { RUN_ROOT } from '../core/run/runFolder.js';
 import type { GenerateSettings, ModelConfig } from './worker/protocol.js';
 import {
   DEFAULT_GENERATE_SAMPLES,
@@ -109,4 +111,12 @@ export function downloadFolder(): string | undefined {
 
 export function outputDirectory(): string {
   return cfg().get<string>('output.directory', '').trim();
+}
+
+/** The root of the editor's run folders (chorus.output.runFolder): as the CLI, `chorus-out` beside
+ * the design unless set; a relative setting is read against the design's workspace folder. */
+export function runFolderRoot(designDir: string, workspaceDir: string | undefined): string {
+  const set = cfg().get<string>('output.runFolder', '').trim();
+  if (!set) return join(designDir, RUN_ROOT);
+  return isAbsolute(set) ? set : resolve(workspaceDir ?? designDir, set);
 }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { chorusVsix, openSession, ROOT, waitFor, Workbench, type Session } from './harness.js';
 import { fencedReply, startScriptedServer, type ScriptedServer } from '../support/scriptedServer.js';
+import { keepModuleName } from '../../src/core/run/refinement.js';
 
 const enabled = process.env.CHORUS_E2E === '1';
 
@@ -224,7 +225,7 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
       await wb.command('CHORUS: Refine Testbench');
       // No result of this testbench yet: CHORUS asks how to get one.
       await wb.pick('Simulate it now');
-      const ask = await wb.toast(/accept the revision: .* of tb_refine\.sv\?/, 300_000);
+      const ask = await wb.toast(/accept the revision .* of tb_refine\.sv\?/, 300_000);
       // The diff editor: the file against the revision.
       await page
         .locator('.tabs-container .tab', { hasText: /tb_refine\.sv ↔ CHORUS revision/ })
@@ -255,7 +256,10 @@ describe.skipIf(!enabled)('VS Code extension in code-server', () => {
       },
       30_000,
     );
-    expect(accepted).toBe(revision.endsWith('\n') ? revision : `${revision}\n`);
+    // The revision keeps the testbench's module name (the model called it tb_counter).
+    const kept = keepModuleName(revision, 'tb_counter_weak').text;
+    expect(kept).toMatch(/module tb_counter_weak/);
+    expect(accepted).toBe(kept.endsWith('\n') ? kept : `${kept}\n`);
     // The answer closes the diff.
     await page
       .locator('.tabs-container .tab', { hasText: /↔ CHORUS revision/ })

@@ -12,6 +12,8 @@ import type { LegalityRule } from './legality.js';
 
 export interface StimulusPlan {
   top: string;
+  /** The testbench module's name (default `tb_<top>`). */
+  tbModule?: string;
   instance: string;
   params: Record<string, string>;
   roles: Roles;
@@ -116,7 +118,7 @@ const READY_OUT = /(^|_)(ready|rdy|ack|grant|gnt)(_o|_out)?$/i;
 
 export function emitTestbench(plan: StimulusPlan): string {
   const { roles } = plan;
-  const tb = `tb_${plan.top}`;
+  const tb = plan.tbModule ?? `tb_${plan.top}`;
   const L: string[] = [];
   const clk = roles.clocks[0];
   const ctrl = roles.data.filter((p) => p.width === 1 && p.unpackedDims.length === 0 && p.kind !== 'enum');

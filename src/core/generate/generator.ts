@@ -22,6 +22,8 @@ import { dutFailures, illegalCount, legalityRules } from './legality.js';
 import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../run/defaults.js';
 
 export interface GenerateOptions {
+  /** The testbench module's name (default `tb_<top>`): a refinement keeps the user's. */
+  tbModule?: string;
   /** Attempts in all, the first generation included: rounds + 1 (default DEFAULT_ROUNDS + 1). */
   attempts?: number;
   /** Stop as soon as coverage reaches this fraction (default 1.0). */
@@ -121,6 +123,7 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
   const legality = propertyRules(info.facts?.assertions ?? [], roles);
   return {
     top: info.top,
+    ...(opts.tbModule ? { tbModule: opts.tbModule } : {}),
     instance: opts.instance ?? DEFAULT_INSTANCE,
     params: { ...design.params, ...Object.fromEntries(scaled.map((p) => [p.name, p.value])) },
     scaled,
@@ -262,7 +265,7 @@ export async function generateTestbench(
 ): Promise<GenerateResult> {
   const attempts = Math.max(1, opts.attempts ?? DEFAULT_ROUNDS + 1);
   const target = opts.target ?? DEFAULT_TARGET;
-  const tbName = `tb_${info.top}.sv`;
+  const tbName = `${opts.tbModule ?? `tb_${info.top}`}.sv`;
   // Parameters that put terminal counts out of reach are scaled down in the instantiation (and
   // passed as overrides, so the DUT library is built with the same values).
   const elaborate = async (params: Record<string, string>): Promise<DesignInfo | null> => {

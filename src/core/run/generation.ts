@@ -57,6 +57,8 @@ export interface GenerationRequest {
   instruction?: string;
   /** Built-in generator: the result of a testbench the first round refines (core/run/refinement.ts). */
   from?: SimResult;
+  /** Built-in generator: the testbench module's name (default `tb_<top>`; a refinement keeps the input's). */
+  tbModule?: string;
   /** Model: the built-in generator's best testbench is round 0 and the model refines it. */
   warmStart?: boolean;
   limits?: Partial<SimLimits>;
@@ -175,6 +177,7 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
     instance,
     limits: req.limits,
     from: req.from,
+    ...(req.tbModule ? { tbModule: req.tbModule } : {}),
     allAttempts: req.allRounds,
     signal,
     onRoundStart: (round) => events({ type: 'round-start', sample: 0, round, attempts }),

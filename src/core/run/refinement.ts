@@ -20,6 +20,7 @@ import { runGeneration, type GenerationResult } from './generation.js';
 import { openModel } from './modelCheck.js';
 import { DEFAULT_ROUNDS } from './defaults.js';
 import { assertionSummary, firedAssertions } from '../sim/assertions.js';
+import { blankComments, scanUnits, testbenchTops } from '../design/lexer.js';
 
 export interface RefinementRequest {
   /** The design, already loaded and introspected (run/design.ts loadDesign). */
@@ -78,6 +79,39 @@ export interface RefinementResult {
   refused?: string;
 }
 
+/** The input testbench's top module, as the simulator picks it (`tb_<top>` when declared, else the
+ * first it declares); undefined when it declares none. */
+function inputModule(text: string, top: string): string | undefined {
+  const tops = testbenchTops(text);
+  return tops.includes(`tb_${top}`) ? `tb_${top}` : tops[0];
+}
+
+/**
+ * The revision with its top module named `name` (the input's), when the model named it otherwise:
+ * every use of the old name as an identifier (the declaration, `$dumpvars` scopes, hierarchical
+ * references from the top) is renamed; comments and strings are left as written. Unchanged when
+ * the revision already declares `name`, declares several tops, or `name` is unknown.
+ */
+export function keepModuleName(revision: string, name: string | undefined): { text: string; renamed?: string } {
+  const tops = testbenchTops(revision);
+  if (!name || tops.length !== 1 || tops[0] === name || testbenchDeclares(revision, name)) return { text: revision };
+  const old = tops[0]!;
+  const code = blankComments(revision, true);
+  const re = new RegExp(`(?<![\\w$\\\\])${old.replace(/\$/g, '\\$')}(?![\\w$])`, 'g');
+  let out = '';
+  let last = 0;
+  for (const m of code.matchAll(re)) {
+    out += revision.slice(last, m.index) + name;
+    last = m.index! + old.length;
+  }
+  out += revision.slice(last);
+  return { text: out, renamed: `the revision's module ${old} is named ${name}, as the testbench it refines` };
+}
+
+function testbenchDeclares(text: string, name: string): boolean {
+  return scanUnits(text).modules.includes(name);
+}
+
 /**
  * Why a revision may not replace the testbench it refines, or undefined when it may: a testbench
  * that ran and broke none of the design's assertions is never replaced by one that breaks any,
@@ -132,6 +166,7 @@ export async function runRefinement(
       });
     const before = req.feedback && 'result' in req.feedback ? null : await simulateTestbench();
     const from = before ?? (req.feedback as { result: SimResult }).result;
+    const tbModule = inputModule(req.testbench.content, req.info.top);
     const generation = await runGeneration(
       {
         design: req.design,
@@ -146,6 +181,8 @@ export async function runRefinement(
         limits: req.limits,
         score: req.score,
         from,
+        // The revision keeps the testbench's module name (the tools and scripts that run it name it).
+        ...(tbModule ? { tbModule } : {}),
       },
       (e) => {
         if (e.type === 'round-start') events({ type: 'progress', message: `generator round ${e.round + 1}/${e.attempts}` });
@@ -185,13 +222,18 @@ export async function runRefinement(
       signal,
       onText: (piece) => events({ type: 'text', piece }),
     });
+    // The revision keeps the testbench's module name, whatever the model called it: scripts, file
+    // lists and the user's other files name that module.
+    const kept = outcome.testbench !== null ? keepModuleName(outcome.testbench, inputModule(req.testbench.content, req.info.top)) : null;
+    if (kept?.renamed) events({ type: 'note', message: kept.renamed });
+    const revision = kept?.text ?? null;
     let result: SimResult | null = null;
-    if (outcome.testbench !== null && req.check !== false) {
+    if (revision !== null && req.check !== false) {
       events({ type: 'progress', message: 'simulating the revision' });
       result = await simulator.simulate({
         design: req.design,
         top: req.info.top,
-        testbench: { name: outcome.filename ?? req.testbench.name, content: outcome.testbench },
+        testbench: { name: outcome.filename ?? req.testbench.name, content: revision },
         limits: req.limits,
         signal,
       });
@@ -201,7 +243,7 @@ export async function runRefinement(
       ...(refused ? { refused } : {}),
       engine: 'model',
       before,
-      testbench: outcome.testbench,
+      testbench: revision,
       filename: outcome.filename,
       result,
       model: info,

@@ -345,6 +345,21 @@ export function writeRunFolder(dir: string, c: RunFolderContent): string[] {
   return written;
 }
 
+/** Where a front end points its reader in a run folder: the best round's log (else the last
+ * round's), the coverage report and the JUnit file, as absolute paths (null: not written). */
+export interface RunFolderFiles {
+  dir: string;
+  log: string | null;
+  report: string | null;
+  junit: string | null;
+}
+
+export function runFolderFiles(dir: string, c: RunFolderContent, written: string[]): RunFolderFiles {
+  const has = (name: string): string | null => (written.includes(name) ? join(dir, name) : null);
+  const round = c.rounds.find((r) => c.best?.result && r.result === c.best.result) ?? c.rounds.at(-1);
+  return { dir, log: round ? has(`${round.label}.log`) : null, report: has('coverage.html'), junit: has('junit.xml') };
+}
+
 function readText(f: string): string {
   try {
     return readFileSync(f, 'utf8');

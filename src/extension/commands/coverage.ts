@@ -5,20 +5,21 @@ import * as vscode from 'vscode';
 import { existsSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { SimResult } from '../../core/sim/result.js';
-import { generateSettings } from '../config.js';
+import { generateSettings, runFolderRoot } from '../config.js';
 import { groupDiagnostics } from '../diagnostics.js';
 import { HDL_EXT } from '../project.js';
 import type { FileLineCoverage } from '../views/coverageData.js';
-import { pct } from '../../../webview/protocol.js';
+import { pct, scoreName } from '../../../webview/protocol.js';
 import { WorkerError } from '../worker/client.js';
-import { roundRecord } from '../worker/protocol.js';
+import { roundRecord, type ProgressEvent } from '../worker/protocol.js';
 import { assertionSummary, failureReason, meetsTarget, overallCoverage } from '../../core/run/coverage.js';
 import type { Session } from './session.js';
+import { RunProgress } from './progress.js';
 
 /** What a run of a testbench says, with the one meaning of "passed" (core/sim/ranking.ts): the
  * testbench simulated, broke none of the design's assertions, AND its coverage reaches the target
  * (chorus.generation.coverageTarget). A run below the target is not an error, but it has not passed. */
-export function verdict(res: SimResult, target: number): { ran: boolean; passed: boolean; summary: string } {
+export function verdict(res: SimResult, target: number, score = 'paper'): { ran: boolean; passed: boolean; summary: string } {
   const ran = res.status === 'success';
   if (!ran) return { ran, passed: false, summary: failureReason(res) };
   const c = res.coverage?.waived;
@@ -27,19 +28,25 @@ export function verdict(res: SimResult, target: number): { ran: boolean; passed:
   const illegal = assertionSummary(res.dutAssertions);
   const reached = meetsTarget(overallCoverage(res), target);
   const passed = reached && !illegal;
-  const figures = `coverage ${pct(c?.overall)} (block ${pct(c?.block)}, toggle ${pct(c?.toggle)}, line ${pct(c?.line)}, branch ${pct(c?.branch)})`;
+  const figures = `${scoreName(score)} ${pct(c?.overall)} (block ${pct(c?.block)}, toggle ${pct(c?.toggle)}, line ${pct(c?.line)}, branch ${pct(c?.branch)})`;
   const text = reached ? figures : `${figures}, below the ${pct(target)} target`;
   return { ran, passed, summary: illegal ? `${text}; failed: ${illegal}` : text };
 }
 
-async function simulateTestbench(s: Session, tb: vscode.Uri, signal: AbortSignal, onStatus?: (m: string) => void) {
+async function simulateTestbench(s: Session, tb: vscode.Uri, signal: AbortSignal, onProgress?: (e: ProgressEvent) => void) {
   const doc = await vscode.workspace.openTextDocument(tb);
   const r = s.designForTestbench(tb);
   s.lastProjectPath = r.projectPath;
-  onStatus?.(`simulating ${basename(tb.fsPath)}`);
+  onProgress?.({ kind: 'status', message: `simulating ${basename(tb.fsPath)}` });
   const settings = generateSettings(r.project);
+  // The run folder, as `chorus sim` writes it (chorus.output.runFolder; chorus-out beside the design).
+  const runRoot = runFolderRoot(r.dir, vscode.workspace.getWorkspaceFolder(tb)?.uri.fsPath);
   const out = await s.withTop(r, (design) =>
-    s.worker.request('simulate', { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, settings }, { signal }),
+    s.worker.request(
+      'simulate',
+      { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, settings, runRoot },
+      { signal, onProgress },
+    ),
   );
   s.last.set(tb.fsPath, { design: r.design, result: out.result });
   // Problems panel: every file of this run, replaced as a whole.
@@ -61,7 +68,8 @@ export async function coverageForTest(
   token.onCancellationRequested(() => ctl.abort());
   try {
     const { out } = await simulateTestbench(s, tb, ctl.signal);
-    const v = verdict(out.result, generateSettings().target);
+    const v = verdict(out.result, generateSettings().target, generateSettings().score);
+    s.tests.label(tb, `${scoreName(generateSettings().score ?? 'paper')} ${pct(out.result.coverage?.waived.overall)}`);
     return { passed: v.passed, message: v.summary, files: out.files };
   } finally {
     s.end(ctl);
@@ -85,38 +93,53 @@ export async function runCoverage(s: Session, uri?: vscode.Uri): Promise<SimResu
     simulator: generateSettings().simulator,
     testbenchPath: tb.fsPath,
     designDir: dirname(tb.fsPath),
+    score: generateSettings().score ?? 'paper',
   });
   try {
     const { out } = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: 'CHORUS: running coverage', cancellable: true },
       async (progress, token) => {
         token.onCancellationRequested(() => ctl.abort());
-        return simulateTestbench(s, tb, ctl.signal, (m) => progress.report({ message: m }));
+        const shown = new RunProgress(s, run, (message) => progress.report({ message }));
+        try {
+          return await simulateTestbench(s, tb, ctl.signal, (e) => shown.on(e));
+        } finally {
+          shown.dispose();
+        }
       },
     );
     const res = out.result;
     const doc = await vscode.workspace.openTextDocument(tb);
+    const record = roundRecord(0, 0, doc.getText(), res);
     s.history.update(run, {
       top: res.dutTop,
       simulator: `${res.simulator.name} ${res.simulator.version}`,
-      rounds: [roundRecord(0, 0, doc.getText(), res)],
+      rounds: [record],
       best: 0,
-      state: res.status === 'success' ? 'done' : 'failed',
-      message: res.status === 'success' ? res.status : `${res.status}: ${res.err_msg.split('\n')[0]}`,
+      // One verdict everywhere: a run that broke the design's assertions failed.
+      state: record.verdict.passed ? 'done' : 'failed',
+      message: record.verdict.passed ? 'passed' : `failed: ${(record.verdict.failure ?? res.status).split('\n')[0]}`,
+      runFolder: out.runFolder,
     });
-    const { ran, passed, summary } = verdict(res, generateSettings().target);
+    const { ran, passed, summary } = verdict(res, generateSettings().target, generateSettings().score);
     s.tests.publish(tb, passed, summary, out.files, Date.now() - t0);
+    s.tests.label(tb, `${scoreName(generateSettings().score ?? 'paper')} ${pct(res.coverage?.waived.overall)}`);
     s.output.appendLine(`[CHORUS] ${basename(tb.fsPath)}: ${summary}`);
-    s.setStatus(ran ? 'done' : 'error', ran ? pct(res.coverage?.waived.overall) : res.status);
-    // Show the design file with its decorations beside the testbench.
+    if (out.runFolder) s.output.appendLine(`[CHORUS] run folder: ${out.runFolder.dir}`);
+    s.setStatus(record.verdict.passed ? 'done' : 'error', ran ? pct(res.coverage?.waived.overall) : res.status);
+    // Show the design file with its decorations beside the testbench; an editor that shows it
+    // already is brought forward, never a second copy in another column.
     const dut = out.files[0]?.file;
-    if (dut && existsSync(dut))
+    if (dut && existsSync(dut)) {
+      const open = vscode.window.visibleTextEditors.find((e) => e.document.uri.fsPath === dut);
       await vscode.window.showTextDocument(vscode.Uri.file(dut), {
-        viewColumn: vscode.ViewColumn.Beside,
+        viewColumn: open?.viewColumn ?? vscode.ViewColumn.Beside,
         preserveFocus: true,
-        preview: true,
+        preview: !open,
       });
-    if (ran) void vscode.window.showInformationMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`);
+    }
+    if (ran && record.verdict.passed) void vscode.window.showInformationMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`);
+    else if (ran) void vscode.window.showWarningMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`);
     else
       void vscode.window
         .showErrorMessage(`CHORUS: ${basename(tb.fsPath)}: ${summary}`, 'Show Problems')

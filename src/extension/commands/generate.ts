@@ -4,14 +4,14 @@
 import * as vscode from 'vscode';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, isAbsolute, resolve } from 'node:path';
-import { generateSettings, modelConfig, outputDirectory } from '../config.js';
+import { generateSettings, modelConfig, outputDirectory, runFolderRoot } from '../config.js';
 import { offerProjectFile, resolveDesign, type ResolvedDesign } from '../designResolver.js';
 import { freeTestbenchPath, HDL_EXT } from '../project.js';
 import type { RunRecord } from '../views/history.js';
-import { pct } from '../../../webview/protocol.js';
+import { pct, scoreName } from '../../../webview/protocol.js';
 import { WorkerError } from '../worker/client.js';
-import type { GenerateOutcome, ModelConfig, ProgressEvent } from '../worker/protocol.js';
-import { onProgress } from './progress.js';
+import type { GenerateOutcome, GenerateSettings, ModelConfig, ProgressEvent } from '../worker/protocol.js';
+import { RunProgress } from './progress.js';
 import type { Session } from './session.js';
 
 export async function generate(s: Session, uri?: vscode.Uri, uris?: vscode.Uri[]): Promise<string | null> {
@@ -47,6 +47,7 @@ export async function generate(s: Session, uri?: vscode.Uri, uris?: vscode.Uri[]
     simulator: settings.simulator,
     testbenchPath: null,
     designDir: resolved.dir,
+    score: settings.score ?? 'paper',
   });
   s.setStatus('busy', 'generating…');
   try {
@@ -55,19 +56,24 @@ export async function generate(s: Session, uri?: vscode.Uri, uris?: vscode.Uri[]
       async (progress, token) => {
         token.onCancellationRequested(() => ctl.abort());
         let lastPct = 0;
-        const report = (ev: ProgressEvent): void => {
-          onProgress(s, ev, run, (message, fraction) => {
-            const inc = fraction !== undefined ? Math.max(0, fraction * 100 - lastPct) : undefined;
-            if (fraction !== undefined) lastPct = Math.max(lastPct, fraction * 100);
-            progress.report({ message, increment: inc });
-          });
-        };
-        return s.withTop(resolved, (design) =>
-          s.worker.request('generate', { design, model, settings }, { signal: ctl.signal, onProgress: report }),
-        );
+        const shown = new RunProgress(s, run, (message, fraction) => {
+          const inc = fraction !== undefined ? Math.max(0, fraction * 100 - lastPct) : undefined;
+          if (fraction !== undefined) lastPct = Math.max(lastPct, fraction * 100);
+          progress.report({ message, increment: inc });
+        });
+        const report = (ev: ProgressEvent): void => shown.on(ev);
+        // The run folder, as the CLI writes it (chorus.output.runFolder; chorus-out beside the design).
+        const runRoot = runFolderRoot(resolved.dir, vscode.workspace.getWorkspaceFolder(vscode.Uri.file(resolved.dir))?.uri.fsPath);
+        try {
+          return await s.withTop(resolved, (design) =>
+            s.worker.request('generate', { design, model, settings, runRoot }, { signal: ctl.signal, onProgress: report }),
+          );
+        } finally {
+          shown.dispose();
+        }
       },
     );
-    return await finishGenerate(s, outcome, resolved, run);
+    return await finishGenerate(s, outcome, resolved, run, settings);
   } catch (e) {
     s.history.update(run, {
       state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
@@ -80,7 +86,13 @@ export async function generate(s: Session, uri?: vscode.Uri, uris?: vscode.Uri[]
   }
 }
 
-async function finishGenerate(s: Session, o: GenerateOutcome, r: ResolvedDesign, run: RunRecord): Promise<string | null> {
+async function finishGenerate(
+  s: Session,
+  o: GenerateOutcome,
+  r: ResolvedDesign,
+  run: RunRecord,
+  settings: GenerateSettings,
+): Promise<string | null> {
   const best = o.best !== null ? o.rounds[o.best] : null;
   s.history.update(run, {
     top: o.top,
@@ -88,13 +100,15 @@ async function finishGenerate(s: Session, o: GenerateOutcome, r: ResolvedDesign,
     best: o.best,
     model: o.model,
     simulator: o.simulator,
-    state: o.cancelled ? 'cancelled' : 'done',
+    state: o.cancelled ? 'cancelled' : best && !best.verdict.passed ? 'failed' : 'done',
+    runFolder: o.runFolder,
   });
   offerProjectFile(r, o.top);
   if ((!best || !best.testbench) && o.cancelled) {
-    s.history.update(run, { state: 'cancelled', message: 'cancelled before any testbench' });
+    // Nothing ran to the end: no testbench is written or opened, and nothing claims success.
+    s.history.update(run, { state: 'cancelled', message: 'cancelled: no round finished, so no testbench was written' });
     s.setStatus('idle', 'cancelled');
-    void vscode.window.showInformationMessage('CHORUS: generation cancelled');
+    void vscode.window.showInformationMessage('CHORUS: generation cancelled: no round finished, so no testbench was written');
     return null;
   }
   if (!best || !best.testbench) {
@@ -118,17 +132,24 @@ async function finishGenerate(s: Session, o: GenerateOutcome, r: ResolvedDesign,
   s.history.update(run, { testbenchPath: path, message: `best round ${best.round + 1}: ${pct(best.coverage?.overall)}` });
   s.last.set(path, { design: { ...r.design, top: o.top }, result: null });
   s.tests.item(vscode.Uri.file(path));
-  const summary = `${basename(path)}: coverage ${pct(best.coverage?.overall)} (block ${pct(best.coverage?.block)}, toggle ${pct(best.coverage?.toggle)}) after ${o.rounds.length} round${o.rounds.length === 1 ? '' : 's'}${o.cancelled ? ' (cancelled: best so far)' : ''}`;
+  const verdict = best.verdict.passed ? 'passed' : `failed: ${best.verdict.failure ?? best.status}`;
+  const summary = `${basename(path)}: ${scoreName(settings.score ?? 'paper')} ${pct(best.coverage?.overall)} (block ${pct(best.coverage?.block)}, toggle ${pct(best.coverage?.toggle)}) after ${o.rounds.length} round${o.rounds.length === 1 ? '' : 's'}${o.cancelled ? ' (cancelled: best so far)' : ''} — ${verdict}`;
   s.output.appendLine(`[CHORUS] wrote ${path} — ${summary}`);
-  s.setStatus('done', pct(best.coverage?.overall));
+  if (o.runFolder) s.output.appendLine(`[CHORUS] run folder: ${o.runFolder.dir}`);
+  s.setStatus(best.verdict.passed ? 'done' : 'error', pct(best.coverage?.overall));
   // Showing the file is a courtesy: the run is done once the testbench is written, and an editor
   // closed meanwhile (showTextDocument then rejects) must not turn a finished run into a failed one.
   await Promise.resolve(
     vscode.window.showTextDocument(vscode.Uri.file(path), { viewColumn: vscode.ViewColumn.Beside, preview: false }),
   ).catch((e: unknown) => s.output.appendLine(`[CHORUS] could not show ${path}: ${(e as Error).message}`));
-  void vscode.window.showInformationMessage(`CHORUS: ${summary}`, 'Run Coverage', 'Dashboard').then((p) => {
+  const actions = ['Run Coverage', 'Dashboard', ...(o.runFolder?.report ? ['Report'] : [])];
+  const toast = best.verdict.passed
+    ? vscode.window.showInformationMessage(`CHORUS: ${summary}`, ...actions)
+    : vscode.window.showWarningMessage(`CHORUS: ${summary}`, ...actions);
+  void toast.then((p) => {
     if (p === 'Run Coverage') void vscode.commands.executeCommand('chorus.runCoverage', vscode.Uri.file(path));
     if (p === 'Dashboard') s.dashboard.show();
+    if (p === 'Report') void vscode.commands.executeCommand('chorus.openRunFile', run.id, 'report');
   });
   return path;
 }

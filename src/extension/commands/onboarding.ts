@@ -8,11 +8,22 @@ import { join } from 'node:path';
 export const WALKTHROUGH_ID = 'chorus-tb.chorus-testbench#chorus.gettingStarted';
 const SHOWN_KEY = 'chorus.walkthroughShown';
 
-export async function maybeShowWalkthrough(ctx: vscode.ExtensionContext): Promise<void> {
+/**
+ * Opens the walkthrough on the first activation where chorus.showWalkthroughOnFirstRun allows it.
+ * It counts as shown only once it opened: an activation during startup comes before the workbench
+ * restores its editors and opens its own start page, which could hide a walkthrough opened at
+ * once, so it opens when startup has settled, and a failed open is tried on the next activation.
+ */
+export async function maybeShowWalkthrough(ctx: vscode.ExtensionContext, settleMs = 1500): Promise<void> {
   if (ctx.globalState.get<boolean>(SHOWN_KEY)) return;
-  await ctx.globalState.update(SHOWN_KEY, true);
   if (!vscode.workspace.getConfiguration('chorus').get<boolean>('showWalkthroughOnFirstRun', true)) return;
-  await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false);
+  await new Promise((r) => setTimeout(r, settleMs));
+  try {
+    await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false);
+    await ctx.globalState.update(SHOWN_KEY, true);
+  } catch {
+    // not marked: the next activation tries again
+  }
 }
 
 /** Copies the bundled examples into `<workspace>/chorus-examples` (files already there are kept)

@@ -3,13 +3,14 @@
 import * as vscode from 'vscode';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { generateSettings, modelConfig } from '../config.js';
+import { generateSettings, modelConfig, runFolderRoot } from '../config.js';
 import type { ResolvedDesign } from '../designResolver.js';
 import { HDL_EXT } from '../project.js';
-import { pct } from '../../../webview/protocol.js';
+import { pct, scoreName } from '../../../webview/protocol.js';
+import { runCoverage } from './coverage.js';
 import { WorkerError } from '../worker/client.js';
 import type { ModelConfig } from '../worker/protocol.js';
-import { onProgress } from './progress.js';
+import { RunProgress } from './progress.js';
 import type { Session } from './session.js';
 
 export async function refine(s: Session, uri?: vscode.Uri): Promise<void> {
@@ -59,37 +60,47 @@ export async function refine(s: Session, uri?: vscode.Uri): Promise<void> {
     simulator: settings.simulator,
     testbenchPath: tb.fsPath,
     designDir: r.dir,
+    score: settings.score ?? 'paper',
   });
   s.setStatus('busy', 'refining…');
+  let accepted = false;
+  const runRoot = runFolderRoot(r.dir, vscode.workspace.getWorkspaceFolder(tb)?.uri.fsPath);
   try {
     const out = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: 'CHORUS: refining testbench', cancellable: true },
       async (progress, token) => {
         token.onCancellationRequested(() => ctl.abort());
-        return s.withTop(r, (design) =>
-          s.worker.request(
-            'refine',
-            { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, last, log, model, settings },
-            {
-              signal: ctl.signal,
-              onProgress: (ev) => onProgress(s, ev, run, (m) => progress.report({ message: m })),
-            },
-          ),
-        );
+        const shown = new RunProgress(s, run, (message) => progress.report({ message }));
+        try {
+          return await s.withTop(r, (design) =>
+            s.worker.request(
+              'refine',
+              { design, testbench: { name: basename(tb.fsPath), content: doc.getText() }, last, log, model, settings, runRoot },
+              { signal: ctl.signal, onProgress: (ev) => shown.on(ev) },
+            ),
+          );
+        } finally {
+          shown.dispose();
+        }
       },
     );
     last = out.result;
+    const figure = `${scoreName(settings.score ?? 'paper')} ${pct(out.record.coverage?.overall)}`;
+    const verdict = out.record.verdict.passed ? 'passed' : `failed: ${out.record.verdict.failure ?? out.record.status}`;
     s.history.update(run, {
       rounds: [out.record],
       best: 0,
       model: out.model,
-      state: 'done',
+      state: out.record.verdict.passed ? 'done' : 'failed',
       top: out.result?.dutTop ?? '',
-      message: `revision: ${pct(out.record.coverage?.overall)}`,
+      message: `revision: ${verdict}; ${figure}`,
+      runFolder: out.runFolder,
     });
-    s.setStatus('done', `revision ${pct(out.record.coverage?.overall)}`);
-    const accepted = await s.revisions.review(tb, out.testbench, `revision: ${pct(out.record.coverage?.overall)}`);
+    if (out.runFolder) s.output.appendLine(`[CHORUS] run folder: ${out.runFolder.dir}`);
+    s.setStatus(out.record.verdict.passed ? 'done' : 'error', `revision ${pct(out.record.coverage?.overall)}`);
+    accepted = await s.revisions.review(tb, out.testbench, `revision (${verdict}; ${figure})`);
     if (accepted) s.last.set(tb.fsPath, { design: r.design, result: out.result });
+    else s.setStatus('idle', 'revision rejected');
   } catch (e) {
     s.history.update(run, {
       state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
@@ -99,4 +110,7 @@ export async function refine(s: Session, uri?: vscode.Uri): Promise<void> {
   } finally {
     s.end(ctl);
   }
+  // The accepted file is measured again, so that every view (marks, Test Coverage, status bar,
+  // dashboard) shows the file as it now is, and the toast confirms it.
+  if (accepted) await runCoverage(s, tb);
 }

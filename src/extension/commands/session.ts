@@ -21,7 +21,7 @@ import type { ProjectView } from '../../../webview/protocol.js';
 import { WorkerClient, WorkerError } from '../worker/client.js';
 import { changedWorkerSettings, workerRestartPlan } from '../worker/settings.js';
 import { coverageForTest } from './coverage.js';
-import { diffRound, openRound } from './navigation.js';
+import { diffRound, openRound, openRunFile } from './navigation.js';
 
 export const UNTRUSTED_MESSAGE =
   'CHORUS does not run a simulator or generated testbenches in an untrusted workspace: a testbench becomes a native executable. Trust the workspace (Manage Workspace Trust) to generate, refine or simulate.';
@@ -75,6 +75,7 @@ export class Session implements vscode.Disposable {
       },
       openRound: (id, i) => openRound(this, id, i),
       diffRound: (id, i) => diffRound(this, id, i),
+      openRunFile: (id, f) => openRunFile(this, id, f),
       command: (c) => {
         const map = {
           generate: 'chorus.generateTestbench',
@@ -210,7 +211,7 @@ export class Session implements vscode.Disposable {
   reportError(what: string, e: unknown): void {
     if (e instanceof WorkerError && e.kind === 'cancelled') {
       this.setStatus('idle', 'cancelled');
-      void vscode.window.showInformationMessage(`CHORUS: ${what} cancelled`);
+      void vscode.window.showInformationMessage(`CHORUS: ${what} cancelled: nothing was written`);
       return;
     }
     // Errors quote tools, model servers and simulations: text, never control sequences.

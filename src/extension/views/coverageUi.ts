@@ -1,7 +1,8 @@
 // Coverage in the editor: line decorations (covered / partly / not covered, hover with counts)
-// and VS Code's native test-coverage API (FileCoverage with statement and branch details).
+// and VS Code's native test-coverage API (FileCoverage with statement and branch details: a line
+// and branch metric, labelled as such beside the scored figure).
 import * as vscode from 'vscode';
-import { lineHover, type FileLineCoverage } from './coverageData.js';
+import type { FileLineCoverage } from './coverageData.js';
 import { safeText } from '../../core/run/frontEnd.js';
 
 export class CoverageDecorations implements vscode.Disposable {
@@ -46,10 +47,15 @@ export class CoverageDecorations implements vscode.Disposable {
     const cov: vscode.DecorationOptions[] = [];
     const part: vscode.DecorationOptions[] = [];
     const unc: vscode.DecorationOptions[] = [];
-    for (const l of f?.lines ?? []) {
-      if (l.line < 1 || l.line > editor.document.lineCount) continue;
-      const o: vscode.DecorationOptions = { range: new vscode.Range(l.line - 1, 0, l.line - 1, 0), hoverMessage: lineHover(l) };
-      (l.covered ? cov : l.pointsCovered > 0 ? part : unc).push(o);
+    for (const m of f?.marks ?? []) {
+      if (m.line < 1 || m.line > editor.document.lineCount) continue;
+      // The hover names points and reasons from the design's text and the simulation: shown as
+      // markdown that runs nothing (no command links, no HTML).
+      const hover = new vscode.MarkdownString(safeText(m.hover), false);
+      hover.isTrusted = false;
+      hover.supportHtml = false;
+      const o: vscode.DecorationOptions = { range: new vscode.Range(m.line - 1, 0, m.line - 1, 0), hoverMessage: hover };
+      (m.state === 'covered' ? cov : m.state === 'partial' ? part : unc).push(o);
     }
     editor.setDecorations(this.covered, cov);
     editor.setDecorations(this.partial, part);
@@ -134,6 +140,16 @@ export class CoverageTests implements vscode.Disposable {
       this.controller.items.add(it);
     }
     return it;
+  }
+
+  /**
+   * The scored figure beside the testbench in the Test Explorer. VS Code's Test Coverage view and
+   * Explorer badges compute their own percentage from the line and branch counts this controller
+   * reports (they can show no other metric), so the item says which figure is the score.
+   */
+  label(tb: vscode.Uri, figure: string): void {
+    const item = this.item(tb);
+    item.description = `${figure} (the Test Coverage view counts lines and branches)`;
   }
 
   /** Publishes a run made by the Run Coverage command in the Test Coverage view. */

@@ -6,13 +6,14 @@ import { existsSync } from 'node:fs';
 import type { RunHistory } from './history.js';
 import { runView } from './history.js';
 import { dispatchWebviewMessage, type WebviewHandlers } from './webviewHost.js';
-import type { DashboardCommand, HostMessage, ProjectView, ToWebview } from '../../../webview/protocol.js';
+import type { DashboardCommand, HostMessage, ProjectView, RunFile, ToWebview } from '../../../webview/protocol.js';
 
 export interface DashboardActions {
   project(): ProjectView;
   saveProject(path: string | null, project: NonNullable<ProjectView['project']>): Promise<string>;
   openRound(runId: string, index: number): Promise<void>;
   diffRound(runId: string, index: number): Promise<void>;
+  openRunFile(runId: string, file: RunFile): Promise<void>;
   command(c: DashboardCommand): void;
   /** The output channel: why a message from the webview was dropped. */
   log(line: string): void;
@@ -117,6 +118,7 @@ export class Dashboard implements vscode.Disposable {
     },
     openRound: ({ runId, index }) => this.actions.openRound(runId, index),
     diffRound: ({ runId, index }) => this.actions.diffRound(runId, index),
+    openRunFile: ({ runId, file }) => this.actions.openRunFile(runId, file),
     saveProject: async ({ path, project }) => {
       const saved = await this.actions.saveProject(path, project);
       this.postState();

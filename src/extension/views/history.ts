@@ -1,7 +1,7 @@
 // Run history: every generate/refine/coverage run with its rounds, kept in workspace state (the
 // testbench texts included, bounded) so the dashboard survives a reload.
 import type { Memento } from 'vscode';
-import type { RoundRecord } from '../worker/protocol.js';
+import type { RoundRecord, RunFolderFiles } from '../worker/protocol.js';
 import type { RoundView, RunView } from '../../../webview/protocol.js';
 import { safeDeep } from '../../core/run/frontEnd.js';
 
@@ -18,6 +18,10 @@ export interface RunRecord {
   best: number | null;
   testbenchPath: string | null;
   designDir: string;
+  /** The run folder the worker wrote (log, report, JUnit), as the CLI's `chorus-out/`. */
+  runFolder?: RunFolderFiles | null;
+  /** How the run was scored (`paper`: mean of block and toggle; `legal`: ...): the figure's name. */
+  score?: string;
 }
 
 const KEY = 'chorus.history';
@@ -81,8 +85,9 @@ export function roundView(r: RoundRecord): RoundView {
     sample: r.sample,
     round: r.round,
     status: r.status,
+    verdict: r.verdict ?? { passed: r.status === 'success' },
     coverage: r.coverage,
-    uncovered: r.uncovered.slice(0, 100),
+    uncovered: distinctPoints(r.uncovered).slice(0, 100),
     errors: r.diagnostics.filter((d) => d.severity === 'error').length,
     notes: r.notes,
     hasTestbench: r.testbench !== null,
@@ -105,6 +110,20 @@ export function runView(r: RunRecord): RunView {
     rounds: r.rounds.map(roundView),
     best: r.best,
     testbenchPath: r.testbenchPath,
+    runFolder: r.runFolder ?? null,
+    score: r.score ?? 'paper',
+  });
+}
+
+/** Uncovered points as a reader lists them: one entry per point (a toggle bit and its direction
+ * are the point's label), never the same file, line, type and label twice. */
+export function distinctPoints<P extends { type: string; file: string; line: number; label: string }>(points: P[]): P[] {
+  const seen = new Set<string>();
+  return points.filter((p) => {
+    const k = `${p.type}\u0000${p.file}\u0000${p.line}\u0000${p.label}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
   });
 }
 

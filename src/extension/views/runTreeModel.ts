@@ -1,12 +1,14 @@
 // The run-history tree of the CHORUS view (runs -> rounds -> uncovered points), as plain data:
 // what each node shows and what clicking it does. runTree.ts turns it into VS Code tree items.
-import { isAbsolute, join } from 'node:path';
+import { basename, isAbsolute, join } from 'node:path';
 import type { RunRecord } from './history.js';
-import { pct } from '../../../webview/protocol.js';
+import { pct, RUN_FILES, scoreName, type RunFile } from '../../../webview/protocol.js';
 import { safeLine, safeText } from '../../core/run/frontEnd.js';
 
 export type RunNode =
   | { kind: 'run'; runId: string }
+  /** A file of the run's folder (the log, the coverage report, the JUnit file). */
+  | { kind: 'file'; runId: string; file: RunFile }
   | { kind: 'round'; runId: string; index: number }
   | { kind: 'point'; runId: string; index: number; point: number };
 
@@ -25,7 +27,21 @@ export interface NodeView {
 /** Uncovered points listed under a round; the dashboard has the full list. */
 export const MAX_POINTS = 50;
 
+const FILE_VIEW: Record<RunFile, { label: string; icon: string }> = {
+  log: { label: 'Log', icon: 'output' },
+  report: { label: 'Coverage report', icon: 'graph' },
+  junit: { label: 'JUnit', icon: 'checklist' },
+};
+
 const STATE_ICON = { running: 'sync~spin', done: 'pass', cancelled: 'circle-slash', failed: 'error' } as const;
+
+const passed = (r: RunRecord['rounds'][number]): boolean => r.verdict?.passed ?? r.status === 'success';
+
+/** The round's verdict in a word: a run that broke the design's assertions failed, whatever ran. */
+function roundVerdict(r: RunRecord['rounds'][number]): string {
+  if (passed(r)) return 'passed';
+  return r.status === 'success' ? 'failed (assertions)' : r.status;
+}
 
 function bestCoverage(run: RunRecord): number | null {
   return run.best !== null ? (run.rounds[run.best]?.coverage?.overall ?? null) : null;
@@ -35,7 +51,11 @@ export function children(runs: RunRecord[], node?: RunNode): RunNode[] {
   if (!node) return runs.map((r) => ({ kind: 'run', runId: r.id }));
   const run = runs.find((r) => r.id === node.runId);
   if (!run) return [];
-  if (node.kind === 'run') return run.rounds.map((_, index) => ({ kind: 'round', runId: run.id, index }));
+  if (node.kind === 'run')
+    return [
+      ...RUN_FILES.filter((file) => run.runFolder?.[file]).map((file): RunNode => ({ kind: 'file', runId: run.id, file })),
+      ...run.rounds.map((_, index): RunNode => ({ kind: 'round', runId: run.id, index })),
+    ];
   if (node.kind === 'round') {
     const n = Math.min(run.rounds[node.index]?.uncovered.length ?? 0, MAX_POINTS);
     return Array.from({ length: n }, (_, point) => ({ kind: 'point', runId: run.id, index: node.index, point }));
@@ -59,11 +79,24 @@ function nodeView(runs: RunRecord[], node: RunNode): NodeView | null {
     return {
       label: `${run.kind} ${run.top || '(design)'}`,
       description: `${pct(bestCoverage(run))} · ${run.state}`,
-      tooltip: `${run.kind} of ${run.top || 'the design'} with ${run.model} on ${run.simulator}, ${time}${run.message ? `\n${run.message}` : ''}`,
+      tooltip: `${run.kind} of ${run.top || 'the design'} with ${run.model} on ${run.simulator}, ${time}\nbest ${scoreName(run.score ?? 'paper')}: ${pct(bestCoverage(run))}${run.message ? `\n${run.message}` : ''}`,
       icon: STATE_ICON[run.state],
-      collapsible: run.rounds.length > 0,
+      collapsible: run.rounds.length > 0 || Boolean(run.runFolder),
       open: run.testbenchPath ? { command: 'vscode.open', args: [run.testbenchPath] } : undefined,
       contextValue: 'chorus.run',
+    };
+  }
+  if (node.kind === 'file') {
+    const path = run.runFolder?.[node.file];
+    if (!path) return null;
+    return {
+      label: FILE_VIEW[node.file].label,
+      description: basename(path),
+      tooltip: path,
+      icon: FILE_VIEW[node.file].icon,
+      collapsible: false,
+      open: { command: 'chorus.openRunFile', args: [run.id, node.file] },
+      contextValue: 'chorus.runFile',
     };
   }
   const r = run.rounds[node.index];
@@ -73,9 +106,9 @@ function nodeView(runs: RunRecord[], node: RunNode): NodeView | null {
     const errors = r.diagnostics.filter((d) => d.severity === 'error').length;
     return {
       label: `round ${r.round + 1}${r.sample ? ` · sample ${r.sample + 1}` : ''}${best ? ' ★' : ''}`,
-      description: `${r.status} · ${pct(r.coverage?.overall ?? null)}${errors ? ` · ${errors} error${errors > 1 ? 's' : ''}` : ''}`,
+      description: `${roundVerdict(r)} · ${pct(r.coverage?.overall ?? null)}${errors ? ` · ${errors} error${errors > 1 ? 's' : ''}` : ''}`,
       tooltip: [r.errMsg.split('\n')[0], ...r.notes].filter(Boolean).join('\n') || r.status,
-      icon: r.status === 'success' ? (best ? 'star-full' : 'beaker') : 'warning',
+      icon: passed(r) ? (best ? 'star-full' : 'beaker') : 'warning',
       collapsible: r.uncovered.length > 0,
       open: r.testbench !== null ? { command: 'chorus.openRound', args: [run.id, node.index] } : undefined,
       contextValue: r.testbench !== null ? 'chorus.round' : 'chorus.roundEmpty',

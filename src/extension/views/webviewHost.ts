@@ -6,7 +6,7 @@
 import * as z from 'zod';
 import { projectFileSchema } from '../../core/run/sources.js';
 import { check, formatIssues, strictObject } from '../../core/run/frontEnd.js';
-import { DASHBOARD_COMMANDS, type FromWebview, type WebviewResponse } from '../../../webview/protocol.js';
+import { DASHBOARD_COMMANDS, RUN_FILES, type FromWebview, type WebviewResponse } from '../../../webview/protocol.js';
 
 const location = strictObject({ file: z.string().min(1), line: z.number().int().min(0) });
 const round = strictObject({ runId: z.string().min(1), index: z.number().int().min(0) });
@@ -17,6 +17,7 @@ export const fromWebviewSchemas = {
   openLocation: location,
   openRound: round,
   diffRound: round,
+  openRunFile: strictObject({ runId: z.string().min(1), file: z.enum(RUN_FILES) }),
   saveProject: strictObject({ path: z.string().min(1).nullable(), project: projectFileSchema }),
   command: strictObject({ command: z.enum(DASHBOARD_COMMANDS) }),
 } satisfies { [K in keyof FromWebview]: z.ZodType<FromWebview[K][0]> };

@@ -7,7 +7,10 @@ import type { DesignOptions } from '../../core/run/design.js';
 import type { DesignSpec } from '../../core/design/types.js';
 import type { CoverageFigures, UncoveredPoint } from '../../core/coverage/model.js';
 import type { Diagnostic, ScoreMode, SimResult, SimStatus } from '../../core/sim/result.js';
-import type { SimLimits } from '../../core/sim/simulator.js';
+import type { SimLimits, SimStageName } from '../../core/sim/simulator.js';
+import { runFailure } from '../../core/run/coverage.js';
+import type { RunFolderFiles } from '../../core/run/runFolder.js';
+export type { RunFolderFiles };
 import type { ModelConfig } from '../../core/llm/factory.js';
 import type { ModelCheck } from '../../core/run/modelCheck.js';
 import type { PullProgress } from '../../core/llm/hub/pull.js';
@@ -42,6 +45,9 @@ export interface RoundRecord {
   round: number;
   testbench: string | null;
   status: SimStatus | 'unparsable';
+  /** Passed: it simulated and broke none of the design's assertions (the CLI's verdict; every view
+   * shows this one, never the bare status). */
+  verdict: { passed: boolean; failure?: string };
   coverage: CoverageFigures | null;
   uncovered: UncoveredPoint[];
   diagnostics: Diagnostic[];
@@ -59,11 +65,15 @@ export interface GenerateOutcome {
   model: string;
   simulator: string;
   cancelled: boolean;
+  /** The run folder written (logs, coverage.html, junit.xml, summary.json), or null: none asked
+   * for, or cancelled before any round finished (nothing is written then). */
+  runFolder: RunFolderFiles | null;
 }
 
 export interface SimulateOutcome {
   result: SimResult;
   files: FileLineCoverage[];
+  runFolder: RunFolderFiles | null;
 }
 
 export interface IntrospectOutcome {
@@ -80,19 +90,24 @@ export interface TestbenchText {
   content: string;
 }
 
-export interface GenerateRequest {
+/** Where a run's folder is made (`<runRoot>/<top>/<timestamp>/`, as the CLI's `chorus-out/`); absent: none. */
+export interface RunFolderRequest {
+  runRoot?: string;
+}
+
+export interface GenerateRequest extends RunFolderRequest {
   design: DesignOptions;
   model: ModelConfig | null;
   settings: GenerateSettings;
 }
 
-export interface SimulateRequest {
+export interface SimulateRequest extends RunFolderRequest {
   design: DesignOptions;
   testbench: TestbenchText;
   settings: GenerateSettings;
 }
 
-export interface RefineRequest {
+export interface RefineRequest extends RunFolderRequest {
   design: DesignOptions;
   testbench: TestbenchText;
   /** The last result of that testbench, or null (then the log, or a fresh simulation). */
@@ -187,6 +202,8 @@ export type ProgressEvent =
   /** `attempts`: the first generation + the refinement rounds, at most. */
   | { kind: 'round-start'; sample: number; round: number; attempts: number }
   | { kind: 'text'; piece: string }
+  /** A simulation stage started (check = lint, build, run = simulate, coverage). */
+  | { kind: 'stage'; stage: SimStageName }
   | { kind: 'round-end'; record: RoundRecord; bestCoverage: number | null; attempts: number }
   /** A model download (pullModel): the core's PullProgress (file i of n, bytes, rate, time left). */
   | ({ kind: 'download' } & PullProgress);
@@ -212,6 +229,7 @@ export interface RefineOutcome {
   result: SimResult | null;
   record: RoundRecord;
   model: string;
+  runFolder: RunFolderFiles | null;
 }
 
 /** Trims a round for the wire and the history: bounded uncovered list and diagnostics. */
@@ -227,10 +245,16 @@ export function roundRecord(
     round,
     testbench,
     status: result ? result.status : 'unparsable',
+    verdict: result ? verdictOf(result) : { passed: false, failure: 'the reply held no testbench' },
     coverage: result?.coverage?.waived ?? null,
     uncovered: (result?.uncovered ?? []).slice(0, 200),
     diagnostics: (result?.diagnostics ?? []).slice(0, 100),
     notes,
     errMsg: result?.err_msg ?? (result ? '' : 'the reply held no testbench'),
   };
+}
+
+function verdictOf(r: SimResult): { passed: boolean; failure?: string } {
+  const failure = runFailure(r);
+  return failure === undefined ? { passed: true } : { passed: false, failure };
 }

@@ -12,7 +12,7 @@ import {
   validateProject,
   writeProjectFile,
 } from '../../../src/core/run/sources.js';
-import { coverageByFile, lineHover } from '../../../src/extension/views/coverageData.js';
+import { coverageByFile } from '../../../src/extension/views/coverageData.js';
 import { previousTestbench, RunHistory, runView } from '../../../src/extension/views/history.js';
 import { coverageChartSvg, pct } from '../../../webview/protocol.js';
 import { parseWebviewMessage } from '../../../src/extension/views/webviewHost.js';
@@ -116,8 +116,46 @@ describe('per-line coverage', () => {
       [5, 'else', 0],
     ]);
     expect(a.toggles).toEqual({ covered: 1, total: 2 });
-    expect(lineHover(a.lines[1])).toMatch(/partly covered — 1\/2 points hit, 4 hits/);
-    expect(lineHover(a.lines[2])).toMatch(/not covered/);
+    const mark = (line: number) => a.marks.find((m) => m.line === line);
+    expect(mark(5)).toMatchObject({ state: 'partial' });
+    expect(mark(5)!.hover).toMatch(/partly covered — 1\/2 points hit, 4 hits/);
+    expect(mark(5)!.hover).toMatch(/the `else` arm \(line 5\) was never taken/);
+    expect(mark(9)).toMatchObject({ state: 'uncovered' });
+    // Toggle bits are marked at their declaration, the missing bit named.
+    expect(mark(2)).toMatchObject({ state: 'partial' });
+    expect(mark(2)!.hover).toMatch(/`x\[1\]` toggled one way only/);
+    expect(mark(2)!.hover).not.toMatch(/x\[0\]/);
+  });
+
+  it('marks the untaken else where its code is, the body of a block that never ran, and says why', () => {
+    const files = coverageByFile(
+      [
+        pt({ type: 'branch', line: 10, label: 'if', count: 3, span: [11, 12] }),
+        pt({ type: 'branch', line: 10, column: 2, label: 'else', count: 0, span: [13, 16] }),
+        pt({ line: 10, label: 'else', count: 0, span: [13, 16] }),
+        pt({ type: 'toggle', line: 4, label: 'mode[2]', count: 0 }),
+      ],
+      [
+        { type: 'branch', file: '/d/a.sv', line: 10, label: 'else', hier: 'tb.uut', count: 0, reason: { kind: 'not-hit', detail: 'x' } },
+        {
+          type: 'toggle',
+          file: '/d/a.sv',
+          line: 4,
+          label: 'mode[2]',
+          hier: 'tb.uut',
+          count: 0,
+          reason: { kind: 'dead-param', detail: 'WIDTH is 2', enable: '-G WIDTH=4' },
+        },
+      ],
+    );
+    const marks = files[0].marks;
+    const at = (n: number) => marks.find((m) => m.line === n);
+    expect(at(13)).toMatchObject({ state: 'uncovered' });
+    expect(at(13)!.hover).toMatch(/the `else` arm \(line 10\) was never taken — not reached by the stimulus/);
+    for (const n of [14, 15, 16]) expect(at(n), `line ${n}`).toMatchObject({ state: 'uncovered' });
+    expect(at(14)!.hover).toMatch(/inside the `else at line 13` block, which never ran/);
+    expect(at(11)).toMatchObject({ state: 'covered' });
+    expect(at(4)!.hover).toMatch(/`mode\[2\]` never toggled — parameter-dead \(enable with `-G WIDTH=4`\): WIDTH is 2/);
   });
 });
 

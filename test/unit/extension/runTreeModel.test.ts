@@ -8,6 +8,7 @@ const round = (o: Partial<RoundRecord>): RoundRecord => ({
   round: 0,
   testbench: 'module tb; endmodule',
   status: 'success',
+  verdict: { passed: true },
   coverage: null,
   uncovered: [],
   diagnostics: [],

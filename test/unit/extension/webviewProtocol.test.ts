@@ -14,6 +14,7 @@ function recorder() {
     openLocation: (d) => void calls.push(['openLocation', d]),
     openRound: (d) => void calls.push(['openRound', d]),
     diffRound: (d) => void calls.push(['diffRound', d]),
+    openRunFile: (d) => void calls.push(['openRunFile', d]),
     saveProject: (d) => {
       calls.push(['saveProject', d]);
       if (d.path === '/ro/chorus.json') throw new Error('EACCES: /ro/chorus.json is read-only');
@@ -44,6 +45,7 @@ describe('webview messages at the host boundary', () => {
       { type: 'openLocation', data: { file: '/d/counter.sv', line: 12 } },
       { type: 'openRound', data: { runId: 'r1', index: 0 } },
       { type: 'diffRound', data: { runId: 'r1', index: 2 } },
+      { type: 'openRunFile', data: { runId: 'r1', file: 'report' } },
       { type: 'saveProject', id: 7, data: { path: '/d/chorus.json', project: { files: ['counter.sv'], top: 'counter' } } },
       { type: 'command', data: { command: 'runCoverage' } },
     ];
@@ -76,6 +78,8 @@ describe('webview messages at the host boundary', () => {
         { type: 'command', data: { command: 'workbench.action.terminal.new' } },
         /'command' message: data\.command: must be one of "generate"/,
       ],
+      // The webview names one of the run's files, never a path.
+      [{ type: 'openRunFile', data: { runId: 'r1', file: '/etc/passwd' } }, /'openRunFile' message: data\.file: must be one of "log"/],
       [{ type: 'ready', data: { now: 1 } }, /'ready' message: data: /],
       [{ type: 'ready', verb: 'x' }, /verb: unknown field/],
     ];
