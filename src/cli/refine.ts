@@ -41,7 +41,9 @@ One refinement step: the model revises the testbench from the simulator's feedba
 feedback is your own simulator's log (Verilator, Xcelium/IMC, or plain text: errors are put first;
 a coverage report asks for more coverage); without it the testbench is simulated here first.
 Without a model the built-in generator writes the revision (saying so): the testbench is simulated
-here and the generator's rounds start from what it left uncovered (a log is not read).
+here and the generator's rounds start from what it left uncovered (a log is not read). The revision
+is your testbench as written plus the generator's stimulus (task chorus_refine, called before your
+$finish); where it cannot be edited safely, a note says why and the revision is a new testbench.
 
 ${DESIGN_HELP}${MODEL_HELP}Refinement:
   --tb <file>           the testbench to refine

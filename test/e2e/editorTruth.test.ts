@@ -2,7 +2,7 @@
 // figure is the same in the toast, the status bar, the dashboard, the CHORUS view and the Test
 // Explorer; every editor run writes the CLI's run folder and the CHORUS view opens its log, report
 // and JUnit; a hover names an untaken `else` and why; cancel before a finished round writes
-// nothing; Refine keeps the testbench's module name and re-measures the accepted file; Run Coverage
+// nothing; Refine edits the testbench (its lines and module name kept, the diff only adds) and re-measures the accepted file; Run Coverage
 // reuses the editor that shows the design. Screenshots go to test-results/e2e/ (prefix `truth`).
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -202,25 +202,36 @@ describe.skipIf(!enabled)('the editor tells one truth', () => {
     expect(await wb.statusText()).not.toMatch(/CHORUS: \d+\.\d%/);
   });
 
-  it('Refine keeps the module name and file, and the accepted file is measured again', async () => {
+  it('Refine edits the testbench: its lines and module name are kept, the diff only adds, and the accepted file is measured again', async () => {
     await wb.closeAll();
     await wb.clearNotifications();
     const dir = counterCopy('truth-refine', ['counter.sv', 'tb_counter_weak.sv']);
     const tb = join(dir, 'tb_counter_weak.sv');
+    const original = readFileSync(tb, 'utf8');
     await wb.openFile('truth-refine/tb_counter_weak.sv');
     await wb.command('CHORUS: Refine Testbench');
     await wb.pick('Simulate it now');
     const ask = await wb.toast(/accept the revision .* of tb_counter_weak\.sv\?/, 300_000);
+    // The diff shows what was added and nothing removed: the user's lines are all there.
+    await page.locator('.monaco-diff-editor .line-insert').first().waitFor({ timeout: 30_000 });
+    expect(await page.locator('.monaco-diff-editor .line-delete').count()).toBe(0);
     await wb.shot('refine-builtin-diff');
     await ask.locator('.monaco-button', { hasText: 'Accept' }).click();
     const accepted = await waitFor(
       'the revision in tb_counter_weak.sv',
       () => {
         const now = readFileSync(tb, 'utf8');
-        return now.includes('module tb_counter_weak') && !now.startsWith('// A deliberately weak') ? now : null;
+        return now.includes('chorus_refine();') ? now : null;
       },
       30_000,
     );
+    const lines = accepted.split('\n');
+    let k = 0;
+    for (const line of original.trimEnd().split('\n')) {
+      k = lines.indexOf(line, k);
+      expect(k, `kept: ${line}`).toBeGreaterThanOrEqual(0);
+      k++;
+    }
     expect(accepted).not.toMatch(/module tb_counter\b/);
     // Accept is confirmed by a fresh measurement of the file, which every view then shows.
     const toast = await wb.toast(/tb_counter_weak\.sv: coverage \(paper: block\+toggle\)/, 180_000);

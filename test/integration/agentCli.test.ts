@@ -134,7 +134,11 @@ describe('chorus refine', () => {
     );
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/revision written to .*tb_refined\.sv/);
-    expect(readFileSync(/revision written to (.*)\n/.exec(r.stdout)![1], 'utf8')).toBe(good.trim() + '\n');
+    // The model's revision, its module named as the testbench it refines (refinement.ts keepModuleName).
+    expect(r.stdout).toContain("note: the revision's module tb_counter is named tb_counter_weak, as the testbench it refines");
+    expect(readFileSync(/revision written to (.*)\n/.exec(r.stdout)![1], 'utf8')).toBe(
+      good.trim().replace('module tb_counter;', 'module tb_counter_weak;') + '\n',
+    );
     expect(readFileSync(join(dir, 'tb.sv'), 'utf8')).toBe(weak); // the original is untouched
     const m = server.requests[0].messages;
     expect(m.map((x) => x.role)).toEqual(['system', 'user', 'assistant', 'user']);

@@ -52,6 +52,17 @@ function counterDir(): string {
   return dir;
 }
 
+/** `text` holds every line of `input`, in order and unchanged. */
+function expectKeeps(text: string, input: string): void {
+  const out = text.split('\n');
+  let k = 0;
+  for (const line of input.trimEnd().split('\n')) {
+    k = out.indexOf(line, k);
+    expect(k, `the line ${JSON.stringify(line)} was kept`).toBeGreaterThanOrEqual(0);
+    k++;
+  }
+}
+
 describe('refine without a model: one decision for the CLI and the editor', () => {
   it('the CLI and the core flow both fall back to the built-in generator seeded with the testbench', async () => {
     const dir = counterDir();
@@ -77,7 +88,13 @@ describe('refine without a model: one decision for the CLI and the editor', () =
     expect(out.before).not.toBeNull();
     expect(out.generation!.attempts[0].notes[0]).toBe('started from what the given testbench left uncovered');
     expect(out.testbench! + (out.testbench!.endsWith('\n') ? '' : '\n')).toBe(written);
-    expect(overallCoverage(out.result)).toBeGreaterThanOrEqual(overallCoverage(out.before)!);
+    expect(overallCoverage(out.result)).toBeGreaterThan(overallCoverage(out.before)!);
+    // An edit, not a replacement: every line of the input, in order, then what was added.
+    expectKeeps(written, weak);
+    expect(written).toMatch(/repeat \(4\) @\(posedge clk\);\n {4}chorus_refine\(\);[^\n]*\n {4}\$finish;/);
+    expect(r.stdout).toContain('note: the revision is tb.sv as written, with the generator');
+    // Every round was simulated as the edit, and the run folder's rounds are the edits.
+    for (const a of out.generation!.attempts) expectKeeps(a.testbench!, weak);
 
     // The editor's worker process, over its typed protocol: the same decision, the same revision.
     const progress: ProgressEvent[] = [];
@@ -106,6 +123,64 @@ describe('refine without a model: one decision for the CLI and the editor', () =
     expect(rec.engine).toBe('builtin');
     expect(rec.before).not.toBeNull();
     expect(rec.result.status).toBe('success');
+  });
+
+  it('edits a testbench whose signals are named otherwise; a testbench that fails gets a new one, and the note says why', async () => {
+    // The sequence detector, its ports connected to signals of other names, positionally.
+    const dir = scratchDir('chorus-refinement-edit-');
+    copyFileSync(join(examples, 'fsm', 'seq_detector.sv'), join(dir, 'seq_detector.sv'));
+    const { design, info } = await loadDesign({ files: [join(dir, 'seq_detector.sv')] });
+    const order = info.modules.find((m) => m.name === info.top)!.ports.map((p) => `my_${p.name}`);
+    const mine = `\`timescale 1ns/1ps
+module tb_mine;
+  logic my_clk = 0, my_reset = 1, my_bit_in = 0, my_valid = 0;
+  logic my_detected; logic [3:0] my_hits;
+  seq_detector u0 (${order.join(', ')});
+  always #5 my_clk = ~my_clk;
+  initial begin
+    repeat (2) @(posedge my_clk);
+    my_reset = 0;
+    repeat (3) @(posedge my_clk);
+    $finish;
+  end
+endmodule
+`;
+    const notes: string[] = [];
+    const edit = await runRefinement(
+      { design, info, testbench: { name: 'tb_mine.sv', content: mine }, model: null, limits: { timeoutS: 60 } },
+      (e) => void (e.type === 'note' && notes.push(e.message)),
+    );
+    expect(edit.result?.status).toBe('success');
+    expectKeeps(edit.testbench!, mine);
+    expect(edit.testbench).toMatch(/@\(negedge my_clk\)/);
+    expect(edit.testbench).not.toMatch(/\bmodule tb_seq_detector\b/);
+    expect(overallCoverage(edit.result)!).toBeGreaterThan(overallCoverage(edit.before)! + 0.2);
+    expect(notes.some((n) => n.startsWith('the revision is tb_mine.sv as written'))).toBe(true);
+
+    // The FIFO example's own testbench overfills it on purpose: the run stops at that assertion,
+    // so nothing added after it would run. A new testbench is written, under the same module name.
+    const fifoDir = scratchDir('chorus-refinement-fifo-');
+    copyFileSync(join(examples, 'fifo', 'sync_fifo.sv'), join(fifoDir, 'sync_fifo.sv'));
+    const fifo = await loadDesign({ files: [join(fifoDir, 'sync_fifo.sv')] });
+    const failing = read(join(examples, 'fifo', 'tb_sync_fifo.sv'));
+    const fresh: string[] = [];
+    const out = await runRefinement(
+      {
+        design: fifo.design,
+        info: fifo.info,
+        testbench: { name: 'tb_sync_fifo.sv', content: failing },
+        model: null,
+        limits: { timeoutS: 60 },
+      },
+      (e) => void (e.type === 'note' && fresh.push(e.message)),
+    );
+    expect(fresh.find((n) => n.startsWith('the testbench could not be edited'))).toMatch(
+      /^the testbench could not be edited \(its own stimulus broke the design's assertions 1 time, first at sync_fifo\.sv:44 .*\): the revision is a new testbench, module tb_sync_fifo$/,
+    );
+    expect(out.testbench).toMatch(/\bmodule tb_sync_fifo;/);
+    // Its failures teach the generator the rule; they do not make the generator's own rules stricter.
+    expect(out.result?.dutAssertions ?? []).toEqual([]);
+    expect(overallCoverage(out.result)!).toBeGreaterThanOrEqual(overallCoverage(out.before)!);
   });
 
   it("the worker's checkModel probes every form of an endpoint URL at /v1/models", async () => {

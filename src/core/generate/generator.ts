@@ -174,8 +174,12 @@ export function aimsAtNothingNew(prev: StimulusPlan, next: StimulusPlan): boolea
   return aims(prev) === aims(next);
 }
 
-/** Next round's plan from what the last one left uncovered. */
-export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignInfo): StimulusPlan {
+/**
+ * Next round's plan from what the last one left uncovered. `foreign`: `result` is another
+ * testbench's (a refinement's input): its failures add rules for the sites they name, but say
+ * nothing about whether this plan's own rules work, so none is made stricter for them.
+ */
+export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignInfo, foreign = false): StimulusPlan {
   const notes: string[] = [];
   const next: StimulusPlan = {
     ...prev,
@@ -197,8 +201,12 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
   const failures = dutFailures(result);
   if (failures.length) {
     next.respectFlags = true;
-    notes.push("the design's assertions fired on the last round: push/pop now respect full/empty");
-    const rules = legalityRules(result, info, prev.roles, prev.legality ?? []);
+    notes.push(
+      foreign
+        ? "the design's assertions fired in the given testbench: push/pop respect full/empty"
+        : "the design's assertions fired on the last round: push/pop now respect full/empty",
+    );
+    const rules = legalityRules(result, info, prev.roles, prev.legality ?? [], !foreign);
     const added = rules.filter((r) => !(prev.legality ?? []).includes(r));
     if (rules.length) next.legality = rules;
     for (const r of added) notes.push(`legal stimulus: ${r.why}`);
@@ -282,7 +290,7 @@ export async function generateTestbench(
     : design;
   let plan = initialPlan(info, design, opts, scaled);
   if (opts.from) {
-    const seeded = refinePlan(plan, opts.from, info);
+    const seeded = refinePlan(plan, opts.from, info, true);
     plan = { ...seeded, round: 0, notes: ['started from what the given testbench left uncovered', ...seeded.notes] };
   }
   const history: GeneratedRound[] = [];

@@ -491,13 +491,19 @@ function factAt(f: DutFailure, info: DesignInfo): { a: FactAssertion; i: number 
 }
 
 /** Rules for a run's failures, given the rules already in force (ineffective ones escalate). */
-export function legalityRules(result: SimResult, info: DesignInfo, roles: Roles, prev: LegalityRule[] = []): LegalityRule[] {
+export function legalityRules(
+  result: SimResult,
+  info: DesignInfo,
+  roles: Roles,
+  prev: LegalityRule[] = [],
+  escalate = true,
+): LegalityRule[] {
   const out = [...prev];
   for (const f of dutFailures(result)) {
     const site = `${basename(f.file)}:${f.line}`;
     const k = out.findIndex((r) => r.site === site);
     if (k >= 0) {
-      if (out[k].level !== 'freeze') {
+      if (escalate && out[k].level !== 'freeze') {
         const esc = ruleFor(f, info, roles, out[k].level);
         if (esc)
           out[k] = {

@@ -6,7 +6,8 @@
 // caller's result, the user's log, or a simulation of the testbench here), then the revision is
 // simulated. Without a model: the built-in generator, as `--help` promises for every command, seeded
 // with the user's testbench: its first round is biased toward what that testbench left uncovered
-// (as a generator refinement round would be); it says so in a note. The generator cannot read a
+// (as a generator refinement round would be); it says so in a note. Its revision is an edit of the
+// user's testbench (generate/splice.ts), every line kept; a new testbench only where it cannot be. The generator cannot read a
 // log, so the testbench is simulated here for its uncovered points even when a log was given.
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import { withScore, type Simulator, type SimLimits } from '../sim/simulator.js';
@@ -16,11 +17,12 @@ import type { BackendInfo, ModelBackend, SamplingParams } from '../llm/backend.j
 import type { ModelConfig } from '../llm/factory.js';
 import type { LogKind, NamedText } from '../agent/protocol.js';
 import { refineOnce, type RefineOutcome } from '../agent/loop.js';
-import { runGeneration, type GenerationResult } from './generation.js';
+import { runGeneration, type GenerationResult, type GenerationRound } from './generation.js';
 import { openModel } from './modelCheck.js';
 import { DEFAULT_ROUNDS } from './defaults.js';
 import { assertionSummary, firedAssertions } from '../sim/assertions.js';
 import { blankComments, scanUnits, testbenchTops } from '../design/lexer.js';
+import { readSite, spliceStimulus } from '../generate/splice.js';
 
 export interface RefinementRequest {
   /** The design, already loaded and introspected (run/design.ts loadDesign). */
@@ -138,6 +140,15 @@ export type RefinementEvents = (e: RefinementEvent) => void;
 export const NO_MODEL_NOTE =
   'no model configured: the built-in model-free generator refines the testbench (its first round aims at what the testbench left uncovered)';
 
+/** `inner`, simulating each candidate as `edit` makes it (the candidate itself where it gives null). */
+function editingSimulator(inner: Simulator, edit: (text: string) => string | null): Simulator {
+  return {
+    name: inner.name,
+    info: () => inner.info(),
+    simulate: (r) => inner.simulate({ ...r, testbench: { ...r.testbench, content: edit(r.testbench.content) ?? r.testbench.content } }),
+  };
+}
+
 /** Runs one refinement: the model's step when `model` is set, else the built-in generator. */
 export async function runRefinement(
   req: RefinementRequest,
@@ -167,12 +178,36 @@ export async function runRefinement(
     const before = req.feedback && 'result' in req.feedback ? null : await simulateTestbench();
     const from = before ?? (req.feedback as { result: SimResult }).result;
     const tbModule = inputModule(req.testbench.content, req.info.top);
+    // The revision is the user's testbench with the generator's stimulus added (generate/splice.ts);
+    // every round is simulated as that edit, so its coverage is the edit's. When the testbench
+    // cannot be edited, the generator writes a new one under the same module name, and says why.
+    const ports = req.info.modules.find((m) => m.name === req.info.top)?.ports ?? [];
+    // A testbench that fails keeps failing with anything added after its own stimulus (Verilator
+    // ends the run at the first failed assertion): then a new testbench is the better revision.
+    const failing =
+      from.status !== 'success'
+        ? `it does not run to its end (${from.status}${from.err_msg ? `: ${from.err_msg.split('\n')[0]!.slice(0, 120)}` : ''})`
+        : firedAssertions(from)
+          ? `${assertionSummary(from.dutAssertions, 1).replace(/^the stimulus/, 'its own stimulus')}, so stimulus added after it would not run`
+          : undefined;
+    const site = failing
+      ? { why: failing }
+      : tbModule
+        ? readSite(req.testbench.content, tbModule, req.info.top, ports)
+        : { why: 'it declares no module' };
+    let editFailure: string | undefined = 'why' in site ? site.why : undefined;
+    const edit = (generated: string): string | null => {
+      if ('why' in site) return null;
+      const r = spliceStimulus(site, generated, req.info.top, ports);
+      if (!r.ok) editFailure ??= r.why;
+      return r.ok ? r.text : null;
+    };
     const generation = await runGeneration(
       {
         design: req.design,
         info: req.info,
         model: null,
-        simulator,
+        simulator: 'why' in site ? simulator : editingSimulator(simulator, edit),
         rounds: req.rounds ?? DEFAULT_ROUNDS,
         allRounds: req.rounds !== undefined,
         target: req.target,
@@ -189,7 +224,18 @@ export async function runRefinement(
       },
       signal,
     );
-    const best = generation.best;
+    events({
+      type: 'note',
+      message: editFailure
+        ? `the testbench could not be edited (${editFailure}): the revision is a new testbench, module ${tbModule ?? `tb_${req.info.top}`}`
+        : `the revision is ${req.testbench.name} as written, with the generator's stimulus added (task chorus_refine, called before its $finish)`,
+    });
+    const edited = (a: GenerationRound): GenerationRound => ({
+      ...a,
+      testbench: a.testbench !== null ? (edit(a.testbench) ?? a.testbench) : a.testbench,
+    });
+    const attempts = generation.attempts.map(edited);
+    const best = generation.best ? (attempts[generation.attempts.indexOf(generation.best)] ?? edited(generation.best)) : null;
     const refused = illegalRevision(from, best?.result);
     return {
       ...(refused ? { refused } : {}),
@@ -200,7 +246,7 @@ export async function runRefinement(
       result: best?.result ?? null,
       model: null,
       outcome: null,
-      generation,
+      generation: { ...generation, attempts, best },
     };
   }
   const before = req.feedback ? null : await simulateTestbench();
