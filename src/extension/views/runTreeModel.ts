@@ -36,10 +36,13 @@ const FILE_VIEW: Record<RunFile, { label: string; icon: string }> = {
 const STATE_ICON = { running: 'sync~spin', done: 'pass', cancelled: 'circle-slash', failed: 'error' } as const;
 
 const passed = (r: RunRecord['rounds'][number]): boolean => r.verdict?.passed ?? r.status === 'success';
+const cancelled = (r: RunRecord['rounds'][number]): boolean => r.status === 'exception' && r.errMsg.trim() === 'cancelled';
 
 /** The round's verdict in a word: a run that broke the design's assertions failed, whatever ran. */
 function roundVerdict(r: RunRecord['rounds'][number]): string {
   if (passed(r)) return 'passed';
+  // A round stopped by Cancel is not a fault of the testbench (sim/ranking.ts cancelledRun).
+  if (cancelled(r)) return 'cancelled';
   return r.status === 'success' ? 'failed (assertions)' : r.status;
 }
 
@@ -108,7 +111,7 @@ function nodeView(runs: RunRecord[], node: RunNode): NodeView | null {
       label: `round ${r.round + 1}${r.sample ? ` · sample ${r.sample + 1}` : ''}${best ? ' ★' : ''}`,
       description: `${roundVerdict(r)} · ${pct(r.coverage?.overall ?? null)}${errors ? ` · ${errors} error${errors > 1 ? 's' : ''}` : ''}`,
       tooltip: [r.errMsg.split('\n')[0], ...r.notes].filter(Boolean).join('\n') || r.status,
-      icon: passed(r) ? (best ? 'star-full' : 'beaker') : 'warning',
+      icon: passed(r) ? (best ? 'star-full' : 'beaker') : cancelled(r) ? 'circle-slash' : 'warning',
       collapsible: r.uncovered.length > 0,
       open: r.testbench !== null ? { command: 'chorus.openRound', args: [run.id, node.index] } : undefined,
       contextValue: r.testbench !== null ? 'chorus.round' : 'chorus.roundEmpty',

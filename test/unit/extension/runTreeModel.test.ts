@@ -72,6 +72,24 @@ describe('run-history tree', () => {
     expect(empty.contextValue).toBe('chorus.roundEmpty');
   });
 
+  it('a round stopped by Cancel says cancelled, not exception', () => {
+    const stopped: RunRecord = {
+      ...run,
+      state: 'cancelled',
+      best: null,
+      rounds: [round({ status: 'exception', verdict: { passed: false }, errMsg: 'cancelled', testbench: null })],
+    };
+    const v = view([stopped], { kind: 'round', runId: 'r1', index: 0 })!;
+    expect(v.description).toBe('cancelled · n/a');
+    expect(v.icon).toBe('circle-slash');
+    const failed = view([{ ...stopped, rounds: [round({ status: 'exception', verdict: { passed: false }, errMsg: 'g++ crashed' })] }], {
+      kind: 'round',
+      runId: 'r1',
+      index: 0,
+    })!;
+    expect(failed.description).toBe('exception · n/a');
+  });
+
   it('a point opens its source line, resolved against the design folder', () => {
     const v = view([run], { kind: 'point', runId: 'r1', index: 0, point: 1 })!;
     expect(v.label).toBe('counter.sv:19');
