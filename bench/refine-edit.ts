@@ -11,7 +11,7 @@ import { loadDesign } from '../src/core/run/design.js';
 import { VerilatorSimulator } from '../src/core/run/simulators.js';
 import { generateTestbench } from '../src/core/run/generation.js';
 import { runRefinement } from '../src/core/run/refinement.js';
-import { overallCoverage } from '../src/core/sim/ranking.js';
+import { overallCoverage } from '../src/core/run/coverage.js';
 
 const { values: o } = parseArgs({
   options: {
