@@ -3,20 +3,9 @@
 // edited. The generated text here follows emit.ts's layout; test/integration/refinement.test.ts
 // edits real generated testbenches and simulates them.
 import { describe, expect, it } from 'vitest';
-import type { PortInfo } from '../../src/core/design/types.js';
+import { portInfo as port } from '../helpers.js';
 import { readSite, spliceStimulus, type SpliceSite } from '../../src/core/generate/splice.js';
 
-const port = (name: string, direction: PortInfo['direction'], width = 1): PortInfo => ({
-  name,
-  direction,
-  width,
-  packedDims: width > 1 ? [[width - 1, 0]] : [],
-  unpackedDims: [],
-  signed: false,
-  typeName: 'logic',
-  kind: 'basic',
-  line: 1,
-});
 const ports = [port('clk', 'input'), port('rst_n', 'input'), port('en', 'input'), port('din', 'input', 8), port('count', 'output', 8)];
 
 /** A generated testbench in emit.ts's layout. */
