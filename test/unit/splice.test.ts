@@ -153,6 +153,9 @@ describe('the built-in refinement edits the testbench', () => {
     expect(why(user.replace('logic [7:0] data = 0;', 'wire [7:0] data;'))).toBe(
       'it declares data (connected to din) as a net: the added stimulus assigns it procedurally',
     );
+    expect(why(user.replace('  always #5 clock', '  assign enable = value[0];\n  always #5 clock'))).toBe(
+      'it drives enable (connected to en) with a continuous assign: the added stimulus assigns it procedurally',
+    );
     expect(why(user.replace('module tb_user;', 'module tb_other;'))).toBe('its module tb_user was not found');
     // A comment or a string that looks like a $finish or an instance is not one.
     expect(why(user.replace('#10 $finish;', '// $finish;\n    $display("$finish");'))).toBe(

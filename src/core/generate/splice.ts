@@ -339,6 +339,12 @@ export function spliceStimulus(site: SpliceSite, generated: string, top: string,
       new RegExp(`\\b(?:wire|tri|wand|wor|supply[01])\\b[^;]*(?<![\\w$])${escapeRe(sig)}(?![\\w$])`).test(userCode)
     )
       return { ok: false, why: `it declares ${sig} (connected to ${p.name}) as a net: the added stimulus assigns it procedurally` };
+    // A variable may not have a continuous and a procedural driver (IEEE 1800 6.5).
+    if (p.direction === 'input' && new RegExp(`\\bassign\\s+${escapeRe(sig)}\\s*(?:\\[[^\\]]*\\]\\s*)*=`).test(userCode))
+      return {
+        ok: false,
+        why: `it drives ${sig} (connected to ${p.name}) with a continuous assign: the added stimulus assigns it procedurally`,
+      };
     if (sig !== p.name) {
       if (used.has(sig) && !ports.some((q) => q.name === sig))
         return { ok: false, why: `its signal ${sig} has the name of one of the generator's own` };

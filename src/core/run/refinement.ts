@@ -21,6 +21,7 @@ import { runGeneration, type GenerationResult, type GenerationRound } from './ge
 import { openModel } from './modelCheck.js';
 import { DEFAULT_ROUNDS } from './defaults.js';
 import { assertionSummary, firedAssertions } from '../sim/assertions.js';
+import { cancelledRun } from '../sim/ranking.js';
 import { blankComments, scanUnits, testbenchTops } from '../design/lexer.js';
 import { readSite, spliceStimulus } from '../generate/splice.js';
 
@@ -140,15 +141,6 @@ export type RefinementEvents = (e: RefinementEvent) => void;
 export const NO_MODEL_NOTE =
   'no model configured: the built-in model-free generator refines the testbench (its first round aims at what the testbench left uncovered)';
 
-/** `inner`, simulating each candidate as `edit` makes it (the candidate itself where it gives null). */
-function editingSimulator(inner: Simulator, edit: (text: string) => string | null): Simulator {
-  return {
-    name: inner.name,
-    info: () => inner.info(),
-    simulate: (r) => inner.simulate({ ...r, testbench: { ...r.testbench, content: edit(r.testbench.content) ?? r.testbench.content } }),
-  };
-}
-
 /** Runs one refinement: the model's step when `model` is set, else the built-in generator. */
 export async function runRefinement(
   req: RefinementRequest,
@@ -182,32 +174,52 @@ export async function runRefinement(
     // every round is simulated as that edit, so its coverage is the edit's. When the testbench
     // cannot be edited, the generator writes a new one under the same module name, and says why.
     const ports = req.info.modules.find((m) => m.name === req.info.top)?.ports ?? [];
-    // A testbench that fails keeps failing with anything added after its own stimulus (Verilator
-    // ends the run at the first failed assertion): then a new testbench is the better revision.
+    // A testbench that fails keeps failing with anything added after its own stimulus (and
+    // Verilator 5.006 ends the run at the first failed assertion, so the addition would not even
+    // run): then a new testbench is the better revision.
     const failing =
       from.status !== 'success'
         ? `it does not run to its end (${from.status}${from.err_msg ? `: ${from.err_msg.split('\n')[0]!.slice(0, 120)}` : ''})`
         : firedAssertions(from)
-          ? `${assertionSummary(from.dutAssertions, 1).replace(/^the stimulus/, 'its own stimulus')}, so stimulus added after it would not run`
+          ? `${assertionSummary(from.dutAssertions, 1).replace(/^the stimulus/, 'its own stimulus')}; a revision that keeps that stimulus fails too`
           : undefined;
     const site = failing
       ? { why: failing }
       : tbModule
         ? readSite(req.testbench.content, tbModule, req.info.top, ports)
         : { why: 'it declares no module' };
+    // Each candidate is simulated as the edit while edits run; the first edit that does not (the
+    // testbench drives an input in a way the added stimulus conflicts with, a construct the
+    // simulator refuses) turns editing off, and that candidate and the rest run as written.
     let editFailure: string | undefined = 'why' in site ? site.why : undefined;
-    const edit = (generated: string): string | null => {
+    const editedTexts = new Set<string>();
+    const splice = (generated: string): string | null => {
       if ('why' in site) return null;
       const r = spliceStimulus(site, generated, req.info.top, ports);
       if (!r.ok) editFailure ??= r.why;
       return r.ok ? r.text : null;
+    };
+    const editing: Simulator = {
+      name: simulator.name,
+      info: () => simulator.info(),
+      simulate: async (r) => {
+        const text = editFailure === undefined ? splice(r.testbench.content) : null;
+        if (text === null) return simulator.simulate(r);
+        const result = await simulator.simulate({ ...r, testbench: { ...r.testbench, content: text } });
+        if (result.status === 'success' || cancelledRun(result)) {
+          editedTexts.add(r.testbench.content);
+          return result;
+        }
+        editFailure = `the edited testbench did not run: ${result.status}${result.err_msg ? `, ${result.err_msg.split('\n')[0]!.slice(0, 120)}` : ''}`;
+        return simulator.simulate(r);
+      },
     };
     const generation = await runGeneration(
       {
         design: req.design,
         info: req.info,
         model: null,
-        simulator: 'why' in site ? simulator : editingSimulator(simulator, edit),
+        simulator: editing,
         rounds: req.rounds ?? DEFAULT_ROUNDS,
         allRounds: req.rounds !== undefined,
         target: req.target,
@@ -224,18 +236,18 @@ export async function runRefinement(
       },
       signal,
     );
-    events({
-      type: 'note',
-      message: editFailure
-        ? `the testbench could not be edited (${editFailure}): the revision is a new testbench, module ${tbModule ?? `tb_${req.info.top}`}`
-        : `the revision is ${req.testbench.name} as written, with the generator's stimulus added (task chorus_refine, called before its $finish)`,
-    });
-    const edited = (a: GenerationRound): GenerationRound => ({
-      ...a,
-      testbench: a.testbench !== null ? (edit(a.testbench) ?? a.testbench) : a.testbench,
-    });
+    const edited = (a: GenerationRound): GenerationRound =>
+      a.testbench !== null && editedTexts.has(a.testbench) ? { ...a, testbench: splice(a.testbench) ?? a.testbench } : a;
     const attempts = generation.attempts.map(edited);
     const best = generation.best ? (attempts[generation.attempts.indexOf(generation.best)] ?? edited(generation.best)) : null;
+    if (best?.testbench)
+      events({
+        type: 'note',
+        message:
+          generation.best?.testbench && editedTexts.has(generation.best.testbench)
+            ? `the revision is ${req.testbench.name} as written, with the generator's stimulus added (task chorus_refine, called before its $finish)`
+            : `the testbench could not be edited (${editFailure ?? 'no edit ran'}): the revision is a new testbench, module ${tbModule ?? `tb_${req.info.top}`}`,
+      });
     const refused = illegalRevision(from, best?.result);
     return {
       ...(refused ? { refused } : {}),
