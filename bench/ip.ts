@@ -15,7 +15,9 @@
 //
 // Usage: npm run bench:ip -- [--blocks id,id] [--rounds N] [--jobs N] [--out DIR] [--timeout S]
 //                            [--build-timeout S] [--run-timeout S] [--corpus FILE] [--cache DIR]
-//                            [--cli dist/cli.js] [--lint]
+//                            [--cli dist/cli.js] [--lint] [--refine]
+// --refine: the generator's round 1 stands for a user's testbench; `chorus refine` (no model)
+// edits it, and the revision is what is rebuilt and reported (its input's coverage in ip.json).
 // --timeout bounds each block's generate (default 300 s); --build-timeout and --run-timeout each
 // plain Verilator rebuild (900 s: a -Os build of a CPU stage takes minutes) and its run (120 s).
 // --lint only checks that Verilator elaborates each block (and each dropped one) as the corpus says.
@@ -24,7 +26,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { designFlags, loadCorpus, missingFiles, repoDir, type CorpusBlock } from './ip/corpus.js';
-import { generate, type GenerateOutcome } from './ip/generate.js';
+import { generate, refine, type GenerateOutcome, type RefineOutcome } from './ip/generate.js';
 import { rebuildAndRun, type RebuildResult } from './ip/rebuild.js';
 import { findReset, type ResetGuess } from './ip/reset.js';
 import { runBounded } from './ip/proc.js';
@@ -48,6 +50,7 @@ function options() {
         cache: { type: 'string', default: resolve('.chorus-cache', 'ip-corpus') },
         cli: { type: 'string', default: resolve('dist', 'cli.js') },
         lint: { type: 'boolean', default: false },
+        refine: { type: 'boolean', default: false },
       },
     });
     for (const k of ['rounds', 'jobs', 'timeout', 'build-timeout', 'run-timeout'] as const) {
@@ -78,6 +81,8 @@ interface Row {
   testbenchWritten: boolean;
   seconds: number;
   generate: GenerateOutcome | null;
+  /** --refine: the generator's round 1 refined without a model (the revision is what is rebuilt). */
+  refine?: RefineOutcome;
   /** Why a figure is missing (no testbench, no coverage). */
   reason?: string;
 }
@@ -99,7 +104,15 @@ async function benchBlock(block: CorpusBlock, outDir: string): Promise<Row> {
     ceiling: g.ceiling === undefined ? null : 100 * g.ceiling,
     ...(g.error || !g.written ? { reason: g.error ?? 'no testbench written' } : {}),
   });
-  if (g.written) await rebuildStep(block, dir, g.tbTop ?? `tb_${block.top}`, row);
+  if (g.written && o.refine) {
+    // The generator's first round stands for a user's testbench; refine (no model) edits it, and
+    // the revision is what the rebuild judges.
+    const r = await refineStep(block, dir);
+    row.refine = r;
+    row.coverage = r.coverage === undefined ? null : 100 * r.coverage;
+    if (!r.written) Object.assign(row, { testbenchWritten: false, reason: r.error ?? 'no revision written' });
+  }
+  if (row.testbenchWritten) await rebuildStep(block, dir, g.tbTop ?? `tb_${block.top}`, row);
   row.seconds = secondsSince(t0);
   return row;
 }
@@ -117,6 +130,22 @@ function generateStep(block: CorpusBlock, dir: string): Promise<GenerateOutcome>
     tbFile: join(dir, 'tb.sv'),
     runsDir: join(dir, 'runs'),
     logFile: join(dir, 'generate.log'),
+    timeoutS: Number(o.timeout),
+  });
+}
+
+/** --refine: `chorus refine --tb <round 1>` writes its revision over <dir>/tb.sv. */
+function refineStep(block: CorpusBlock, dir: string): Promise<RefineOutcome> {
+  return refine({
+    cli,
+    repoDir: repoDir(o.cache!, block.repo),
+    files: block.files,
+    top: block.top,
+    flags: designFlags(block),
+    input: join(dir, 'runs', block.top, 'latest', 'round-1.sv'),
+    tbFile: join(dir, 'tb.sv'),
+    runsDir: join(dir, 'refine-runs'),
+    logFile: join(dir, 'refine.log'),
     timeoutS: Number(o.timeout),
   });
 }
@@ -301,6 +330,11 @@ async function main(): Promise<number> {
   });
   const stats = summary(rows, secondsSince(t0));
   console.log(`\n${table(rows)}\n`);
+  if (o.refine)
+    for (const r of rows)
+      console.log(
+        `refine ${r.id}: ${r.refine ? `${pct(r.refine.inputCoverage === undefined ? null : 100 * r.refine.inputCoverage)} -> ${pct(r.coverage)} (${r.refine.edited ? 'edit' : `new testbench${r.refine.note ? `: ${r.refine.note.slice(0, 100)}` : ''}`})` : '-'}`,
+      );
   for (const [k, v] of Object.entries(stats)) console.log(`${k}: ${typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(1) : v}`);
   writeFileSync(join(outDir, 'ip.json'), JSON.stringify({ summary: stats, rows }, null, 2));
   console.log(`\nwrote ${join(outDir, 'ip.json')}`);

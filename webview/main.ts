@@ -9,6 +9,7 @@ import '@vscode-elements/elements/dist/vscode-label/index.js';
 import {
   coverageChartSvg,
   pct,
+  roundVerdictWord,
   RUN_FILES,
   scoreName,
   webviewMessenger,
@@ -163,7 +164,7 @@ function runDetail(r: RunView): HTMLElement {
       const tr = el(
         'tr',
         i === r.best ? { class: 'best' } : {},
-        `<td>${x.sample ? `s${x.sample + 1} ` : ''}${x.round + 1}</td><td>${esc(x.verdict.passed ? 'passed' : x.status === 'success' ? 'failed (assertions)' : x.status)}</td><td>${pct(x.coverage?.overall)}</td><td>${x.errors}</td><td></td>`,
+        `<td>${x.sample ? `s${x.sample + 1} ` : ''}${x.round + 1}</td><td>${esc(roundVerdictWord(x))}</td><td>${pct(x.coverage?.overall)}</td><td>${x.errors}</td><td></td>`,
       );
       const cell = tr.lastElementChild!;
       if (x.hasTestbench) {

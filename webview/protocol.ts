@@ -24,6 +24,14 @@ export interface RoundView {
   lines: number;
 }
 
+/** A round's verdict in a word, one wording for every view (Runs view, progress, dashboard): a run
+ * that broke the design's assertions failed, whatever ran; a round stopped by Cancel says so. */
+export function roundVerdictWord(r: { verdict?: { passed: boolean }; status: string; errMsg?: string }): string {
+  if (r.verdict?.passed ?? r.status === 'success') return 'passed';
+  if (r.status === 'exception' && r.errMsg?.trim() === 'cancelled') return 'cancelled';
+  return r.status === 'success' ? 'failed (assertions)' : r.status;
+}
+
 export interface RunView {
   id: string;
   /** `generate`, `refine` or `coverage`. */

@@ -120,3 +120,74 @@ function lastLine(text: string): string {
       .pop() ?? ''
   ).slice(0, 300);
 }
+
+export interface RefineOutcome {
+  /** The revision was written to tbFile. */
+  written: boolean;
+  /** The revision is an edit of the input (it calls chorus_refine()), not a new testbench. */
+  edited: boolean;
+  /** Overall coverage after waivers of the input and of the revision, as fractions. */
+  inputCoverage?: number;
+  coverage?: number;
+  /** Why the input could not be edited, as the CLI's note says. */
+  note?: string;
+  exitCode: number | null;
+  error?: string;
+  seconds: number;
+}
+
+export interface RefineRequest {
+  cli: string;
+  repoDir: string;
+  files: string[];
+  top: string;
+  flags: string[];
+  /** The testbench to refine. */
+  input: string;
+  tbFile: string;
+  runsDir: string;
+  logFile: string;
+  timeoutS: number;
+}
+
+/** `chorus refine --tb <input> ... --out <tbFile> --json`, no model: the built-in generator edits it. */
+export async function refine(q: RefineRequest): Promise<RefineOutcome> {
+  const args = [
+    q.cli,
+    'refine',
+    '--tb',
+    q.input,
+    ...q.files,
+    '--top',
+    q.top,
+    ...q.flags,
+    '--out',
+    q.tbFile,
+    '--force',
+    '--out-dir',
+    q.runsDir,
+    '--json',
+  ];
+  const r = await runBounded(process.execPath, args, { cwd: q.repoDir, timeoutS: q.timeoutS });
+  writeFileSync(q.logFile, `$ node ${args.join(' ')}\n${r.stderr}`);
+  const written = existsSync(q.tbFile);
+  const base = {
+    exitCode: r.code,
+    seconds: r.seconds,
+    written,
+    edited: written && readFileSync(q.tbFile, 'utf8').includes('chorus_refine();'),
+  };
+  if (r.timedOut) return { ...base, error: `refine timed out after ${q.timeoutS} s` };
+  const note = /the testbench could not be edited \((.*)\): the revision/.exec(r.stderr)?.[1];
+  try {
+    const rec = JSON.parse(r.stdout) as { before?: { coverage?: { waived: Figures } }; result?: { coverage?: { waived: Figures } } };
+    return {
+      ...base,
+      inputCoverage: rec.before?.coverage?.waived.overall,
+      coverage: rec.result?.coverage?.waived.overall,
+      ...(note ? { note } : {}),
+    };
+  } catch {
+    return { ...base, error: lastLine(r.stderr) || `exit status ${r.code}` };
+  }
+}

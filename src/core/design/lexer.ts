@@ -19,6 +19,22 @@ export function blankComments(src: string, blankStrings = false): string {
   return blankSpans(src, spans);
 }
 
+/** `text` with every identifier in `renames` replaced, outside comments and strings; member
+ * selects (`.x`), system names (`$x`), based literals (`'hx`) and package scopes are left alone. */
+export function renameIdentifiers(text: string, renames: Map<string, string>): string {
+  if (renames.size === 0) return text;
+  const code = blankComments(text, true);
+  let out = '';
+  let last = 0;
+  for (const m of code.matchAll(/(?<![\w$.'\\])[A-Za-z_][\w$]*(?![\w$])(?!\s*::)/g)) {
+    const to = renames.get(m[0]);
+    if (to === undefined) continue;
+    out += text.slice(last, m.index) + to;
+    last = m.index! + m[0].length;
+  }
+  return out + text.slice(last);
+}
+
 export interface FileUnits {
   modules: string[];
   packages: string[];
@@ -110,4 +126,12 @@ export function testbenchTops(src: string): string[] {
   const u = scanUnits(src);
   const tops = u.modules.filter((m) => !u.instantiated.includes(m));
   return tops.length ? tops : u.modules;
+}
+
+/**
+ * The testbench module a simulator runs for the design `top`, from the file's tops
+ * (testbenchTops): `tb_<top>` when it is one, else the first; undefined when there is none.
+ */
+export function testbenchTopOf(tops: string[], top: string): string | undefined {
+  return tops.includes(`tb_${top}`) ? `tb_${top}` : tops[0];
 }

@@ -14,7 +14,8 @@
 // expression, no `$finish` that ends its stimulus, a clock it does not toggle, ...), readSite says
 // why and the caller writes a new testbench instead, saying so.
 import type { PortInfo } from '../design/types.js';
-import { blankComments } from '../design/lexer.js';
+import { blankComments, renameIdentifiers } from '../design/lexer.js';
+import { instancesIn, splitTop, tokenize, type Tok } from '../coverage/svStatements.js';
 
 /** Where the generator's stimulus goes in the user's testbench, and the signals it drives. */
 export interface SpliceSite {
@@ -36,94 +37,40 @@ const PREFIX = 'chorus_';
 /** The task that holds the generator's stimulus. */
 export const REFINE_TASK = `${PREFIX}refine`;
 
-/** The matching close bracket of the open bracket at `open` in comment-free `code`, or -1. */
-function closeOf(code: string, open: number): number {
-  let depth = 0;
-  for (let i = open; i < code.length; i++) {
-    const ch = code[i];
-    if (ch === '(' || ch === '[' || ch === '{') depth++;
-    else if (ch === ')' || ch === ']' || ch === '}') {
-      depth--;
-      if (depth === 0) return i;
-    }
-  }
-  return -1;
-}
-
-/** `list` split at its top-level commas. */
-function topLevelItems(list: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < list.length; i++) {
-    const ch = list[i];
-    if (ch === '(' || ch === '[' || ch === '{') depth++;
-    else if (ch === ')' || ch === ']' || ch === '}') depth--;
-    else if (ch === ',' && depth === 0) {
-      out.push(list.slice(start, i));
-      start = i + 1;
-    }
-  }
-  out.push(list.slice(start));
-  return out.map((s) => s.trim());
-}
-
 const escapeRe = (s: string): string => s.replace(/[$\\]/g, '\\$&');
 
-/** The port connections of the one instance of `top` in `code[from, to)`, or why there are none. */
+/** The port connections of the one instance of `top` in the module body `body` (comments and
+ * strings blanked), read with the coverage layer's module-body reader, or why there are none. */
 function dutConnections(
-  code: string,
-  from: number,
-  to: number,
+  body: string,
   top: string,
   ports: PortInfo[],
 ): { connections: Map<string, string | null>; written: Map<string, string> } | { why: string } {
-  const sites: Array<{ list: string }> = [];
-  for (const m of code.slice(from, to).matchAll(new RegExp(`(?<![\\w$.])${escapeRe(top)}(?![\\w$])`, 'g'))) {
-    let i = from + m.index! + top.length;
-    const skip = (): void => {
-      while (i < to && /\s/.test(code[i]!)) i++;
-    };
-    skip();
-    if (code[i] === '#') {
-      i++;
-      skip();
-      if (code[i] !== '(') continue;
-      i = closeOf(code, i) + 1;
-      if (i <= 0) continue;
-      skip();
-    }
-    const name = /^[A-Za-z_][\w$]*/.exec(code.slice(i, to));
-    if (!name) continue;
-    i += name[0].length;
-    skip();
-    if (code[i] === '[') return { why: `it instantiates ${top} as an array (${name[0]}[...])` };
-    if (code[i] !== '(') continue;
-    const close = closeOf(code, i);
-    if (close < 0) continue;
-    sites.push({ list: code.slice(i + 1, close) });
-  }
+  const sites = instancesIn(tokenize(body)).filter((i) => i.module === top);
   if (sites.length === 0) return { why: `no instance of ${top} was found in it` };
   if (sites.length > 1) return { why: `it instantiates ${top} ${sites.length} times` };
-  const items = topLevelItems(sites[0]!.list).filter((s, k, all) => s !== '' || all.length > 1);
+  const items = sites[0]!.ports.length ? splitTop(sites[0]!.ports) : [];
+  const text = (ts: Tok[]): string => ts.map((x) => x.t).join(' ');
   const written = new Map<string, string>();
   let wildcard = false;
-  const named = items.filter((s) => s.startsWith('.'));
+  const named = items.filter((it) => it[0]?.t === '.');
   if (named.length && named.length !== items.length) return { why: `its ${top} instance mixes named and positional connections` };
   if (named.length) {
     for (const item of items) {
-      if (/^\.\s*\*$/.test(item)) {
+      if (item.length === 2 && item[1]!.t === '*') {
         wildcard = true;
         continue;
       }
-      const m = /^\.\s*([A-Za-z_][\w$]*)\s*(?:\(([\s\S]*)\))?$/.exec(item);
-      if (!m) return { why: `its ${top} instance has a connection that could not be read (${item.slice(0, 40)})` };
-      written.set(m[1]!, m[2] === undefined ? m[1]! : m[2].trim());
+      const name = item[1]?.t;
+      const open = item.length === 2 || (item[2]?.t === '(' && item[item.length - 1]!.t === ')');
+      if (!name || !ID.test(name) || !open)
+        return { why: `its ${top} instance has a connection that could not be read (${text(item).slice(0, 40)})` };
+      written.set(name, item.length === 2 ? name : text(item.slice(3, -1)));
     }
   } else {
     items.forEach((item, k) => {
       const p = ports[k];
-      if (p) written.set(p.name, item);
+      if (p) written.set(p.name, text(item));
     });
   }
   if (wildcard) for (const p of ports) if (!written.has(p.name)) written.set(p.name, p.name);
@@ -196,7 +143,7 @@ export function readSite(text: string, tbModule: string, top: string, ports: Por
   const end = endRe.exec(code);
   if (semi < 0 || !end) return { why: `its module ${tbModule} has no endmodule` };
   const body = semi + 1;
-  const conn = dutConnections(code, body, end.index, top, ports);
+  const conn = dutConnections(code.slice(body, end.index), top, ports);
   if ('why' in conn) return conn;
 
   // The `$finish` that ends the testbench's own stimulus: in an initial block (or a task), a
@@ -288,22 +235,6 @@ function declaredNames(items: string[]): string[] {
     if (v) out.add(v[1]!);
   }
   return [...out];
-}
-
-/** `text` with every identifier in `renames` replaced, outside comments and strings; member
- * selects (`.x`), system names (`$x`), based literals (`'hx`) and package scopes are left alone. */
-function renameIdentifiers(text: string, renames: Map<string, string>): string {
-  if (renames.size === 0) return text;
-  const code = blankComments(text, true);
-  let out = '';
-  let last = 0;
-  for (const m of code.matchAll(/(?<![\w$.'\\])[A-Za-z_][\w$]*(?![\w$])(?!\s*::)/g)) {
-    const to = renames.get(m[0]);
-    if (to === undefined) continue;
-    out += text.slice(last, m.index) + to;
-    last = m.index! + m[0].length;
-  }
-  return out + text.slice(last);
 }
 
 /**

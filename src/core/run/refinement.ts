@@ -22,7 +22,7 @@ import { openModel } from './modelCheck.js';
 import { DEFAULT_ROUNDS } from './defaults.js';
 import { assertionSummary, firedAssertions } from '../sim/assertions.js';
 import { cancelledRun } from '../sim/ranking.js';
-import { blankComments, scanUnits, testbenchTops } from '../design/lexer.js';
+import { renameIdentifiers, scanUnits, testbenchTopOf, testbenchTops } from '../design/lexer.js';
 import { readSite, spliceStimulus } from '../generate/splice.js';
 
 export interface RefinementRequest {
@@ -82,13 +82,6 @@ export interface RefinementResult {
   refused?: string;
 }
 
-/** The input testbench's top module, as the simulator picks it (`tb_<top>` when declared, else the
- * first it declares); undefined when it declares none. */
-function inputModule(text: string, top: string): string | undefined {
-  const tops = testbenchTops(text);
-  return tops.includes(`tb_${top}`) ? `tb_${top}` : tops[0];
-}
-
 /**
  * The revision with its top module named `name` (the input's), when the model named it otherwise:
  * every use of the old name as an identifier (the declaration, `$dumpvars` scopes, hierarchical
@@ -99,15 +92,7 @@ export function keepModuleName(revision: string, name: string | undefined): { te
   const tops = testbenchTops(revision);
   if (!name || tops.length !== 1 || tops[0] === name || testbenchDeclares(revision, name)) return { text: revision };
   const old = tops[0]!;
-  const code = blankComments(revision, true);
-  const re = new RegExp(`(?<![\\w$\\\\])${old.replace(/\$/g, '\\$')}(?![\\w$])`, 'g');
-  let out = '';
-  let last = 0;
-  for (const m of code.matchAll(re)) {
-    out += revision.slice(last, m.index) + name;
-    last = m.index! + old.length;
-  }
-  out += revision.slice(last);
+  const out = renameIdentifiers(revision, new Map([[old, name]]));
   return { text: out, renamed: `the revision's module ${old} is named ${name}, as the testbench it refines` };
 }
 
@@ -169,7 +154,7 @@ export async function runRefinement(
       });
     const before = req.feedback && 'result' in req.feedback ? null : await simulateTestbench();
     const from = before ?? (req.feedback as { result: SimResult }).result;
-    const tbModule = inputModule(req.testbench.content, req.info.top);
+    const tbModule = testbenchTopOf(testbenchTops(req.testbench.content), req.info.top);
     // The revision is the user's testbench with the generator's stimulus added (generate/splice.ts);
     // every round is simulated as that edit, so its coverage is the edit's. When the testbench
     // cannot be edited, the generator writes a new one under the same module name, and says why.
@@ -192,7 +177,7 @@ export async function runRefinement(
     // testbench drives an input in a way the added stimulus conflicts with, a construct the
     // simulator refuses) turns editing off, and that candidate and the rest run as written.
     let editFailure: string | undefined = 'why' in site ? site.why : undefined;
-    const editedTexts = new Set<string>();
+    const editedTexts = new Map<string, string>();
     const splice = (generated: string): string | null => {
       if ('why' in site) return null;
       const r = spliceStimulus(site, generated, req.info.top, ports);
@@ -207,7 +192,7 @@ export async function runRefinement(
         if (text === null) return simulator.simulate(r);
         const result = await simulator.simulate({ ...r, testbench: { ...r.testbench, content: text } });
         if (result.status === 'success' || cancelledRun(result)) {
-          editedTexts.add(r.testbench.content);
+          editedTexts.set(r.testbench.content, text);
           return result;
         }
         editFailure = `the edited testbench did not run: ${result.status}${result.err_msg ? `, ${result.err_msg.split('\n')[0]!.slice(0, 120)}` : ''}`;
@@ -237,7 +222,7 @@ export async function runRefinement(
       signal,
     );
     const edited = (a: GenerationRound): GenerationRound =>
-      a.testbench !== null && editedTexts.has(a.testbench) ? { ...a, testbench: splice(a.testbench) ?? a.testbench } : a;
+      a.testbench !== null && editedTexts.has(a.testbench) ? { ...a, testbench: editedTexts.get(a.testbench)! } : a;
     const attempts = generation.attempts.map(edited);
     const best = generation.best ? (attempts[generation.attempts.indexOf(generation.best)] ?? edited(generation.best)) : null;
     if (best?.testbench)
@@ -282,7 +267,10 @@ export async function runRefinement(
     });
     // The revision keeps the testbench's module name, whatever the model called it: scripts, file
     // lists and the user's other files name that module.
-    const kept = outcome.testbench !== null ? keepModuleName(outcome.testbench, inputModule(req.testbench.content, req.info.top)) : null;
+    const kept =
+      outcome.testbench !== null
+        ? keepModuleName(outcome.testbench, testbenchTopOf(testbenchTops(req.testbench.content), req.info.top))
+        : null;
     if (kept?.renamed) events({ type: 'note', message: kept.renamed });
     const revision = kept?.text ?? null;
     let result: SimResult | null = null;

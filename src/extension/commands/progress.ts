@@ -4,7 +4,7 @@
 // run: the elapsed time ticks every second, between events too.
 import { safeLine, safeText } from '../../core/run/frontEnd.js';
 import type { RunRecord } from '../views/history.js';
-import { pct } from '../../../webview/protocol.js';
+import { pct, roundVerdictWord } from '../../../webview/protocol.js';
 import type { ProgressEvent } from '../worker/protocol.js';
 import type { Session } from './session.js';
 
@@ -75,7 +75,7 @@ export class RunProgress {
       case 'round-end': {
         const c = ev.record.coverage?.overall ?? null;
         s.history.addRound(this.run, ev.record);
-        const verdict = ev.record.verdict.passed ? 'passed' : ev.record.status === 'success' ? 'failed (assertions)' : ev.record.status;
+        const verdict = roundVerdictWord(ev.record);
         const msg = `round ${ev.record.round + 1}/${ev.attempts}: ${verdict}, coverage ${pct(c)} (best ${pct(ev.bestCoverage)})`;
         s.output.appendLine(`\n[CHORUS] ${msg}`);
         this.stage = `${verdict}, ${pct(c)}`;

@@ -2,7 +2,7 @@
 // what each node shows and what clicking it does. runTree.ts turns it into VS Code tree items.
 import { basename, isAbsolute, join } from 'node:path';
 import type { RunRecord } from './history.js';
-import { pct, RUN_FILES, scoreName, type RunFile } from '../../../webview/protocol.js';
+import { pct, roundVerdictWord, RUN_FILES, scoreName, type RunFile } from '../../../webview/protocol.js';
 import { safeLine, safeText } from '../../core/run/frontEnd.js';
 
 export type RunNode =
@@ -37,14 +37,6 @@ const STATE_ICON = { running: 'sync~spin', done: 'pass', cancelled: 'circle-slas
 
 const passed = (r: RunRecord['rounds'][number]): boolean => r.verdict?.passed ?? r.status === 'success';
 const cancelled = (r: RunRecord['rounds'][number]): boolean => r.status === 'exception' && r.errMsg.trim() === 'cancelled';
-
-/** The round's verdict in a word: a run that broke the design's assertions failed, whatever ran. */
-function roundVerdict(r: RunRecord['rounds'][number]): string {
-  if (passed(r)) return 'passed';
-  // A round stopped by Cancel is not a fault of the testbench (sim/ranking.ts cancelledRun).
-  if (cancelled(r)) return 'cancelled';
-  return r.status === 'success' ? 'failed (assertions)' : r.status;
-}
 
 function bestCoverage(run: RunRecord): number | null {
   return run.best !== null ? (run.rounds[run.best]?.coverage?.overall ?? null) : null;
@@ -109,7 +101,7 @@ function nodeView(runs: RunRecord[], node: RunNode): NodeView | null {
     const errors = r.diagnostics.filter((d) => d.severity === 'error').length;
     return {
       label: `round ${r.round + 1}${r.sample ? ` · sample ${r.sample + 1}` : ''}${best ? ' ★' : ''}`,
-      description: `${roundVerdict(r)} · ${pct(r.coverage?.overall ?? null)}${errors ? ` · ${errors} error${errors > 1 ? 's' : ''}` : ''}`,
+      description: `${roundVerdictWord(r)} · ${pct(r.coverage?.overall ?? null)}${errors ? ` · ${errors} error${errors > 1 ? 's' : ''}` : ''}`,
       tooltip: [r.errMsg.split('\n')[0], ...r.notes].filter(Boolean).join('\n') || r.status,
       icon: passed(r) ? (best ? 'star-full' : 'beaker') : cancelled(r) ? 'circle-slash' : 'warning',
       collapsible: r.uncovered.length > 0,

@@ -17,7 +17,7 @@ import {
   type SafetyOptions,
 } from '../../safety.js';
 import { killedFromOutside, killedMessage, outOfMemoryDiagnostic, ranOutOfMemory } from '../../jail.js';
-import { testbenchTops } from '../../../design/lexer.js';
+import { testbenchTopOf, testbenchTops } from '../../../design/lexer.js';
 import { tokenize, withoutComments } from '../../../design/svTokens.js';
 import { isNoise, parseVerilatorMessages, toolCrash, toolProblem, withholdForeignSource } from '../diagnostics.js';
 import { checkJsonNetlist, checkXmlNetlist } from '../netlistCheck.js';
@@ -62,7 +62,7 @@ export function staticCheck(c: Candidate, startedAt: number): Ending | { tbTop: 
     };
     return new Ending('xrun_failed', 'lint', { err_msg: `${c.tbName}:1:1: ${d.message}`, diagnostics: [d] });
   }
-  return { tbTop: tops.includes(`tb_${c.req.top}`) ? `tb_${c.req.top}` : tops[0] };
+  return { tbTop: testbenchTopOf(tops, c.req.top)! };
 }
 
 /**
