@@ -37,18 +37,21 @@ export interface GenerateRequest {
   timeoutS: number;
 }
 
-export async function generate(q: GenerateRequest): Promise<GenerateOutcome> {
+/** `node <cli> <command> <files> --top T <flags> <extra> --out <tbFile> --force --out-dir <runsDir> --json`,
+ * in the block's repository, its command line and stderr kept in logFile. */
+async function runCli(
+  q: Pick<GenerateRequest, 'cli' | 'repoDir' | 'files' | 'top' | 'flags' | 'tbFile' | 'runsDir' | 'logFile' | 'timeoutS'>,
+  command: string,
+  extra: string[],
+): ReturnType<typeof runBounded> {
   const args = [
     q.cli,
-    'generate',
+    command,
     ...q.files,
     '--top',
     q.top,
     ...q.flags,
-    '--rounds',
-    String(q.rounds),
-    '--instance',
-    q.dutInstance,
+    ...extra,
     '--out',
     q.tbFile,
     '--force',
@@ -58,6 +61,11 @@ export async function generate(q: GenerateRequest): Promise<GenerateOutcome> {
   ];
   const r = await runBounded(process.execPath, args, { cwd: q.repoDir, timeoutS: q.timeoutS });
   writeFileSync(q.logFile, `$ node ${args.join(' ')}\n${r.stderr}`);
+  return r;
+}
+
+export async function generate(q: GenerateRequest): Promise<GenerateOutcome> {
+  const r = await runCli(q, 'generate', ['--rounds', String(q.rounds), '--instance', q.dutInstance]);
   const base = { exitCode: r.code, seconds: r.seconds, written: existsSync(q.tbFile) };
   if (r.timedOut) return { ...base, error: `generate timed out after ${q.timeoutS} s` };
   const record = parseRecord(r.stdout);
@@ -152,24 +160,7 @@ export interface RefineRequest {
 
 /** `chorus refine --tb <input> ... --out <tbFile> --json`, no model: the built-in generator edits it. */
 export async function refine(q: RefineRequest): Promise<RefineOutcome> {
-  const args = [
-    q.cli,
-    'refine',
-    '--tb',
-    q.input,
-    ...q.files,
-    '--top',
-    q.top,
-    ...q.flags,
-    '--out',
-    q.tbFile,
-    '--force',
-    '--out-dir',
-    q.runsDir,
-    '--json',
-  ];
-  const r = await runBounded(process.execPath, args, { cwd: q.repoDir, timeoutS: q.timeoutS });
-  writeFileSync(q.logFile, `$ node ${args.join(' ')}\n${r.stderr}`);
+  const r = await runCli(q, 'refine', ['--tb', q.input]);
   const written = existsSync(q.tbFile);
   const base = {
     exitCode: r.code,
