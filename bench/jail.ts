@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { loadDesign } from '../src/core/run/design.js';
 import { VerilatorSimulator } from '../src/core/run/simulators.js';
-import type { SimResult } from '../src/core/sim/result.js';
+import type { SimResult } from '../src/core/run/types.js';
 
 const args = process.argv.slice(2);
 const at = args.indexOf('--pairs');

@@ -25,8 +25,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { createLocalBackend, createLlamaBackend, defaultInstruction, feedbackFromLog, firstTurn } from '../src/core/run/models.js';
-import type { Completion, ModelBackend } from '../src/core/llm/backend.js';
-import type { ChatMessage, NamedText } from '../src/core/agent/protocol.js';
+import type { Completion, ModelBackend } from '../src/core/run/types.js';
+import type { ChatMessage, NamedText } from '../src/core/run/types.js';
 import { QWEN3_4B, ensureTinyGguf, writeQwen3Gguf } from '../test/support/gguf.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

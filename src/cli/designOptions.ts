@@ -12,7 +12,7 @@ import {
   writeProjectFile,
   PROJECT_FILE,
 } from '../core/run/sources.js';
-import type { ProjectFile } from '../core/design/types.js';
+import type { ProjectFile } from '../core/run/types.js';
 
 export const DESIGN_OPTIONS = {
   top: { type: 'string' },

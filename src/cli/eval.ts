@@ -3,7 +3,7 @@
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { getSimulator, simulatorNames, RemoteSimulator, scorerUrls } from '../core/run/simulators.js';
-import type { Simulator } from '../core/sim/simulator.js';
+import type { Simulator } from '../core/run/types.js';
 import {
   EVAL_FORMATS,
   SuiteError,
@@ -18,17 +18,18 @@ import {
 } from '../core/run/evaluation.js';
 import { createProgress } from './evalProgress.js';
 import { runEvalCompare } from './evalCompare.js';
-import type { EvalFormat } from '../core/eval/task.js';
-import type { ModelConfig } from '../core/llm/factory.js';
+import type { EvalFormat } from '../core/run/types.js';
+import type { ModelConfig } from '../core/run/types.js';
 import { createBackend, describeModel, ModelError } from '../core/run/models.js';
-import type { ModelBackend, SamplingParams } from '../core/llm/backend.js';
+import type { ModelBackend } from '../core/run/types.js';
+import type { SamplingParams } from '../core/vocabulary/types.js';
 import { MODEL_HELP, MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
 import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { canRedraw } from './terminal.js';
 import { SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
 import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
 import type { ScoreMode } from '../core/run/simulators.js';
-import { DEFAULT_EVAL_SAMPLES, DEFAULT_LIMITS, DEFAULT_ROUNDS, DEFAULT_SEED } from '../core/run/defaults.js';
+import { DEFAULT_EVAL_SAMPLES, DEFAULT_LIMITS, DEFAULT_ROUNDS, DEFAULT_SEED } from '../core/vocabulary/defaults.js';
 import { pct as formatPct, safeJson } from '../core/run/frontEnd.js';
 
 /** Percentages as the eval reports print them (one decimal). */

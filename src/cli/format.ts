@@ -1,6 +1,6 @@
 // Human-readable summary of a result record for the terminal.
-import type { SimResult } from '../core/sim/result.js';
-import type { CoverageFigures } from '../core/coverage/model.js';
+import type { SimResult } from '../core/run/types.js';
+import type { CoverageFigures } from '../core/run/types.js';
 import { formatDiagnostic, humanStatus, pct, safeText } from '../core/run/frontEnd.js';
 import { safeResult } from '../core/run/coverage.js';
 import { assertionCount, assertionSummary, cancelledRun, failureReason, thousands, uncoveredByReason } from '../core/run/coverage.js';

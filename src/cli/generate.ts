@@ -10,10 +10,10 @@ import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.
 import { terminable } from './termination.js';
 import { StageProgress } from './progress.js';
 import { loadDesign } from '../core/run/design.js';
-import type { DesignInfo, DesignSpec } from '../core/design/types.js';
+import type { DesignInfo, DesignSpec } from '../core/run/types.js';
 import { withVerdict } from '../core/run/coverage.js';
 import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
-import type { ModelConfig } from '../core/llm/factory.js';
+import type { ModelConfig } from '../core/run/types.js';
 import { describeModel } from '../core/run/models.js';
 import {
   DEFAULT_GENERATE_SAMPLES,
@@ -22,10 +22,10 @@ import {
   DEFAULT_ROUNDS,
   DEFAULT_SEED,
   DEFAULT_TARGET,
-} from '../core/run/defaults.js';
+} from '../core/vocabulary/defaults.js';
 import { runGeneration, type GenerationRequest, type GenerationRound } from '../core/run/generation.js';
-import type { HistoryMode } from '../core/agent/types.js';
-import type { NamedText } from '../core/agent/protocol.js';
+import type { HistoryMode } from '../core/vocabulary/types.js';
+import type { NamedText } from '../core/run/types.js';
 import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
 import {
   contextBudgetError,

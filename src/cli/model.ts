@@ -2,7 +2,7 @@
 // as LM Studio and Ollama users expect: pick, download with a progress bar, resume after a drop,
 // verify, run (`chorus generate --model owner/name`). Nothing leaves the machine except on `pull`.
 import { createInterface } from 'node:readline/promises';
-import { DEFAULT_GGUF_QUANT, DEFAULT_ONNX_DTYPE } from '../core/run/defaults.js';
+import { DEFAULT_GGUF_QUANT, DEFAULT_ONNX_DTYPE } from '../core/vocabulary/defaults.js';
 import {
   ggufType,
   HubError,

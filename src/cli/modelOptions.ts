@@ -1,7 +1,7 @@
 // The model options `generate`, `refine` and `eval` share: where the model is, how to sample.
-import type { ModelConfig } from '../core/llm/factory.js';
-import type { SamplingParams } from '../core/llm/backend.js';
-import { DEFAULT_SAMPLING } from '../core/run/defaults.js';
+import type { ModelConfig } from '../core/run/types.js';
+import type { SamplingParams } from '../core/vocabulary/types.js';
+import { DEFAULT_SAMPLING } from '../core/vocabulary/defaults.js';
 import { numberOption } from './command.js';
 import { existsSync } from 'node:fs';
 import { findModels, modelsDir } from '../core/run/models.js';

@@ -1,14 +1,14 @@
 // `chorus refine`: one refinement step on a testbench the user already has. The feedback is a log
 // from the user's own simulator run (Verilator, Xcelium/IMC or plain text) or, without --log, the
 // engine's own simulation of the testbench. Writes the revision to a new file.
-import { DEFAULT_INSTANCE, DEFAULT_LIMITS } from '../core/run/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_LIMITS } from '../core/vocabulary/defaults.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadDesign } from '../core/run/design.js';
 import { getSimulator } from '../core/run/simulators.js';
 import { describeModel } from '../core/run/models.js';
 import { runRefinement } from '../core/run/refinement.js';
-import type { LogKind, NamedText } from '../core/agent/protocol.js';
+import type { LogKind, NamedText } from '../core/run/types.js';
 import { overallCoverage } from '../core/run/coverage.js';
 import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';

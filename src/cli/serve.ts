@@ -1,6 +1,6 @@
 // `chorus serve`: simulation as a service for RL training (docs/reward-service.md). Scores
 // testbenches over HTTP with a bounded worker pool; SIGTERM/SIGINT drain it gracefully.
-import { DEFAULT_SERVICE } from '../core/run/defaults.js';
+import { DEFAULT_SERVICE } from '../core/vocabulary/defaults.js';
 import { availableParallelism } from 'node:os';
 import { claimStateDir, startScoreServer } from '../core/run/service.js';
 import { resolve } from 'node:path';

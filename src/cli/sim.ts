@@ -1,13 +1,13 @@
 // `chorus sim`: one testbench, one design, one result. Exit 0 when the testbench ran and coverage
 // was measured, 1 when the testbench failed (compile, run, timeout, rejected), 2 for usage or DUT
 // errors.
-import { DEFAULT_LIMITS, DEFAULT_SEED } from '../core/run/defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_SEED } from '../core/vocabulary/defaults.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { loadDesign } from '../core/run/design.js';
 import { DesignError } from '../core/run/sources.js';
 import { getSimulator } from '../core/run/simulators.js';
-import type { Waiver } from '../core/coverage/waivers.js';
+import type { Waiver } from '../core/run/types.js';
 import { loadWaivers, WaiverError, toLcov, withVerdict } from '../core/run/coverage.js';
 import { formatSimResult } from './format.js';
 import { safeJson, safeText } from '../core/run/frontEnd.js';

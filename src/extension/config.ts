@@ -13,9 +13,9 @@ import {
   DEFAULT_SAMPLING,
   DEFAULT_SEED,
   DEFAULT_TARGET,
-} from '../core/run/defaults.js';
+} from '../core/vocabulary/defaults.js';
 import { workerEnvFrom } from './worker/settings.js';
-import type { ProjectFile } from '../core/design/types.js';
+import type { ProjectFile } from '../core/run/types.js';
 
 export const SECRET_API_KEY = 'chorus.apiKey';
 /** The Hugging Face token for gated or private repositories ("CHORUS: Set Hugging Face Token"):

@@ -2,8 +2,8 @@
 // commands/, each contributed command id bound to its adapter. The controller holds no work of
 // its own: the commands are thin adapters from VS Code to the worker (which runs src/core).
 import * as vscode from 'vscode';
-import type { SimResult } from '../core/sim/result.js';
-import { runCoverage } from './commands/coverage.js';
+import type { SimResult } from '../core/run/types.js';
+import { coverageForTest, runCoverage } from './commands/coverage.js';
 import { generate } from './commands/generate.js';
 import { downloadModel, setHubToken } from './commands/downloadModel.js';
 import { diffRound, openLocation, openRound, openRunFile } from './commands/navigation.js';
@@ -28,7 +28,7 @@ export class Controller implements vscode.Disposable {
   private readonly session: Session;
 
   constructor(ctx: vscode.ExtensionContext, workerScript: string, workerEnv: () => NodeJS.ProcessEnv) {
-    this.session = new Session(ctx, workerScript, workerEnv);
+    this.session = new Session(ctx, workerScript, workerEnv, { coverageForTest, openRound, diffRound, openRunFile });
   }
 
   get output(): vscode.OutputChannel {

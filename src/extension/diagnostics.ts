@@ -1,7 +1,7 @@
 // Simulator diagnostics (1-based line/column) into the Problems panel.
 import * as vscode from 'vscode';
 import { isAbsolute, resolve } from 'node:path';
-import type { Diagnostic } from '../core/sim/result.js';
+import type { Diagnostic } from '../core/run/types.js';
 import { safeLine, safeText } from '../core/run/frontEnd.js';
 
 export function toVscodeDiagnostic(d: Diagnostic): vscode.Diagnostic {

@@ -3,7 +3,7 @@
 // vscode import.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
-import type { ProjectFile } from '../core/design/types.js';
+import type { ProjectFile } from '../core/run/types.js';
 import { looksLikeTestbench, findManifest } from '../core/run/sources.js';
 
 export const HDL_EXT = /\.(sv|v|svh|vh)$/i;

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { counterTb, examples, read, runResult, scratchDir, sim } from '../helpers.js';
 import { loadDesign } from '../../src/core/run/design.js';
 import type { DesignInfo, DesignSpec } from '../../src/core/design/types.js';
-import type { SimLimits } from '../../src/core/sim/simulator.js';
+import type { SimLimits } from '../../src/core/vocabulary/types.js';
 import type { SimResult } from '../../src/core/sim/result.js';
 import { killedFromOutside, ranOutOfMemory, RUN_DIR_NEW_ENTRIES_LIMIT, runDirGuard } from '../../src/core/sim/jail.js';
 import { runBounded, type RunResult } from '../../src/core/util/proc.js';

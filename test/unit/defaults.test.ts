@@ -11,7 +11,7 @@ import {
   DEFAULT_SAMPLING,
   DEFAULT_SEED,
   DEFAULT_TARGET,
-} from '../../src/core/run/defaults.js';
+} from '../../src/core/vocabulary/defaults.js';
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
   contributes: {

@@ -6,7 +6,7 @@ import { readHarnessReport } from '../../src/core/sim/verilator/harnessReport.js
 import { classifyRun, confirmRunDiagnostics, fatalLine } from '../../src/core/sim/verilator/backend.js';
 import type { Diagnostic } from '../../src/core/sim/result.js';
 import type { RunResult } from '../../src/core/util/proc.js';
-import { DEFAULT_LIMITS } from '../../src/core/run/defaults.js';
+import { DEFAULT_LIMITS } from '../../src/core/vocabulary/defaults.js';
 import { runResult } from '../helpers.js';
 
 const NONCE = '0123456789abcdef0123456789abcdef';

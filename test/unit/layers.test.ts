@@ -10,11 +10,12 @@ import { describe, expect, it } from 'vitest';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CORE = join(ROOT, 'src', 'core');
 
-/** Lowest first. `run` is the top: the one layer every front end calls. */
-const LAYERS = ['util', 'design', 'coverage', 'sim', 'llm', 'agent', 'generate', 'eval', 'service', 'run'];
+/** Lowest first. `vocabulary` is the bottom: the settings schema, defaults, enums and the types
+ * every layer and front end shares; `run` is the top: the one layer every front end calls. */
+const LAYERS = ['vocabulary', 'util', 'design', 'coverage', 'sim', 'llm', 'agent', 'generate', 'eval', 'service', 'run'];
 
-/** Data every layer reads: it has no value imports (checked below), so reading it cannot form a cycle. */
-const DEFAULTS = 'run/defaults.ts';
+/** Where a front end may import from: the top (behaviour) and the bottom (words and types). */
+const FRONT_DOORS = ['run', 'vocabulary'];
 
 /** The front ends, relative to the repository root. */
 const FRONT_ENDS = ['src/cli', 'src/extension', 'src/extension.ts', 'webview', 'bench'];
@@ -67,23 +68,57 @@ function upwardImports(): string[] {
     for (const { spec } of importRefs(readFileSync(file, 'utf8'))) {
       const to = target(file, spec);
       if (to.startsWith('..')) found.push(`${from} -> ${to} (outside src/core)`);
-      else if (to !== DEFAULTS && LAYERS.indexOf(layerOf(to)) > LAYERS.indexOf(layerOf(from))) found.push(`${from} -> ${to}`);
+      else if (LAYERS.indexOf(layerOf(to)) > LAYERS.indexOf(layerOf(from))) found.push(`${from} -> ${to}`);
     }
   }
   return found.sort();
 }
 
-/** Value imports of a front end that land in src/core outside core/run. */
+/** Imports of a front end (types included) that land in src/core outside core/run and the vocabulary. */
 function frontEndReach(): string[] {
   const found: string[] = [];
   for (const file of FRONT_ENDS.flatMap((p) => tsFiles(join(ROOT, p)))) {
-    for (const { spec, typeOnly } of importRefs(readFileSync(file, 'utf8'))) {
+    for (const { spec } of importRefs(readFileSync(file, 'utf8'))) {
       const to = target(file, spec);
-      if (typeOnly || to.startsWith('..') || layerOf(to) === 'run') continue;
+      if (to.startsWith('..') || FRONT_DOORS.includes(layerOf(to))) continue;
       found.push(`${relative(ROOT, file)} -> core/${to}`);
     }
   }
   return found.sort();
+}
+
+/** Every import cycle among the TypeScript files of src/, bench/ and webview/, each as `a -> b -> a`. */
+export function importCycles(): string[] {
+  const files = ['src', 'bench', 'webview'].flatMap((p) => tsFiles(join(ROOT, p)));
+  const edges = new Map<string, string[]>();
+  for (const file of files) {
+    const from = relative(ROOT, file).replaceAll('\\', '/');
+    const tos = importRefs(readFileSync(file, 'utf8')).map((r) =>
+      relative(ROOT, resolve(dirname(file), r.spec)).replaceAll('\\', '/').replace(/\.js$/, '.ts'),
+    );
+    edges.set(from, tos);
+  }
+  const cycles = new Set<string>();
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (node: string): void => {
+    state.set(node, 'open');
+    stack.push(node);
+    for (const next of edges.get(node) ?? []) {
+      if (!edges.has(next)) continue;
+      if (state.get(next) === 'open') {
+        const ring = stack.slice(stack.indexOf(next));
+        // Start the ring at its smallest name so one cycle is reported once.
+        const at = ring.indexOf([...ring].sort()[0]);
+        const rotated = [...ring.slice(at), ...ring.slice(0, at)];
+        cycles.add([...rotated, rotated[0]].join(' -> '));
+      } else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(node, 'done');
+  };
+  for (const node of [...edges.keys()].sort()) if (!state.has(node)) visit(node);
+  return [...cycles].sort();
 }
 
 describe('src/core layers', () => {
@@ -98,12 +133,18 @@ describe('src/core layers', () => {
     expect(upwardImports()).toEqual([]);
   });
 
-  it('the defaults module has no value imports', () => {
-    const refs = importRefs(readFileSync(join(CORE, DEFAULTS), 'utf8'));
-    expect(refs.filter((r) => !r.typeOnly)).toEqual([]);
+  it('the vocabulary imports nothing of the engine', () => {
+    const refs = tsFiles(join(CORE, 'vocabulary')).flatMap((f) =>
+      importRefs(readFileSync(f, 'utf8')).map((r) => ({ file: relative(CORE, f), to: target(f, r.spec) })),
+    );
+    expect(refs.filter((r) => layerOf(r.to) !== 'vocabulary')).toEqual([]);
   });
 
-  it('the CLI, the editor, the webview and the benchmarks reach the engine only through core/run (and its types)', () => {
+  it('no file imports itself back, in any folder of src/, bench/ or webview/ (types included)', () => {
+    expect(importCycles()).toEqual([]);
+  });
+
+  it('the CLI, the editor, the webview and the benchmarks reach the engine only through core/run and the vocabulary, types included', () => {
     expect(frontEndReach()).toEqual([]);
   });
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createServer } from 'node:net';
 import { createOpenAIBackend, normalizeBaseUrl } from '../../src/core/llm/openai.js';
 import { ModelError } from '../../src/core/llm/backend.js';
-import { DEFAULT_SAMPLING } from '../../src/core/run/defaults.js';
+import { DEFAULT_SAMPLING } from '../../src/core/vocabulary/defaults.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scriptedServer.js';
 
 const msgs = [

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { classifyRun, designArgs, stopPositions } from '../../src/core/sim/verilator/backend.js';
-import type { SimLimits, SimRequest } from '../../src/core/sim/simulator.js';
+import type { SimRequest } from '../../src/core/sim/simulator.js';
+import type { SimLimits } from '../../src/core/vocabulary/types.js';
 import type { RunResult } from '../../src/core/util/proc.js';
 import { emptyDesign, type DesignSpec } from '../../src/core/design/types.js';
 import { runResult } from '../helpers.js';

@@ -7,7 +7,8 @@ import type { DesignSpec } from '../design/types.js';
 import type { SimResult } from '../sim/result.js';
 import { better, meetsTarget, overallCoverage } from '../sim/ranking.js';
 import { Semaphore } from '../util/semaphore.js';
-import { ModelError, estimateTokens, type ModelBackend, type SamplingParams } from '../llm/backend.js';
+import { ModelError, estimateTokens, type ModelBackend } from '../llm/backend.js';
+import { type SamplingParams } from '../vocabulary/types.js';
 import {
   defaultInstruction,
   feedbackFromLog,
@@ -22,8 +23,9 @@ import {
   type NamedText,
   type ParsedReply,
 } from './protocol.js';
-import type { AgentEvent, AgentOptions, AgentRound, AgentRun, HistoryMode, SampleRun, TokenUsage } from './types.js';
-import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_TARGET } from '../run/defaults.js';
+import type { AgentEvent, AgentOptions, AgentRound, AgentRun, SampleRun, TokenUsage } from './types.js';
+import type { HistoryMode } from '../vocabulary/types.js';
+import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_TARGET } from '../vocabulary/defaults.js';
 
 /** Room a reply needs at least; a prompt that leaves less than this does not fit. */
 export const MIN_REPLY_TOKENS = 1024;

@@ -10,7 +10,7 @@ import { assertionSummary } from '../sim/assertions.js';
 
 // The message type belongs to the model interface (llm/backend.ts); the protocol builds on it.
 import type { ChatMessage } from '../llm/backend.js';
-import { DEFAULT_INSTANCE } from '../run/defaults.js';
+import { DEFAULT_INSTANCE } from '../vocabulary/defaults.js';
 export type { ChatMessage };
 
 export interface NamedText {

@@ -1,13 +1,15 @@
 // Types of one agentic run (docs/protocol.md §3): direct generation + refinement rounds, every round's
 // candidate and result kept (the editor shows them, training reuses them).
+import type { HistoryMode } from '../vocabulary/types.js';
 import type { DesignInfo, DesignSpec } from '../design/types.js';
-import type { Simulator, SimLimits } from '../sim/simulator.js';
-import type { ScoreMode, SimResult } from '../sim/result.js';
+import type { Simulator } from '../sim/simulator.js';
+import type { SimLimits } from '../vocabulary/types.js';
+import type { SimResult } from '../sim/result.js';
+import type { ScoreMode } from '../vocabulary/types.js';
 import type { Waiver } from '../coverage/waivers.js';
-import type { ModelBackend, SamplingParams } from '../llm/backend.js';
+import type { ModelBackend } from '../llm/backend.js';
+import type { SamplingParams } from '../vocabulary/types.js';
 import type { ChatMessage, NamedText, ParsedReply } from './protocol.js';
-
-export type HistoryMode = 'markov' | 'full';
 
 export interface AgentOptions {
   backend: ModelBackend;

@@ -7,7 +7,8 @@
 // assertions is never best while a legal round exists (sim/ranking.ts).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import type { DesignInfo, DesignSpec } from '../design/types.js';
-import type { Simulator, SimLimits } from '../sim/simulator.js';
+import type { Simulator } from '../sim/simulator.js';
+import type { SimLimits } from '../vocabulary/types.js';
 import type { SimResult } from '../sim/result.js';
 import { parseSvLiteral, svLiteralValue } from '../design/svLiteral.js';
 import { significant, tokenize } from '../design/svTokens.js';
@@ -19,7 +20,7 @@ import { emitTestbench, segmentSeed, type StimulusPlan } from './emit.js';
 import { scaleParams, type ScaledParam } from './params.js';
 import { describeProtocols, detectProtocols } from './protocols/detect.js';
 import { dutFailures, illegalCount, legalityRules } from './legality.js';
-import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../run/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../vocabulary/defaults.js';
 
 export interface GenerateOptions {
   /** The testbench module's name (default `tb_<top>`): a refinement keeps the user's. */

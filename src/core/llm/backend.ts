@@ -1,18 +1,11 @@
 // The model-backend interface. The agent, the evaluator and the editor talk to a model only through
 // this: a local in-process ONNX model and any OpenAI-compatible server look the same to them.
+import type { SamplingParams } from '../vocabulary/types.js';
+
 /** One chat message, as every backend sends it (the protocol, agent/protocol.ts, builds them). */
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
   content: string;
-}
-
-/** Sampling settings (docs/protocol.md §4 defaults). */
-export interface SamplingParams {
-  temperature: number;
-  topP: number;
-  maxNewTokens: number;
-  /** Seed for reproducible sampling where the backend supports it. */
-  seed?: number;
 }
 
 export interface CompletionRequest {

@@ -7,19 +7,22 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadDesign } from './design.js';
 import type { DesignInfo, DesignSpec } from '../design/types.js';
-import type { Simulator, SimLimits, SimRequest } from '../sim/simulator.js';
-import type { ScoreMode, SimResult } from '../sim/result.js';
+import type { Simulator, SimRequest } from '../sim/simulator.js';
+import type { SimLimits } from '../vocabulary/types.js';
+import type { SimResult } from '../sim/result.js';
+import type { ScoreMode } from '../vocabulary/types.js';
 import { overallCoverage } from '../sim/ranking.js';
 import { runGeneration } from './generation.js';
-import type { ModelBackend, SamplingParams } from '../llm/backend.js';
+import type { ModelBackend } from '../llm/backend.js';
+import type { SamplingParams } from '../vocabulary/types.js';
 import type { ModelConfig } from '../llm/factory.js';
-import type { HistoryMode } from '../agent/types.js';
+import type { HistoryMode } from '../vocabulary/types.js';
 import type { NamedText } from '../agent/protocol.js';
 import { passes, type EvalSuite, type EvalTask, type RoundRecord, type SampleRecord, type TaskRecord } from '../eval/task.js';
 import { computeMetrics, histogram, ranksAbove, roundCurve, type Outcome } from '../eval/metrics.js';
 import { ResultCache, sampleKey } from '../eval/cache.js';
 import { safeName } from '../eval/suites/materialize.js';
-import { DEFAULT_SEED } from './defaults.js';
+import { DEFAULT_SEED } from '../vocabulary/defaults.js';
 import { REPORT_SCHEMA_VERSION, type EvalReport, type ProgressEvent } from '../eval/report/model.js';
 
 export type EvalRow =

@@ -6,17 +6,21 @@
 // at most rounds + 1 attempts, with the built-in generator and with a model alike (docs/protocol.md
 // §3). Both stop early at the target.
 import type { DesignInfo, DesignSpec } from '../design/types.js';
-import { withScore, type Simulator, type SimLimits } from '../sim/simulator.js';
-import type { ScoreMode, SimResult } from '../sim/result.js';
+import { withScore, type Simulator } from '../sim/simulator.js';
+import { type SimLimits } from '../vocabulary/types.js';
+import type { SimResult } from '../sim/result.js';
+import type { ScoreMode } from '../vocabulary/types.js';
 import { getSimulator } from '../sim/registry.js';
 import { meetsTarget, overallCoverage } from '../sim/ranking.js';
-import type { BackendInfo, ModelBackend, SamplingParams } from '../llm/backend.js';
+import type { BackendInfo, ModelBackend } from '../llm/backend.js';
+import type { SamplingParams } from '../vocabulary/types.js';
 import { createBackend, type ModelConfig } from '../llm/factory.js';
 import type { NamedText } from '../agent/protocol.js';
 import { runAgent } from '../agent/loop.js';
-import type { AgentRound, HistoryMode, SampleRun, TokenUsage } from '../agent/types.js';
+import type { AgentRound, SampleRun, TokenUsage } from '../agent/types.js';
+import type { HistoryMode } from '../vocabulary/types.js';
 import { GenerationCancelled, generateTestbench, type ScaledParam } from '../generate/generator.js';
-import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from './defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../vocabulary/defaults.js';
 
 /** The model-free generator alone, for the benchmark that measures it against human testbenches. */
 export { generateTestbench } from '../generate/generator.js';

@@ -10,16 +10,19 @@
 // user's testbench (generate/splice.ts), every line kept; a new testbench only where it cannot be. The generator cannot read a
 // log, so the testbench is simulated here for its uncovered points even when a log was given.
 import type { DesignInfo, DesignSpec } from '../design/types.js';
-import { withScore, type Simulator, type SimLimits } from '../sim/simulator.js';
-import type { ScoreMode, SimResult } from '../sim/result.js';
+import { withScore, type Simulator } from '../sim/simulator.js';
+import { type SimLimits } from '../vocabulary/types.js';
+import type { SimResult } from '../sim/result.js';
+import type { ScoreMode } from '../vocabulary/types.js';
 import { getSimulator } from '../sim/registry.js';
-import type { BackendInfo, ModelBackend, SamplingParams } from '../llm/backend.js';
+import type { BackendInfo, ModelBackend } from '../llm/backend.js';
+import type { SamplingParams } from '../vocabulary/types.js';
 import type { ModelConfig } from '../llm/factory.js';
 import type { LogKind, NamedText } from '../agent/protocol.js';
 import { refineOnce, type RefineOutcome } from '../agent/loop.js';
 import { runGeneration, type GenerationResult, type GenerationRound } from './generation.js';
 import { openModel } from './modelCheck.js';
-import { DEFAULT_ROUNDS } from './defaults.js';
+import { DEFAULT_ROUNDS } from '../vocabulary/defaults.js';
 import { assertionSummary, firedAssertions } from '../sim/assertions.js';
 import { cancelledRun } from '../sim/ranking.js';
 import { renameIdentifiers, scanUnits, testbenchTopOf, testbenchTops } from '../design/lexer.js';

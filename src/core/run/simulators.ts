@@ -4,5 +4,5 @@ export { getSimulator, simulatorNames } from '../sim/registry.js';
 export { RemoteSimulator, scorerUrls } from '../sim/remote.js';
 export { VerilatorSimulator, designArgs } from '../sim/verilator/backend.js';
 // How a run is scored, and how the design's broken assertions and a failed run are said.
-export { SCORE_MODES, type ScoreMode } from '../sim/result.js';
+export { SCORE_MODES, type ScoreMode } from '../vocabulary/types.js';
 export { withScore } from '../sim/simulator.js';

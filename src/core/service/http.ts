@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { getSimulator } from '../sim/registry.js';
-import { DEFAULT_SERVICE } from '../run/defaults.js';
+import { DEFAULT_SERVICE } from '../vocabulary/defaults.js';
 import type { SimulatorInfo } from '../sim/simulator.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js';
 import {

@@ -2,9 +2,10 @@
 // runtime check (unknown fields refused, file names kept inside the design directory) and the
 // OpenAPI document (docs/reward-service.openapi.json, scripts/gen-schemas.mjs) come from here.
 import * as z from 'zod';
-import { SCORE_MODES, SIM_STATUSES } from '../sim/result.js';
+import { SIM_STATUSES } from '../sim/result.js';
+import { SCORE_MODES } from '../vocabulary/types.js';
 import { check, formatIssues, strictObject, type FieldIssue } from '../util/schema.js';
-import { DEFAULT_INSTANCE } from '../run/defaults.js';
+import { DEFAULT_INSTANCE } from '../vocabulary/defaults.js';
 
 // ---------------------------------------------------------------------------------------------
 // Errors a client gets as HTTP statuses

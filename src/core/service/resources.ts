@@ -1,7 +1,7 @@
 // What the service needs from the machine to accept work: a long RL run fills disks and memory
 // slowly, and an orchestrator must see that before simulations fail with ENOSPC or the OOM killer
 // takes a run (readiness, /readyz). The processes it runs are listed by util/proc.ts descendants.
-import { DEFAULT_SERVICE } from '../run/defaults.js';
+import { DEFAULT_SERVICE } from '../vocabulary/defaults.js';
 import { statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 

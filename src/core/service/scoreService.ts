@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { introspect } from '../sim/verilator/introspect.js';
 import { DesignError } from '../design/errors.js';
 import type { Simulator } from '../sim/simulator.js';
-import { DEFAULT_LIMITS, DEFAULT_SERVICE } from '../run/defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_SERVICE } from '../vocabulary/defaults.js';
 import type { SimResult } from '../sim/result.js';
 import { meetsTarget } from '../sim/ranking.js';
 import type { CoverageBreakdown } from '../coverage/model.js';

@@ -3,7 +3,8 @@
 // it. Every count, site and time here comes from the record's `dutAssertions`, which the backend
 // filled from the harness report (a channel the testbench cannot write); the log is never read.
 import type { Diagnostic } from '../design/diagnostic.js';
-import type { DutAssertion, ScoreMode, SimResult } from './result.js';
+import type { DutAssertion, SimResult } from './result.js';
+import type { ScoreMode } from '../vocabulary/types.js';
 
 /** A path's last component (no node:path: front ends bundle this module). */
 function basename(f: string): string {

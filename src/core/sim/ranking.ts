@@ -2,7 +2,7 @@
 // assertion fired), has coverage, target passed, overall coverage — lexicographic. One definition for the agent, the built-in generator
 // and the evaluator.
 import type { SimResult } from './result.js';
-import { COVERAGE_TOLERANCE } from '../run/defaults.js';
+import { COVERAGE_TOLERANCE } from '../vocabulary/defaults.js';
 
 /** Overall coverage (after waivers) as a fraction, or null when the run produced none. */
 export function overallCoverage(r: SimResult | null | undefined): number | null {

@@ -128,12 +128,6 @@ export interface SimResult {
   };
 }
 
-/** How a run is scored. `paper`: CHORUS eq. 1 as published (R = 1 + c whenever the testbench ran),
- * byte-compatible with docs/protocol.md; `legal`: a run whose stimulus broke the DUT's own
- * assertions is a failed run (reward 0), so coverage reached by illegal stimulus earns nothing. */
-export const SCORE_MODES = ['paper', 'legal'] as const;
-export type ScoreMode = (typeof SCORE_MODES)[number];
-
 /** A DUT assertion that failed during the run: an immediate or concurrent assertion, a
  * `unique`/`priority` violation, or a $error/$fatal written in a design file. The stimulus broke
  * the design's own input rules. Site, count and times come from the harness report (a channel the

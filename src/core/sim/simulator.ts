@@ -1,27 +1,10 @@
 // The simulator interface. Callers (CLI, agent, evaluator, reward service, editor) depend on this
 // and on the result record only; a backend plugs in through the registry without touching them.
+import type { SimLimits } from '../vocabulary/types.js';
 import type { DesignSpec, TestbenchSource } from '../design/types.js';
-import type { ScoreMode, SimResult } from './result.js';
+import type { SimResult } from './result.js';
+import type { ScoreMode } from '../vocabulary/types.js';
 import type { Waiver } from '../coverage/waivers.js';
-
-export interface SimLimits {
-  /** Wall-clock limit for the simulation run, seconds (build time is bounded separately). */
-  timeoutS: number;
-  /** Simulated-time limit in ns; null for none. */
-  simTimeLimitNs: number | null;
-  /** Cap on captured simulator output and on any file the testbench writes. */
-  outputLimitBytes: number;
-  /** Address-space limit for the simulation executable, MiB; null for none. */
-  memoryLimitMb: number | null;
-  /** Wall-clock limit for compiling the candidate, seconds. */
-  buildTimeoutS: number;
-  /** Address-space limit for every compile step of the candidate (preprocessor, Verilator front
-   * end, C++ compile and link), MiB; null for none. The examples peak at 174 MiB (cc1plus). */
-  buildMemoryLimitMb: number | null;
-  /** Cap on the bytes the simulation adds to its run directory in all (outputLimitBytes caps each
-   * file); null for none. */
-  runDirLimitBytes: number | null;
-}
 
 export interface SimRequest {
   design: DesignSpec;

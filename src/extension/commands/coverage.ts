@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import { existsSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import type { SimResult } from '../../core/sim/result.js';
+import type { SimResult } from '../../core/run/types.js';
 import { generateSettings, runFolderRoot } from '../config.js';
 import { groupDiagnostics } from '../diagnostics.js';
 import { HDL_EXT } from '../project.js';

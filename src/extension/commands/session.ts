@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { SimResult } from '../../core/sim/result.js';
+import type { SimResult } from '../../core/run/types.js';
 import type { DesignOptions } from '../../core/run/design.js';
 import { safeText } from '../../core/run/frontEnd.js';
 import { groupDiagnostics } from '../diagnostics.js';
@@ -20,8 +20,8 @@ import { StatusBar, type StatusState } from '../views/statusBar.js';
 import type { ProjectView } from '../../../webview/protocol.js';
 import { WorkerClient, WorkerError } from '../worker/client.js';
 import { changedWorkerSettings, workerRestartPlan } from '../worker/settings.js';
-import { coverageForTest } from './coverage.js';
-import { diffRound, openRound, openRunFile } from './navigation.js';
+import type { RunFile } from '../../../webview/protocol.js';
+import type { FileLineCoverage } from '../views/coverageData.js';
 
 export const UNTRUSTED_MESSAGE =
   'CHORUS does not run a simulator or generated testbenches in an untrusted workspace: a testbench becomes a native executable. Trust the workspace (Manage Workspace Trust) to generate, refine or simulate.';
@@ -29,6 +29,19 @@ export const UNTRUSTED_MESSAGE =
 export interface LastResult {
   design: DesignOptions;
   result: SimResult | null;
+}
+
+/** What the session's views call back into: the command modules, handed in by the controller so
+ * that the session imports none of them (they all import the session). */
+export interface SessionActions {
+  coverageForTest(
+    s: Session,
+    tb: vscode.Uri,
+    token: vscode.CancellationToken,
+  ): Promise<{ passed: boolean; message: string; files: FileLineCoverage[] } | null>;
+  openRound(s: Session, id: string, index: number): Promise<void>;
+  diffRound(s: Session, id: string, index: number): Promise<void>;
+  openRunFile(s: Session, id: string, file: RunFile): Promise<void>;
 }
 
 export class Session implements vscode.Disposable {
@@ -54,12 +67,13 @@ export class Session implements vscode.Disposable {
     readonly ctx: vscode.ExtensionContext,
     workerScript: string,
     workerEnv: () => NodeJS.ProcessEnv,
+    actions: SessionActions,
   ) {
     this.output = vscode.window.createOutputChannel('CHORUS');
     this.status = new StatusBar();
     this.diagnostics = vscode.languages.createDiagnosticCollection('chorus');
     this.decorations = new CoverageDecorations(vscode.Uri.joinPath(ctx.extensionUri, 'media'));
-    this.tests = new CoverageTests((tb, token) => coverageForTest(this, tb, token));
+    this.tests = new CoverageTests((tb, token) => actions.coverageForTest(this, tb, token));
     this.history = new RunHistory(ctx.workspaceState);
     // What the worker process prints (its libraries, a crash) reaches the output channel as text only.
     this.newWorker = () => new WorkerClient(workerScript, workerEnv, (s) => this.output.append(safeText(s)));
@@ -73,9 +87,9 @@ export class Session implements vscode.Disposable {
         this.lastProjectPath = target;
         return `saved ${target}`;
       },
-      openRound: (id, i) => openRound(this, id, i),
-      diffRound: (id, i) => diffRound(this, id, i),
-      openRunFile: (id, f) => openRunFile(this, id, f),
+      openRound: (id, i) => actions.openRound(this, id, i),
+      diffRound: (id, i) => actions.diffRound(this, id, i),
+      openRunFile: (id, f) => actions.openRunFile(this, id, f),
       command: (c) => {
         const map = {
           generate: 'chorus.generateTestbench',

@@ -1,7 +1,7 @@
 // Per-file, per-line coverage from the simulator's points, in the shape the editor shows:
 // decorations (covered/uncovered lines with counts) and VS Code's test-coverage API (statements
 // and branches). Pure: no vscode import, runs in the worker and in unit tests.
-import type { CoveragePoint, UncoveredPoint, UncoveredReason } from '../../core/coverage/model.js';
+import type { CoveragePoint, UncoveredPoint, UncoveredReason } from '../../core/run/types.js';
 import { displayLine, isCovered } from '../../core/run/coverage.js';
 
 export interface LineCoverage {

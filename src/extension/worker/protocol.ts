@@ -4,16 +4,18 @@
 // One map, WorkerProtocol, names every request with its payload and its result (as Continue's
 // protocol files do); the client's request() and the worker's handlers are typed from it.
 import type { DesignOptions } from '../../core/run/design.js';
-import type { DesignSpec } from '../../core/design/types.js';
-import type { CoverageFigures, UncoveredPoint } from '../../core/coverage/model.js';
-import type { Diagnostic, ScoreMode, SimResult, SimStatus } from '../../core/sim/result.js';
-import type { SimLimits, SimStageName } from '../../core/sim/simulator.js';
+import type { DesignSpec } from '../../core/run/types.js';
+import type { CoverageFigures, UncoveredPoint } from '../../core/run/types.js';
+import type { Diagnostic, SimResult, SimStatus } from '../../core/run/types.js';
+import type { ScoreMode } from '../../core/vocabulary/types.js';
+import type { SimStageName } from '../../core/run/types.js';
+import type { SimLimits } from '../../core/vocabulary/types.js';
 import { runFailure } from '../../core/run/coverage.js';
 import type { RunFolderFiles } from '../../core/run/runFolder.js';
 export type { RunFolderFiles };
-import type { ModelConfig } from '../../core/llm/factory.js';
+import type { ModelConfig } from '../../core/run/types.js';
 import type { ModelCheck } from '../../core/run/modelCheck.js';
-import type { PullProgress } from '../../core/llm/hub/pull.js';
+import type { PullProgress } from '../../core/run/types.js';
 import type { FileLineCoverage } from '../views/coverageData.js';
 
 /** The model as every front end configures it (core/llm/factory.ts); null: the built-in generator.

@@ -1,10 +1,10 @@
 // The evaluation report's shape (schema_version 1): the runner (core/run/evaluation.ts) fills it, the
 // JSON/Markdown/HTML writers beside this file read it, and `chorus eval compare` (eval/compare.ts)
 // reads it back.
-import type { SamplingParams } from '../../llm/backend.js';
-import type { SimLimits } from '../../sim/simulator.js';
-import type { ScoreMode } from '../../sim/result.js';
-import type { HistoryMode } from '../../agent/types.js';
+import type { SamplingParams } from '../../vocabulary/types.js';
+import type { SimLimits } from '../../vocabulary/types.js';
+import type { ScoreMode } from '../../vocabulary/types.js';
+import type { HistoryMode } from '../../vocabulary/types.js';
 import type { EvalSuite, TaskRecord } from '../task.js';
 import type { Metrics, RoundPoint } from '../metrics.js';
 

@@ -7,7 +7,7 @@
 // agentic one `{id, categories, prompt, context, patch, harness}` are read.
 import type { EvalTask } from '../task.js';
 import { taskDir, writeInside } from './materialize.js';
-import { DEFAULT_INSTANCE, DEFAULT_TARGET } from '../../run/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_TARGET } from '../../vocabulary/defaults.js';
 
 type Rec = Record<string, unknown>;
 const isObj = (x: unknown): x is Rec => typeof x === 'object' && x !== null && !Array.isArray(x);

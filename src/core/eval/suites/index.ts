@@ -7,7 +7,7 @@ import type { EvalFormat, EvalSuite, EvalTask } from '../task.js';
 import { isVerilogEvalDir, loadVerilogEval } from './verilogEval.js';
 import { cvdpTask, isCid012, looksLikeCvdp } from './cvdp.js';
 import { llm4covTask, looksLikeLlm4cov } from './llm4cov.js';
-import { DEFAULT_INSTANCE } from '../../run/defaults.js';
+import { DEFAULT_INSTANCE } from '../../vocabulary/defaults.js';
 
 export const EVAL_FORMATS: EvalFormat[] = ['verilog-eval', 'cvdp', 'llm4cov'];
 

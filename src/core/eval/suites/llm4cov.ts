@@ -6,7 +6,7 @@
 import type { CovTarget, EvalTask } from '../task.js';
 import { thresholdFromTargets } from '../task.js';
 import { taskDir, writeInside } from './materialize.js';
-import { DEFAULT_INSTANCE, DEFAULT_TARGET } from '../../run/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_TARGET } from '../../vocabulary/defaults.js';
 
 type Rec = Record<string, unknown>;
 const isObj = (x: unknown): x is Rec => typeof x === 'object' && x !== null && !Array.isArray(x);

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { EvalTask } from '../task.js';
-import { DEFAULT_INSTANCE } from '../../run/defaults.js';
+import { DEFAULT_INSTANCE } from '../../vocabulary/defaults.js';
 
 export function isVerilogEvalDir(dir: string): boolean {
   try {

@@ -4,7 +4,7 @@
 // the listing comes from pull.ts.
 import { HubError, kindLabel, type ModelKind } from './spec.js';
 import { formatBytes } from '../../util/format.js';
-import { DEFAULT_GGUF_QUANT } from '../../run/defaults.js';
+import { DEFAULT_GGUF_QUANT } from '../../vocabulary/defaults.js';
 
 export interface RemoteFile {
   path: string;

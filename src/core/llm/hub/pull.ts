@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { processAlive } from '../../util/proc.js';
 import { dirname, join } from 'node:path';
-import { DEFAULT_GGUF_QUANT, DEFAULT_HUB_ENDPOINT, DEFAULT_ONNX_DTYPE } from '../../run/defaults.js';
+import { DEFAULT_GGUF_QUANT, DEFAULT_HUB_ENDPOINT, DEFAULT_ONNX_DTYPE } from '../../vocabulary/defaults.js';
 import { candidates, pick, type Candidate, type RemoteFile } from './candidates.js';
 import {
   dropPartial,

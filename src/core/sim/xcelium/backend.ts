@@ -8,8 +8,9 @@ import { constants as fsc } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runBounded, type RunResult } from '../../util/proc.js';
-import type { SimLimits, SimRequest, Simulator, SimulatorInfo } from '../simulator.js';
-import { DEFAULT_LIMITS } from '../../run/defaults.js';
+import type { SimRequest, Simulator, SimulatorInfo } from '../simulator.js';
+import type { SimLimits } from '../../vocabulary/types.js';
+import { DEFAULT_LIMITS } from '../../vocabulary/defaults.js';
 import { rewardFor, safeResult, type CovSummaryRow, type Diagnostic, type SimResult, type SimStage, type SimStatus } from '../result.js';
 import { dutRow, parseImcReport } from './imcReport.js';
 import {

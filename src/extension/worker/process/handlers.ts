@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { loadDesign, type DesignOptions } from '../../../core/run/design.js';
 import { getSimulator } from '../../../core/run/simulators.js';
-import type { BackendInfo } from '../../../core/llm/backend.js';
+import type { BackendInfo } from '../../../core/run/types.js';
 import { resolveEngine } from '../../../core/run/models.js';
 import { makeBackend } from './heldModel.js';
 import { listModels, planModel, pullModel, recordEditorModel } from './hub.js';

@@ -3,7 +3,7 @@
 // request for another configuration (another folder, engine, KV cache type ...: the whole
 // ModelConfig is the key) frees the held one first, so two never sit in memory together. No vscode
 // import: handlers.ts uses it, and test/integration/heldModel.test.ts drives it with a real engine.
-import type { ModelBackend } from '../../../core/llm/backend.js';
+import type { ModelBackend } from '../../../core/run/types.js';
 import { ModelError, createBackend } from '../../../core/run/models.js';
 import type { ModelConfig } from '../protocol.js';
 

@@ -8,7 +8,8 @@
 // that is not the testbench's, the design's or the toolchain's.
 import { existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { SimLimits, SimRequest } from '../../simulator.js';
+import type { SimRequest } from '../../simulator.js';
+import type { SimLimits } from '../../../vocabulary/types.js';
 import type { Diagnostic, SimResult } from '../../result.js';
 import type { RunResult } from '../../../util/proc.js';
 import { assetPath } from '../../../util/assets.js';

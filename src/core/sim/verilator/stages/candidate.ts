@@ -5,8 +5,9 @@
 // this module holds no stage logic, only their common vocabulary.
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import type { SimLimits, SimRequest } from '../../simulator.js';
-import { DEFAULT_LIMITS } from '../../../run/defaults.js';
+import type { SimRequest } from '../../simulator.js';
+import type { SimLimits } from '../../../vocabulary/types.js';
+import { DEFAULT_LIMITS } from '../../../vocabulary/defaults.js';
 import type { Diagnostic, Protection, SimResult, SimStage, SimStatus, StageTimings } from '../../result.js';
 import { rewardFor, safeResult } from '../../result.js';
 import { formatDiagnostic } from '../../../util/format.js';

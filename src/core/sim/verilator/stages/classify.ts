@@ -6,7 +6,7 @@
 // never instantiated the DUT, or success. The reward follows from the status (candidate.ts).
 import { constants as osConstants } from 'node:os';
 import { basename } from 'node:path';
-import type { SimLimits } from '../../simulator.js';
+import type { SimLimits } from '../../../vocabulary/types.js';
 import type { Diagnostic, DutAssertion, SimStatus } from '../../result.js';
 import type { RunResult } from '../../../util/proc.js';
 import type { DutCoverage } from '../../../coverage/analyze.js';

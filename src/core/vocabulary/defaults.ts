@@ -4,8 +4,8 @@
 // This module has no value imports (test/unit/layers.test.ts checks it), so every layer of src/core
 // may read it without an upward dependency, and the extension host reads it for its settings
 // without bundling the engine (the worker process runs that).
-import type { SimLimits } from '../sim/simulator.js';
-import type { SamplingParams } from '../llm/backend.js';
+import type { SimLimits } from './types.js';
+import type { SamplingParams } from './types.js';
 
 /** The DUT's instance name in a testbench when neither the user nor the task names one. */
 export const DEFAULT_INSTANCE = 'uut';
