@@ -2,7 +2,7 @@
 // suite's reference testbenches) and write report.json / report.md / report.html.
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
-import { getSimulator, simulatorNames, RemoteSimulator, scorerUrls } from '../core/run/simulators.js';
+import { getSimulator, RemoteSimulator, scorerUrls } from '../core/run/simulators.js';
 import type { Simulator } from '../core/run/types.js';
 import {
   EVAL_FORMATS,
@@ -23,13 +23,13 @@ import type { ModelConfig } from '../core/run/types.js';
 import { createBackend, describeModel, ModelError } from '../core/run/models.js';
 import type { ModelBackend } from '../core/run/types.js';
 import type { SamplingParams } from '../core/vocabulary/types.js';
-import { MODEL_HELP, MODEL_OPTIONS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
+import { MODEL_HELP, MODEL_OPTIONS, MODEL_SETTINGS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
+import { readSetting, settingOptions, settingsHelp } from './settingOptions.js';
+import type { HistoryMode } from '../core/vocabulary/types.js';
 import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { canRedraw } from './terminal.js';
-import { SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
-import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import { simulatorOption } from './simulatorOption.js';
 import type { ScoreMode } from '../core/run/simulators.js';
-import { DEFAULT_EVAL_SAMPLES, DEFAULT_LIMITS, DEFAULT_ROUNDS, DEFAULT_SEED } from '../core/vocabulary/defaults.js';
 import { pct as formatPct, safeJson } from '../core/run/frontEnd.js';
 
 /** Percentages as the eval reports print them (one decimal). */
@@ -51,19 +51,13 @@ Row (one of; none: the built-in generator, and it says so):
   --generator builtin     the built-in model-free generator (samples use different seeds)
   --reference             simulate the suite's reference testbench (1 sample)
   a model, with the options below (--model or --endpoint; sampling defaults: PROTOCOL §4)
-${MODEL_HELP}Run:
-  --samples <n>           samples per task (default ${DEFAULT_EVAL_SAMPLES})
-  --rounds <n>            refinement rounds after the first generation (default ${DEFAULT_ROUNDS})
-  --history <mode>        markov (default, PROTOCOL §3) | full
-  --workers <n>           simulations at once (default: the number of cores, ${availableParallelism()} here;
+${MODEL_HELP}${settingsHelp('eval', MODEL_SETTINGS, 26)}Run:
+${settingsHelp('eval', ['samples', 'rounds', 'history'], 26)}  --workers <n>           simulations at once (default: the number of cores, ${availableParallelism()} here;
                           with --scorer, the services' workers together)
   --scorer <url,...>      simulate on these reward services (\`chorus serve\` on other machines) instead
                           of here: each candidate goes to the least-loaded service
-  --seed <n>              base seed; sample seeds derive from it, the task and the sample (default ${DEFAULT_SEED})
-  --timeout <s>           wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
-  --simulator <name>      ${simulatorNames().join(' | ')} (default verilator; with --scorer the services'
-                          own)
-${SCORE_HELP}Output:
+${settingsHelp('eval', ['seed', 'timeout', 'simulator', 'score'], 26)}                          (with --scorer, the services simulate with their own --simulator)
+Output:
   --out <dir>             report folder (default out/eval/<suite>-<row>)
   --resume                reuse the finished samples of an earlier run into the same --out
   --json                  print report.json on stdout
@@ -79,21 +73,15 @@ export const OPTIONS = {
   suite: { type: 'string' },
   'suite-format': { type: 'string' },
   ...MODEL_OPTIONS,
+  ...settingOptions('eval'),
   generator: { type: 'string' },
   reference: { type: 'boolean' },
-  samples: { type: 'string' },
-  rounds: { type: 'string' },
-  history: { type: 'string' },
   workers: { type: 'string' },
   scorer: { type: 'string' },
   limit: { type: 'string' },
   tasks: { type: 'string' },
-  seed: { type: 'string' },
-  timeout: { type: 'string' },
   out: { type: 'string' },
   resume: { type: 'boolean' },
-  ...SIMULATOR_OPTION,
-  ...SCORE_OPTION,
   json: { type: 'boolean' },
 } as const;
 
@@ -127,49 +115,15 @@ async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<
   if (o.generator !== undefined && o.generator !== 'builtin') return fail(`--generator must be 'builtin' (got '${o.generator}')`);
   // the rest of the model flags are checked by modelConfigFrom (shared with generate and refine)
   if (o.dtype !== undefined && o.model === undefined) return fail('--dtype goes with --model <dir>');
-  if (o.history !== undefined && o.history !== 'markov' && o.history !== 'full') return fail('--history must be markov or full');
-  let samples: number,
-    rounds: number,
-    workers: number,
-    seed: number,
-    timeoutS: number,
-    limit: number | undefined,
-    simulatorName: string,
-    score: ScoreMode;
+  let settings: EvalSettings, modelConfig: ModelConfig | null, sampling: Partial<SamplingParams> | undefined;
   try {
-    simulatorName = simulatorOption(o.simulator);
-    score = scoreOption(o.score);
-    if (o.simulator !== undefined && o.scorer !== undefined)
-      throw new Error(
-        '--simulator picks the simulator here; with --scorer the reward services simulate (start them with `chorus serve --simulator`)',
-      );
-    samples = numberOption('samples', o.samples, DEFAULT_EVAL_SAMPLES, 1, { integer: true });
-    rounds = numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0, { integer: true });
-    workers = numberOption('workers', o.workers, availableParallelism(), 1, { integer: true });
-    seed = numberOption('seed', o.seed, DEFAULT_SEED, 0, { integer: true });
-    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 0, { above: true });
-    limit = o.limit === undefined ? undefined : numberOption('limit', o.limit, 0, 1, { integer: true });
+    settings = evalSettings(o);
+    ({ modelConfig, sampling } = evalModel(o));
   } catch (e) {
     return fail((e as Error).message);
   }
-
-  let modelConfig: ModelConfig | null;
-  let sampling: Partial<SamplingParams> | undefined;
-  try {
-    modelConfig = modelConfigFrom(o);
-    if (modelConfig?.kind === 'local') modelConfig = { ...modelConfig, modelDir: resolve(modelConfig.modelDir) };
-    // Only what the user set: the report and the cache key then say "defaults" for the rest.
-    if (o.temperature !== undefined || o['top-p'] !== undefined || o['max-tokens'] !== undefined) {
-      const all = samplingFrom(o);
-      sampling = {
-        ...(o.temperature !== undefined ? { temperature: all.temperature } : {}),
-        ...(o['top-p'] !== undefined ? { topP: all.topP } : {}),
-        ...(o['max-tokens'] !== undefined ? { maxNewTokens: all.maxNewTokens } : {}),
-      };
-    }
-  } catch (e) {
-    return fail((e as Error).message);
-  }
+  const { samples, rounds, seed, timeoutS, limit, simulatorName, score, history } = settings;
+  let { workers } = settings;
   if (!modelConfig && (sampling || o['allow-download'] || o['context-length'] !== undefined))
     return fail('--temperature, --top-p, --max-tokens, --allow-download and --context-length go with --model or --endpoint');
   const rowSlug = modelConfig
@@ -211,7 +165,7 @@ async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<
         backend,
         label: describeModel(modelConfig),
         model: modelConfig,
-        history: (o.history as 'markov' | 'full' | undefined) ?? 'markov',
+        history,
         ...(sampling ? { sampling } : {}),
         identity: modelIdentity(modelConfig, bi),
       };
@@ -252,17 +206,8 @@ async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<
       progress.finish();
     }
     const paths = writeReports(report, outDir);
-    const a = report.aggregate;
     if (o.json) process.stdout.write(safeJson(report) + '\n');
-    else {
-      process.stdout.write(
-        `${report.suite.name} — ${report.row.label}: ${a.tasks} tasks scored, ${a.errors} errors, ${report.config.samples} samples × ${report.config.rounds} rounds\n` +
-          `Pass@1 ${pct(a.pass_at_1)}  Pass@5 ${pct(a.pass_at_5)}  Cov@1 ${pct(a.cov_at_1)}  Cov@5 ${pct(a.cov_at_5)}  sim pass ${pct(a.sim_pass)}\n` +
-          `per round (Pass@1): ${report.per_round.map((p) => `${p.round}:${pct(p.pass_at_1)}`).join('  ')}\n` +
-          `tokens ${a.tokens.total}, wall ${a.wall_s.toFixed(1)} s, ${a.candidates} candidates (${a.candidates_per_min.toFixed(1)}/min)${a.cached_samples ? `, ${a.cached_samples} samples from the cache` : ''}\n` +
-          `report: ${paths.md}\n        ${paths.html}\n        ${paths.json}\n`,
-      );
-    }
+    else printSummary(report, paths);
     if (signal.aborted) {
       process.stderr.write(`interrupted: the report covers the finished samples; rerun with --resume --out ${outDir} to continue\n`);
       return 130;
@@ -271,4 +216,68 @@ async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<
   } finally {
     await backend?.dispose();
   }
+}
+
+interface EvalSettings {
+  samples: number;
+  rounds: number;
+  workers: number;
+  seed: number;
+  timeoutS: number;
+  limit: number | undefined;
+  simulatorName: string;
+  score: ScoreMode;
+  history: HistoryMode;
+}
+
+/** The run settings of `chorus eval`, checked; throws the usage message of the first bad one. */
+function evalSettings(o: CommandRun<typeof OPTIONS>['values']): EvalSettings {
+  const simulatorName = simulatorOption(o.simulator);
+  const score = readSetting(o, 'score', 'eval');
+  const history = readSetting(o, 'history', 'eval');
+  if (o.simulator !== undefined && o.scorer !== undefined)
+    throw new Error(
+      '--simulator picks the simulator here; with --scorer the reward services simulate (start them with `chorus serve --simulator`)',
+    );
+  return {
+    simulatorName,
+    score,
+    history,
+    samples: readSetting(o, 'samples', 'eval'),
+    rounds: readSetting(o, 'rounds', 'eval'),
+    workers: numberOption('workers', o.workers, availableParallelism(), 1, { integer: true }),
+    seed: readSetting(o, 'seed', 'eval'),
+    timeoutS: readSetting(o, 'timeout', 'eval'),
+    limit: o.limit === undefined ? undefined : numberOption('limit', o.limit, 0, 1, { integer: true }),
+  };
+}
+
+/** The row's model, if any, and the sampling settings the user gave: only those, so the report
+ * and the cache key say "defaults" for the rest. */
+function evalModel(o: CommandRun<typeof OPTIONS>['values']): {
+  modelConfig: ModelConfig | null;
+  sampling: Partial<SamplingParams> | undefined;
+} {
+  let modelConfig = modelConfigFrom(o);
+  if (modelConfig?.kind === 'local') modelConfig = { ...modelConfig, modelDir: resolve(modelConfig.modelDir) };
+  if (o.temperature === undefined && o['top-p'] === undefined && o['max-tokens'] === undefined) return { modelConfig, sampling: undefined };
+  const all = samplingFrom(o);
+  const sampling = {
+    ...(o.temperature !== undefined ? { temperature: all.temperature } : {}),
+    ...(o['top-p'] !== undefined ? { topP: all.topP } : {}),
+    ...(o['max-tokens'] !== undefined ? { maxNewTokens: all.maxNewTokens } : {}),
+  };
+  return { modelConfig, sampling };
+}
+
+/** The run's headline figures and where its reports are. */
+function printSummary(report: EvalReport, paths: { md: string; html: string; json: string }): void {
+  const a = report.aggregate;
+  process.stdout.write(
+    `${report.suite.name} — ${report.row.label}: ${a.tasks} tasks scored, ${a.errors} errors, ${report.config.samples} samples × ${report.config.rounds} rounds\n` +
+      `Pass@1 ${pct(a.pass_at_1)}  Pass@5 ${pct(a.pass_at_5)}  Cov@1 ${pct(a.cov_at_1)}  Cov@5 ${pct(a.cov_at_5)}  sim pass ${pct(a.sim_pass)}\n` +
+      `per round (Pass@1): ${report.per_round.map((p) => `${p.round}:${pct(p.pass_at_1)}`).join('  ')}\n` +
+      `tokens ${a.tokens.total}, wall ${a.wall_s.toFixed(1)} s, ${a.candidates} candidates (${a.candidates_per_min.toFixed(1)}/min)${a.cached_samples ? `, ${a.cached_samples} samples from the cache` : ''}\n` +
+      `report: ${paths.md}\n        ${paths.html}\n        ${paths.json}\n`,
+  );
 }

@@ -15,14 +15,6 @@ import { withVerdict } from '../core/run/coverage.js';
 import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import type { ModelConfig } from '../core/run/types.js';
 import { describeModel } from '../core/run/models.js';
-import {
-  DEFAULT_GENERATE_SAMPLES,
-  DEFAULT_INSTANCE,
-  DEFAULT_LIMITS,
-  DEFAULT_ROUNDS,
-  DEFAULT_SEED,
-  DEFAULT_TARGET,
-} from '../core/vocabulary/defaults.js';
 import { runGeneration, type GenerationRequest, type GenerationRound } from '../core/run/generation.js';
 import type { HistoryMode } from '../core/vocabulary/types.js';
 import type { NamedText } from '../core/run/types.js';
@@ -33,17 +25,16 @@ import {
   runFolderError,
   exitCodeFor,
   modelError,
-  numberOption,
   runCommand,
   toolchainError,
   type CommandRun,
 } from './command.js';
 import { useColor } from './terminal.js';
 import { formatSimResult, verdictText } from './format.js';
-import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
+import { MODEL_HELP, MODEL_OPTIONS, MODEL_SETTINGS, modelConfig, samplingFrom } from './modelOptions.js';
 import type { StatusLine } from './progress.js';
-import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
-import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import { simulatorOption } from './simulatorOption.js';
+import { readSetting, settingOptions, settingsHelp } from './settingOptions.js';
 import type { ScoreMode } from '../core/run/simulators.js';
 
 export const HELP = `Usage: chorus generate <design files | folder | .core | Bender.yml> [options]
@@ -51,24 +42,13 @@ export const HELP = `Usage: chorus generate <design files | folder | .core | Ben
 Writes a stimulus testbench that maximizes the design's coverage: one generation, then refinement
 rounds fed with the simulator's log and coverage report, and prints the coverage of each round.
 
-${DESIGN_HELP}${MODEL_HELP}Generation:
-  --rounds <n>          refinement rounds after the first generation (default ${DEFAULT_ROUNDS}); stops early at
-                        the target, and (built-in generator) after a round that covered nothing new when the
-                        next would aim at nothing new, unless --rounds is given
-  --samples <n>         independent runs with a model; the best testbench wins (default ${DEFAULT_GENERATE_SAMPLES})
-  --history <mode>      markov (default: the model sees the best candidate and its feedback) | full
-  --spec <file>         specification file shown to the model after the RTL; repeatable
+${DESIGN_HELP}${MODEL_HELP}${settingsHelp('generate', MODEL_SETTINGS)}Generation:
+${settingsHelp('generate', ['rounds', 'samples', 'history'])}  --spec <file>         specification file shown to the model after the RTL; repeatable
   --instruction <text>  the task instruction (default: the reference wording naming top and instance)
-  --target <pct>        coverage target in percent (default ${DEFAULT_TARGET * 100})
-  --instance <name>     DUT instance name in the testbench (default ${DEFAULT_INSTANCE})
-  --seed <n>            stimulus / sampling seed (default ${DEFAULT_SEED})
-  --timeout <s>         wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
-  --stream              echo the model's text to stderr as it is generated
-  --warm-start          with a model: the built-in generator runs first and its best testbench is
-                        round 1, which the model's rounds refine (not the paper's protocol; off)
-  --keep-params         built-in generator: never scale down parameters that put terminal counts
+${settingsHelp('generate', ['coverageTarget', 'instance', 'seed', 'timeout'])}  --stream              echo the model's text to stderr as it is generated
+${settingsHelp('generate', ['warmStart'])}  --keep-params         built-in generator: never scale down parameters that put terminal counts
                         out of reach (it says which it scaled; -G values are never scaled)
-${SIMULATOR_HELP}${SCORE_HELP}Output:
+${settingsHelp('generate', ['simulator', 'score'])}Output:
   --out <file>          also write the best testbench to this file (it is always in the run folder
                         as tb_<top>.sv)
   --force               overwrite --out if it exists
@@ -92,20 +72,11 @@ interface Ctx {
 
 export const OPTIONS = {
   ...MODEL_OPTIONS,
-  rounds: { type: 'string' },
-  samples: { type: 'string' },
-  history: { type: 'string' },
+  ...settingOptions('generate'),
   spec: { type: 'string', multiple: true },
   instruction: { type: 'string' },
-  target: { type: 'string' },
-  instance: { type: 'string' },
-  seed: { type: 'string' },
-  timeout: { type: 'string' },
   stream: { type: 'boolean' },
-  'warm-start': { type: 'boolean' },
   'keep-params': { type: 'boolean' },
-  ...SIMULATOR_OPTION,
-  ...SCORE_OPTION,
   ...RUN_OUTPUT_OPTIONS,
   out: { type: 'string' },
   force: { type: 'boolean' },
@@ -125,6 +96,37 @@ export function runGenerate(argv: string[]): Promise<number> {
   );
 }
 
+interface GenerateSettings {
+  rounds: number;
+  samples: number;
+  /** The coverage target as a fraction (the engine's unit). */
+  target: number;
+  seed: number;
+  timeoutS: number;
+  model: ModelConfig | null;
+  simulator: string;
+  score: ScoreMode;
+  history: HistoryMode;
+}
+
+/** The run settings of `chorus generate`, checked; throws the usage message of the first bad one. */
+function generateSettings(o: CommandRun<typeof OPTIONS>['values'], cliDesign: CliDesign): GenerateSettings {
+  const model = modelConfig(o);
+  if (!model && (o.spec?.length || o.instruction || o.samples || o.stream || o['warm-start']))
+    throw new Error('--spec, --instruction, --samples, --stream and --warm-start need a model (--model <dir> or --endpoint <url>)');
+  return {
+    rounds: readSetting(o, 'rounds', 'generate'),
+    simulator: simulatorOption(o.simulator),
+    score: readSetting(o, 'score', 'generate', cliDesign.project?.score),
+    samples: readSetting(o, 'samples', 'generate'),
+    target: readSetting(o, 'coverageTarget', 'generate') / 100,
+    seed: readSetting(o, 'seed', 'generate'),
+    timeoutS: readSetting(o, 'timeout', 'generate'),
+    history: readSetting(o, 'history', 'generate'),
+    model,
+  };
+}
+
 async function generateCommand({ values: o, positionals, fail, signal, status }: CommandRun<typeof OPTIONS>): Promise<number> {
   let cliDesign: CliDesign;
   try {
@@ -132,30 +134,13 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   } catch (e) {
     return fail((e as Error).message);
   }
-  let rounds: number,
-    samples: number,
-    target: number,
-    seed: number,
-    timeoutS: number,
-    model: ModelConfig | null,
-    simulator: string,
-    score: ScoreMode;
-  const history = (o.history ?? 'markov') as HistoryMode;
+  let settings: GenerateSettings;
   try {
-    rounds = numberOption('rounds', o.rounds, DEFAULT_ROUNDS, 0, { integer: true });
-    simulator = simulatorOption(o.simulator);
-    score = scoreOption(o.score, cliDesign.project?.score);
-    samples = numberOption('samples', o.samples, DEFAULT_GENERATE_SAMPLES, 1, { integer: true });
-    target = numberOption('target', o.target, DEFAULT_TARGET * 100, 0, { max: 100 }) / 100;
-    seed = numberOption('seed', o.seed, DEFAULT_SEED, 0, { integer: true });
-    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 0, { above: true });
-    model = modelConfig(o);
-    if (history !== 'markov' && history !== 'full') throw new Error(`--history must be markov or full, got '${o.history}'`);
-    if (!model && (o.spec?.length || o.instruction || o.samples || o.stream || o['warm-start']))
-      throw new Error('--spec, --instruction, --samples, --stream and --warm-start need a model (--model <dir> or --endpoint <url>)');
+    settings = generateSettings(o, cliDesign);
   } catch (e) {
     return fail((e as Error).message);
   }
+  const { rounds, samples, target, seed, timeoutS, model, simulator, score, history } = settings;
   // Every place this run writes, checked before any work starts.
   let plan;
   try {
@@ -191,7 +176,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
     allRounds: o.rounds !== undefined,
     target,
     seed,
-    instance: o.instance ?? DEFAULT_INSTANCE,
+    instance: readSetting(o, 'instance', 'generate'),
     keepParams: o['keep-params'] === true,
     limits: { timeoutS, buildMemoryLimitMb: plan.memoryLimitMb },
     ...(score !== 'paper' ? { score } : {}),
@@ -202,7 +187,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
           specs,
           instruction: o.instruction,
           sampling: samplingFrom(o, seed),
-          warmStart: o['warm-start'] ?? false,
+          warmStart: readSetting(o, 'warmStart', 'generate'),
         }
       : {}),
   };

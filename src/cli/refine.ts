@@ -1,7 +1,6 @@
 // `chorus refine`: one refinement step on a testbench the user already has. The feedback is a log
 // from the user's own simulator run (Verilator, Xcelium/IMC or plain text) or, without --log, the
 // engine's own simulation of the testbench. Writes the revision to a new file.
-import { DEFAULT_INSTANCE, DEFAULT_LIMITS } from '../core/vocabulary/defaults.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadDesign } from '../core/run/design.js';
@@ -18,21 +17,20 @@ import {
   runFolderError,
   exitCodeFor,
   modelError,
-  numberOption,
   runCommand,
   toolchainError,
   type CommandRun,
 } from './command.js';
 import { useColor } from './terminal.js';
-import { MODEL_HELP, MODEL_OPTIONS, modelConfig, samplingFrom } from './modelOptions.js';
+import { MODEL_HELP, MODEL_OPTIONS, MODEL_SETTINGS, modelConfig, samplingFrom } from './modelOptions.js';
 import { formatSimResult, verdictText } from './format.js';
 import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder } from '../core/run/runFolder.js';
 import { refinementFolder } from '../core/run/runRecord.js';
 import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
 import { terminable } from './termination.js';
 import { StageProgress } from './progress.js';
-import { SIMULATOR_HELP, SIMULATOR_OPTION, simulatorOption } from './simulatorOption.js';
-import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import { simulatorOption } from './simulatorOption.js';
+import { readSetting, settingOptions, settingsHelp } from './settingOptions.js';
 import type { ScoreMode } from '../core/run/simulators.js';
 
 export const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> [--model <dir> | --endpoint <url> --model-name <n>]
@@ -45,16 +43,13 @@ here and the generator's rounds start from what it left uncovered (a log is not 
 is your testbench as written plus the generator's stimulus (task chorus_refine, called before your
 $finish); where it cannot be edited safely, a note says why and the revision is a new testbench.
 
-${DESIGN_HELP}${MODEL_HELP}Refinement:
+${DESIGN_HELP}${MODEL_HELP}${settingsHelp('refine', MODEL_SETTINGS)}Refinement:
   --tb <file>           the testbench to refine
   --log <file>          the log of your simulation run (compile/run errors or a coverage report)
   --log-kind <k>        auto (default) | xrun (a compile/run failure) | coverage | imc (a coverage
                         tool failure)
   --spec <file>         specification file shown to the model; repeatable
-  --instance <name>     DUT instance name (default ${DEFAULT_INSTANCE})
-  --seed <n>            sampling seed
-  --timeout <s>         wall-clock limit per simulation (default ${DEFAULT_LIMITS.timeoutS})
-${SIMULATOR_HELP}${SCORE_HELP}  --no-check            do not simulate the revision
+${settingsHelp('refine', ['instance', 'seed', 'timeout', 'simulator', 'score'])}  --no-check            do not simulate the revision
 Output:
   --out <file>          also write the revision to this file (it is always in the run folder as
                         <tb>_refined.sv; never overwrites without --force)
@@ -64,16 +59,12 @@ ${RUN_OUTPUT_HELP}  --json                print {messages, reply, parse_status, 
 
 export const OPTIONS = {
   ...MODEL_OPTIONS,
+  ...settingOptions('refine'),
   tb: { type: 'string' },
   log: { type: 'string' },
   'log-kind': { type: 'string' },
   spec: { type: 'string', multiple: true },
-  instance: { type: 'string' },
-  seed: { type: 'string' },
-  timeout: { type: 'string' },
   'no-check': { type: 'boolean' },
-  ...SIMULATOR_OPTION,
-  ...SCORE_OPTION,
   ...RUN_OUTPUT_OPTIONS,
   out: { type: 'string' },
   force: { type: 'boolean' },
@@ -101,10 +92,11 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
   let model, seed: number | undefined, timeoutS: number, simulatorName: string, score: ScoreMode;
   try {
     simulatorName = simulatorOption(o.simulator);
-    score = scoreOption(o.score, cliDesign.project?.score);
+    score = readSetting(o, 'score', 'refine', cliDesign.project?.score);
     model = modelConfig(o);
-    seed = o.seed === undefined ? undefined : numberOption('seed', o.seed, 0, 0, { integer: true });
-    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 0, { above: true });
+    // Unset, the refinement picks its own (the run's recorded seed): no default is forced here.
+    seed = o.seed === undefined ? undefined : readSetting(o, 'seed', 'refine');
+    timeoutS = readSetting(o, 'timeout', 'refine');
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -140,6 +132,7 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
       simulator,
       feedback: o.log ? { log: readFileSync(resolve(o.log), 'utf8'), kind: kind === 'auto' ? undefined : kind } : undefined,
       specs,
+      // Unset, the DUT's instance is read from the testbench itself.
       instance: o.instance,
       sampling: samplingFrom(o, seed),
       seed,

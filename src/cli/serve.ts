@@ -4,7 +4,8 @@ import { DEFAULT_SERVICE } from '../core/vocabulary/defaults.js';
 import { availableParallelism } from 'node:os';
 import { claimStateDir, startScoreServer } from '../core/run/service.js';
 import { resolve } from 'node:path';
-import { simulatorNames } from '../core/run/simulators.js';
+import { simulatorOption } from './simulatorOption.js';
+import { settingOptions, settingsHelp } from './settingOptions.js';
 import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { safeText } from '../core/run/frontEnd.js';
 
@@ -35,8 +36,7 @@ Options:
                         free space for run directories (default ${DEFAULT_SERVICE.minFreeDiskMiB})
   --max-rss <MiB>       /readyz fails and new work is refused above this resident memory of the
                         service (default ${DEFAULT_SERVICE.maxRssMiB})
-  --simulator <name>    ${simulatorNames().join(' | ')} (default verilator)
-`;
+${settingsHelp('serve', ['simulator'])}`;
 
 export function serveHelp(): string {
   return HELP;
@@ -56,7 +56,7 @@ export const OPTIONS = {
   'state-dir': { type: 'string' },
   'min-free-disk': { type: 'string' },
   'max-rss': { type: 'string' },
-  simulator: { type: 'string' },
+  ...settingOptions('serve'),
 } as const;
 
 export function runServe(argv: string[]): Promise<number> {
@@ -92,8 +92,11 @@ async function serveCommand({ values: o, positionals, fail, untilSignal }: Comma
   } catch (e) {
     return fail((e as Error).message);
   }
-  if (o.simulator && !simulatorNames().includes(o.simulator))
-    return fail(`unknown simulator '${o.simulator}'; available: ${simulatorNames().join(', ')}`);
+  try {
+    simulatorOption(o.simulator);
+  } catch (e) {
+    return fail((e as Error).message);
+  }
 
   // With a state directory, this instance's run directories live under it (TMPDIR), so the next
   // instance removes what a killed one left behind.

@@ -1,7 +1,7 @@
 // `chorus sim`: one testbench, one design, one result. Exit 0 when the testbench ran and coverage
 // was measured, 1 when the testbench failed (compile, run, timeout, rejected), 2 for usage or DUT
 // errors.
-import { DEFAULT_LIMITS, DEFAULT_SEED } from '../core/vocabulary/defaults.js';
+import { DEFAULT_LIMITS } from '../core/vocabulary/defaults.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { loadDesign } from '../core/run/design.js';
@@ -14,8 +14,8 @@ import { safeJson, safeText } from '../core/run/frontEnd.js';
 import { designError, exitCodeFor, numberOption, runCommand, runFolderError, toolchainError, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
-import { SIMULATOR_HELP, simulatorOption } from './simulatorOption.js';
-import { SCORE_HELP, SCORE_OPTION, scoreOption } from './scoreOption.js';
+import { simulatorOption } from './simulatorOption.js';
+import { readSetting, settingOptions, settingsHelp } from './settingOptions.js';
 import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder } from '../core/run/runFolder.js';
 import { simFolder } from '../core/run/runRecord.js';
 import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.js';
@@ -27,27 +27,22 @@ export const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <d
 
 ${DESIGN_HELP}Run:
   --tb <file>           the testbench (its top module is found in the file)
-  --timeout <s>         wall-clock limit for the simulation (default ${DEFAULT_LIMITS.timeoutS})
-  --sim-time <ns>       simulated-time limit in ns (default ${DEFAULT_LIMITS.simTimeLimitNs}; 0 for none)
+${settingsHelp('sim', ['timeout'])}  --sim-time <ns>       simulated-time limit in ns (default ${DEFAULT_LIMITS.simTimeLimitNs}; 0 for none)
   --waivers <file>      coverage waivers: <file>:<line>[:<type>[:<label>]] <reason>
   --lcov <file>         also write the DUT coverage as an lcov tracefile
-  --seed <n>            simulator random seed (default ${DEFAULT_SEED})
-${SIMULATOR_HELP}${SCORE_HELP}  --keep                keep the scratch directory and print its path
+${settingsHelp('sim', ['seed', 'simulator', 'score'])}  --keep                keep the scratch directory and print its path
 Output:
 ${RUN_OUTPUT_HELP}  --json                print the result record as JSON on stdout
 `;
 
 export const OPTIONS = {
+  ...settingOptions('sim'),
   tb: { type: 'string' },
   json: { type: 'boolean' },
-  timeout: { type: 'string' },
   'sim-time': { type: 'string' },
   waivers: { type: 'string' },
   lcov: { type: 'string' },
-  seed: { type: 'string' },
-  simulator: { type: 'string' },
   keep: { type: 'boolean' },
-  ...SCORE_OPTION,
   ...RUN_OUTPUT_OPTIONS,
 } as const;
 
@@ -88,11 +83,11 @@ async function sim({ values: o, positionals, fail, signal, status }: CommandRun<
   let timeoutS: number, simTimeNs: number | null, seed: number, simulatorName: string, score: ScoreMode;
   try {
     simulatorName = simulatorOption(o.simulator);
-    timeoutS = numberOption('timeout', o.timeout, DEFAULT_LIMITS.timeoutS, 0, { above: true });
+    timeoutS = readSetting(o, 'timeout', 'sim');
     simTimeNs = numberOption('sim-time', o['sim-time'], DEFAULT_LIMITS.simTimeLimitNs ?? 0);
     if (simTimeNs === 0) simTimeNs = null;
-    seed = numberOption('seed', o.seed, DEFAULT_SEED, 0, { integer: true });
-    score = scoreOption(o.score, cliDesign.project?.score);
+    seed = readSetting(o, 'seed', 'sim');
+    score = readSetting(o, 'score', 'sim', cliDesign.project?.score);
   } catch (e) {
     return fail((e as Error).message);
   }

@@ -1,11 +1,7 @@
-// `--simulator <name>`, the same for every command that simulates (sim, serve, generate, refine,
-// eval): a registered backend name, default verilator; an unknown name is a usage error that lists
-// the names there are.
+// `--simulator <name>` (the run setting `simulator`, src/core/vocabulary/settings.ts), checked
+// against the simulators registered here: an unknown name is a usage error that lists the names
+// there are, for every command that simulates (sim, serve, generate, refine, eval).
 import { simulatorNames } from '../core/run/simulators.js';
-
-export const SIMULATOR_OPTION = { simulator: { type: 'string' } } as const;
-
-export const SIMULATOR_HELP = `  --simulator <name>    ${simulatorNames().join(' | ')} (default verilator)\n`;
 
 /** The simulator name to use; throws a usage message naming the choices for an unknown one. */
 export function simulatorOption(name: string | undefined): string {

@@ -11,7 +11,7 @@ const root = join(import.meta.dirname, '..', '..');
 
 describe('generated schema files', () => {
   for (const [path, doc] of Object.entries(generatedSchemaFiles())) {
-    it(`${path} is what the zod schemas say (else run: node scripts/gen-schemas.mjs)`, () => {
+    it(`${path} is what the zod schemas say (else run: npm run gen)`, () => {
       // Compared as JSON, not bytes: the formatter may re-indent the committed file.
       expect(JSON.parse(readFileSync(join(root, path), 'utf8'))).toEqual(JSON.parse(JSON.stringify(doc)));
     });
@@ -48,16 +48,16 @@ describe('reward service requests', () => {
   it('one 400 lists every bad field, unknown ones first', () => {
     let err: any;
     try {
-      validateScoreRequest({ ...item, top: 5, threshold: 2, timeout: 3, seed: 1.5, defines: { '1x': 1 } });
+      validateScoreRequest({ ...item, top: 5, coverage_target: 150, timeout: 3, seed: 1.5, defines: { '1x': 1 } });
     } catch (e) {
       err = e;
     }
     expect(err.status).toBe(400);
     expect(err.message).toBe(
-      'timeout: unknown field (allowed: design_files, top, testbench, include_files, defines, params, threshold, timeout_s, seed, score); top: must be a string, got 5; ' +
-        'defines.1x: not a macro name; threshold: must be between 0 and 1, got 2; seed: must be an integer, got 1.5',
+      'timeout: unknown field (allowed: design_files, top, testbench, include_files, defines, params, coverage_target, timeout_s, seed, score); top: must be a string, got 5; ' +
+        'defines.1x: not a macro name; coverage_target: must be between 0 and 100, got 150; seed: must be a whole number, got 1.5',
     );
-    expect(err.extra.fields).toEqual(['timeout', 'top', 'defines.1x', 'threshold', 'seed']);
+    expect(err.extra.fields).toEqual(['timeout', 'top', 'defines.1x', 'coverage_target', 'seed']);
     expect(err.extra.field).toBe('timeout');
   });
 
@@ -73,7 +73,7 @@ describe('reward service requests', () => {
     });
     expect(batch).toBe(true);
     expect(items[0]).toMatchObject({
-      threshold: 1,
+      coverage_target: 100,
       timeout_s: null,
       seed: null,
       include_files: [],

@@ -3,6 +3,7 @@
 // front ends that show or measure it.
 export { createBackend, describeModel, resolveEngine, type LocalEngine, type ModelConfig } from '../llm/factory.js';
 export { createLlamaBackend } from '../llm/llama.js';
+export { resolveModelRef } from '../llm/resolve.js';
 export { createLocalBackend } from '../llm/local.js';
 export { ModelError } from '../llm/backend.js';
 export { ContextBudgetError } from '../agent/loop.js';

@@ -42,8 +42,8 @@ const scoreRecord = z
     status: z.enum(SIM_STATUSES),
     reward: z.number().meta({ description: 'R = 1 + c when the testbench ran and yielded coverage, else 0 (docs/protocol.md §5).' }),
     coverage: z.number().min(0).max(1).meta({ description: "c: the DUT's overall coverage fraction when the testbench ran, else 0." }),
-    passed: z.boolean().meta({ description: 'coverage >= threshold.' }),
-    threshold: z.number(),
+    passed: z.boolean().meta({ description: 'coverage >= coverage_target / 100.' }),
+    coverage_target: z.number().meta({ description: 'The coverage target the request asked for, percent.' }),
     err_msg: z.string(),
     diagnostics: z.array(
       z.looseObject({

@@ -1,10 +1,10 @@
 // The reward service's request bodies, one zod schema per endpoint: the TypeScript types, the
 // runtime check (unknown fields refused, file names kept inside the design directory) and the
-// OpenAPI document (docs/reward-service.openapi.json, scripts/gen-schemas.mjs) come from here.
+// OpenAPI document (docs/reward-service.openapi.json, scripts/gen-derived.mjs) come from here.
 import * as z from 'zod';
 import { SIM_STATUSES } from '../sim/result.js';
-import { SCORE_MODES } from '../vocabulary/types.js';
-import { check, formatIssues, strictObject, type FieldIssue } from '../util/schema.js';
+import { check, formatIssues, settingSchema, strictObject, type FieldIssue } from '../util/schema.js';
+import { settingDefault } from '../vocabulary/settings.js';
 import { DEFAULT_INSTANCE } from '../vocabulary/defaults.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -144,23 +144,21 @@ export const scoreItemSchema = strictObject({
   include_files: designShape.include_files,
   defines: designShape.defines,
   params: designShape.params,
-  threshold: between(0, 1).default(1).meta({ description: '`passed` is `coverage >= threshold`.' }),
-  timeout_s: between(0.001, 1e9)
+  coverage_target: settingSchema('coverageTarget', '`passed` is `coverage >= coverage_target / 100`.').default(
+    settingDefault('coverageTarget'),
+  ),
+  timeout_s: settingSchema('timeout', "Clamped to the service's --max-timeout.")
     .nullish()
-    .transform((v) => v ?? null)
-    .meta({ description: 'Wall-clock limit of the simulation run, seconds (default 60), clamped to --max-timeout.' }),
-  seed: between(0, 2 ** 31 - 1, true)
+    .transform((v) => v ?? null),
+  seed: settingSchema('seed', "Here: the simulator's random seed.")
     .nullish()
-    .transform((v) => v ?? null)
-    .meta({ description: 'Simulator random seed (default 1).' }),
-  score: z
-    .enum(SCORE_MODES)
+    .transform((v) => v ?? null),
+  score: settingSchema(
+    'score',
+    'Such a failed run has status xrun_failed; in either mode `dutAssertions` lists the assertions that failed.',
+  )
     .nullish()
-    .transform((v) => v ?? null)
-    .meta({
-      description:
-        "How the run is scored (default 'paper'): 'paper' is CHORUS eq. 1 (any run that ran earns 1 + coverage); 'legal' makes a run whose stimulus broke the design's own assertions a failed run (status xrun_failed, reward 0). Either way `dutAssertions` lists them.",
-    }),
+    .transform((v) => v ?? null),
 }).superRefine((o, ctx) => {
   noCollisions(o, ctx);
   if ([...o.design_files, ...o.include_files].some((d) => d.name === o.testbench.name))

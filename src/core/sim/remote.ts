@@ -290,6 +290,6 @@ function commonDir(paths: string[]): string {
 /** The service's score record -> the engine's result record (`coverage` is the breakdown again).
  * Another machine answered it: every text field is made safe to show, as a local backend's are. */
 function fromRecord(rec: Record<string, unknown>): SimResult {
-  const { coverage: _c, passed: _p, threshold: _t, coverage_breakdown, design_cached: _d, ...rest } = rec;
+  const { coverage: _c, passed: _p, coverage_target: _t, coverage_breakdown, design_cached: _d, ...rest } = rec;
   return safeResult({ ...rest, coverage: coverage_breakdown ?? null } as unknown as SimResult);
 }

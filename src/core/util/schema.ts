@@ -2,6 +2,7 @@
 // Schema (z.toJSONSchema). This module turns zod's issues into the messages CHORUS prints
 // everywhere: `field.path: what is wrong`, one per bad field, naming the field and what it takes.
 import * as z from 'zod';
+import { settingDef, settingProblem, type SettingDef, type SettingName, type SettingValue } from '../vocabulary/settings.js';
 
 /** `items[1].testbench.name` from zod's path; the root is `body` (HTTP) or the caller's word. */
 export function fieldPath(path: ReadonlyArray<PropertyKey>, root = 'body'): string {
@@ -90,4 +91,29 @@ export function check<S extends z.ZodType>(
 ): { ok: true; value: z.output<S> } | { ok: false; issues: FieldIssue[] } {
   const r = schema.safeParse(data, { error: readableErrors });
   return r.success ? { ok: true, value: r.data } : { ok: false, issues: fieldIssues(r.error, root) };
+}
+
+/**
+ * The zod schema of a run setting (src/core/vocabulary/settings.ts): its type, range or closed list
+ * and its description, so the reward service's requests, chorus.json and their JSON Schemas take
+ * each setting as it is defined, with the same message for a bad value. `extra` adds what the
+ * surface does with it.
+ */
+export function settingSchema<N extends SettingName>(name: N, extra = ''): z.ZodType<SettingValue<N>> {
+  const d: SettingDef = settingDef(name);
+  const summary = d.summary.replace('{default}', String(d.default));
+  const description = `${summary[0].toUpperCase()}${summary.slice(1)}.${extra ? ` ${extra}` : ''}`;
+  const bad = (iss: { input?: unknown }): string => settingProblem(d, iss.input) ?? 'invalid';
+  let s: z.ZodType;
+  if (d.choices) s = z.enum(d.choices as [string, ...string[]], { error: `must be ${d.choices.map((c) => `'${c}'`).join(' or ')}` });
+  else if (d.type === 'boolean') s = z.boolean();
+  else if (d.type === 'string') s = z.string();
+  else {
+    let n = d.type === 'integer' ? z.int({ error: bad }) : z.number({ error: bad });
+    if (d.minimum !== undefined) n = n.min(d.minimum, { error: bad });
+    if (d.exclusiveMinimum !== undefined) n = n.gt(d.exclusiveMinimum, { error: bad });
+    if (d.maximum !== undefined) n = n.max(d.maximum, { error: bad });
+    s = n;
+  }
+  return s.meta({ description }) as unknown as z.ZodType<SettingValue<N>>;
 }

