@@ -130,22 +130,34 @@ const REASON_TITLE: Record<string, string> = {
   'unreachable-2state': 'Unreachable in 2-state simulation (reachable only with X or Z)',
 };
 
-/** The page, as one HTML string. */
-export function coverageHtml(input: CoveragePageInput): string {
-  const e = escapeHtml;
-  const out: string[] = [];
-  const fileIndex = new Map(input.sources.map((src, i) => [src.file, i + 1]));
+/** Where the page links: each source file's anchor (`f1`), and one for each of its lines (`f1-L12`). */
+interface Anchors {
+  /** The files with a section on the page: file name -> its number there. */
+  fileIndex: Map<string, number>;
+  /** The anchor of a file (or of one of its lines), null for a file the page does not show. */
+  anchor: (file: string, line?: number) => string | null;
+  /** `name.sv:12`, escaped, linked to its line when the file is on the page. */
+  link: (file: string, line: number) => string;
+}
+
+function anchorsOf(sources: CoveragePageInput['sources']): Anchors {
+  const fileIndex = new Map(sources.map((src, i) => [src.file, i + 1]));
   const anchor = (file: string, line?: number): string | null => {
     const i = fileIndex.get(file);
     return i === undefined ? null : line === undefined ? `f${i}` : `f${i}-L${line}`;
   };
   const link = (file: string, line: number): string => {
     const a = anchor(file, line);
-    const text = `${e(file.slice(file.lastIndexOf('/') + 1))}:${line}`;
+    const text = `${escapeHtml(file.slice(file.lastIndexOf('/') + 1))}:${line}`;
     return a ? `<a href="#${a}">${text}</a>` : text;
   };
-  const fired = input.assertions ?? [];
-  out.push(
+  return { fileIndex, anchor, link };
+}
+
+/** The head of the page, the verdict and figures, the summary and the navigation. */
+function pageTop(input: CoveragePageInput): string[] {
+  const e = escapeHtml;
+  const out = [
     '<!DOCTYPE html>',
     '<html lang="en"><head><meta charset="utf-8">',
     // No script and nothing from elsewhere, even if some text slipped through unescaped.
@@ -153,7 +165,7 @@ export function coverageHtml(input: CoveragePageInput): string {
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>${e(input.title)}</title><style>${CSS}</style></head><body>`,
     `<h1>${e(input.title)}</h1>`,
-  );
+  ];
   if (input.verdict)
     out.push(`<p class="verdict ${input.verdict.passed ? 'pass' : 'fail'}" id="verdict">${e(input.verdict.text)}</p>`);
   if (input.figures)
@@ -167,20 +179,31 @@ export function coverageHtml(input: CoveragePageInput): string {
       (input.testbench ? '<a href="#testbench">testbench</a>' : '') +
       '</nav>',
   );
+  return out;
+}
+
+/** The tables per file and per instance, from the scored point set. */
+function tallyTables(input: CoveragePageInput, anchors: Anchors): string[] {
+  const e = escapeHtml;
+  const out: string[] = [];
   const head = '<tr><th>name</th><th>block</th><th>toggle</th><th>line</th><th>branch</th></tr>';
-  // Per file and per instance, from the scored point set.
   out.push('<h2 id="files">Files</h2>', `<table class="sum" id="file-table"><thead>${head}</thead><tbody>`);
   for (const src of input.sources) {
-    const a = anchor(src.file)!;
+    const a = anchors.anchor(src.file)!;
     out.push(tallyRow(`<a href="#${a}">${e(src.file)}</a>`, tallyOf(input.points.filter((p) => p.file === src.file))));
   }
-  out.push(tallyRow('<b>all</b>', tallyOf(input.points.filter((p) => fileIndex.has(p.file)))), '</tbody></table>');
+  out.push(tallyRow('<b>all</b>', tallyOf(input.points.filter((p) => anchors.fileIndex.has(p.file)))), '</tbody></table>');
   const hiers = [...new Set(input.points.map((p) => p.hier))].sort();
   out.push('<h2 id="instances">Instances</h2>', `<table class="sum" id="instance-table"><thead>${head}</thead><tbody>`);
   for (const h of hiers) out.push(tallyRow(e(h), tallyOf(input.points.filter((p) => p.hier === h))));
   out.push('</tbody></table>');
-  // Uncovered points by reason.
-  out.push('<h2 id="uncovered">Uncovered points by reason</h2>');
+  return out;
+}
+
+/** The uncovered points grouped by reason, 500 at most per reason. */
+function uncoveredSection(input: CoveragePageInput, anchors: Anchors): string[] {
+  const e = escapeHtml;
+  const out = ['<h2 id="uncovered">Uncovered points by reason</h2>'];
   const byKind = new Map<string, UncoveredPoint[]>();
   for (const u of input.uncovered) {
     const k = u.reason?.kind ?? 'not-hit';
@@ -190,7 +213,7 @@ export function coverageHtml(input: CoveragePageInput): string {
   for (const [kind, list] of byKind) {
     out.push(`<h3>${e(REASON_TITLE[kind] ?? kind)}: ${list.length}</h3>`, '<ul class="why">');
     for (const u of list.slice(0, 500)) {
-      const where = link(u.file, u.type !== 'toggle' && u.span ? u.span[0] : u.line);
+      const where = anchors.link(u.file, u.type !== 'toggle' && u.span ? u.span[0] : u.line);
       const what = u.type === 'toggle' ? `toggle ${u.label}` : `${u.type} ${u.label}`;
       const enable = u.reason?.enable ? ` <b>enable: ${e(u.reason.enable)}</b>` : '';
       out.push(`<li>${where} ${e(what)} [${e(u.hier)}]${u.reason ? `: ${e(u.reason.detail)}` : ''}${enable}</li>`);
@@ -198,86 +221,125 @@ export function coverageHtml(input: CoveragePageInput): string {
     if (list.length > 500) out.push(`<li>... ${list.length - 500} more</li>`);
     out.push('</ul>');
   }
-  // The design's own assertions.
-  if (input.assertions) {
-    const n = fired.reduce((a, x) => a + x.count, 0);
-    out.push(
-      '<h2 id="assertions">The design\'s assertions</h2>',
-      fired.length
-        ? `<p class="verdict fail">fired ${n} time${n === 1 ? '' : 's'} at ${fired.length} site${fired.length === 1 ? '' : 's'}: the stimulus broke the design's own checks, so the run failed</p>`
-        : '<p class="verdict pass">none fired</p>',
-    );
-    if (fired.length) {
-      out.push('<table class="sum"><thead><tr><th>site</th><th>kind</th><th>count</th><th>first</th><th>last</th><th>message</th></tr></thead><tbody>');
-      for (const a of fired)
-        out.push(
-          `<tr><td>${link(a.file, a.line)}</td><td>${e(a.kind)}</td><td>${a.count}</td><td>${e(a.firstTime)}</td><td>${e(a.lastTime)}</td><td style="text-align:left">${e(a.message)}</td></tr>`,
-        );
-      out.push('</tbody></table>');
-    }
-  }
-  if (input.rounds) {
-    out.push(
-      '<h2 id="rounds">Rounds</h2>',
-      '<table class="sum"><thead><tr><th>round</th><th>status</th><th>coverage</th><th>why it ended so</th></tr></thead><tbody>',
-    );
-    for (const r of input.rounds)
-      out.push(`<tr><td>${e(r.label)}</td><td>${e(r.status)}</td><td>${frac(r.coverage)}</td><td style="text-align:left">${e(r.note)}</td></tr>`);
+  return out;
+}
+
+/** The design's own assertions that fired (nothing when the input gives none). */
+function assertionsSection(input: CoveragePageInput, anchors: Anchors): string[] {
+  if (!input.assertions) return [];
+  const e = escapeHtml;
+  const fired = input.assertions;
+  const n = fired.reduce((a, x) => a + x.count, 0);
+  const out = [
+    '<h2 id="assertions">The design\'s assertions</h2>',
+    fired.length
+      ? `<p class="verdict fail">fired ${n} time${n === 1 ? '' : 's'} at ${fired.length} site${fired.length === 1 ? '' : 's'}: the stimulus broke the design's own checks, so the run failed</p>`
+      : '<p class="verdict pass">none fired</p>',
+  ];
+  if (fired.length) {
+    out.push('<table class="sum"><thead><tr><th>site</th><th>kind</th><th>count</th><th>first</th><th>last</th><th>message</th></tr></thead><tbody>');
+    for (const a of fired)
+      out.push(
+        `<tr><td>${anchors.link(a.file, a.line)}</td><td>${e(a.kind)}</td><td>${a.count}</td><td>${e(a.firstTime)}</td><td>${e(a.lastTime)}</td><td style="text-align:left">${e(a.message)}</td></tr>`,
+      );
     out.push('</tbody></table>');
   }
-  out.push(
+  return out;
+}
+
+/** The rounds' history (nothing when the input gives none). */
+function roundsSection(input: CoveragePageInput): string[] {
+  if (!input.rounds) return [];
+  const e = escapeHtml;
+  const out = [
+    '<h2 id="rounds">Rounds</h2>',
+    '<table class="sum"><thead><tr><th>round</th><th>status</th><th>coverage</th><th>why it ended so</th></tr></thead><tbody>',
+  ];
+  for (const r of input.rounds)
+    out.push(`<tr><td>${e(r.label)}</td><td>${e(r.status)}</td><td>${frac(r.coverage)}</td><td style="text-align:left">${e(r.note)}</td></tr>`);
+  out.push('</tbody></table>');
+  return out;
+}
+
+/** What the annotation of one source file shows per line: hits, toggles, and why points are uncovered. */
+function sourceLineInfo(input: CoveragePageInput, file: string): Map<number, LineInfo> {
+  const lines = new Map<number, LineInfo>();
+  for (const p of input.points) {
+    if (p.file !== file || p.waived) continue;
+    const l = lineInfo(lines, displayLine(p));
+    if (p.type === 'toggle') {
+      l.togTotal += 1;
+      if (isCovered(p)) l.togCovered += 1;
+    } else if (p.type === 'line' || p.type === 'branch' || p.type === 'user') {
+      l.hits = (l.hits ?? 0) + p.count;
+      if (!isCovered(p)) l.missed = true;
+    }
+  }
+  for (const u of input.uncovered) {
+    if (u.file !== file) continue;
+    const l = lineInfo(lines, u.type !== 'toggle' && u.span ? u.span[0] : u.line);
+    l.notes.push(reasonText(u));
+    if (u.reason && u.reason.kind !== 'not-hit') l.excluded = true;
+    else l.notHit = true;
+  }
+  return lines;
+}
+
+/** One annotated source line: its own anchor, hits, toggles, the code and the notes. */
+function sourceRow(a: string, n: number, text: string, l: LineInfo | undefined): string {
+  const e = escapeHtml;
+  // A line whose only misses are proven out of reach is shown as such, not as a miss.
+  const cls = !l
+    ? ''
+    : l.notHit || (l.missed && !l.excluded)
+      ? 'miss'
+      : l.excluded
+        ? 'excl'
+        : l.hits !== null || l.togTotal
+          ? 'hit'
+          : '';
+  const hits = l?.hits !== null && l?.hits !== undefined ? String(l.hits) : '';
+  const tog = l?.togTotal ? `${l.togCovered}/${l.togTotal}` : '';
+  const notes = l?.notes.length ? l.notes.slice(0, 20).map(e).join('<br>') + (l.notes.length > 20 ? `<br>... ${l.notes.length - 20} more` : '') : '';
+  return (
+    `<tr${cls ? ` class="${cls}"` : ''} id="${a}-L${n}"><td class="ln">${n}</td><td class="hits">${hits}</td><td class="tog">${tog}</td>` +
+    `<td class="code">${e(text)}</td><td class="note">${notes}</td></tr>`
+  );
+}
+
+/** Every source file annotated line by line. */
+function sourcesSection(input: CoveragePageInput, anchors: Anchors): string[] {
+  const e = escapeHtml;
+  const out = [
     '<h2 id="sources">Sources</h2>',
     '<p class="legend"><span style="background:#e6ffed">covered</span><span style="background:#ffeef0">not covered</span>' +
       '<span style="background:#eef2ff">cannot be covered (reason given)</span> hits: line/branch hits at the line; toggles: covered/total bits declared there</p>',
-  );
+  ];
   for (const src of input.sources) {
-    const lines = new Map<number, LineInfo>();
-    for (const p of input.points) {
-      if (p.file !== src.file || p.waived) continue;
-      const l = lineInfo(lines, displayLine(p));
-      if (p.type === 'toggle') {
-        l.togTotal += 1;
-        if (isCovered(p)) l.togCovered += 1;
-      } else if (p.type === 'line' || p.type === 'branch' || p.type === 'user') {
-        l.hits = (l.hits ?? 0) + p.count;
-        if (!isCovered(p)) l.missed = true;
-      }
-    }
-    for (const u of input.uncovered) {
-      if (u.file !== src.file) continue;
-      const l = lineInfo(lines, u.type !== 'toggle' && u.span ? u.span[0] : u.line);
-      l.notes.push(reasonText(u));
-      if (u.reason && u.reason.kind !== 'not-hit') l.excluded = true;
-      else l.notHit = true;
-    }
-    const a = anchor(src.file)!;
+    const lines = sourceLineInfo(input, src.file);
+    const a = anchors.anchor(src.file)!;
     out.push(
       `<h3 id="${a}">${e(src.file)}</h3>`,
       '<table class="src"><colgroup><col class="ln"><col class="hits"><col class="tog"><col class="code"><col class="note"></colgroup><tbody>',
     );
-    src.text.split('\n').forEach((text, i) => {
-      const n = i + 1;
-      const l = lines.get(n);
-      // A line whose only misses are proven out of reach is shown as such, not as a miss.
-      const cls = !l
-        ? ''
-        : l.notHit || (l.missed && !l.excluded)
-          ? 'miss'
-          : l.excluded
-            ? 'excl'
-            : l.hits !== null || l.togTotal
-              ? 'hit'
-              : '';
-      const hits = l?.hits !== null && l?.hits !== undefined ? String(l.hits) : '';
-      const tog = l?.togTotal ? `${l.togCovered}/${l.togTotal}` : '';
-      const notes = l?.notes.length ? l.notes.slice(0, 20).map(e).join('<br>') + (l.notes.length > 20 ? `<br>... ${l.notes.length - 20} more` : '') : '';
-      out.push(
-        `<tr${cls ? ` class="${cls}"` : ''} id="${a}-L${n}"><td class="ln">${n}</td><td class="hits">${hits}</td><td class="tog">${tog}</td>` +
-          `<td class="code">${e(text)}</td><td class="note">${notes}</td></tr>`,
-      );
-    });
+    src.text.split('\n').forEach((text, i) => out.push(sourceRow(a, i + 1, text, lines.get(i + 1))));
     out.push('</tbody></table>');
   }
+  return out;
+}
+
+/** The page, as one HTML string. */
+export function coverageHtml(input: CoveragePageInput): string {
+  const e = escapeHtml;
+  const anchors = anchorsOf(input.sources);
+  const out = [
+    ...pageTop(input),
+    ...tallyTables(input, anchors),
+    ...uncoveredSection(input, anchors),
+    ...assertionsSection(input, anchors),
+    ...roundsSection(input),
+    ...sourcesSection(input, anchors),
+  ];
   if (input.testbench) out.push(`<h2 id="testbench">testbench ${e(input.testbench.name)}</h2>`, `<pre>${e(input.testbench.text)}</pre>`);
   out.push('</body></html>', '');
   return out.join('\n');

@@ -108,63 +108,155 @@ function symbolEnd(src: string, p: number, noTick = false): number {
  * text is lexed, `ifdef'd out or not: the preprocessor lexes those too.
  */
 export function scanPreprocessor(src: string): PreprocessorScan {
-  const out: PreprocessorScan = { comments: [], valueComments: [], strings: [], defines: [], raw: [] };
-  const n = src.length;
+  return new PreprocessorScanner(src).scan();
+}
+
+/** One pass of the preprocessor's lexer over a text: each method reads one construct from a
+ * position and returns the position just after it, recording its spans in `out`. */
+class PreprocessorScanner {
+  readonly out: PreprocessorScan = { comments: [], valueComments: [], strings: [], defines: [], raw: [] };
+  readonly n: number;
   /** Macros defined here with formal arguments: their uses read an argument list (ARGMODE). */
-  const withFormals = new Set<string>();
-  const str = (p: number): number => {
-    const e = stringAt(src, p);
-    out.strings.push({ start: p, end: e });
+  readonly withFormals = new Set<string>();
+
+  constructor(readonly src: string) {
+    this.n = src.length;
+  }
+
+  scan(): PreprocessorScan {
+    const { src, n } = this;
+    let i = 0;
+    while (i < n) {
+      const c = src[i];
+      const line = i === 0 || src[i - 1] === '\n' ? this.lineDirective(i) : -1;
+      if (line >= 0) i = line;
+      else if (c === '`') i = this.backtick(i);
+      else if (c === '"') i = this.str(i);
+      else if (c === '/' && (src[i + 1] === '/' || src[i + 1] === '*')) i = this.comment(i);
+      else {
+        const s = symbolEnd(src, i);
+        i = s > i ? s : i + 1;
+      }
+    }
+    for (const list of Object.values(this.out)) (list as Span[]).sort((a, b) => a.start - b.start);
+    return this.out;
+  }
+
+  str(p: number): number {
+    const e = stringAt(this.src, p);
+    this.out.strings.push({ start: p, end: e });
     return e;
-  };
-  const comment = (p: number, list: Span[] = out.comments): number => {
-    const e = src[p + 1] === '/' ? lineEnd(src, p) : blockCommentEnd(src, p);
+  }
+
+  comment(p: number, list: Span[] = this.out.comments): number {
+    const e = this.src[p + 1] === '/' ? lineEnd(this.src, p) : blockCommentEnd(this.src, p);
     list.push({ start: p, end: e });
     return e;
-  };
+  }
+
+  /** `line at the start of a line (at `i`): the whole line is the directive, read unlexed. The
+   * position of the line's newline, or -1 when the line is no `line. */
+  lineDirective(i: number): number {
+    const m = /[ \t\f\r]*`line[ \t\f\r]+[^\n]*\n/y;
+    m.lastIndex = i;
+    if (!m.test(this.src)) return -1;
+    this.out.raw.push({ start: this.src.indexOf('`', i), end: m.lastIndex - 1 });
+    return m.lastIndex - 1;
+  }
+
+  /** What a backtick at `i` opens: an escape, a stringification, a directive or a macro use. */
+  backtick(i: number): number {
+    const { src } = this;
+    if (src.startsWith('``', i)) return i + 2;
+    if (src.startsWith('`\\`"', i)) return i + 4;
+    if (src.startsWith('`"', i)) return this.strify(i);
+    const nameEnd = symbolEnd(src, i + 1, true);
+    if (nameEnd < 0) return i + 1;
+    const name = src.slice(i + 1, nameEnd);
+    if (name === 'pragma') return this.pragma(nameEnd);
+    if (name === 'define') return this.define(i, nameEnd);
+    if (name === 'protected') return this.protectedBlock(nameEnd);
+    if (name === 'include') return this.include(nameEnd);
+    return this.withFormals.has(name) ? this.args(nameEnd) : nameEnd;
+  }
+
+  /** A non-empty `pragma: the build passes the rest of the line on unread. */
+  pragma(nameEnd: number): number {
+    const { src, n } = this;
+    let j = nameEnd;
+    while (j < n && (src[j] === ' ' || src[j] === '\t' || src[j] === '\f')) j++;
+    if (j >= n || src[j] === '\n' || src[j] === '\r') return nameEnd;
+    const e = lineEnd(src, j);
+    this.out.raw.push({ start: nameEnd, end: e });
+    return e;
+  }
+
+  /** `protected ... `endprotected: passed on unread. */
+  protectedBlock(nameEnd: number): number {
+    const e = this.src.indexOf('`endprotected', nameEnd);
+    const end = e < 0 ? this.n : e + '`endprotected'.length;
+    this.out.raw.push({ start: nameEnd, end });
+    return end;
+  }
+
+  /** `include <...>: the file name is passed on unread (a "..." one is an ordinary string). */
+  include(nameEnd: number): number {
+    const { src, n } = this;
+    let j = nameEnd;
+    while (j < n && (src[j] === ' ' || src[j] === '\t')) j++;
+    if (src[j] !== '<') return nameEnd;
+    let k = j + 1;
+    while (k < n && src[k] !== '>' && src[k] !== '\n') k += src[k] === '\\' ? 2 : 1;
+    const end = Math.min(n, src[k] === '>' ? k + 1 : k);
+    this.out.raw.push({ start: j, end });
+    return end;
+  }
 
   /** `"..."` stringification (STRIFY): strings inside, no comments; ends at the next `". */
-  const strify = (p: number): number => {
+  strify(p: number): number {
+    const { src, n } = this;
     let j = p + 2;
     while (j < n) {
       if (src.startsWith('`\\`"', j)) j += 4;
       else if (src.startsWith('`"', j)) return j + 2;
-      else if (src[j] === '"') j = str(j);
+      else if (src[j] === '"') j = this.str(j);
       else {
         const s = symbolEnd(src, j, true);
         j = s > j ? s : j + 1;
       }
     }
     return n;
-  };
+  }
 
   /** A macro call's argument list (ARGMODE), from just after the macro name. */
-  const args = (p: number): number => {
+  args(p: number): number {
+    const { src, n } = this;
     let j = p;
     // White space and comments may stand before the "(".
     while (j < n) {
       if (/[ \t\f\r\n]/.test(src[j])) j++;
-      else if (src.startsWith('//', j) || src.startsWith('/*', j)) j = comment(j);
+      else if (src.startsWith('//', j) || src.startsWith('/*', j)) j = this.comment(j);
       else break;
     }
     if (src[j] !== '(') return p;
-    return bracketed(j, 'arguments');
-  };
+    return this.bracketed(j, 'arguments');
+  }
 
   /**
    * From an opening bracket to just after its match: strings and comments skipped whole; in a
    * macro call's arguments `\`" and `"..`" too, in a `define's formals a backslash escapes the
    * next character. n when it never closes.
    */
-  const bracketed = (p: number, within: 'arguments' | 'formals'): number => {
+  bracketed(p: number, within: 'arguments' | 'formals'): number {
+    const { src, n } = this;
     let j = p;
     let depth = 0;
     while (j < n) {
       const c = src[j];
-      if (c === '"') j = str(j);
-      else if (src.startsWith('//', j) || src.startsWith('/*', j)) j = comment(j);
+      if (c === '"') j = this.str(j);
+      else if (src.startsWith('//', j) || src.startsWith('/*', j)) j = this.comment(j);
       else if (within === 'arguments' && src.startsWith('`\\`"', j)) j += 4;
-      else if (within === 'arguments' && src.startsWith('`"', j)) j = strify(j);
+      else if (within === 'arguments' && src.startsWith('`"', j)) j = this.strify(j);
       else if (within === 'formals' && c === '\\') j += 2;
       else if (c === '(' || c === '[' || c === '{') {
         depth++;
@@ -176,14 +268,15 @@ export function scanPreprocessor(src: string): PreprocessorScan {
       } else j++;
     }
     return n;
-  };
+  }
 
   /** `define: the name, the formals, the value up to an unescaped newline (DEFFORM / DEFVAL). */
-  const define = (tick: number, p: number): number => {
+  define(tick: number, p: number): number {
+    const { src, n } = this;
     let j = p;
     while (j < n) {
       if (WS.test(src[j])) j++;
-      else if (src.startsWith('/*', j)) j = comment(j);
+      else if (src.startsWith('/*', j)) j = this.comment(j);
       else break;
     }
     const nameEnd = symbolEnd(src, j, true);
@@ -191,100 +284,37 @@ export function scanPreprocessor(src: string): PreprocessorScan {
     const name = src.slice(j, nameEnd);
     j = nameEnd;
     if (src[j] === '(') {
-      withFormals.add(name);
-      j = bracketed(j, 'formals');
+      this.withFormals.add(name);
+      j = this.bracketed(j, 'formals');
     }
-    // The value.
+    j = this.defineValue(j);
+    this.out.defines.push({ start: tick, end: Math.min(j, n) });
+    return j;
+  }
+
+  /** A `define's value, from `p` to the newline no backslash escapes. */
+  defineValue(p: number): number {
+    const { src, n } = this;
+    let j = p;
     while (j < n) {
       const c = src[j];
       if (c === '\n' || (c === '\r' && /^\r*\n/.test(src.slice(j, j + 8)))) break;
-      if (src.startsWith('/*', j)) j = comment(j, out.valueComments);
+      if (src.startsWith('/*', j)) j = this.comment(j, this.out.valueComments);
       else if (src.startsWith('//', j)) {
         const e = lineEnd(src, j);
-        out.comments.push({ start: j, end: e });
+        this.out.comments.push({ start: j, end: e });
         // A // comment that ends in a backslash continues the value on the next line.
         if (/\\\r*$/.test(src.slice(j, e))) j = e + 1;
         else j = e;
-      } else if (c === '"') j = str(j);
+      } else if (c === '"') j = this.str(j);
       else if (c === '\\') {
         if (/^\\\r*\n/.test(src.slice(j, j + 8))) j = lineEnd(src, j) + 1;
         else if (/^\\[ \t\f]+\r*\n/.test(src.slice(j, lineEnd(src, j) + 1))) j++;
         else j += 2;
       } else j++;
     }
-    out.defines.push({ start: tick, end: Math.min(j, n) });
     return j;
-  };
-
-  let i = 0;
-  while (i < n) {
-    const c = src[i];
-    if (i === 0 || src[i - 1] === '\n') {
-      // `line at the start of a line: the whole line is the directive, read unlexed.
-      const m = /[ \t\f\r]*`line[ \t\f\r]+[^\n]*\n/y;
-      m.lastIndex = i;
-      if (m.test(src)) {
-        out.raw.push({ start: src.indexOf('`', i), end: m.lastIndex - 1 });
-        i = m.lastIndex - 1;
-        continue;
-      }
-    }
-    if (c === '`') {
-      if (src.startsWith('``', i)) {
-        i += 2;
-        continue;
-      }
-      if (src.startsWith('`\\`"', i)) {
-        i += 4;
-        continue;
-      }
-      if (src.startsWith('`"', i)) {
-        i = strify(i);
-        continue;
-      }
-      const nameEnd = symbolEnd(src, i + 1, true);
-      if (nameEnd < 0) {
-        i++;
-        continue;
-      }
-      const name = src.slice(i + 1, nameEnd);
-      if (name === 'pragma') {
-        // A non-empty `pragma: the build passes the rest of the line on unread.
-        let j = nameEnd;
-        while (j < n && (src[j] === ' ' || src[j] === '\t' || src[j] === '\f')) j++;
-        if (j < n && src[j] !== '\n' && src[j] !== '\r') {
-          const e = lineEnd(src, j);
-          out.raw.push({ start: nameEnd, end: e });
-          i = e;
-        } else i = nameEnd;
-      } else if (name === 'define') i = define(i, nameEnd);
-      else if (name === 'protected') {
-        const e = src.indexOf('`endprotected', nameEnd);
-        const end = e < 0 ? n : e + '`endprotected'.length;
-        out.raw.push({ start: nameEnd, end });
-        i = end;
-      } else if (name === 'include') {
-        let j = nameEnd;
-        while (j < n && (src[j] === ' ' || src[j] === '\t')) j++;
-        if (src[j] === '<') {
-          let k = j + 1;
-          while (k < n && src[k] !== '>' && src[k] !== '\n') k += src[k] === '\\' ? 2 : 1;
-          const end = Math.min(n, src[k] === '>' ? k + 1 : k);
-          out.raw.push({ start: j, end });
-          i = end;
-        } else i = nameEnd;
-      } else i = withFormals.has(name) ? args(nameEnd) : nameEnd;
-      continue;
-    }
-    if (c === '"') i = str(i);
-    else if (c === '/' && (src[i + 1] === '/' || src[i + 1] === '*')) i = comment(i);
-    else {
-      const s = symbolEnd(src, i);
-      i = s > i ? s : i + 1;
-    }
   }
-  for (const list of Object.values(out)) (list as Span[]).sort((a, b) => a.start - b.start);
-  return out;
 }
 
 /** Copies `src`, replacing the characters of the spans (but not their newlines) with spaces. */

@@ -116,34 +116,109 @@ const POP = /^(pop|rd_en|rden|re|read|rd|i_rd|rd_i|get|deq|dequeue|out_ready|m_r
 const VALID_IN = /(^|_)(valid|vld|req|start)(_i|_in)?$/i;
 const READY_OUT = /(^|_)(ready|rdy|ack|grant|gnt)(_o|_out)?$/i;
 
-export function emitTestbench(plan: StimulusPlan): string {
-  const { roles } = plan;
-  const tb = plan.tbModule ?? `tb_${plan.top}`;
-  const L: string[] = [];
-  const clk = roles.clocks[0];
-  const ctrl = roles.data.filter((p) => p.width === 1 && p.unpackedDims.length === 0 && p.kind !== 'enum');
-  const dataBits = roles.data.reduce((a, p) => a + p.width * elements(p).length, 0);
-  const exhaustive = !clk && dataBits > 0 && dataBits <= plan.exhaustiveBits;
-  const full = roles.outputs.find((o) => FULL.test(o.name) && o.width === 1);
-  const empty = roles.outputs.find((o) => EMPTY.test(o.name) && o.width === 1);
-  const push = roles.data.find((p) => PUSH.test(p.name) && p.width === 1);
-  const pop = roles.data.find((p) => POP.test(p.name) && p.width === 1);
-  const validIn = roles.data.find((p) => VALID_IN.test(p.name) && p.width === 1);
-  const readyOut = roles.outputs.find((o) => READY_OUT.test(o.name) && o.width === 1);
+type Reset = Roles['resets'][number];
+const assertReset = (r: Reset): string => `${r.port.name} = 1'b${r.activeLow ? 0 : 1};`;
+const releaseReset = (r: Reset): string => `${r.port.name} = 1'b${r.activeLow ? 1 : 0};`;
 
+/** What the testbench's sections read of the plan: the primary clock, the inputs and outputs
+ * some phase treats specially, and the text shared between sections. */
+interface Bench {
+  plan: StimulusPlan;
+  roles: Roles;
+  /** The primary clock; undefined for a combinational design. */
+  clk: Roles['clocks'][number] | undefined;
+  /** 1-bit plain control inputs, held still in phase 5. */
+  ctrl: PortInfo[];
+  /** Bits of every data input, elements of unpacked arrays included. */
+  dataBits: number;
+  /** Few enough input bits, and no clock: every combination is enumerated. */
+  exhaustive: boolean;
+  full?: PortInfo;
+  empty?: PortInfo;
+  push?: PortInfo;
+  pop?: PortInfo;
+  validIn?: PortInfo;
+  readyOut?: PortInfo;
+  /** The edge a step waits for: the one away from the clock's sampling edge ('' without a clock). */
+  stepEdge: string;
+  /** Unpacked-array inputs, driven through shadow arrays (driveName). */
+  shadowed: PortInfo[];
+  /** Inputs of the constant walk: a table of their compared constants each (clocked designs only). */
+  walk: PortInfo[];
+  /** The protocols' bus-functional tasks and phases. */
+  proto: { tasks: string[]; phases: string[] };
+}
+
+function benchOf(plan: StimulusPlan): Bench {
+  const { roles } = plan;
+  const clk = roles.clocks[0];
+  const dataBits = roles.data.reduce((a, p) => a + p.width * elements(p).length, 0);
+  return {
+    plan,
+    roles,
+    clk,
+    ctrl: roles.data.filter((p) => p.width === 1 && p.unpackedDims.length === 0 && p.kind !== 'enum'),
+    dataBits,
+    exhaustive: !clk && dataBits > 0 && dataBits <= plan.exhaustiveBits,
+    full: roles.outputs.find((o) => FULL.test(o.name) && o.width === 1),
+    empty: roles.outputs.find((o) => EMPTY.test(o.name) && o.width === 1),
+    push: roles.data.find((p) => PUSH.test(p.name) && p.width === 1),
+    pop: roles.data.find((p) => POP.test(p.name) && p.width === 1),
+    validIn: roles.data.find((p) => VALID_IN.test(p.name) && p.width === 1),
+    readyOut: roles.outputs.find((o) => READY_OUT.test(o.name) && o.width === 1),
+    stepEdge: clk ? (clk.activeEdge === 'pos' ? 'negedge' : 'posedge') : '',
+    shadowed: roles.data.filter((p) => p.unpackedDims.length),
+    walk: clk
+      ? roles.data.filter((p) => p.kind !== 'enum' && p.unpackedDims.length === 0 && (plan.constants[p.name]?.length ?? 0) > 0)
+      : [],
+    proto:
+      plan.protocols && clk
+        ? emitProtocols(plan.protocols, plan.constants, plan.protocolScale ?? 1, roles.resets.length > 0)
+        : { tasks: [], phases: [] },
+  };
+}
+
+export function emitTestbench(plan: StimulusPlan): string {
+  const b = benchOf(plan);
+  const L: string[] = [
+    ...headerComment(plan),
+    ...declarations(b),
+    ...clockGenerators(b),
+    ...shadowCopies(b),
+    ...legalityState(b),
+    ...stepTask(b),
+    ...resetTask(b),
+    ...b.proto.tasks,
+    ...walkTables(b),
+    ...driveRandomTask(b),
+    ...startPhases(b),
+    ...(b.exhaustive ? exhaustivePhase(b) : directedPhases(b)),
+    ...finishPhase(b),
+  ];
+  return L.join('\n') + '\n';
+}
+
+/** What wrote the testbench, for which round and seed, and why this round differs. */
+function headerComment(plan: StimulusPlan): string[] {
+  const L: string[] = [];
   L.push(`// Stimulus testbench for '${plan.top}', written by the CHORUS built-in generator`);
   L.push(`// (model-free, coverage-directed constrained-random). Round ${plan.round + 1}, seed ${plan.seed}.`);
   L.push('// It drives every input and has no checks on outputs: it exists to exercise the design.');
   for (const n of plan.notes) L.push(`// - ${n}`);
   for (const p of plan.scaled ?? []) L.push(`// Parameter ${p.name} scaled from ${p.was} to ${p.value}: ${p.why}.`);
   for (const n of plan.protocolNotes ?? []) L.push(`// Recognised: ${n}.`);
+  return L;
+}
+
+/** The module header, a variable for every port (and shadow array), and the design's instance. */
+function declarations({ plan, roles, shadowed }: Bench): string[] {
+  const L: string[] = [];
   L.push('`timescale 1ns/1ps');
-  L.push(`module ${tb};`);
+  L.push(`module ${plan.tbModule ?? `tb_${plan.top}`};`);
   for (const p of [...roles.clocks.map((c) => c.port), ...roles.resets.map((r) => r.port), ...roles.data]) {
     L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
   }
   for (const p of roles.outputs) L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
-  const shadowed = roles.data.filter((p) => p.unpackedDims.length);
   for (const p of shadowed) L.push(`${ind(1)}${packedDecl(p)} ${driveName(p)}${unpackedSuffix(p)}; // drives ${p.name} (see below)`);
   L.push(`${ind(1)}int unsigned cycle = 0;`);
   L.push('');
@@ -154,8 +229,11 @@ export function emitTestbench(plan: StimulusPlan): string {
   L.push(conns.map((p) => `${ind(2)}.${p.name}(${p.name})`).join(',\n'));
   L.push(`${ind(1)});`);
   L.push('');
+  return L;
+}
 
-  // Clocks
+function clockGenerators({ roles }: Bench): string[] {
+  const L: string[] = [];
   for (const c of roles.clocks) {
     L.push(
       `${ind(1)}// Clock ${c.port.name}: ${2 * c.halfPeriodNs} ns period${roles.clocks.length > 1 ? ` (the clocks run at ${roles.clocks.map((k) => 2 * k.halfPeriodNs).join('/')} ns)` : ''}.`,
@@ -164,29 +242,42 @@ export function emitTestbench(plan: StimulusPlan): string {
     L.push(`${ind(1)}always #${c.halfPeriodNs} ${c.port.name} = ~${c.port.name};`);
   }
   if (roles.clocks.length) L.push('');
+  return L;
+}
 
-  // Step: one cycle of the primary clock, inputs change away from the sampling edge.
-  const stepEdge = clk ? (clk.activeEdge === 'pos' ? 'negedge' : 'posedge') : '';
-  if (shadowed.length) {
-    L.push(`${ind(1)}// Unpacked-array inputs are copied from their shadow arrays on an edge: some simulators`);
-    L.push(`${ind(1)}// (Verilator 5.006) miss element writes from an initial block on such ports.`);
-    let edge = `${stepEdge} ${clk?.port.name}`;
-    if (!clk) {
-      L.push(`${ind(1)}logic copy_tick = 1'b0;`);
-      L.push(`${ind(1)}always #1 copy_tick = ~copy_tick;`);
-      edge = 'posedge copy_tick';
-    }
-    for (const p of shadowed) L.push(`${ind(1)}always @(${edge}) ${p.name} <= ${driveName(p)};`);
-    L.push('');
+/** The processes copying shadow arrays into unpacked-array inputs (see driveName). */
+function shadowCopies({ clk, stepEdge, shadowed }: Bench): string[] {
+  const L: string[] = [];
+  if (!shadowed.length) return L;
+  L.push(`${ind(1)}// Unpacked-array inputs are copied from their shadow arrays on an edge: some simulators`);
+  L.push(`${ind(1)}// (Verilator 5.006) miss element writes from an initial block on such ports.`);
+  let edge = `${stepEdge} ${clk?.port.name}`;
+  if (!clk) {
+    L.push(`${ind(1)}logic copy_tick = 1'b0;`);
+    L.push(`${ind(1)}always #1 copy_tick = ~copy_tick;`);
+    edge = 'posedge copy_tick';
   }
-  // What the legality rules remember between steps (an antecedent that matched, a past value),
-  // sampled at the property's own clock.
+  for (const p of shadowed) L.push(`${ind(1)}always @(${edge}) ${p.name} <= ${driveName(p)};`);
+  L.push('');
+  return L;
+}
+
+/** What the legality rules remember between steps (an antecedent that matched, a past value),
+ * sampled at the property's own clock. */
+function legalityState({ plan }: Bench): string[] {
+  const L: string[] = [];
   const decls = [...new Set((plan.legality ?? []).flatMap((r) => r.declarations ?? []))];
   if (decls.length) {
     L.push(`${ind(1)}// State of the design's properties that the legal stimulus follows:`);
     for (const d of decls) L.push(`${ind(1)}${d}`);
     L.push('');
   }
+  return L;
+}
+
+/** Step: one cycle of the primary clock, inputs change away from the sampling edge. */
+function stepTask({ plan, clk, stepEdge, push, full, pop, empty }: Bench): string[] {
+  const L: string[] = [];
   L.push(
     `${ind(1)}// One stimulus step: ${clk ? `wait for the ${stepEdge} of ${clk.port.name} (inputs change away from the sampling edge)` : 'let the combinational logic settle'}.`,
   );
@@ -216,39 +307,45 @@ export function emitTestbench(plan: StimulusPlan): string {
   L.push(`${ind(2)}cycle++;`);
   L.push(`${ind(1)}endtask`);
   L.push('');
+  return L;
+}
 
-  // Reset helpers
-  const assertReset = (r: Roles['resets'][number]): string => `${r.port.name} = 1'b${r.activeLow ? 0 : 1};`;
-  const releaseReset = (r: Roles['resets'][number]): string => `${r.port.name} = 1'b${r.activeLow ? 1 : 0};`;
-  if (roles.resets.length) {
-    L.push(
-      `${ind(1)}// Reset: ${roles.resets.map((r) => `${r.port.name} (active-${r.activeLow ? 'low' : 'high'}, ${r.async ? 'asynchronous' : 'synchronous'}${r.evidence ? `: ${oneLine(r.evidence)}` : ''})`).join(', ')}.`,
-    );
-    L.push(`${ind(1)}task automatic apply_reset(int unsigned cycles);`);
-    for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);
-    L.push(`${ind(2)}repeat (cycles) step();`);
-    if (roles.resets.some((r) => r.async)) L.push(`${ind(2)}#1;`);
-    for (const r of roles.resets) L.push(`${ind(2)}${releaseReset(r)}`);
-    L.push(`${ind(1)}endtask`);
-    L.push('');
-  }
+/** The reset task: every reset asserted for some steps, then released. */
+function resetTask({ roles }: Bench): string[] {
+  const L: string[] = [];
+  if (!roles.resets.length) return L;
+  L.push(
+    `${ind(1)}// Reset: ${roles.resets.map((r) => `${r.port.name} (active-${r.activeLow ? 'low' : 'high'}, ${r.async ? 'asynchronous' : 'synchronous'}${r.evidence ? `: ${oneLine(r.evidence)}` : ''})`).join(', ')}.`,
+  );
+  L.push(`${ind(1)}task automatic apply_reset(int unsigned cycles);`);
+  for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);
+  L.push(`${ind(2)}repeat (cycles) step();`);
+  if (roles.resets.some((r) => r.async)) L.push(`${ind(2)}#1;`);
+  for (const r of roles.resets) L.push(`${ind(2)}${releaseReset(r)}`);
+  L.push(`${ind(1)}endtask`);
+  L.push('');
+  return L;
+}
 
-  const proto =
-    plan.protocols && clk
-      ? emitProtocols(plan.protocols, plan.constants, plan.protocolScale ?? 1, roles.resets.length > 0)
-      : { tasks: [], phases: [] };
-  L.push(...proto.tasks);
-  // Constant walk: module-level tables of the constants each input is compared against.
-  const walk = clk
-    ? roles.data.filter((p) => p.kind !== 'enum' && p.unpackedDims.length === 0 && (plan.constants[p.name]?.length ?? 0) > 0)
-    : [];
+/** The constants an input is compared against, and their neighbours: 64 at most. */
+function comparedValues(plan: StimulusPlan, p: PortInfo): bigint[] {
+  return [...new Set(plan.constants[p.name].flatMap((v) => withNeighbours(p.width, v)))].slice(0, 64);
+}
+
+/** Constant walk: module-level tables of the constants each input is compared against. */
+function walkTables({ plan, walk }: Bench): string[] {
+  const L: string[] = [];
   for (const p of walk) {
-    const vals = [...new Set(plan.constants[p.name].flatMap((v) => withNeighbours(p.width, v)))].slice(0, 64);
+    const vals = comparedValues(plan, p);
     L.push(`${ind(1)}${packedLogic(p)} walk_${p.name} [${vals.length}] = '{${vals.map((v) => literal(p.width, v)).join(', ')}};`);
   }
   if (walk.length) L.push('');
+  return L;
+}
 
-  // Random drive of all data inputs, with handshake/flag awareness.
+/** Random drive of all data inputs, with handshake/flag awareness. */
+function driveRandomTask({ plan, roles, validIn, readyOut, push, full, pop, empty }: Bench): string[] {
+  const L: string[] = [];
   L.push(`${ind(1)}// Uniform random values on every data input${plan.respectFlags ? ", respecting the DUT's full/empty flags" : ''}.`);
   L.push(`${ind(1)}task automatic drive_random();`);
   for (const p of roles.data) {
@@ -269,7 +366,12 @@ export function emitTestbench(plan: StimulusPlan): string {
   }
   L.push(`${ind(1)}endtask`);
   L.push('');
+  return L;
+}
 
+/** The initial block's start: the seed, phase 0 (all inputs zero) and phase 1 (reset). */
+function startPhases({ plan, roles }: Bench): string[] {
+  const L: string[] = [];
   L.push(`${ind(1)}initial begin`);
   L.push(`${ind(2)}void'($urandom(${plan.seed})); // seed the stimulus`);
   L.push(`${ind(2)}// Phase 0: every input at zero${roles.resets.length ? ', reset asserted' : ''}.`);
@@ -281,185 +383,246 @@ export function emitTestbench(plan: StimulusPlan): string {
   } else {
     L.push(`${ind(2)}step();`);
   }
+  return L;
+}
 
-  if (exhaustive) {
-    const flat = roles.data.flatMap((p) => elements(p).map((e) => ({ p, e })));
-    const concat = flat.map((x) => x.e).join(', ');
-    L.push(`${ind(2)}// Phase 2: exhaustive: every one of the 2^${dataBits} input combinations, then back to zero.`);
-    L.push(`${ind(2)}for (longint unsigned v = 0; v < ${2n ** BigInt(dataBits)}; v++) begin`);
-    if (flat.some((x) => x.p.kind === 'enum')) {
-      L.push(`${ind(3)}automatic logic [${dataBits - 1}:0] bits = ${dataBits}'(v);`);
-      let hi = dataBits - 1;
-      for (const { p, e } of flat) {
-        L.push(`${ind(3)}${assignValue(p, e, `bits[${hi}:${hi - p.width + 1}]`)}`);
-        hi -= p.width;
-      }
-    } else {
-      L.push(`${ind(3)}{${concat}} = ${dataBits}'(v);`);
+/** Phase 2 of a small combinational design: every input combination, up and then down. */
+function exhaustivePhase({ roles, dataBits }: Bench): string[] {
+  const L: string[] = [];
+  const flat = roles.data.flatMap((p) => elements(p).map((e) => ({ p, e })));
+  const concat = flat.map((x) => x.e).join(', ');
+  L.push(`${ind(2)}// Phase 2: exhaustive: every one of the 2^${dataBits} input combinations, then back to zero.`);
+  L.push(`${ind(2)}for (longint unsigned v = 0; v < ${2n ** BigInt(dataBits)}; v++) begin`);
+  if (flat.some((x) => x.p.kind === 'enum')) {
+    L.push(`${ind(3)}automatic logic [${dataBits - 1}:0] bits = ${dataBits}'(v);`);
+    let hi = dataBits - 1;
+    for (const { p, e } of flat) {
+      L.push(`${ind(3)}${assignValue(p, e, `bits[${hi}:${hi - p.width + 1}]`)}`);
+      hi -= p.width;
     }
-    L.push(`${ind(3)}step();`);
-    L.push(`${ind(2)}end`);
-    L.push(`${ind(2)}{${concat}} = '0;`);
-    L.push(`${ind(2)}step();`);
-    // A second, descending sweep gives every bit a second pair of transitions.
-    L.push(`${ind(2)}for (longint unsigned v = ${2n ** BigInt(dataBits)}; v > 0; v--) begin`);
-    L.push(`${ind(3)}{${concat}} = ${dataBits}'(v - 1);`);
-    L.push(`${ind(3)}step();`);
-    L.push(`${ind(2)}end`);
   } else {
-    // Corners per input, one at a time, the others random.
-    L.push(`${ind(2)}// Phase 2: corner values on each data input (zero, all ones, MSB only, LSB, alternating, walking ones).`);
-    for (const p of roles.data) {
-      if (p.kind === 'enum') {
-        for (const ev of p.enumValues ?? [])
-          for (const e of elements(p).slice(0, 8)) L.push(`${ind(2)}${assignValue(p, e, ev.value)} step();`);
-        continue;
-      }
-      const corners = cornerValues(p.width);
-      for (const e of elements(p).slice(0, 16)) {
-        L.push(`${ind(2)}drive_random();`);
-        for (const v of corners) L.push(`${ind(2)}${e} = ${literal(p.width, v)}; step();`);
-        if (p.width > 2 && p.width <= 256) {
-          L.push(`${ind(2)}for (int i = 0; i < ${p.width}; i++) begin ${e} = ${p.width}'(1) << i; step(); end`);
-        }
-        L.push(`${ind(2)}${e} = '0; step();`);
-      }
-    }
-    // Equal operands: inputs of the same width take the same value (comparators, `a == b` arms,
-    // subtraction to zero), at every corner and at random.
-    const byWidth = new Map<number, PortInfo[]>();
-    for (const p of roles.data)
-      if (p.kind !== 'enum' && p.width >= 2 && p.unpackedDims.length === 0) byWidth.set(p.width, [...(byWidth.get(p.width) ?? []), p]);
-    const equal = [...byWidth.entries()].filter(([, ps]) => ps.length >= 2);
-    if (equal.length) {
-      L.push(`${ind(2)}// Phase 2b: equal operands: inputs of the same width take the same value (corners, then random).`);
-      for (const [w, ps] of equal) {
-        for (const v of cornerValues(w))
-          L.push(`${ind(2)}drive_random(); ${ps.map((p) => `${p.name} = ${literal(w, v)};`).join(' ')} step();`);
-        L.push(
-          `${ind(2)}repeat (8) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${ps.map((p) => `${p.name} = v;`).join(' ')} step(); end`,
-        );
-      }
-    }
-    // Unpacked-array inputs: arrangements of the elements (all equal, ascending, descending).
-    const arrays = roles.data.filter(
-      (p) => p.kind !== 'enum' && p.unpackedDims.length && elements(p).length > 1 && elements(p).length <= 256,
-    );
-    if (arrays.length) {
-      L.push(`${ind(2)}// Phase 2c: array inputs arranged: all elements equal, ascending, descending (sorters, max/min, search).`);
-      for (const p of arrays) {
-        const els = elements(p);
-        const w = p.width;
-        const at = (k: number, e: string): string => `${w}'(${e} + ${k})`;
-        for (const v of [0n, (1n << BigInt(w)) - 1n, 1n])
-          L.push(`${ind(2)}drive_random(); ${els.map((e) => `${e} = ${literal(w, v)};`).join(' ')} step(); step();`);
-        L.push(
-          `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e) => `${e} = v;`).join(' ')} step(); step(); end`,
-        );
-        L.push(`${ind(2)}drive_random(); ${els.map((e, k) => `${e} = ${w}'(${k});`).join(' ')} step(); step();`);
-        L.push(`${ind(2)}drive_random(); ${els.map((e, k) => `${e} = ${w}'(${els.length - 1 - k});`).join(' ')} step(); step();`);
-        L.push(
-          `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e, k) => `${e} = ${at(k, 'v')};`).join(' ')} step(); step(); end`,
-        );
-        L.push(
-          `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e, k) => `${e} = ${at(els.length - 1 - k, 'v')};`).join(' ')} step(); step(); end`,
-        );
-      }
-    }
-    // Constants the design compares inputs against.
-    const withConst = roles.data.filter((p) => (plan.constants[p.name]?.length ?? 0) > 0 && p.kind !== 'enum');
-    if (withConst.length) {
-      L.push(`${ind(2)}// Phase 3: values the design compares its inputs against, and their neighbours.`);
-      for (const p of withConst) {
-        const vals = [...new Set(plan.constants[p.name].flatMap((v) => withNeighbours(p.width, v)))].slice(0, 64);
-        for (const e of elements(p).slice(0, 8)) {
-          for (const v of vals) L.push(`${ind(2)}drive_random(); ${e} = ${literal(p.width, v)}; step(); step();`);
-        }
-      }
-    }
-    if (walk.length && (plan.walkCycles ?? 0) > 0) {
-      L.push(
-        `${ind(2)}// Phase 3b: constant walk, ${plan.walkCycles} cycles: each of ${walk.map((p) => p.name).join(', ')} takes one of its compared`,
-      );
-      L.push(`${ind(2)}// constants (or a neighbour) three times in four, so sequences of them (codes, commands) occur.`);
-      L.push(`${ind(2)}repeat (${plan.walkCycles}) begin`);
-      L.push(`${ind(3)}drive_random();`);
-      for (const p of walk)
-        L.push(`${ind(3)}if ($urandom_range(0, 3) != 0) ${p.name} = walk_${p.name}[$urandom_range(0, $size(walk_${p.name}) - 1)];`);
-      L.push(`${ind(3)}step();`);
-      L.push(`${ind(2)}end`);
-    }
-    if (proto.phases.length) L.push(...proto.phases);
-    // Random phase. From round 1 on the segment is seeded at its start, so a later round can
-    // replay it exactly (the search keeps segments that raised coverage and adds new ones).
-    const randomBody = (cycles: number): void => {
-      L.push(`${ind(2)}repeat (${cycles}) begin`);
-      L.push(`${ind(3)}drive_random();`);
-      if (roles.resets.length) {
-        L.push(`${ind(3)}if ($urandom_range(0, 199) == 0) begin`);
-        for (const r of roles.resets) L.push(`${ind(4)}${assertReset(r)}`);
-        L.push(`${ind(4)}step();`);
-        for (const r of roles.resets) L.push(`${ind(4)}${releaseReset(r)}`);
-        L.push(`${ind(3)}end`);
-      }
-      L.push(`${ind(3)}step();`);
-      L.push(`${ind(2)}end`);
-    };
-    for (const e of plan.elite ?? []) {
-      L.push(
-        `${ind(2)}// Phase 4e: replay of round ${e.round + 1}'s random segment (seed ${e.seed}, ${e.cycles} cycles): it raised coverage.`,
-      );
-      L.push(`${ind(2)}void'($urandom(${e.seed}));`);
-      randomBody(e.cycles);
-    }
-    L.push(
-      `${ind(2)}// Phase 4: ${plan.randomCycles} cycles of uniform random stimulus${roles.resets.length ? ', with an occasional reset' : ''}.`,
-    );
-    if (plan.round > 0) L.push(`${ind(2)}void'($urandom(${segmentSeed(plan)}));`);
-    randomBody(plan.randomCycles);
-    // Held control inputs: long runs with each combination of 1-bit controls held still.
-    if (clk && !ctrl.length && plan.holdCycles > 0) {
-      L.push(
-        `${ind(2)}// Phase 5: one long run of ${plan.holdCycles} cycles with no reset, so counters and timers reach their terminal values.`,
-      );
-      L.push(`${ind(2)}repeat (${plan.holdCycles}) begin drive_random(); step(); end`);
-    }
-    if (clk && ctrl.length && plan.holdCombos > 0 && plan.holdCycles > 0) {
-      const combos = Math.min(plan.holdCombos, 2 ** Math.min(ctrl.length, 16));
-      L.push(
-        `${ind(2)}// Phase 5: ${combos} combinations of the 1-bit controls (${ctrl.map((c) => c.name).join(', ')}) each held for ${plan.holdCycles} cycles,`,
-      );
-      L.push(`${ind(2)}// so counters and timers reach their terminal values; wide data stays random.`);
-      L.push(`${ind(2)}for (int unsigned combo = 0; combo < ${combos}; combo++) begin`);
-      L.push(
-        // automatic: a block variable of a static initial is static, and a static variable's
-        // initializer may not read the loop's automatic counter (IEEE 1800-2017 6.21).
-        `${ind(3)}automatic logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : randomExpr(ctrl.length)};`,
-      );
-      L.push(`${ind(3)}repeat (${plan.holdCycles}) begin`);
-      L.push(`${ind(4)}drive_random();`);
-      L.push(`${ind(4)}{${ctrl.map((c) => c.name).join(', ')}} = held;`);
-      L.push(`${ind(4)}step();`);
-      L.push(`${ind(3)}end`);
-      L.push(`${ind(2)}end`);
-    }
-    // Mid-run resets.
-    if (roles.resets.length && plan.midRunResets > 0) {
-      L.push(`${ind(2)}// Phase 6: reset in the middle of activity, ${plan.midRunResets} time(s), then more random stimulus.`);
-      L.push(`${ind(2)}repeat (${plan.midRunResets}) begin`);
-      L.push(`${ind(3)}repeat (${Math.max(8, Math.floor(plan.randomCycles / 8))}) begin drive_random(); step(); end`);
-      const asyncReset = roles.resets.find((r) => r.async);
-      if (asyncReset && clk) {
-        L.push(
-          `${ind(3)}#${Math.max(1, Math.floor(clk.halfPeriodNs / 2))} ${assertReset(asyncReset)} // asynchronous: between clock edges`,
-        );
-        L.push(`${ind(3)}#2 ${releaseReset(asyncReset)}`);
-      }
-      L.push(`${ind(3)}apply_reset(2);`);
-      L.push(`${ind(2)}end`);
-    }
-    L.push(`${ind(2)}repeat (${Math.max(16, Math.floor(plan.randomCycles / 4))}) begin drive_random(); step(); end`);
+    L.push(`${ind(3)}{${concat}} = ${dataBits}'(v);`);
   }
+  L.push(`${ind(3)}step();`);
+  L.push(`${ind(2)}end`);
+  L.push(`${ind(2)}{${concat}} = '0;`);
+  L.push(`${ind(2)}step();`);
+  // A second, descending sweep gives every bit a second pair of transitions.
+  L.push(`${ind(2)}for (longint unsigned v = ${2n ** BigInt(dataBits)}; v > 0; v--) begin`);
+  L.push(`${ind(3)}{${concat}} = ${dataBits}'(v - 1);`);
+  L.push(`${ind(3)}step();`);
+  L.push(`${ind(2)}end`);
+  return L;
+}
+
+/** Phases 2 to 6 of any other design: directed values, then random stimulus, held controls and
+ * resets in the middle of activity. */
+function directedPhases(b: Bench): string[] {
+  return [
+    ...cornerPhase(b),
+    ...equalOperandsPhase(b),
+    ...arrayArrangementsPhase(b),
+    ...comparedConstantsPhase(b),
+    ...constantWalkPhase(b),
+    ...b.proto.phases,
+    ...randomPhases(b),
+    ...heldControlsPhase(b),
+    ...midRunResetPhase(b),
+    `${ind(2)}repeat (${Math.max(16, Math.floor(b.plan.randomCycles / 4))}) begin drive_random(); step(); end`,
+  ];
+}
+
+/** Corners per input, one at a time, the others random. */
+function cornerPhase({ roles }: Bench): string[] {
+  const L: string[] = [];
+  L.push(`${ind(2)}// Phase 2: corner values on each data input (zero, all ones, MSB only, LSB, alternating, walking ones).`);
+  for (const p of roles.data) {
+    if (p.kind === 'enum') {
+      for (const ev of p.enumValues ?? [])
+        for (const e of elements(p).slice(0, 8)) L.push(`${ind(2)}${assignValue(p, e, ev.value)} step();`);
+      continue;
+    }
+    const corners = cornerValues(p.width);
+    for (const e of elements(p).slice(0, 16)) {
+      L.push(`${ind(2)}drive_random();`);
+      for (const v of corners) L.push(`${ind(2)}${e} = ${literal(p.width, v)}; step();`);
+      if (p.width > 2 && p.width <= 256) {
+        L.push(`${ind(2)}for (int i = 0; i < ${p.width}; i++) begin ${e} = ${p.width}'(1) << i; step(); end`);
+      }
+      L.push(`${ind(2)}${e} = '0; step();`);
+    }
+  }
+  return L;
+}
+
+/** Equal operands: inputs of the same width take the same value (comparators, `a == b` arms,
+ * subtraction to zero), at every corner and at random. */
+function equalOperandsPhase({ roles }: Bench): string[] {
+  const L: string[] = [];
+  const byWidth = new Map<number, PortInfo[]>();
+  for (const p of roles.data)
+    if (p.kind !== 'enum' && p.width >= 2 && p.unpackedDims.length === 0) byWidth.set(p.width, [...(byWidth.get(p.width) ?? []), p]);
+  const equal = [...byWidth.entries()].filter(([, ps]) => ps.length >= 2);
+  if (!equal.length) return L;
+  L.push(`${ind(2)}// Phase 2b: equal operands: inputs of the same width take the same value (corners, then random).`);
+  for (const [w, ps] of equal) {
+    for (const v of cornerValues(w)) L.push(`${ind(2)}drive_random(); ${ps.map((p) => `${p.name} = ${literal(w, v)};`).join(' ')} step();`);
+    L.push(
+      `${ind(2)}repeat (8) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${ps.map((p) => `${p.name} = v;`).join(' ')} step(); end`,
+    );
+  }
+  return L;
+}
+
+/** Unpacked-array inputs: arrangements of the elements (all equal, ascending, descending). */
+function arrayArrangementsPhase({ roles }: Bench): string[] {
+  const L: string[] = [];
+  const arrays = roles.data.filter(
+    (p) => p.kind !== 'enum' && p.unpackedDims.length && elements(p).length > 1 && elements(p).length <= 256,
+  );
+  if (!arrays.length) return L;
+  L.push(`${ind(2)}// Phase 2c: array inputs arranged: all elements equal, ascending, descending (sorters, max/min, search).`);
+  for (const p of arrays) {
+    const els = elements(p);
+    const w = p.width;
+    const at = (k: number, e: string): string => `${w}'(${e} + ${k})`;
+    for (const v of [0n, (1n << BigInt(w)) - 1n, 1n])
+      L.push(`${ind(2)}drive_random(); ${els.map((e) => `${e} = ${literal(w, v)};`).join(' ')} step(); step();`);
+    L.push(
+      `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e) => `${e} = v;`).join(' ')} step(); step(); end`,
+    );
+    L.push(`${ind(2)}drive_random(); ${els.map((e, k) => `${e} = ${w}'(${k});`).join(' ')} step(); step();`);
+    L.push(`${ind(2)}drive_random(); ${els.map((e, k) => `${e} = ${w}'(${els.length - 1 - k});`).join(' ')} step(); step();`);
+    L.push(
+      `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e, k) => `${e} = ${at(k, 'v')};`).join(' ')} step(); step(); end`,
+    );
+    L.push(
+      `${ind(2)}repeat (4) begin logic [${w - 1}:0] v; v = ${randomExpr(w)}; drive_random(); ${els.map((e, k) => `${e} = ${at(els.length - 1 - k, 'v')};`).join(' ')} step(); step(); end`,
+    );
+  }
+  return L;
+}
+
+/** Constants the design compares inputs against. */
+function comparedConstantsPhase({ plan, roles }: Bench): string[] {
+  const L: string[] = [];
+  const withConst = roles.data.filter((p) => (plan.constants[p.name]?.length ?? 0) > 0 && p.kind !== 'enum');
+  if (!withConst.length) return L;
+  L.push(`${ind(2)}// Phase 3: values the design compares its inputs against, and their neighbours.`);
+  for (const p of withConst) {
+    const vals = comparedValues(plan, p);
+    for (const e of elements(p).slice(0, 8)) {
+      for (const v of vals) L.push(`${ind(2)}drive_random(); ${e} = ${literal(p.width, v)}; step(); step();`);
+    }
+  }
+  return L;
+}
+
+/** The constant walk over the tables of walkTables. */
+function constantWalkPhase({ plan, walk }: Bench): string[] {
+  const L: string[] = [];
+  if (!walk.length || (plan.walkCycles ?? 0) <= 0) return L;
+  L.push(
+    `${ind(2)}// Phase 3b: constant walk, ${plan.walkCycles} cycles: each of ${walk.map((p) => p.name).join(', ')} takes one of its compared`,
+  );
+  L.push(`${ind(2)}// constants (or a neighbour) three times in four, so sequences of them (codes, commands) occur.`);
+  L.push(`${ind(2)}repeat (${plan.walkCycles}) begin`);
+  L.push(`${ind(3)}drive_random();`);
+  for (const p of walk)
+    L.push(`${ind(3)}if ($urandom_range(0, 3) != 0) ${p.name} = walk_${p.name}[$urandom_range(0, $size(walk_${p.name}) - 1)];`);
+  L.push(`${ind(3)}step();`);
+  L.push(`${ind(2)}end`);
+  return L;
+}
+
+/** `cycles` of random stimulus, with an occasional reset when the design has one. */
+function randomBody(roles: Roles, cycles: number): string[] {
+  const L: string[] = [];
+  L.push(`${ind(2)}repeat (${cycles}) begin`);
+  L.push(`${ind(3)}drive_random();`);
+  if (roles.resets.length) {
+    L.push(`${ind(3)}if ($urandom_range(0, 199) == 0) begin`);
+    for (const r of roles.resets) L.push(`${ind(4)}${assertReset(r)}`);
+    L.push(`${ind(4)}step();`);
+    for (const r of roles.resets) L.push(`${ind(4)}${releaseReset(r)}`);
+    L.push(`${ind(3)}end`);
+  }
+  L.push(`${ind(3)}step();`);
+  L.push(`${ind(2)}end`);
+  return L;
+}
+
+/** Random phase. From round 1 on the segment is seeded at its start, so a later round can replay
+ * it exactly (the search keeps segments that raised coverage and adds new ones). */
+function randomPhases({ plan, roles }: Bench): string[] {
+  const L: string[] = [];
+  for (const e of plan.elite ?? []) {
+    L.push(
+      `${ind(2)}// Phase 4e: replay of round ${e.round + 1}'s random segment (seed ${e.seed}, ${e.cycles} cycles): it raised coverage.`,
+    );
+    L.push(`${ind(2)}void'($urandom(${e.seed}));`);
+    L.push(...randomBody(roles, e.cycles));
+  }
+  L.push(
+    `${ind(2)}// Phase 4: ${plan.randomCycles} cycles of uniform random stimulus${roles.resets.length ? ', with an occasional reset' : ''}.`,
+  );
+  if (plan.round > 0) L.push(`${ind(2)}void'($urandom(${segmentSeed(plan)}));`);
+  L.push(...randomBody(roles, plan.randomCycles));
+  return L;
+}
+
+/** Held control inputs: long runs with each combination of 1-bit controls held still (one long
+ * run without reset when there are no such controls). */
+function heldControlsPhase({ plan, clk, ctrl }: Bench): string[] {
+  const L: string[] = [];
+  if (clk && !ctrl.length && plan.holdCycles > 0) {
+    L.push(
+      `${ind(2)}// Phase 5: one long run of ${plan.holdCycles} cycles with no reset, so counters and timers reach their terminal values.`,
+    );
+    L.push(`${ind(2)}repeat (${plan.holdCycles}) begin drive_random(); step(); end`);
+  }
+  if (clk && ctrl.length && plan.holdCombos > 0 && plan.holdCycles > 0) {
+    const combos = Math.min(plan.holdCombos, 2 ** Math.min(ctrl.length, 16));
+    L.push(
+      `${ind(2)}// Phase 5: ${combos} combinations of the 1-bit controls (${ctrl.map((c) => c.name).join(', ')}) each held for ${plan.holdCycles} cycles,`,
+    );
+    L.push(`${ind(2)}// so counters and timers reach their terminal values; wide data stays random.`);
+    L.push(`${ind(2)}for (int unsigned combo = 0; combo < ${combos}; combo++) begin`);
+    L.push(
+      // automatic: a block variable of a static initial is static, and a static variable's
+      // initializer may not read the loop's automatic counter (IEEE 1800-2017 6.21).
+      `${ind(3)}automatic logic [${ctrl.length - 1}:0] held = ${combos >= 2 ** ctrl.length ? `${ctrl.length}'(combo)` : randomExpr(ctrl.length)};`,
+    );
+    L.push(`${ind(3)}repeat (${plan.holdCycles}) begin`);
+    L.push(`${ind(4)}drive_random();`);
+    L.push(`${ind(4)}{${ctrl.map((c) => c.name).join(', ')}} = held;`);
+    L.push(`${ind(4)}step();`);
+    L.push(`${ind(3)}end`);
+    L.push(`${ind(2)}end`);
+  }
+  return L;
+}
+
+/** Mid-run resets: an asynchronous one also between clock edges. */
+function midRunResetPhase({ plan, roles, clk }: Bench): string[] {
+  const L: string[] = [];
+  if (!roles.resets.length || plan.midRunResets <= 0) return L;
+  L.push(`${ind(2)}// Phase 6: reset in the middle of activity, ${plan.midRunResets} time(s), then more random stimulus.`);
+  L.push(`${ind(2)}repeat (${plan.midRunResets}) begin`);
+  L.push(`${ind(3)}repeat (${Math.max(8, Math.floor(plan.randomCycles / 8))}) begin drive_random(); step(); end`);
+  const asyncReset = roles.resets.find((r) => r.async);
+  if (asyncReset && clk) {
+    L.push(`${ind(3)}#${Math.max(1, Math.floor(clk.halfPeriodNs / 2))} ${assertReset(asyncReset)} // asynchronous: between clock edges`);
+    L.push(`${ind(3)}#2 ${releaseReset(asyncReset)}`);
+  }
+  L.push(`${ind(3)}apply_reset(2);`);
+  L.push(`${ind(2)}end`);
+  return L;
+}
+
+/** Finish: all inputs back to zero so every bit has moved both ways. */
+function finishPhase({ roles }: Bench): string[] {
+  const L: string[] = [];
   L.push(`${ind(2)}// Finish: all inputs back to zero so every bit has moved both ways.`);
   for (const p of roles.data) for (const e of elements(p)) L.push(`${ind(2)}${assignValue(p, e, "'0")}`);
   L.push(`${ind(2)}step();`);
@@ -467,5 +630,5 @@ export function emitTestbench(plan: StimulusPlan): string {
   L.push(`${ind(2)}$finish;`);
   L.push(`${ind(1)}end`);
   L.push('endmodule');
-  return L.join('\n') + '\n';
+  return L;
 }

@@ -11,15 +11,16 @@
 // the reply so far); llama.cpp verifies them in one batch and keeps the ones the sampler would have
 // drawn anyway, so the output does not change.
 // complete() is the frame both in-process engines share (localComplete.ts) around the decode loop
-// here, so the two engines stream, stop and count alike.
+// here, so the two engines stream, stop and count alike; the backend's hold on the shared model is
+// theirs too (localBackend.ts).
 import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { freemem, homedir, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import type { ChatMessage } from './backend.js';
 import { Drafter } from './lookup.js';
-import { ModelError, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
-import { acquireShared, releaseShared } from './shared.js';
-import { localComplete, type LocalEngine, type Reply } from './localComplete.js';
+import { ModelError, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
+import type { Reply } from './localComplete.js';
+import { localBackend } from './localBackend.js';
 import { physicalCores } from './cpu.js';
 
 type NodeLlama = typeof import('node-llama-cpp');
@@ -167,7 +168,7 @@ export async function resolveKvCache(
 }
 
 const MAX_DEFAULT_CONTEXT = 8192;
-/** How long dispose() waits for a model on which a context creation failed (see load()). */
+/** How long dispose() waits for a model on which a context creation failed (see chooseKvCache()). */
 const FREE_AFTER_FAILURE_MS = 5000;
 /** Context allocation: the tokens a call needs plus this room (later rounds' longer prompts fit
  * without a regrow), rounded up to a multiple of it (option contextStep). */
@@ -213,7 +214,7 @@ interface Loaded {
   gpu: string | false;
   /** The KV cache type in use (`auto` resolved). */
   kvCache: 'f16' | 'q8_0';
-  /** Context creations that failed on this model (see load(): freeing it may then never end). */
+  /** Context creations that failed on this model (see chooseKvCache(): freeing it may then never end). */
   failures: { contexts: number };
   users: number;
   queue: Promise<unknown>;
@@ -271,34 +272,39 @@ async function renderer(gguf: string, model: LlamaModel): Promise<(messages: Cha
 
 const loadCancelled = (gguf: string): ModelError => new ModelError('cancelled', `Loading ${basename(gguf)} was cancelled.`);
 
-async function load(gguf: string, o: LlamaBackendOptions & { threads: number }, signal: AbortSignal): Promise<Loaded> {
-  let nl: NodeLlama;
+/** node-llama-cpp, or an error that says it is not installed. */
+async function importLlama(): Promise<NodeLlama> {
   try {
-    nl = await import('node-llama-cpp');
+    return await import('node-llama-cpp');
   } catch (e) {
     throw new ModelError('not-found', `The llama.cpp runtime (node-llama-cpp) is not installed: ${(e as Error).message}. Run npm ci.`);
   }
-  let rt: { llama: Llama; note: string | null };
+}
+
+type Runtime = { llama: Llama; note: string | null };
+
+/** The process's llama.cpp runtime (runtime()), or an error that says to use the ONNX engine. */
+async function startRuntime(nl: NodeLlama, gpu: 'auto' | 'cpu'): Promise<Runtime> {
   try {
-    rt = await runtime(nl, o.gpu ?? 'auto');
+    return await runtime(nl, gpu);
   } catch (e) {
     throw new ModelError(
       'not-found',
       `No llama.cpp binary for this machine loaded (${(e as Error).message}); use the ONNX engine (--engine onnx).`,
     );
   }
-  if (signal.aborted) throw loadCancelled(gguf);
-  if (rt.note) o.onMessage?.(rt.note);
-  // what `auto` may count on for the weights and the KV cache, taken before the weights are read
-  const available = o.availableMemory ?? freemem();
-  let model: LlamaModel;
+}
+
+/** The GGUF's weights: on the GPU where the runtime has one, else (or where that load fails,
+ * told through onMessage) on the CPU. */
+async function readWeights(rt: Runtime, gguf: string, o: LlamaBackendOptions, signal: AbortSignal): Promise<LlamaModel> {
   // node-llama-cpp stops a load on `loadSignal` between tensors and frees what it had read.
   const loadModel = (gpuLayers: number | 'auto'): Promise<LlamaModel> =>
     rt.llama.loadModel({ modelPath: gguf, gpuLayers, useMmap: false, loadSignal: signal });
   try {
     // Read, not mmap'd: on x86 llama.cpp repacks 4-bit weights into its own buffer, so with mmap the
     // file's pages stay resident beside the copy (Qwen3-4B Q4_0: peak RSS 5.6 GB mmap'd, 3.7 GB read).
-    model = await loadModel(rt.llama.gpu === false ? 0 : 'auto');
+    return await loadModel(rt.llama.gpu === false ? 0 : 'auto');
   } catch (e) {
     if (signal.aborted) throw loadCancelled(gguf);
     if (rt.llama.gpu === false)
@@ -311,7 +317,7 @@ async function load(gguf: string, o: LlamaBackendOptions & { threads: number }, 
       `loading ${basename(gguf)} on the ${rt.llama.gpu} GPU failed (${(e as Error).message.split('\n')[0]}); running on the CPU`,
     );
     try {
-      model = await loadModel(0);
+      return await loadModel(0);
     } catch (e2) {
       if (signal.aborted) throw loadCancelled(gguf);
       throw new ModelError(
@@ -320,90 +326,142 @@ async function load(gguf: string, o: LlamaBackendOptions & { threads: number }, 
       );
     }
   }
+}
+
+async function load(gguf: string, o: LlamaBackendOptions & { threads: number }, signal: AbortSignal): Promise<Loaded> {
+  const nl = await importLlama();
+  const rt = await startRuntime(nl, o.gpu ?? 'auto');
+  if (signal.aborted) throw loadCancelled(gguf);
+  if (rt.note) o.onMessage?.(rt.note);
+  // what `auto` may count on for the weights and the KV cache, taken before the weights are read
+  const available = o.availableMemory ?? freemem();
+  const model = await readWeights(rt, gguf, o, signal);
   liveModels++;
   model.onDispose.createListener(() => liveModels--);
   try {
     if (signal.aborted) throw loadCancelled(gguf);
-    const trained = model.trainContextSize;
-    const contextLength = Math.min(o.contextLength ?? Math.min(trained, MAX_DEFAULT_CONTEXT), trained);
-    // node-llama-cpp wants the type names in upper case ('q8_0' is ignored without an error)
-    const q8 = { experimentalKvCacheKeyType: 'Q8_0', experimentalKvCacheValueType: 'Q8_0' } as const;
-    // node-llama-cpp 3.21.1 leaks a context whose creation failed, and its hold on the model then
-    // keeps model.dispose() waiting forever once that context is garbage-collected: so what is
-    // known to fail is refused before llama.cpp is asked (the head size), and what cannot be known
-    // (q8_0 on a GPU backend without the flash attention it needs) is tried once on a small
-    // context at load, so info() reports the type every call will use.
-    const fits = kvCacheFits(model.fileInfo.metadata);
-    const failures = { contexts: 0 };
-    const f16Cache = kvBytesPerToken(model.fileInfo.metadata);
-    const kvCache = await resolveKvCache(
-      o.kvCache ?? 'auto',
-      fits,
-      kvMemoryShort(statSync(gguf).size, f16Cache === null ? null : f16Cache * contextLength, available),
-      // llama.cpp's CPU backend always has flash attention: the head size decides
-      rt.llama.gpu === false
-        ? null
-        : async () => {
-            const probe = await model
-              .createContext({ contextSize: Math.min(256, contextLength), sequences: 1, threads: o.threads, ...q8 })
-              .catch((e: unknown) => {
-                failures.contexts++;
-                throw e;
-              });
-            await probe.dispose();
-          },
-      o.onMessage,
-      basename(gguf),
-    );
-    if (kvCache === 'q8_0' && fits === false)
-      throw new ModelError(
-        'corrupt',
-        `A q8_0 KV cache runs only where the model's head size is a multiple of 32 (llama.cpp quantizes K and V in blocks of 32 along a head), ` +
-          `and ${basename(gguf)}'s is not. Use --kv-cache f16, or auto (chorus.model.kvCache in the editor).`,
-      );
-    if (signal.aborted) throw loadCancelled(gguf);
-    const kv = kvCache === 'q8_0' ? q8 : {};
-    const newContext = async (size: number): Promise<LlamaContext> => {
-      try {
-        return await model.createContext({ contextSize: size, sequences: 1, threads: o.threads, ...kv });
-      } catch (e) {
-        failures.contexts++;
-        if (o.kvCache === 'q8_0')
-          throw new ModelError(
-            'corrupt',
-            `Could not allocate a ${size}-token context with a q8_0 KV cache for ${gguf}: ${(e as Error).message}. ` +
-              `llama.cpp quantizes the KV cache only where the model's head size is a multiple of 32 and flash attention runs; use the f16 KV cache (--kv-cache f16).`,
-          );
-        throw new ModelError(
-          'corrupt',
-          `Could not allocate a ${size}-token context for ${gguf}: ${(e as Error).message}. Lower the context length (--context-length).`,
-        );
-      }
-    };
-    const render = await renderer(gguf, model);
-    if (signal.aborted) throw loadCancelled(gguf);
-    return {
-      llama: rt.llama,
-      model,
-      context: null,
-      sequence: null,
-      allocated: 0,
-      step: Math.max(16, Math.floor(o.contextStep ?? CONTEXT_ROOM)),
-      newContext,
-      newLookup: o.lookup === false ? null : () => promptLookup(nl),
-      lookup: null,
-      render,
-      contextLength,
-      gpu: rt.llama.gpu,
-      kvCache,
-      failures,
-      users: 0,
-      queue: Promise.resolve(),
-    };
+    return await prepare(nl, rt, model, gguf, o, available, signal);
   } catch (e) {
     await model.dispose();
     throw e;
   }
+}
+
+/** node-llama-cpp wants the type names in upper case ('q8_0' is ignored without an error). */
+const Q8_CACHE = { experimentalKvCacheKeyType: 'Q8_0', experimentalKvCacheValueType: 'Q8_0' } as const;
+
+/** The loaded model made ready for calls: its context limit, KV cache type and chat template. */
+async function prepare(
+  nl: NodeLlama,
+  rt: Runtime,
+  model: LlamaModel,
+  gguf: string,
+  o: LlamaBackendOptions & { threads: number },
+  available: number,
+  signal: AbortSignal,
+): Promise<Loaded> {
+  const trained = model.trainContextSize;
+  const contextLength = Math.min(o.contextLength ?? Math.min(trained, MAX_DEFAULT_CONTEXT), trained);
+  const failures = { contexts: 0 };
+  const kvCache = await chooseKvCache(rt, model, gguf, o, contextLength, available, failures);
+  if (signal.aborted) throw loadCancelled(gguf);
+  const newContext = contextMaker(model, gguf, o, kvCache, failures);
+  const render = await renderer(gguf, model);
+  if (signal.aborted) throw loadCancelled(gguf);
+  return {
+    llama: rt.llama,
+    model,
+    context: null,
+    sequence: null,
+    allocated: 0,
+    step: Math.max(16, Math.floor(o.contextStep ?? CONTEXT_ROOM)),
+    newContext,
+    newLookup: o.lookup === false ? null : () => promptLookup(nl),
+    lookup: null,
+    render,
+    contextLength,
+    gpu: rt.llama.gpu,
+    kvCache,
+    failures,
+    users: 0,
+    queue: Promise.resolve(),
+  };
+}
+
+/**
+ * The KV cache type the model runs with (resolveKvCache), or an error where q8_0 is asked for and
+ * the head size rules it out. node-llama-cpp 3.21.1 leaks a context whose creation failed, and its
+ * hold on the model then keeps model.dispose() waiting forever once that context is
+ * garbage-collected: so what is known to fail is refused before llama.cpp is asked (the head
+ * size), and what cannot be known (q8_0 on a GPU backend without the flash attention it needs) is
+ * tried once on a small context at load, so info() reports the type every call will use.
+ */
+async function chooseKvCache(
+  rt: Runtime,
+  model: LlamaModel,
+  gguf: string,
+  o: LlamaBackendOptions & { threads: number },
+  contextLength: number,
+  available: number,
+  failures: Loaded['failures'],
+): Promise<'f16' | 'q8_0'> {
+  const fits = kvCacheFits(model.fileInfo.metadata);
+  const f16Cache = kvBytesPerToken(model.fileInfo.metadata);
+  const kvCache = await resolveKvCache(
+    o.kvCache ?? 'auto',
+    fits,
+    kvMemoryShort(statSync(gguf).size, f16Cache === null ? null : f16Cache * contextLength, available),
+    // llama.cpp's CPU backend always has flash attention: the head size decides
+    rt.llama.gpu === false
+      ? null
+      : async () => {
+          const probe = await model
+            .createContext({ contextSize: Math.min(256, contextLength), sequences: 1, threads: o.threads, ...Q8_CACHE })
+            .catch((e: unknown) => {
+              failures.contexts++;
+              throw e;
+            });
+          await probe.dispose();
+        },
+    o.onMessage,
+    basename(gguf),
+  );
+  if (kvCache === 'q8_0' && fits === false)
+    throw new ModelError(
+      'corrupt',
+      `A q8_0 KV cache runs only where the model's head size is a multiple of 32 (llama.cpp quantizes K and V in blocks of 32 along a head), ` +
+        `and ${basename(gguf)}'s is not. Use --kv-cache f16, or auto (chorus.model.kvCache in the editor).`,
+    );
+  return kvCache;
+}
+
+/** Creates the model's contexts with the chosen KV cache; a failure is counted (see chooseKvCache)
+ * and said with what to change. */
+function contextMaker(
+  model: LlamaModel,
+  gguf: string,
+  o: LlamaBackendOptions & { threads: number },
+  kvCache: 'f16' | 'q8_0',
+  failures: Loaded['failures'],
+): (size: number) => Promise<LlamaContext> {
+  const kv = kvCache === 'q8_0' ? Q8_CACHE : {};
+  return async (size) => {
+    try {
+      return await model.createContext({ contextSize: size, sequences: 1, threads: o.threads, ...kv });
+    } catch (e) {
+      failures.contexts++;
+      if (o.kvCache === 'q8_0')
+        throw new ModelError(
+          'corrupt',
+          `Could not allocate a ${size}-token context with a q8_0 KV cache for ${gguf}: ${(e as Error).message}. ` +
+            `llama.cpp quantizes the KV cache only where the model's head size is a multiple of 32 and flash attention runs; use the f16 KV cache (--kv-cache f16).`,
+        );
+      throw new ModelError(
+        'corrupt',
+        `Could not allocate a ${size}-token context for ${gguf}: ${(e as Error).message}. Lower the context length (--context-length).`,
+      );
+    }
+  };
 }
 
 /**
@@ -491,173 +549,158 @@ function promptLookup(nl: NodeLlama): InstanceType<NodeLlama['TokenPredictor']> 
   return new PromptLookup();
 }
 
-export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
-  let mine: Promise<Loaded> | null = null;
-  /** The load this backend waits on: dispose() lets a cancelled one finish freeing first. */
-  let loading: Promise<Loaded> | null = null;
-  let disposed = false;
-  let gguf: string | null = null;
+/** llama.cpp's sampling options for a request: greedy at temperature 0, else with a seed (the
+ * request's, or a random one). */
+function samplingOf(s: CompletionRequest['sampling']): { temperature: number; topP?: number; topK?: number; seed?: number } {
+  return s.temperature > 0
+    ? {
+        temperature: s.temperature,
+        topP: s.topP,
+        topK: 0,
+        seed: s.seed ?? (Math.random() * 2 ** 31) >>> 0,
+      }
+    : { temperature: 0 };
+}
 
-  const get = (): Promise<Loaded> => {
-    if (disposed) return Promise.reject(new ModelError('cancelled', 'This llama.cpp backend was disposed.'));
-    if (mine) return mine;
-    gguf = findGguf(opts.modelPath);
-    if (!gguf) {
-      const p = resolve(opts.modelPath);
-      return Promise.reject(
-        new ModelError(
-          'not-found',
-          existsSync(p)
-            ? `${p} holds no .gguf file. Export one with chorus-train export --gguf q4_k_m, or use the ONNX engine (--engine onnx).`
-            : `Model path ${p} does not exist.`,
-        ),
-      );
-    }
-    const file = gguf;
-    const threads = opts.threads ?? physicalCores();
-    const key = [
-      file,
-      opts.contextLength ?? '',
-      threads,
-      opts.gpu ?? 'auto',
-      opts.lookup ?? true,
-      opts.kvCache ?? 'auto',
-      opts.availableMemory ?? '',
-      opts.contextStep ?? '',
-    ].join('\u0000');
-    mine = acquireShared(
-      cache,
-      key,
-      (signal) => load(file, { ...opts, threads }, signal),
-      opts.signal,
-      () => loadCancelled(file),
-    );
-    loading = cache.get(key) ?? null;
-    mine.catch(() => (mine = null));
-    return mine;
+/** The decode loop (the engine step of localComplete): llama.cpp evaluates the prompt past the
+ * reused prefix, then samples; the context regrows when the reply outgrows it. */
+async function generate(
+  l: Loaded,
+  ids: number[],
+  reply: Reply,
+  prefixReuse: boolean,
+  gguf: string | null,
+): Promise<Pick<Completion, 'cache' | 'drafts'>> {
+  const { maxNew, tokens: gen } = reply;
+  // Prefix reuse: keep the evaluated tokens this prompt starts with (at least one token must
+  // be evaluated to get the next token's logits).
+  const keepOf = (s: Sequence | null): number =>
+    s && prefixReuse ? Math.min(s.compareContextTokens(ids as never).firstDifferentIndex, ids.length - 1) : 0;
+  // Room for the prompt and the reply's first `step` tokens; a longer reply regrows it.
+  let seq = await sized(l, Math.min(l.contextLength, ids.length + Math.min(maxNew, l.step) + DRAFT_ROOM), keepOf(l.sequence));
+  const keep = keepOf(seq);
+  if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
+  let before = { ...seq.tokenPredictions };
+  const drafts = { proposed: 0, accepted: 0 };
+  const countDrafts = (s: Sequence): void => {
+    const after = s.tokenPredictions;
+    drafts.proposed += after.validated + after.refuted - before.validated - before.refuted;
+    drafts.accepted += after.used - before.used;
   };
+  const sampling = samplingOf(reply.request.sampling);
+  try {
+    let feed = ids.slice(keep);
+    reply: for (;;) {
+      let grow = false;
+      // after a regrow, a sampled reply goes on from a random stream of its own (seed + length)
+      const draw = 'seed' in sampling && gen.length ? { ...sampling, seed: ((sampling.seed ?? 0) + gen.length) >>> 0 } : sampling;
+      for await (const tok of seq.evaluate(feed as never, { ...draw, yieldEogToken: true })) {
+        if (reply.aborted || !reply.take(tok as number)) break reply;
+        // Evaluating this token (and a draft batch after it) must fit: else regrow first.
+        if (seq.nextTokenIndex + 1 + DRAFT_ROOM > l.allocated && l.allocated < l.contextLength) {
+          grow = true;
+          break;
+        }
+      }
+      if (!grow) break;
+      // The reply goes on in a larger context from the last token drawn, which the sequence
+      // has not evaluated yet.
+      countDrafts(seq);
+      const held = seq.contextTokens as number[];
+      seq = await sized(
+        l,
+        Math.min(l.contextLength, held.length + 1 + DRAFT_ROOM + Math.min(maxNew - gen.length, 2 * l.step)),
+        held.length,
+      );
+      before = { ...seq.tokenPredictions };
+      feed = [...held.slice(seq.nextTokenIndex), gen.at(-1)!]; // what the regrow did not keep, then the new token
+    }
+  } catch (e) {
+    throw new ModelError('corrupt', `Generation failed in ${gguf}: ${(e as Error).message}`);
+  }
+  countDrafts(seq);
+  return {
+    cache: { evaluatedTokens: ids.length - keep, reusedTokens: keep, contextTokens: l.allocated },
+    ...(l.lookup ? { drafts } : {}),
+  };
+}
 
+/** Frees a model no backend holds any more. */
+async function freeModel(l: Loaded): Promise<void> {
+  await l.context?.dispose();
+  // after a failed context creation node-llama-cpp may never finish freeing the model (see
+  // chooseKvCache()): wait a while, then go on, so switching models cannot hang (its memory then
+  // stays until the process ends)
+  if (l.failures.contexts)
+    await Promise.race([l.model.dispose(), new Promise<void>((ok) => setTimeout(ok, FREE_AFTER_FAILURE_MS).unref())]);
+  else await l.model.dispose();
+}
+
+/** What a backend's load is shared on: the GGUF and every setting that changes what loads. */
+function loadKey(file: string, opts: LlamaBackendOptions, threads: number): string {
+  return [
+    file,
+    opts.contextLength ?? '',
+    threads,
+    opts.gpu ?? 'auto',
+    opts.lookup ?? true,
+    opts.kvCache ?? 'auto',
+    opts.availableMemory ?? '',
+    opts.contextStep ?? '',
+  ].join('\u0000');
+}
+
+/** The error where the model path holds no GGUF. */
+function noGguf(modelPath: string): ModelError {
+  const p = resolve(modelPath);
+  return new ModelError(
+    'not-found',
+    existsSync(p)
+      ? `${p} holds no .gguf file. Export one with chorus-train export --gguf q4_k_m, or use the ONNX engine (--engine onnx).`
+      : `Model path ${p} does not exist.`,
+  );
+}
+
+export function createLlamaBackend(opts: LlamaBackendOptions): ModelBackend {
+  let gguf: string | null = null;
   const promptIds = (l: Loaded, messages: ChatMessage[]): number[] => l.model.tokenize(l.render(messages), true) as number[];
 
-  /** The decode loop (the engine step of localComplete): llama.cpp evaluates the prompt past the
-   * reused prefix, then samples; the context regrows when the reply outgrows it. */
-  const generate = async (l: Loaded, ids: number[], reply: Reply): Promise<Pick<Completion, 'cache' | 'drafts'>> => {
-    const { maxNew, tokens: gen } = reply;
-    const req = reply.request;
-    // Prefix reuse: keep the evaluated tokens this prompt starts with (at least one token must
-    // be evaluated to get the next token's logits).
-    const keepOf = (s: Sequence | null): number =>
-      s && opts.prefixReuse !== false ? Math.min(s.compareContextTokens(ids as never).firstDifferentIndex, ids.length - 1) : 0;
-    // Room for the prompt and the reply's first `step` tokens; a longer reply regrows it.
-    let seq = await sized(l, Math.min(l.contextLength, ids.length + Math.min(maxNew, l.step) + DRAFT_ROOM), keepOf(l.sequence));
-    const keep = keepOf(seq);
-    if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
-    let before = { ...seq.tokenPredictions };
-    const drafts = { proposed: 0, accepted: 0 };
-    const countDrafts = (s: Sequence): void => {
-      const after = s.tokenPredictions;
-      drafts.proposed += after.validated + after.refuted - before.validated - before.refuted;
-      drafts.accepted += after.used - before.used;
-    };
-    const sampling =
-      req.sampling.temperature > 0
-        ? {
-            temperature: req.sampling.temperature,
-            topP: req.sampling.topP,
-            topK: 0,
-            seed: req.sampling.seed ?? (Math.random() * 2 ** 31) >>> 0,
-          }
-        : { temperature: 0 };
-    try {
-      let feed = ids.slice(keep);
-      reply: for (;;) {
-        let grow = false;
-        // after a regrow, a sampled reply goes on from a random stream of its own (seed + length)
-        const draw = 'seed' in sampling && gen.length ? { ...sampling, seed: ((sampling.seed ?? 0) + gen.length) >>> 0 } : sampling;
-        for await (const tok of seq.evaluate(feed as never, { ...draw, yieldEogToken: true })) {
-          if (reply.aborted || !reply.take(tok as number)) break reply;
-          // Evaluating this token (and a draft batch after it) must fit: else regrow first.
-          if (seq.nextTokenIndex + 1 + DRAFT_ROOM > l.allocated && l.allocated < l.contextLength) {
-            grow = true;
-            break;
-          }
-        }
-        if (!grow) break;
-        // The reply goes on in a larger context from the last token drawn, which the sequence
-        // has not evaluated yet.
-        countDrafts(seq);
-        const held = seq.contextTokens as number[];
-        seq = await sized(
-          l,
-          Math.min(l.contextLength, held.length + 1 + DRAFT_ROOM + Math.min(maxNew - gen.length, 2 * l.step)),
-          held.length,
-        );
-        before = { ...seq.tokenPredictions };
-        feed = [...held.slice(seq.nextTokenIndex), gen.at(-1)!]; // what the regrow did not keep, then the new token
-      }
-    } catch (e) {
-      throw new ModelError('corrupt', `Generation failed in ${gguf}: ${(e as Error).message}`);
-    }
-    countDrafts(seq);
-    return {
-      cache: { evaluatedTokens: ids.length - keep, reusedTokens: keep, contextTokens: l.allocated },
-      ...(l.lookup ? { drafts } : {}),
-    };
-  };
-
-  const engine: LocalEngine<Loaded> = {
-    load: get,
-    promptIds,
-    contextLength: (l) => l.contextLength,
-    overflow: (tokens, ctx) =>
-      `The prompt takes ${tokens} tokens; the context is ${ctx}. Shorten the design context or raise the context length (--context-length).`,
-    isEnd: (l, token) => l.model.isEogToken(token as never),
-    // a piece is rendered after the reply's last tokens before it (a leading space depends on them)
-    detokenize: (l, tokens, reply, at) => l.model.detokenize(tokens as never, false, reply.slice(Math.max(0, at - 8), at) as never),
-    generate,
-  };
-
-  return {
-    parallelism: 1,
-
-    async info(): Promise<BackendInfo> {
-      const l = await get();
+  return localBackend<Loaded>({
+    disposedMessage: 'This llama.cpp backend was disposed.',
+    cache,
+    signal: opts.signal,
+    locate: () => {
+      gguf = findGguf(opts.modelPath);
+      if (!gguf) throw noGguf(opts.modelPath);
+      const file = gguf;
+      const threads = opts.threads ?? physicalCores();
       return {
-        kind: 'local',
-        engine: 'llama',
-        model: opts.modelPath,
-        location: gguf ?? opts.modelPath,
-        contextLength: l.contextLength,
-        device: l.gpu === false ? 'cpu' : l.gpu,
-        kvCache: l.kvCache,
+        key: loadKey(file, opts, threads),
+        start: (signal) => load(file, { ...opts, threads }, signal),
+        cancelled: () => loadCancelled(file),
       };
     },
-
-    async countTokens(messages: ChatMessage[]): Promise<number | null> {
-      return promptIds(await get(), messages).length;
+    // a cancelled load finishes freeing what it read first
+    disposeAfterLoad: true,
+    free: freeModel,
+    info: (l) => ({
+      kind: 'local',
+      engine: 'llama',
+      model: opts.modelPath,
+      location: gguf ?? opts.modelPath,
+      contextLength: l.contextLength,
+      device: l.gpu === false ? 'cpu' : l.gpu,
+      kvCache: l.kvCache,
+    }),
+    engine: {
+      promptIds,
+      contextLength: (l) => l.contextLength,
+      overflow: (tokens, ctx) =>
+        `The prompt takes ${tokens} tokens; the context is ${ctx}. Shorten the design context or raise the context length (--context-length).`,
+      isEnd: (l, token) => l.model.isEogToken(token as never),
+      // a piece is rendered after the reply's last tokens before it (a leading space depends on them)
+      detokenize: (l, tokens, reply, at) => l.model.detokenize(tokens as never, false, reply.slice(Math.max(0, at - 8), at) as never),
+      generate: (l, ids, reply) => generate(l, ids, reply, opts.prefixReuse !== false, gguf),
     },
-
-    async promptIds(messages: ChatMessage[]): Promise<number[]> {
-      return promptIds(await get(), messages);
-    },
-
-    complete: (req: CompletionRequest): Promise<Completion> => localComplete(req, engine),
-
-    async dispose(): Promise<void> {
-      if (disposed) return;
-      disposed = true;
-      const p = mine;
-      mine = null;
-      await loading?.catch(() => undefined);
-      await releaseShared(p, cache, async (l) => {
-        await l.context?.dispose();
-        // after a failed context creation node-llama-cpp may never finish freeing the model (see
-        // load()): wait a while, then go on, so switching models cannot hang (its memory then
-        // stays until the process ends)
-        if (l.failures.contexts)
-          await Promise.race([l.model.dispose(), new Promise<void>((ok) => setTimeout(ok, FREE_AFTER_FAILURE_MS).unref())]);
-        else await l.model.dispose();
-      });
-    },
-  };
+  });
 }

@@ -6,7 +6,8 @@
 // transformers.js (onnxKv.ts says why the first is the fast one). Both runtimes are imported on
 // first use, so the CLI starts without them and the bundle keeps them external. A model loads once
 // per directory, dtype and threads, and is shared by every backend that names it.
-// complete() is the frame both in-process engines share (localComplete.ts) around decode() here.
+// complete() is the frame both in-process engines share (localComplete.ts) around decode() here, and
+// the backend's hold on the shared model is theirs too (localBackend.ts).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
@@ -15,9 +16,9 @@ import { sampleToken, seededRandom } from './sampling.js';
 import { Drafter } from './lookup.js';
 import { physicalCores } from './cpu.js';
 import { InplaceRunner, PresentRunner, type KvRunner, type Logits, type OrtSession, type OrtTensorCtor } from './onnxKv.js';
-import { ModelError, type BackendInfo, type Completion, type CompletionRequest, type ModelBackend } from './backend.js';
-import { acquireShared, releaseShared } from './shared.js';
-import { localComplete, type LocalEngine, type Reply } from './localComplete.js';
+import { ModelError, type Completion, type ModelBackend } from './backend.js';
+import type { Reply } from './localComplete.js';
+import { localBackend } from './localBackend.js';
 
 export type LocalDtype = 'fp32' | 'q4' | 'q4f16';
 
@@ -377,34 +378,7 @@ async function decode(
 
 export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
   const dtype: LocalDtype = opts.dtype ?? 'q4';
-  let mine: Promise<Loaded> | null = null;
-  let disposed = false;
   let where: Resolved | null = null;
-
-  const get = (): Promise<Loaded> => {
-    if (disposed) return Promise.reject(new ModelError('cancelled', 'This local backend was disposed.'));
-    if (mine) return mine;
-    let r: Resolved;
-    try {
-      r = resolveModel(opts, dtype);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    where = r;
-    const threads = opts.threads ?? physicalCores();
-    const key = `${r.location}\u0000${dtype}\u0000${threads}\u0000${opts.inplaceCache !== false}`;
-    mine = acquireShared(
-      cache,
-      key,
-      (signal) => load(r, dtype, { ...opts, threads }, signal),
-      opts.signal,
-      () => loadCancelled(r),
-    );
-    mine.catch(() => {
-      mine = null;
-    });
-    return mine;
-  };
 
   const contextOf = (l: Loaded): number | null => opts.contextLength ?? l.contextLength;
   /** The prompt's token ids under the model's chat template (Qwen3: thinking disabled). */
@@ -413,57 +387,45 @@ export function createLocalBackend(opts: LocalBackendOptions): ModelBackend {
     return l.tokenizer.encode(text, { add_special_tokens: false });
   };
 
-  const engine: LocalEngine<Loaded> = {
-    load: get,
-    promptIds: render,
-    contextLength: contextOf,
-    overflow: (tokens, ctx) =>
-      `The prompt takes ${tokens} tokens; the model's context is ${ctx}. Shorten the design context or raise contextLength.`,
-    replyLimit: opts.scriptedReply?.length,
-    isEnd: (l, token) => l.eos.has(token),
-    detokenize: (l, tokens) => l.tokenizer.decode(tokens, { skip_special_tokens: true }),
-    generate: (l, prompt, reply) => {
-      if (opts.prefixReuse === false) l.runner.truncate(0);
-      return decode(l, prompt, reply, opts.lookup !== false, opts.scriptedReply);
-    },
-  };
-
-  return {
-    parallelism: 1,
-
-    async info(): Promise<BackendInfo> {
-      const l = await get();
+  return localBackend<Loaded>({
+    disposedMessage: 'This local backend was disposed.',
+    cache,
+    signal: opts.signal,
+    locate: () => {
+      const r = resolveModel(opts, dtype);
+      where = r;
+      const threads = opts.threads ?? physicalCores();
       return {
-        kind: 'local',
-        engine: 'onnx',
-        device: 'cpu',
-        onnxCache: l.cacheLayout,
-        model: opts.modelDir,
-        location: where?.location ?? opts.modelDir,
-        contextLength: contextOf(l),
+        key: `${r.location}\u0000${dtype}\u0000${threads}\u0000${opts.inplaceCache !== false}`,
+        start: (signal) => load(r, dtype, { ...opts, threads }, signal),
+        cancelled: () => loadCancelled(r),
       };
     },
-
-    async countTokens(messages: ChatMessage[]): Promise<number | null> {
-      const l = await get();
-      return render(l, messages).length;
+    free: async (l) => {
+      l.runner.truncate(0);
+      await l.free();
     },
-
-    async promptIds(messages: ChatMessage[]): Promise<number[]> {
-      return render(await get(), messages);
+    info: (l) => ({
+      kind: 'local',
+      engine: 'onnx',
+      device: 'cpu',
+      onnxCache: l.cacheLayout,
+      model: opts.modelDir,
+      location: where?.location ?? opts.modelDir,
+      contextLength: contextOf(l),
+    }),
+    engine: {
+      promptIds: render,
+      contextLength: contextOf,
+      overflow: (tokens, ctx) =>
+        `The prompt takes ${tokens} tokens; the model's context is ${ctx}. Shorten the design context or raise contextLength.`,
+      replyLimit: opts.scriptedReply?.length,
+      isEnd: (l, token) => l.eos.has(token),
+      detokenize: (l, tokens) => l.tokenizer.decode(tokens, { skip_special_tokens: true }),
+      generate: (l, prompt, reply) => {
+        if (opts.prefixReuse === false) l.runner.truncate(0);
+        return decode(l, prompt, reply, opts.lookup !== false, opts.scriptedReply);
+      },
     },
-
-    complete: (req: CompletionRequest): Promise<Completion> => localComplete(req, engine),
-
-    async dispose(): Promise<void> {
-      if (disposed) return;
-      disposed = true;
-      const p = mine;
-      mine = null;
-      await releaseShared(p, cache, async (l) => {
-        l.runner.truncate(0);
-        await l.free();
-      });
-    },
-  };
+  });
 }

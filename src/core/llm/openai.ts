@@ -193,38 +193,14 @@ export class OpenAIBackend implements ModelBackend {
     const timeoutMs = this.o.timeoutMs ?? 600_000;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
-    const s = req.sampling;
-    const body: Record<string, unknown> = {
-      model: this.o.model,
-      messages: req.messages,
-      temperature: s.temperature,
-      top_p: s.topP,
-      max_tokens: s.maxNewTokens,
-      stream: true,
-      stream_options: { include_usage: true },
-    };
-    if (s.seed !== undefined) body.seed = s.seed;
-    if (this.sendTemplateKwargs) body.chat_template_kwargs = { enable_thinking: false };
-
-    const fail = (e: unknown): never => {
-      if (req.signal?.aborted) throw new ModelError('cancelled', 'model call cancelled');
-      if (timeout.aborted)
-        throw new ModelError(
-          'timeout',
-          `the model server at ${this.base} did not finish within ${Math.round(timeoutMs / 1000)} s; raise the timeout or lower max new tokens`,
-        );
-      if (e instanceof ModelError) throw e;
-      const code = causeCode(e);
-      if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') throw new ModelError('connection', `connection reset by ${this.base}`);
-      throw this.connectionError(e, 'calling');
-    };
+    const fail = (e: unknown): never => this.callFailure(e, req, timeout, timeoutMs);
 
     let res: Response;
     try {
       res = await this.fetch(`${this.base}/chat/completions`, {
         method: 'POST',
         headers: this.headers(),
-        body: JSON.stringify(body),
+        body: JSON.stringify(this.chatBody(req)),
         signal,
       });
     } catch (e) {
@@ -244,71 +220,17 @@ export class OpenAIBackend implements ModelBackend {
       throw this.httpError(res, text);
     }
 
-    let text = '';
-    let promptTokens = 0;
-    let completionTokens = 0;
-    let finish: string | null = null;
-    let firstTokenMs: number | null = null;
-    let pieces = 0;
-    const contentType = res.headers.get('content-type') ?? '';
+    let reply: ReplyTally;
     try {
-      if (!contentType.includes('text/event-stream')) {
-        // A server that ignores `stream` answers one JSON body.
-        const j = (await res.json()) as ChatResponse;
-        const c = j.choices?.[0];
-        if (!c) throw new ModelError('protocol', `the server at ${this.base} answered without choices`);
-        text = c.message?.content ?? '';
-        if (text) req.onText?.(text);
-        finish = c.finish_reason ?? null;
-        promptTokens = j.usage?.prompt_tokens ?? 0;
-        completionTokens = j.usage?.completion_tokens ?? 0;
-        firstTokenMs = performance.now() - t0;
-      } else {
-        const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buf += value;
-          let nl: number;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl).trim();
-            buf = buf.slice(nl + 1);
-            if (!line.startsWith('data:')) continue;
-            const data = line.slice(5).trim();
-            if (data === '[DONE]') continue;
-            let chunk: ChatResponse;
-            try {
-              chunk = JSON.parse(data) as ChatResponse;
-            } catch {
-              throw new ModelError('protocol', `the server at ${this.base} sent a stream chunk that is not JSON: ${data.slice(0, 200)}`);
-            }
-            if (chunk.error)
-              throw new ModelError(
-                'http',
-                `the server at ${this.base} reported an error mid-stream: ${chunk.error.message ?? JSON.stringify(chunk.error)}`,
-                500,
-              );
-            const c = chunk.choices?.[0];
-            const piece = c?.delta?.content ?? '';
-            if (piece) {
-              firstTokenMs ??= performance.now() - t0;
-              text += piece;
-              pieces++;
-              req.onText?.(piece);
-            }
-            if (c?.finish_reason) finish = c.finish_reason;
-            if (chunk.usage) {
-              promptTokens = chunk.usage.prompt_tokens ?? promptTokens;
-              completionTokens = chunk.usage.completion_tokens ?? completionTokens;
-            }
-          }
-        }
-      }
+      // A server that ignores `stream` answers one JSON body.
+      reply = (res.headers.get('content-type') ?? '').includes('text/event-stream')
+        ? await this.readStream(res, req, t0)
+        : await this.readBody(res, req, t0);
     } catch (e) {
       return fail(e);
     }
-    if (!completionTokens) completionTokens = pieces;
+    const { text, promptTokens, finish, firstTokenMs } = reply;
+    const completionTokens = reply.completionTokens || reply.pieces;
     if (finish === 'error') throw new ModelError('http', `the server at ${this.base} ended the reply with an error`, 500);
     return {
       text,
@@ -318,6 +240,105 @@ export class OpenAIBackend implements ModelBackend {
       firstTokenMs,
       totalMs: performance.now() - t0,
     };
+  }
+
+  /** The chat request's body: the messages, the sampling, a streamed reply with its usage. */
+  private chatBody(req: CompletionRequest): Record<string, unknown> {
+    const s = req.sampling;
+    const body: Record<string, unknown> = {
+      model: this.o.model,
+      messages: req.messages,
+      temperature: s.temperature,
+      top_p: s.topP,
+      max_tokens: s.maxNewTokens,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    if (s.seed !== undefined) body.seed = s.seed;
+    if (this.sendTemplateKwargs) body.chat_template_kwargs = { enable_thinking: false };
+    return body;
+  }
+
+  /** A call that threw, as the ModelError it stands for: cancelled, timed out, reset or unreachable. */
+  private callFailure(e: unknown, req: CompletionRequest, timeout: AbortSignal, timeoutMs: number): never {
+    if (req.signal?.aborted) throw new ModelError('cancelled', 'model call cancelled');
+    if (timeout.aborted)
+      throw new ModelError(
+        'timeout',
+        `the model server at ${this.base} did not finish within ${Math.round(timeoutMs / 1000)} s; raise the timeout or lower max new tokens`,
+      );
+    if (e instanceof ModelError) throw e;
+    const code = causeCode(e);
+    if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') throw new ModelError('connection', `connection reset by ${this.base}`);
+    throw this.connectionError(e, 'calling');
+  }
+
+  /** A reply the server sent as one JSON body. */
+  private async readBody(res: Response, req: CompletionRequest, t0: number): Promise<ReplyTally> {
+    const j = (await res.json()) as ChatResponse;
+    const c = j.choices?.[0];
+    if (!c) throw new ModelError('protocol', `the server at ${this.base} answered without choices`);
+    const text = c.message?.content ?? '';
+    if (text) req.onText?.(text);
+    return {
+      text,
+      finish: c.finish_reason ?? null,
+      promptTokens: j.usage?.prompt_tokens ?? 0,
+      completionTokens: j.usage?.completion_tokens ?? 0,
+      firstTokenMs: performance.now() - t0,
+      pieces: 0,
+    };
+  }
+
+  /** A streamed reply (server-sent events), each piece of text handed to onText as it comes. */
+  private async readStream(res: Response, req: CompletionRequest, t0: number): Promise<ReplyTally> {
+    const tally: ReplyTally = { text: '', promptTokens: 0, completionTokens: 0, finish: null, firstTokenMs: null, pieces: 0 };
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (!line.startsWith('data:')) continue;
+        const data = line.slice(5).trim();
+        if (data === '[DONE]') continue;
+        this.takeChunk(data, tally, req, t0);
+      }
+    }
+    return tally;
+  }
+
+  /** One stream chunk (the JSON after `data:`) added to the tally. */
+  private takeChunk(data: string, tally: ReplyTally, req: CompletionRequest, t0: number): void {
+    let chunk: ChatResponse;
+    try {
+      chunk = JSON.parse(data) as ChatResponse;
+    } catch {
+      throw new ModelError('protocol', `the server at ${this.base} sent a stream chunk that is not JSON: ${data.slice(0, 200)}`);
+    }
+    if (chunk.error)
+      throw new ModelError(
+        'http',
+        `the server at ${this.base} reported an error mid-stream: ${chunk.error.message ?? JSON.stringify(chunk.error)}`,
+        500,
+      );
+    const c = chunk.choices?.[0];
+    const piece = c?.delta?.content ?? '';
+    if (piece) {
+      tally.firstTokenMs ??= performance.now() - t0;
+      tally.text += piece;
+      tally.pieces++;
+      req.onText?.(piece);
+    }
+    if (c?.finish_reason) tally.finish = c.finish_reason;
+    if (chunk.usage) {
+      tally.promptTokens = chunk.usage.prompt_tokens ?? tally.promptTokens;
+      tally.completionTokens = chunk.usage.completion_tokens ?? tally.completionTokens;
+    }
   }
 
   private httpError(res: Response, text: string): ModelError {
@@ -367,6 +388,17 @@ export class OpenAIBackend implements ModelBackend {
   async dispose(): Promise<void> {
     /* fetch keeps no state of ours */
   }
+}
+
+/** A reply as it was read: its text, finish reason, the usage the server reported, and the
+ * time to the first piece of text; `pieces` counts the stream's pieces (the fallback count). */
+interface ReplyTally {
+  text: string;
+  promptTokens: number;
+  completionTokens: number;
+  finish: string | null;
+  firstTokenMs: number | null;
+  pieces: number;
 }
 
 interface ChatResponse {

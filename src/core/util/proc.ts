@@ -65,19 +65,43 @@ export interface RunResult {
 }
 
 export async function runBounded(file: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
-  const limit = opts.outputLimitBytes ?? 16 * 1024 * 1024;
-  const graceS = opts.graceS ?? 2;
   const start = performance.now();
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  const all: Buffer[] = [];
-  let kept = 0;
-  let timedOut = false;
-  let cancelled = false;
-  let outputOverflow = false;
+  const child = spawnDetached(file, args, opts);
+  const report = opts.reportLimitBytes !== undefined ? collectReport(child, opts.reportLimitBytes) : null;
+  const stopper = treeStopper(child, opts.graceS ?? 2);
+  const output = collectOutput(child, opts.outputLimitBytes ?? 16 * 1024 * 1024, opts.foldLinesAfter, stopper.stop);
+  if (opts.input !== undefined) child.stdin?.end(opts.input);
+  const guard = opts.guard ? watchGuard(opts.guard, stopper.killGroup) : null;
+  const limits = watchLimits(opts, stopper.stop);
 
-  // detached: the child leads its own process group, so a timeout kills everything it spawned.
-  const child = execa(file, args, {
+  const res = await child;
+  output.flush();
+  limits.clearTimer();
+  if (guard) await guard.finish();
+  // The leader exited; make sure nothing it spawned survives it.
+  stopper.finish();
+  limits.detach();
+
+  return {
+    exitCode: res.exitCode ?? null,
+    signal: res.signal ?? null,
+    ...output.text(),
+    timedOut: limits.timedOut,
+    cancelled: limits.cancelled,
+    outputOverflow: output.overflow,
+    spawnError: spawnErrorOf(res),
+    durationS: (performance.now() - start) / 1000,
+    ...(report ? { report: Buffer.concat(report.chunks), reportOverflow: report.overflow } : {}),
+    ...(guard?.reason !== undefined ? { guardStop: guard.reason } : {}),
+    ...(output.folded ? { folded: output.folded() } : {}),
+  };
+}
+
+type Child = ReturnType<typeof spawnDetached>;
+
+/** The child, started detached: it leads its own process group, so a timeout kills everything it spawned. */
+function spawnDetached(file: string, args: string[], opts: RunOptions) {
+  return execa(file, args, {
     cwd: opts.cwd,
     env: opts.env,
     extendEnv: opts.env === undefined,
@@ -92,21 +116,28 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
     ],
     cleanup: true,
   });
-  const report: Buffer[] = [];
-  let reportBytes = 0;
-  let reportOverflow = false;
-  if (opts.reportLimitBytes !== undefined) {
-    const cap = opts.reportLimitBytes;
-    (child.stdio[3] as NodeJS.ReadableStream | undefined)?.on('data', (c: Buffer) => {
-      const room = cap - reportBytes;
-      if (c.length > room) reportOverflow = true;
-      if (room <= 0) return;
-      const piece = c.length > room ? c.subarray(0, room) : c;
-      report.push(piece);
-      reportBytes += piece.length;
-    });
-  }
+}
 
+/** What the child writes to fd 3, kept up to `cap` bytes; more is dropped and flagged. */
+function collectReport(child: Child, cap: number): { chunks: Buffer[]; readonly overflow: boolean } {
+  const report = { chunks: [] as Buffer[], overflow: false };
+  let bytes = 0;
+  (child.stdio[3] as NodeJS.ReadableStream | undefined)?.on('data', (c: Buffer) => {
+    const room = cap - bytes;
+    if (c.length > room) report.overflow = true;
+    if (room <= 0) return;
+    const piece = c.length > room ? c.subarray(0, room) : c;
+    report.chunks.push(piece);
+    bytes += piece.length;
+  });
+  return report;
+}
+
+/**
+ * Stopping the child: `stop` sends SIGTERM to its group and its tree, then SIGKILL after `graceS`;
+ * `killGroup` signals the group alone; `finish`, once the child exited, kills what is left.
+ */
+function treeStopper(child: Child, graceS: number): { stop: () => void; killGroup: (sig: NodeJS.Signals) => void; finish: () => void } {
   let killTimer: NodeJS.Timeout | undefined;
   const killGroup = (sig: NodeJS.Signals): void => {
     if (child.pid === undefined) return;
@@ -131,7 +162,32 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
     signalTree('SIGTERM');
     if (!killTimer) killTimer = setTimeout(() => signalTree('SIGKILL'), graceS * 1000);
   };
+  const finish = (): void => {
+    killGroup('SIGKILL');
+    if (tree.size) signalListed(tree, 'SIGKILL');
+    if (killTimer) clearTimeout(killTimer);
+  };
+  return { stop, killGroup, finish };
+}
 
+/** What collectOutput() kept of the child's stdout and stderr. */
+interface OutputCollector {
+  readonly overflow: boolean;
+  /** Takes in what the line folders still hold (after the child exited). */
+  flush(): void;
+  text(): { stdout: string; stderr: string; all: string };
+  /** The repeated lines not kept (only with foldLinesAfter). */
+  folded: (() => FoldedLine[]) | null;
+}
+
+/** The child's stdout and stderr, kept (and interleaved in `all`) up to `limit` bytes together;
+ * past it the child is stopped (`stop`) and `overflow` set. */
+function collectOutput(child: Child, limit: number, foldLinesAfter: number | undefined, stop: () => void): OutputCollector {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const all: Buffer[] = [];
+  let kept = 0;
+  let outputOverflow = false;
   const take = (bucket: Buffer[], chunk: Buffer): void => {
     const room = limit - kept;
     if (room <= 0) {
@@ -150,7 +206,7 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
       stop();
     }
   };
-  const folders = opts.foldLinesAfter !== undefined ? [new LineFolder(opts.foldLinesAfter), new LineFolder(opts.foldLinesAfter)] : null;
+  const folders = foldLinesAfter !== undefined ? [new LineFolder(foldLinesAfter), new LineFolder(foldLinesAfter)] : null;
   // Folded repeats weigh 1/FOLDED_WEIGHT against the limit: a flood is counted, endless output still ends.
   const fold = (i: 0 | 1, bucket: Buffer[], c: Buffer): void => {
     take(bucket, folders![i].push(c));
@@ -161,8 +217,33 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
   };
   child.stdout?.on('data', (c: Buffer) => (folders ? fold(0, out, c) : take(out, c)));
   child.stderr?.on('data', (c: Buffer) => (folders ? fold(1, err, c) : take(err, c)));
-  if (opts.input !== undefined) child.stdin?.end(opts.input);
+  return {
+    get overflow() {
+      return outputOverflow;
+    },
+    flush: () => {
+      if (!folders) return;
+      take(out, folders[0].flush());
+      take(err, folders[1].flush());
+    },
+    text: () => ({
+      stdout: Buffer.concat(out).toString('utf8'),
+      stderr: Buffer.concat(err).toString('utf8'),
+      all: Buffer.concat(all).toString('utf8'),
+    }),
+    folded: folders ? () => [...folders[0].folded(), ...folders[1].folded()] : null,
+  };
+}
 
+/**
+ * Runs the guard's check every `everyMs` while the child runs; a reason kills the group and is
+ * kept as `reason`. `finish`, once the child exited, waits for a check under way and checks once
+ * more: what the child left behind counts too (a burst between two checks).
+ */
+function watchGuard(
+  guard: RunGuard,
+  killGroup: (sig: NodeJS.Signals) => void,
+): { readonly reason: string | undefined; finish: () => Promise<void> } {
   let guardStop: string | undefined;
   let guardTimer: NodeJS.Timeout | undefined;
   let guardBusy: Promise<void> | undefined;
@@ -170,7 +251,7 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
   const guarded = async (): Promise<void> => {
     let why: string | undefined;
     try {
-      why = (await opts.guard!.check()) || undefined;
+      why = (await guard.check()) || undefined;
     } catch {
       why = undefined; // a check that cannot run stops nothing
     }
@@ -181,11 +262,30 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
   };
   const guardTick = (): void => {
     guardBusy = guarded().then(() => {
-      if (!exited && guardStop === undefined) guardTimer = setTimeout(guardTick, opts.guard!.everyMs);
+      if (!exited && guardStop === undefined) guardTimer = setTimeout(guardTick, guard.everyMs);
     });
   };
-  if (opts.guard) guardTimer = setTimeout(guardTick, opts.guard.everyMs);
+  guardTimer = setTimeout(guardTick, guard.everyMs);
+  return {
+    get reason() {
+      return guardStop;
+    },
+    finish: async () => {
+      exited = true;
+      clearTimeout(guardTimer);
+      await guardBusy;
+      if (guardStop === undefined) await guarded();
+    },
+  };
+}
 
+/** The wall-clock limit and the cancel signal: either stops the child (`stop`) and is flagged. */
+function watchLimits(
+  opts: RunOptions,
+  stop: () => void,
+): { readonly timedOut: boolean; readonly cancelled: boolean; clearTimer: () => void; detach: () => void } {
+  let timedOut = false;
+  let cancelled = false;
   const timer =
     opts.timeoutS !== undefined
       ? setTimeout(() => {
@@ -201,44 +301,26 @@ export async function runBounded(file: string, args: string[], opts: RunOptions 
     if (opts.signal.aborted) onAbort();
     else opts.signal.addEventListener('abort', onAbort, { once: true });
   }
-
-  const res = await child;
-  if (folders) {
-    take(out, folders[0].flush());
-    take(err, folders[1].flush());
-  }
-  if (timer) clearTimeout(timer);
-  exited = true;
-  if (opts.guard) {
-    clearTimeout(guardTimer);
-    await guardBusy;
-    // What the child left behind counts too: a burst between two checks.
-    if (guardStop === undefined) await guarded();
-  }
-  // The leader exited; make sure nothing it spawned survives it.
-  killGroup('SIGKILL');
-  if (tree.size) signalListed(tree, 'SIGKILL');
-  if (killTimer) clearTimeout(killTimer);
-  opts.signal?.removeEventListener('abort', onAbort);
-
-  const failed = res as unknown as { code?: string; originalMessage?: string; exitCode?: number; signal?: string };
-  const spawnError =
-    res.exitCode === undefined && res.signal === undefined && failed.code ? `${failed.code}: ${failed.originalMessage ?? ''}` : undefined;
   return {
-    exitCode: res.exitCode ?? null,
-    signal: res.signal ?? null,
-    stdout: Buffer.concat(out).toString('utf8'),
-    stderr: Buffer.concat(err).toString('utf8'),
-    all: Buffer.concat(all).toString('utf8'),
-    timedOut,
-    cancelled,
-    outputOverflow,
-    spawnError,
-    durationS: (performance.now() - start) / 1000,
-    ...(opts.reportLimitBytes !== undefined ? { report: Buffer.concat(report), reportOverflow } : {}),
-    ...(guardStop !== undefined ? { guardStop } : {}),
-    ...(folders ? { folded: [...folders[0].folded(), ...folders[1].folded()] } : {}),
+    get timedOut() {
+      return timedOut;
+    },
+    get cancelled() {
+      return cancelled;
+    },
+    clearTimer: () => {
+      if (timer) clearTimeout(timer);
+    },
+    detach: () => opts.signal?.removeEventListener('abort', onAbort),
   };
+}
+
+/** Why the program could not be started at all (ENOENT, EACCES...), from execa's result. */
+function spawnErrorOf(res: Awaited<Child>): string | undefined {
+  const failed = res as unknown as { code?: string; originalMessage?: string; exitCode?: number; signal?: string };
+  return res.exitCode === undefined && res.signal === undefined && failed.code
+    ? `${failed.code}: ${failed.originalMessage ?? ''}`
+    : undefined;
 }
 
 /** Whether a process with this id exists (EPERM: it does, as another user's). */

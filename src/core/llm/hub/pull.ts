@@ -196,7 +196,6 @@ export async function digest(path: string, algo: 'sha256' | 'sha1', prefix?: Buf
   return h.digest('hex');
 }
 
-/** Checks a fetched file against the hub's hash (SHA-256 of LFS files, the git blob id of small ones). */
 /** Bytes a transfer may run past the listed size before it is stopped. */
 const OVERRUN_SLACK_BYTES = 64 * 1024;
 
@@ -219,6 +218,8 @@ async function overrun(
   );
 }
 
+/** Checks a fetched file against the hub's hash (SHA-256 of LFS files, the git blob id of small
+ * ones): null where it matches, else what differs. */
 async function verify(path: string, f: RemoteFile): Promise<string | null> {
   const size = statSync(path).size;
   if (size !== f.size) return `${size} bytes where the hub lists ${f.size}`;
@@ -303,118 +304,176 @@ async function fetchPlanned(
   const total = plan.chosen.size;
   let done = 0;
   let fetched = 0;
-  // A split GGUF is fetched by one downloader from its first part (node-llama-cpp fetches the others).
-  const split = /-(\d{5})-of-\d{5}\.gguf$/i;
-  const jobs = files.filter((f) => (f.path.match(split)?.[1] ?? '00001') === '00001');
-  const partsOf = (f: RemoteFile): RemoteFile[] =>
-    split.test(f.path) ? files.filter((g) => g.path.replace(split, '') === f.path.replace(split, '')) : [f];
-  for (const [i, f] of jobs.entries()) {
+  const jobs = downloadJobs(files);
+  for (const [i, { file: f, group }] of jobs.entries()) {
     if (o.signal?.aborted) throw cancelled();
-    const group = partsOf(f);
     const groupSize = group.reduce((a, g) => a + g.size, 0);
-    const target = join(part, f.path);
-    mkdirSync(dirname(target), { recursive: true });
-    const whole = group.every(
-      (g) => existsSync(join(part, g.path)) && !existsSync(join(part, g.path) + '.ipull') && statSync(join(part, g.path)).size === g.size,
-    );
-    if (!whole) {
-      const url = `${plan.endpoint}/${plan.repo.split('/').map(encodeURIComponent).join('/')}/resolve/${plan.commit}/${f.path.split('/').map(encodeURIComponent).join('/')}`;
-      // The rate is measured here, over the last seconds of this pull's own progress (the
-      // downloader's average includes its start-up and the bytes a resume found on disk).
-      const samples: [number, number][] = [];
-      const report = (bytes: number): void => {
-        const now = Date.now();
-        samples.push([now, bytes]);
-        while (samples.length > 2 && now - samples[0][0] > 3000) samples.shift();
-        const [t0, b0] = samples[0];
-        const rate = now - t0 >= 200 ? ((bytes - b0) * 1000) / (now - t0) : 0;
-        const rest = total - done - bytes;
-        o.onProgress?.({
-          file: f.path,
-          index: i + 1,
-          files: jobs.length,
-          bytes: done + bytes,
-          total,
-          rate,
-          secondsLeft: rate > 0 ? rest / rate : Infinity,
-          phase: 'download',
-        });
-      };
-      let before = 0;
-      // The hub lists each file's size: a server that streams more (no length, or a wrong one) is
-      // stopped there, before the bytes fill the disk and long before the hash check would refuse
-      // them (a little slack for the downloader's own record of progress).
-      const stop = new AbortController();
-      const onCancel = (): void => stop.abort();
-      o.signal?.addEventListener('abort', onCancel, { once: true });
-      let overran = false;
-      let dl: Awaited<ReturnType<typeof createModelDownloader>> | undefined;
-      try {
-        dl = await createModelDownloader({
-          modelUri: url,
-          dirPath: dirname(target),
-          fileName: f.path.slice(f.path.lastIndexOf('/') + 1),
-          headers: token ? { Authorization: `Bearer ${token}` } : {},
-          // Only the token given here: node-llama-cpp would otherwise also look in HF_TOKEN files.
-          tokens: { huggingFace: (token ?? null) as unknown as string },
-          endpoints: { huggingFace: `${plan.endpoint}/` },
-          // Kept on cancel: the next pull resumes from it.
-          deleteTempFileOnCancel: false,
-          skipExisting: true,
-          onProgress: (s) => {
-            if (s.downloadedSize > groupSize + OVERRUN_SLACK_BYTES && !overran) {
-              overran = true;
-              // The downloader's own cancel, so that it stops writing and renaming before the
-              // partial file is removed.
-              void dl?.cancel({ deleteTempFile: true }).catch(() => undefined);
-              stop.abort();
-            }
-            report(Math.min(s.downloadedSize, groupSize));
-          },
-        });
-        before = dl.downloadedSize;
-        report(before);
-        await dl.download({ signal: stop.signal });
-        if (overran) throw await overrun(group, plan, part, dl);
-        // A cancel can end the transfer without an error: the partial file stays for a resume.
-        if (o.signal?.aborted) throw cancelled();
-      } catch (e) {
-        if (overran) throw await overrun(group, plan, part, dl);
-        if (o.signal?.aborted || (e instanceof HubError && e.kind === 'cancelled')) throw cancelled();
-        throw hubFailure(e, plan.repo, plan.revision, plan.endpoint, token, o.signal);
-      } finally {
-        o.signal?.removeEventListener('abort', onCancel);
-      }
-      fetched += groupSize - before;
-    }
-    for (const g of group) {
-      o.onProgress?.({
-        file: g.path,
-        index: i + 1,
-        files: jobs.length,
-        bytes: done + groupSize,
-        total,
-        rate: 0,
-        secondsLeft: 0,
-        phase: 'verify',
-      });
-      const p = join(part, g.path);
-      // The downloader keeps its progress record after a file's bytes until the end, and a save of
-      // that record can race the end of a small file's download, leaving it behind the bytes
-      // (seen: a 34-byte file delivered as 97). Cut to the listed size; the hash below decides.
-      if (existsSync(p) && statSync(p).size > g.size) truncateSync(p, g.size);
-      const bad = existsSync(p) ? await verify(p, g) : 'the file is missing after the download';
-      if (bad) {
-        rmSync(p, { force: true });
-        rmSync(p + '.ipull', { force: true });
-        throw new HubError(
-          'hash-mismatch',
-          `${g.path} of ${plan.repo}@${plan.commit.slice(0, 12)} does not match the hub (${bad}); the file was removed. Run the pull again; if it fails again, the mirror (${plan.endpoint}) serves a damaged file.`,
-        );
-      }
-    }
+    mkdirSync(dirname(join(part, f.path)), { recursive: true });
+    const step = { file: f, group, groupSize, index: i + 1, files: jobs.length, done, total };
+    if (!onDisk(part, group)) fetched += await download(createModelDownloader, step, plan, part, token, o, cancelled);
+    await verifyGroup(step, plan, part, o);
     done += groupSize;
   }
+  return publish(plan, part, files, fetched);
+}
+
+/** One download: a file (a split GGUF's first part) and the files it brings. */
+interface DownloadJob {
+  file: RemoteFile;
+  /** The file, or all the parts of a split GGUF. */
+  group: RemoteFile[];
+}
+
+/** The downloads for `files`: a split GGUF is fetched by one downloader from its first part
+ * (node-llama-cpp fetches the others). */
+function downloadJobs(files: RemoteFile[]): DownloadJob[] {
+  const split = /-(\d{5})-of-\d{5}\.gguf$/i;
+  const partsOf = (f: RemoteFile): RemoteFile[] =>
+    split.test(f.path) ? files.filter((g) => g.path.replace(split, '') === f.path.replace(split, '')) : [f];
+  return files.filter((f) => (f.path.match(split)?.[1] ?? '00001') === '00001').map((f) => ({ file: f, group: partsOf(f) }));
+}
+
+/** Whether every file of the group is already whole in the partial folder (a resumed pull). */
+function onDisk(part: string, group: RemoteFile[]): boolean {
+  return group.every(
+    (g) => existsSync(join(part, g.path)) && !existsSync(join(part, g.path) + '.ipull') && statSync(join(part, g.path)).size === g.size,
+  );
+}
+
+/** One download job as the pull stands when it starts: its place among the jobs, and the model's
+ * bytes on disk before it (`done`) and in all. */
+interface PullStep extends DownloadJob {
+  groupSize: number;
+  index: number;
+  files: number;
+  done: number;
+  total: number;
+}
+
+/**
+ * Reports the download's progress through `onProgress`, given the bytes of this job so far. The
+ * rate is measured here, over the last seconds of this pull's own progress (the downloader's
+ * average includes its start-up and the bytes a resume found on disk).
+ */
+function progressReporter(step: PullStep, onProgress: PullOptions['onProgress']): (bytes: number) => void {
+  const samples: [number, number][] = [];
+  return (bytes) => {
+    const now = Date.now();
+    samples.push([now, bytes]);
+    while (samples.length > 2 && now - samples[0][0] > 3000) samples.shift();
+    const [t0, b0] = samples[0];
+    const rate = now - t0 >= 200 ? ((bytes - b0) * 1000) / (now - t0) : 0;
+    const rest = step.total - step.done - bytes;
+    onProgress?.({
+      file: step.file.path,
+      index: step.index,
+      files: step.files,
+      bytes: step.done + bytes,
+      total: step.total,
+      rate,
+      secondsLeft: rate > 0 ? rest / rate : Infinity,
+      phase: 'download',
+    });
+  };
+}
+
+type CreateDownloader = typeof import('node-llama-cpp').createModelDownloader;
+
+/** Fetches the job's files into the partial folder; returns the bytes fetched (what a resume
+ * found on disk not counted). */
+async function download(
+  createModelDownloader: CreateDownloader,
+  step: PullStep,
+  plan: PullPlan,
+  part: string,
+  token: string | undefined,
+  o: PullOptions,
+  cancelled: () => HubError,
+): Promise<number> {
+  const { file: f, group, groupSize } = step;
+  const target = join(part, f.path);
+  const url = `${plan.endpoint}/${plan.repo.split('/').map(encodeURIComponent).join('/')}/resolve/${plan.commit}/${f.path.split('/').map(encodeURIComponent).join('/')}`;
+  const report = progressReporter(step, o.onProgress);
+  let before = 0;
+  // The hub lists each file's size: a server that streams more (no length, or a wrong one) is
+  // stopped there, before the bytes fill the disk and long before the hash check would refuse
+  // them (a little slack for the downloader's own record of progress).
+  const stop = new AbortController();
+  const onCancel = (): void => stop.abort();
+  o.signal?.addEventListener('abort', onCancel, { once: true });
+  let overran = false;
+  let dl: Awaited<ReturnType<CreateDownloader>> | undefined;
+  try {
+    dl = await createModelDownloader({
+      modelUri: url,
+      dirPath: dirname(target),
+      fileName: f.path.slice(f.path.lastIndexOf('/') + 1),
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+      // Only the token given here: node-llama-cpp would otherwise also look in HF_TOKEN files.
+      tokens: { huggingFace: (token ?? null) as unknown as string },
+      endpoints: { huggingFace: `${plan.endpoint}/` },
+      // Kept on cancel: the next pull resumes from it.
+      deleteTempFileOnCancel: false,
+      skipExisting: true,
+      onProgress: (s) => {
+        if (s.downloadedSize > groupSize + OVERRUN_SLACK_BYTES && !overran) {
+          overran = true;
+          // The downloader's own cancel, so that it stops writing and renaming before the
+          // partial file is removed.
+          void dl?.cancel({ deleteTempFile: true }).catch(() => undefined);
+          stop.abort();
+        }
+        report(Math.min(s.downloadedSize, groupSize));
+      },
+    });
+    before = dl.downloadedSize;
+    report(before);
+    await dl.download({ signal: stop.signal });
+    if (overran) throw await overrun(group, plan, part, dl);
+    // A cancel can end the transfer without an error: the partial file stays for a resume.
+    if (o.signal?.aborted) throw cancelled();
+  } catch (e) {
+    if (overran) throw await overrun(group, plan, part, dl);
+    if (o.signal?.aborted || (e instanceof HubError && e.kind === 'cancelled')) throw cancelled();
+    throw hubFailure(e, plan.repo, plan.revision, plan.endpoint, token, o.signal);
+  } finally {
+    o.signal?.removeEventListener('abort', onCancel);
+  }
+  return groupSize - before;
+}
+
+/** Checks each file of the job against the hub; a file that does not match is removed and the pull fails. */
+async function verifyGroup(step: PullStep, plan: PullPlan, part: string, o: PullOptions): Promise<void> {
+  for (const g of step.group) {
+    o.onProgress?.({
+      file: g.path,
+      index: step.index,
+      files: step.files,
+      bytes: step.done + step.groupSize,
+      total: step.total,
+      rate: 0,
+      secondsLeft: 0,
+      phase: 'verify',
+    });
+    const p = join(part, g.path);
+    // The downloader keeps its progress record after a file's bytes until the end, and a save of
+    // that record can race the end of a small file's download, leaving it behind the bytes
+    // (seen: a 34-byte file delivered as 97). Cut to the listed size; the hash below decides.
+    if (existsSync(p) && statSync(p).size > g.size) truncateSync(p, g.size);
+    const bad = existsSync(p) ? await verify(p, g) : 'the file is missing after the download';
+    if (bad) {
+      rmSync(p, { force: true });
+      rmSync(p + '.ipull', { force: true });
+      throw new HubError(
+        'hash-mismatch',
+        `${g.path} of ${plan.repo}@${plan.commit.slice(0, 12)} does not match the hub (${bad}); the file was removed. Run the pull again; if it fails again, the mirror (${plan.endpoint}) serves a damaged file.`,
+      );
+    }
+  }
+}
+
+/** The checked partial folder made the cached model: its manifest written, then renamed into place. */
+function publish(plan: PullPlan, part: string, files: RemoteFile[], fetched: number): PullResult {
   rmSync(join(part, PULL_PLAN), { force: true });
   rmSync(join(part, LOCK), { force: true });
   writeManifest(part, {

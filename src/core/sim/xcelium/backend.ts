@@ -26,6 +26,7 @@ import {
   simRunTcl,
   xrunCommand,
   type CommandSpec,
+  type XrunOptions,
 } from './commands.js';
 
 /** Where the tools come from, said in every "not found" message. */
@@ -202,172 +203,223 @@ export class XceliumSimulator implements Simulator {
   async simulate(req: SimRequest): Promise<SimResult> {
     const t0 = performance.now();
     const limits: SimLimits = { ...DEFAULT_LIMITS, ...req.limits };
-    const tbTop = findTbTop(req.testbench.content);
-    const dutInstances = findDutInstances(req.testbench.content, req.top);
-    const timings: SimResult['timings'] = { total: 0 };
-    const diagnostics: Diagnostic[] = [];
-    let dir: string | null = null;
-    let log = '';
-    let version = this.version;
-
-    const done = (
-      status: SimStatus,
-      stage: SimStage,
-      extra: { returncode?: number; err_msg?: string; summary?: CovSummaryRow[]; detail?: string; overall?: number | null } = {},
-    ): SimResult => {
-      timings.total = (performance.now() - t0) / 1000;
-      const ok = status === 'success';
-      // What xrun, IMC and the testbench printed is data: no control character or escape sequence leaves here.
-      return safeResult({
-        returncode: extra.returncode ?? (ok ? 0 : 1),
-        status,
-        err_msg: extra.err_msg ?? '',
-        cov_info: extra.summary ? { summary: extra.summary, detail: extra.detail ?? '', runtime_sec: timings.total } : null,
-        reward: rewardFor(status, extra.overall ?? null),
-        stage,
-        // IMC's summary has no per-point list, so there is no breakdown or uncovered list here.
-        coverage: null,
-        uncovered: [],
-        diagnostics,
-        timings,
-        simulator: { name: this.name, version: version ?? 'unknown' },
-        protection: {
-          scratchDir: dir,
-          staticCheck: false,
-          jail: 'none',
-          reads: 'none',
-          jailReason: 'xrun and imc run directly on the host: they need the Cadence install tree and license server',
-          wallClockLimitS: limits.buildTimeoutS + limits.timeoutS,
-          simTimeLimitNs: limits.simTimeLimitNs,
-          outputLimitBytes: limits.outputLimitBytes,
-          memoryLimitMb: null,
-        },
-        tbTop,
-        dutTop: req.top,
-        log,
-        ...(req.keepRunDir && dir && ok ? { coverageFile: covMergedDir(dir) } : {}),
-      });
+    const x: XRun = {
+      req,
+      limits,
+      t0,
+      tbTop: findTbTop(req.testbench.content),
+      dutInstances: findDutInstances(req.testbench.content, req.top),
+      timings: { total: 0 },
+      diagnostics: [],
+      dir: null,
+      log: '',
+      version: this.version,
     };
-
-    const run = (spec: CommandSpec, timeoutS: number): Promise<RunResult> =>
-      runBounded(spec.file, spec.args, {
-        cwd: spec.cwd,
-        timeoutS,
-        outputLimitBytes: limits.outputLimitBytes,
-        signal: req.signal,
-      });
-
     try {
-      dir = await mkdtemp(path.join(os.tmpdir(), 'chorus-xcelium-'));
-      const tbFile = safeTbFile(req.testbench.name);
-      await writeFile(path.join(dir, tbFile), req.testbench.content);
-      const tcl = simRunTcl(limits.simTimeLimitNs);
-      if (tcl) await writeFile(path.join(dir, 'run.tcl'), tcl);
-      const plan = { tbFile, tbTop, dutInstances, inputTcl: tcl ? 'run.tcl' : null };
-      const dropped = droppedParams(req, plan);
-      if (dropped.length > 0) {
-        diagnostics.push(
-          warning(
-            req.testbench.name,
-            'CHORUS-PARAM',
-            `parameter override(s) ${dropped.join(', ')} not applied: no instance of '${req.top}' found in the testbench`,
-          ),
-        );
-      }
-      if ((req.waivers?.length ?? 0) > 0) {
-        diagnostics.push(
-          warning(
-            '',
-            'CHORUS-WAIVERS',
-            'waivers are not applied by the xcelium backend (IMC reports no per-point list); use an IMC refinement file',
-          ),
-        );
-      }
-
-      // --- xrun: compile + elaborate + simulate ---
-      const xr = await run(
-        xrunCommand(req, dir, { ...plan, xrun: this.xrun, coverage: this.opts.coverage, timescale: this.opts.timescale }),
-        limits.buildTimeoutS + limits.timeoutS,
-      );
-      timings.run = xr.durationS;
-      log = xr.all;
-      version ??= parseXrunVersion(xr.all);
-      diagnostics.push(...parseXrunDiagnostics(xr.all, req.testbench.name, req.design.files));
-      const xStage: SimStage = diagnostics.some((d) => d.severity === 'error' && d.stage === 'run') || simStarted(xr.all) ? 'run' : 'build';
-      if (xr.spawnError)
-        return done('exception', 'build', {
-          returncode: -1,
-          err_msg: `Cannot start xrun ('${this.xrun}': ${xr.spawnError}). ${TOOL_HINT}`,
-        });
-      if (xr.cancelled) return done('exception', xStage, { returncode: -1, err_msg: 'cancelled' });
-      if (xr.timedOut) {
-        return done('timeout', xStage, {
-          returncode: -1,
-          err_msg: `xrun exceeded the wall-clock limit of ${limits.buildTimeoutS + limits.timeoutS}s\n${errorExcerpt(xr.all)}`,
-        });
-      }
-      if (xr.outputOverflow) {
-        return done('xrun_failed', xStage, {
-          returncode: -1,
-          err_msg: `xrun output exceeded ${limits.outputLimitBytes} bytes and was stopped`,
-        });
-      }
-      if (xr.exitCode !== 0) {
-        const stage = diagnostics.some((d) => d.severity === 'error' && d.stage === 'build') ? 'build' : xStage;
-        return done('xrun_failed', stage, { returncode: xr.exitCode ?? -1, err_msg: errorExcerpt(xr.all) });
-      }
-
-      // --- IMC step 1: merge (also catches "the simulation wrote no coverage") ---
-      const imcTimeout = this.opts.imcTimeoutS ?? 300;
-      if (!(await exists(covTestDir(dir)))) {
-        return done('imc_merge_failed', 'coverage', { err_msg: `xrun wrote no coverage database at ${covTestDir(dir)}` });
-      }
-      await writeFile(path.join(dir, 'imc_merge.tcl'), imcMergeScript(dir));
-      const mg = await run(imcCommand('imc_merge.tcl', dir, this.imc), imcTimeout);
-      timings.coverage = mg.durationS;
-      if (mg.cancelled) return done('exception', 'coverage', { returncode: -1, err_msg: 'cancelled' });
-      if (mg.spawnError)
-        return done('exception', 'coverage', {
-          returncode: -1,
-          err_msg: `Cannot start imc ('${this.imc}': ${mg.spawnError}). ${TOOL_HINT}`,
-        });
-      const mgFail = imcFailure(mg);
-      if (mgFail) return done('imc_merge_failed', 'coverage', { returncode: mg.exitCode ?? -1, err_msg: mgFail });
-
-      // --- IMC step 2: summary report ---
-      const reportFile = path.join(dir, REPORT_FILE);
-      // A report file the testbench wrote during the run must not stand in for IMC's.
-      await rm(reportFile, { recursive: true, force: true });
-      await writeFile(path.join(dir, 'imc_report.tcl'), imcReportScript(dir, { metrics: this.opts.metrics, outFile: reportFile }));
-      const rp = await run(imcCommand('imc_report.tcl', dir, this.imc), imcTimeout);
-      timings.coverage += rp.durationS;
-      if (rp.cancelled) return done('exception', 'coverage', { returncode: -1, err_msg: 'cancelled' });
-      if (rp.spawnError)
-        return done('exception', 'coverage', {
-          returncode: -1,
-          err_msg: `Cannot start imc ('${this.imc}': ${rp.spawnError}). ${TOOL_HINT}`,
-        });
-      const report = await readFile(reportFile, 'utf8').catch(() => null);
-      const rpFail = imcFailure(rp) ?? (report === null ? `IMC wrote no report at ${reportFile}` : null);
-      if (rpFail || report === null) {
-        return done('imc_report_summary_failed', 'coverage', { returncode: rp.exitCode || 1, err_msg: rpFail ?? '' });
-      }
-      const rows = parseImcReport(report);
-      const dut = dutRow(rows, req.top, dutInstances[0]);
-      if (!dut) {
-        return done('imc_report_summary_failed', 'coverage', {
-          err_msg: `no row for DUT '${req.top}' in the IMC summary (${rows.length} rows parsed)`,
-          summary: rows,
-          detail: report,
-        });
-      }
-      return done('success', 'success', { summary: rows, detail: report, overall: dut['Overall Average'] });
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'chorus-xcelium-'));
+      x.dir = dir;
+      const plan = await prepareRun(x, dir);
+      const failed = (await this.xrunStep(x, dir, plan)) ?? (await this.imcMerge(x, dir));
+      if (failed) return failed;
+      return await this.imcReport(x, dir);
     } catch (e) {
-      return done('exception', 'build', { returncode: -1, err_msg: e instanceof Error ? e.message : String(e) });
+      return this.finish(x, 'exception', 'build', { returncode: -1, err_msg: e instanceof Error ? e.message : String(e) });
     } finally {
-      if (dir && !req.keepRunDir) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      if (x.dir && !req.keepRunDir) await rm(x.dir, { recursive: true, force: true }).catch(() => undefined);
     }
   }
+
+  /** The run's SimResult: its status and stage, what the steps so far recorded, the protections said. */
+  private finish(x: XRun, status: SimStatus, stage: SimStage, extra: Outcome = {}): SimResult {
+    const { req, limits, timings, dir } = x;
+    timings.total = (performance.now() - x.t0) / 1000;
+    const ok = status === 'success';
+    // What xrun, IMC and the testbench printed is data: no control character or escape sequence leaves here.
+    return safeResult({
+      returncode: extra.returncode ?? (ok ? 0 : 1),
+      status,
+      err_msg: extra.err_msg ?? '',
+      cov_info: extra.summary ? { summary: extra.summary, detail: extra.detail ?? '', runtime_sec: timings.total } : null,
+      reward: rewardFor(status, extra.overall ?? null),
+      stage,
+      // IMC's summary has no per-point list, so there is no breakdown or uncovered list here.
+      coverage: null,
+      uncovered: [],
+      diagnostics: x.diagnostics,
+      timings,
+      simulator: { name: this.name, version: x.version ?? 'unknown' },
+      protection: {
+        scratchDir: dir,
+        staticCheck: false,
+        jail: 'none',
+        reads: 'none',
+        jailReason: 'xrun and imc run directly on the host: they need the Cadence install tree and license server',
+        wallClockLimitS: limits.buildTimeoutS + limits.timeoutS,
+        simTimeLimitNs: limits.simTimeLimitNs,
+        outputLimitBytes: limits.outputLimitBytes,
+        memoryLimitMb: null,
+      },
+      tbTop: x.tbTop,
+      dutTop: req.top,
+      log: x.log,
+      ...(req.keepRunDir && dir && ok ? { coverageFile: covMergedDir(dir) } : {}),
+    });
+  }
+
+  /** xrun: compile + elaborate + simulate. The failed run's result, or null when it went through. */
+  private async xrunStep(x: XRun, dir: string, plan: RunPlan): Promise<SimResult | null> {
+    const { req, limits, diagnostics } = x;
+    const xr = await runStep(
+      xrunCommand(req, dir, { ...plan, xrun: this.xrun, coverage: this.opts.coverage, timescale: this.opts.timescale }),
+      limits.buildTimeoutS + limits.timeoutS,
+      x,
+    );
+    x.timings.run = xr.durationS;
+    x.log = xr.all;
+    x.version ??= parseXrunVersion(xr.all);
+    diagnostics.push(...parseXrunDiagnostics(xr.all, req.testbench.name, req.design.files));
+    const xStage: SimStage = diagnostics.some((d) => d.severity === 'error' && d.stage === 'run') || simStarted(xr.all) ? 'run' : 'build';
+    if (xr.spawnError)
+      return this.finish(x, 'exception', 'build', {
+        returncode: -1,
+        err_msg: `Cannot start xrun ('${this.xrun}': ${xr.spawnError}). ${TOOL_HINT}`,
+      });
+    if (xr.cancelled) return this.finish(x, 'exception', xStage, { returncode: -1, err_msg: 'cancelled' });
+    if (xr.timedOut) {
+      return this.finish(x, 'timeout', xStage, {
+        returncode: -1,
+        err_msg: `xrun exceeded the wall-clock limit of ${limits.buildTimeoutS + limits.timeoutS}s\n${errorExcerpt(xr.all)}`,
+      });
+    }
+    if (xr.outputOverflow) {
+      return this.finish(x, 'xrun_failed', xStage, {
+        returncode: -1,
+        err_msg: `xrun output exceeded ${limits.outputLimitBytes} bytes and was stopped`,
+      });
+    }
+    if (xr.exitCode !== 0) {
+      const stage = diagnostics.some((d) => d.severity === 'error' && d.stage === 'build') ? 'build' : xStage;
+      return this.finish(x, 'xrun_failed', stage, { returncode: xr.exitCode ?? -1, err_msg: errorExcerpt(xr.all) });
+    }
+    return null;
+  }
+
+  /** IMC step 1: merge (also catches "the simulation wrote no coverage"). The failed step's
+   * result, or null when it went through. */
+  private async imcMerge(x: XRun, dir: string): Promise<SimResult | null> {
+    if (!(await exists(covTestDir(dir)))) {
+      return this.finish(x, 'imc_merge_failed', 'coverage', { err_msg: `xrun wrote no coverage database at ${covTestDir(dir)}` });
+    }
+    await writeFile(path.join(dir, 'imc_merge.tcl'), imcMergeScript(dir));
+    const mg = await runStep(imcCommand('imc_merge.tcl', dir, this.imc), this.opts.imcTimeoutS ?? 300, x);
+    x.timings.coverage = mg.durationS;
+    if (mg.cancelled) return this.finish(x, 'exception', 'coverage', { returncode: -1, err_msg: 'cancelled' });
+    if (mg.spawnError)
+      return this.finish(x, 'exception', 'coverage', {
+        returncode: -1,
+        err_msg: `Cannot start imc ('${this.imc}': ${mg.spawnError}). ${TOOL_HINT}`,
+      });
+    const mgFail = imcFailure(mg);
+    if (mgFail) return this.finish(x, 'imc_merge_failed', 'coverage', { returncode: mg.exitCode ?? -1, err_msg: mgFail });
+    return null;
+  }
+
+  /** IMC step 2: the summary report, and the DUT row's Overall Average as the coverage. */
+  private async imcReport(x: XRun, dir: string): Promise<SimResult> {
+    const { req } = x;
+    const reportFile = path.join(dir, REPORT_FILE);
+    // A report file the testbench wrote during the run must not stand in for IMC's.
+    await rm(reportFile, { recursive: true, force: true });
+    await writeFile(path.join(dir, 'imc_report.tcl'), imcReportScript(dir, { metrics: this.opts.metrics, outFile: reportFile }));
+    const rp = await runStep(imcCommand('imc_report.tcl', dir, this.imc), this.opts.imcTimeoutS ?? 300, x);
+    x.timings.coverage = (x.timings.coverage ?? 0) + rp.durationS;
+    if (rp.cancelled) return this.finish(x, 'exception', 'coverage', { returncode: -1, err_msg: 'cancelled' });
+    if (rp.spawnError)
+      return this.finish(x, 'exception', 'coverage', {
+        returncode: -1,
+        err_msg: `Cannot start imc ('${this.imc}': ${rp.spawnError}). ${TOOL_HINT}`,
+      });
+    const report = await readFile(reportFile, 'utf8').catch(() => null);
+    const rpFail = imcFailure(rp) ?? (report === null ? `IMC wrote no report at ${reportFile}` : null);
+    if (rpFail || report === null) {
+      return this.finish(x, 'imc_report_summary_failed', 'coverage', { returncode: rp.exitCode || 1, err_msg: rpFail ?? '' });
+    }
+    const rows = parseImcReport(report);
+    const dut = dutRow(rows, req.top, x.dutInstances[0]);
+    if (!dut) {
+      return this.finish(x, 'imc_report_summary_failed', 'coverage', {
+        err_msg: `no row for DUT '${req.top}' in the IMC summary (${rows.length} rows parsed)`,
+        summary: rows,
+        detail: report,
+      });
+    }
+    return this.finish(x, 'success', 'success', { summary: rows, detail: report, overall: dut['Overall Average'] });
+  }
+}
+
+/** One simulate() call under way: what its result reports, filled in as the steps go. */
+interface XRun {
+  req: SimRequest;
+  limits: SimLimits;
+  /** When the call began (performance.now()). */
+  t0: number;
+  tbTop: string | null;
+  dutInstances: string[];
+  timings: SimResult['timings'];
+  diagnostics: Diagnostic[];
+  /** The scratch directory, once made. */
+  dir: string | null;
+  /** xrun's output. */
+  log: string;
+  /** The xrun version: info()'s, else read from xrun's banner. */
+  version: string | null;
+}
+
+/** What a step adds to the result beside its status and stage. */
+type Outcome = { returncode?: number; err_msg?: string; summary?: CovSummaryRow[]; detail?: string; overall?: number | null };
+
+/** What xrunCommand() needs beside the request: the files prepareRun() wrote and the tops found. */
+type RunPlan = Pick<XrunOptions, 'tbFile' | 'tbTop' | 'dutInstances' | 'inputTcl'>;
+
+/** A tool run under the call's output limit and cancel signal. */
+function runStep(spec: CommandSpec, timeoutS: number, x: XRun): Promise<RunResult> {
+  return runBounded(spec.file, spec.args, {
+    cwd: spec.cwd,
+    timeoutS,
+    outputLimitBytes: x.limits.outputLimitBytes,
+    signal: x.req.signal,
+  });
+}
+
+/** Writes the testbench and the simulation's TCL into `dir`, and warns of what this backend
+ * leaves out (parameter overrides it cannot place, waivers). */
+async function prepareRun(x: XRun, dir: string): Promise<RunPlan> {
+  const { req, limits, diagnostics } = x;
+  const tbFile = safeTbFile(req.testbench.name);
+  await writeFile(path.join(dir, tbFile), req.testbench.content);
+  const tcl = simRunTcl(limits.simTimeLimitNs);
+  if (tcl) await writeFile(path.join(dir, 'run.tcl'), tcl);
+  const plan = { tbFile, tbTop: x.tbTop, dutInstances: x.dutInstances, inputTcl: tcl ? 'run.tcl' : null };
+  const dropped = droppedParams(req, plan);
+  if (dropped.length > 0) {
+    diagnostics.push(
+      warning(
+        req.testbench.name,
+        'CHORUS-PARAM',
+        `parameter override(s) ${dropped.join(', ')} not applied: no instance of '${req.top}' found in the testbench`,
+      ),
+    );
+  }
+  if ((req.waivers?.length ?? 0) > 0) {
+    diagnostics.push(
+      warning(
+        '',
+        'CHORUS-WAIVERS',
+        'waivers are not applied by the xcelium backend (IMC reports no per-point list); use an IMC refinement file',
+      ),
+    );
+  }
+  return plan;
 }
 
 function warning(file: string, code: string, message: string): Diagnostic {
