@@ -72,6 +72,9 @@ export const modelError = (e: unknown): string | undefined =>
   e instanceof ModelError ? `model error (${e.kind}): ${e.message}` : undefined;
 export const contextBudgetError = (e: unknown): string | undefined => (e instanceof ContextBudgetError ? e.message : undefined);
 
+/** The errors of a command that loads a design and runs a model on it (generate, refine). */
+export const MODEL_RUN_ERRORS = [designError, toolchainError, modelError, contextBudgetError, runFolderError];
+
 /** Runs `chorus <spec.name> argv`: parses, then the body in the frame; resolves to the exit code. */
 export async function runCommand<O extends Options>(
   argv: string[],
@@ -242,3 +245,16 @@ export function exitCodeFor(r: {
   const dutFault = (r.diagnostics ?? []).some((d) => d.severity === 'error' && d.origin === 'dut' && d.code === 'CHORUS-COMBLOOP');
   return dutFault ? EXIT.usage : EXIT.failed;
 }
+
+/** parseArgs rows for options that take a value (`--name <v>`), typed by name. */
+export function strings<const K extends string>(...names: K[]): { readonly [P in K]: { readonly type: 'string' } } {
+  return Object.fromEntries(names.map((n) => [n, { type: 'string' }])) as { readonly [P in K]: { readonly type: 'string' } };
+}
+
+/** parseArgs rows for on/off options (`--name`), typed by name. */
+export function flags<const K extends string>(...names: K[]): { readonly [P in K]: { readonly type: 'boolean' } } {
+  return Object.fromEntries(names.map((n) => [n, { type: 'boolean' }])) as { readonly [P in K]: { readonly type: 'boolean' } };
+}
+
+/** --out, --force and --json: where a command also writes its result, and whether it prints JSON. */
+export const RESULT_OPTIONS = { ...strings('out'), ...flags('force', 'json') };

@@ -26,7 +26,7 @@ import type { SamplingParams } from '../core/vocabulary/types.js';
 import { MODEL_HELP, MODEL_OPTIONS, MODEL_SETTINGS, modelConfig as modelConfigFrom, samplingFrom } from './modelOptions.js';
 import { readSetting, settingOptions, settingsHelp } from './settingOptions.js';
 import type { HistoryMode } from '../core/vocabulary/types.js';
-import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
+import { flags, strings, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { canRedraw } from './terminal.js';
 import { simulatorOption } from './simulatorOption.js';
 import type { ScoreMode } from '../core/run/simulators.js';
@@ -70,20 +70,11 @@ tasks one row solves and another does not); \`chorus eval compare --help\` lists
 `;
 
 export const OPTIONS = {
-  suite: { type: 'string' },
-  'suite-format': { type: 'string' },
   ...MODEL_OPTIONS,
   ...settingOptions('eval'),
-  generator: { type: 'string' },
-  reference: { type: 'boolean' },
-  workers: { type: 'string' },
-  scorer: { type: 'string' },
-  limit: { type: 'string' },
-  tasks: { type: 'string' },
-  out: { type: 'string' },
-  resume: { type: 'boolean' },
-  json: { type: 'boolean' },
-} as const;
+  ...strings('suite', 'suite-format', 'generator', 'workers', 'scorer', 'limit', 'tasks', 'out'),
+  ...flags('reference', 'resume', 'json'),
+};
 
 export function runEval(argv: string[]): Promise<number> {
   if (argv[0] === 'compare') return runEvalCompare(argv.slice(1));

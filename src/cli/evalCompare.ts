@@ -3,7 +3,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CompareError, compareReports, readReport, writeComparison, type CompareInput, type Comparison } from '../core/run/evaluation.js';
-import { runCommand, type CommandRun } from './command.js';
+import { flags, RESULT_OPTIONS, runCommand, type CommandRun } from './command.js';
 import { pct as formatPct, safeJson } from '../core/run/frontEnd.js';
 
 const pct = (x: number | null | undefined): string => formatPct(x, 1);
@@ -27,12 +27,7 @@ Options:
 Exit code: 0 compared, 2 usage errors, missing or unreadable reports, different tasks or settings.
 `;
 
-export const OPTIONS = {
-  out: { type: 'string' },
-  intersect: { type: 'boolean' },
-  force: { type: 'boolean' },
-  json: { type: 'boolean' },
-} as const;
+export const OPTIONS = { ...RESULT_OPTIONS, ...flags('intersect') };
 
 export function runEvalCompare(argv: string[]): Promise<number> {
   return runCommand(

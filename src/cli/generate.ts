@@ -19,16 +19,7 @@ import { runGeneration, type GenerationRequest, type GenerationRound } from '../
 import type { HistoryMode } from '../core/vocabulary/types.js';
 import type { NamedText } from '../core/run/types.js';
 import { DESIGN_HELP, designFromArgs, saveProject, type CliDesign } from './designOptions.js';
-import {
-  contextBudgetError,
-  designError,
-  runFolderError,
-  exitCodeFor,
-  modelError,
-  runCommand,
-  toolchainError,
-  type CommandRun,
-} from './command.js';
+import { MODEL_RUN_ERRORS, RESULT_OPTIONS, flags, strings, exitCodeFor, runCommand, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { formatSimResult, verdictText } from './format.js';
 import { MODEL_HELP, MODEL_OPTIONS, MODEL_SETTINGS, modelConfig, samplingFrom } from './modelOptions.js';
@@ -74,13 +65,10 @@ export const OPTIONS = {
   ...MODEL_OPTIONS,
   ...settingOptions('generate'),
   spec: { type: 'string', multiple: true },
-  instruction: { type: 'string' },
-  stream: { type: 'boolean' },
-  'keep-params': { type: 'boolean' },
+  ...strings('instruction'),
+  ...flags('stream', 'keep-params'),
   ...RUN_OUTPUT_OPTIONS,
-  out: { type: 'string' },
-  force: { type: 'boolean' },
-  json: { type: 'boolean' },
+  ...RESULT_OPTIONS,
 } as const;
 
 export function runGenerate(argv: string[]): Promise<number> {
@@ -90,7 +78,7 @@ export function runGenerate(argv: string[]): Promise<number> {
       name: 'generate',
       options: OPTIONS,
       help: HELP,
-      errors: [designError, toolchainError, modelError, contextBudgetError, runFolderError],
+      errors: MODEL_RUN_ERRORS,
     },
     (run) => terminable(run.signal, (signal) => generateCommand({ ...run, signal })),
   );

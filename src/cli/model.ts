@@ -23,7 +23,7 @@ import {
 } from '../core/run/models.js';
 import { formatBytes, formatDuration, kindLabel, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import { bar } from './progress.js';
-import { runCommand, type CommandRun } from './command.js';
+import { flags, strings, runCommand, type CommandRun } from './command.js';
 import { EXIT, canRedraw } from './terminal.js';
 
 /** Everything `chorus model` prints passes here: repository, file and folder names come from the
@@ -71,13 +71,7 @@ Exit code: 0 done; 2 usage, a repository without a usable model, access refused,
 download; 130 interrupted (the partial download stays and resumes).
 `;
 
-const OPTIONS = {
-  revision: { type: 'string' },
-  convert: { type: 'string' },
-  json: { type: 'boolean' },
-  yes: { type: 'boolean' },
-  partials: { type: 'boolean' },
-} as const;
+const OPTIONS = { ...strings('revision', 'convert'), ...flags('json', 'yes', 'partials') };
 
 export function runModel(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;

@@ -1,21 +1,16 @@
 // The model options `generate`, `refine` and `eval` share: where the model is, how to sample.
 import type { ModelConfig } from '../core/run/types.js';
 import type { SamplingParams } from '../core/vocabulary/types.js';
-import { numberOption } from './command.js';
+import { flags, strings, numberOption } from './command.js';
 import { resolveModelRef } from '../core/run/models.js';
 import { readSetting } from './settingOptions.js';
 
 /** The options of where the model is that are not run settings (those: MODEL_SETTINGS, in each
  * command's settingOptions). */
 export const MODEL_OPTIONS = {
-  model: { type: 'string' },
-  threads: { type: 'string' },
-  gpu: { type: 'string' },
-  'no-lookup': { type: 'boolean' },
-  endpoint: { type: 'string' },
-  'model-name': { type: 'string' },
-  'context-length': { type: 'string' },
-} as const;
+  ...strings('model', 'threads', 'gpu', 'endpoint', 'model-name', 'context-length'),
+  ...flags('no-lookup'),
+};
 
 /** The run settings of the model (src/core/vocabulary/settings.ts), in the order of the help. */
 export const MODEL_SETTINGS = ['engine', 'dtype', 'kvCache', 'allowDownload', 'temperature', 'topP', 'maxNewTokens'] as const;

@@ -11,16 +11,7 @@ import type { LogKind, NamedText } from '../core/run/types.js';
 import { overallCoverage } from '../core/run/coverage.js';
 import { pct, safeJson, safeLine, safeText } from '../core/run/frontEnd.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
-import {
-  contextBudgetError,
-  designError,
-  runFolderError,
-  exitCodeFor,
-  modelError,
-  runCommand,
-  toolchainError,
-  type CommandRun,
-} from './command.js';
+import { MODEL_RUN_ERRORS, RESULT_OPTIONS, flags, strings, exitCodeFor, runCommand, type CommandRun } from './command.js';
 import { useColor } from './terminal.js';
 import { MODEL_HELP, MODEL_OPTIONS, MODEL_SETTINGS, modelConfig, samplingFrom } from './modelOptions.js';
 import { formatSimResult, verdictText } from './format.js';
@@ -60,22 +51,16 @@ ${RUN_OUTPUT_HELP}  --json                print {messages, reply, parse_status, 
 export const OPTIONS = {
   ...MODEL_OPTIONS,
   ...settingOptions('refine'),
-  tb: { type: 'string' },
-  log: { type: 'string' },
-  'log-kind': { type: 'string' },
+  ...strings('tb', 'log', 'log-kind'),
   spec: { type: 'string', multiple: true },
-  'no-check': { type: 'boolean' },
+  ...flags('no-check'),
   ...RUN_OUTPUT_OPTIONS,
-  out: { type: 'string' },
-  force: { type: 'boolean' },
-  json: { type: 'boolean' },
+  ...RESULT_OPTIONS,
 } as const;
 
 export function runRefine(argv: string[]): Promise<number> {
-  return runCommand(
-    argv,
-    { name: 'refine', options: OPTIONS, help: HELP, errors: [designError, toolchainError, modelError, contextBudgetError, runFolderError] },
-    (run) => terminable(run.signal, (signal) => refineCommand({ ...run, signal })),
+  return runCommand(argv, { name: 'refine', options: OPTIONS, help: HELP, errors: MODEL_RUN_ERRORS }, (run) =>
+    terminable(run.signal, (signal) => refineCommand({ ...run, signal })),
   );
 }
 

@@ -4,12 +4,9 @@
 import { statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { RUN_ROOT, defaultBuildMemoryLimitMb, outputProblem } from '../core/run/runFolder.js';
-import { numberOption } from './command.js';
+import { strings, numberOption } from './command.js';
 
-export const RUN_OUTPUT_OPTIONS = {
-  'out-dir': { type: 'string' },
-  'memory-limit': { type: 'string' },
-} as const;
+export const RUN_OUTPUT_OPTIONS = strings('out-dir', 'memory-limit');
 
 export const RUN_OUTPUT_HELP = `  --out-dir <dir>       the run folder's root: each run writes <dir>/<top>/<timestamp>/ (every round's
                         testbench and log, the best testbench, coverage.dat/.info/.html, summary.json,

@@ -6,7 +6,7 @@ import { claimStateDir, startScoreServer } from '../core/run/service.js';
 import { resolve } from 'node:path';
 import { simulatorOption } from './simulatorOption.js';
 import { settingOptions, settingsHelp } from './settingOptions.js';
-import { numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
+import { flags, strings, numberOption, runCommand, toolchainError, type CommandRun } from './command.js';
 import { safeText } from '../core/run/frontEnd.js';
 
 export const HELP = `Usage: chorus serve [--port P] [--host H] [--workers N] [--queue-limit Q] [options]
@@ -43,19 +43,9 @@ export function serveHelp(): string {
 }
 
 export const OPTIONS = {
-  port: { type: 'string' },
-  host: { type: 'string' },
-  workers: { type: 'string' },
-  'queue-limit': { type: 'string' },
-  grace: { type: 'string' },
-  'max-timeout': { type: 'string' },
-  'body-limit': { type: 'string' },
-  'client-timeout': { type: 'string' },
-  'host-details': { type: 'boolean' },
-  'allow-native-design': { type: 'boolean' },
-  'state-dir': { type: 'string' },
-  'min-free-disk': { type: 'string' },
-  'max-rss': { type: 'string' },
+  ...strings('port', 'host', 'workers', 'queue-limit', 'grace', 'max-timeout', 'body-limit', 'client-timeout'),
+  ...strings('state-dir', 'min-free-disk', 'max-rss'),
+  ...flags('host-details', 'allow-native-design'),
   ...settingOptions('serve'),
 } as const;
 

@@ -11,7 +11,17 @@ import type { Waiver } from '../core/run/types.js';
 import { loadWaivers, WaiverError, toLcov, withVerdict } from '../core/run/coverage.js';
 import { formatSimResult } from './format.js';
 import { safeJson, safeText } from '../core/run/frontEnd.js';
-import { designError, exitCodeFor, numberOption, runCommand, runFolderError, toolchainError, type CommandRun } from './command.js';
+import {
+  flags,
+  strings,
+  designError,
+  exitCodeFor,
+  numberOption,
+  runCommand,
+  runFolderError,
+  toolchainError,
+  type CommandRun,
+} from './command.js';
 import { useColor } from './terminal.js';
 import { DESIGN_HELP, testbenchAndDesign, saveProject, type CliDesign } from './designOptions.js';
 import { simulatorOption } from './simulatorOption.js';
@@ -37,12 +47,8 @@ ${RUN_OUTPUT_HELP}  --json                print the result record as JSON on std
 
 export const OPTIONS = {
   ...settingOptions('sim'),
-  tb: { type: 'string' },
-  json: { type: 'boolean' },
-  'sim-time': { type: 'string' },
-  waivers: { type: 'string' },
-  lcov: { type: 'string' },
-  keep: { type: 'boolean' },
+  ...strings('tb', 'sim-time', 'waivers', 'lcov'),
+  ...flags('json', 'keep'),
   ...RUN_OUTPUT_OPTIONS,
 } as const;
 

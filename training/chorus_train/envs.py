@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from . import run_settings
 from .policy import Sample
 
 # PROTOCOL §2 (docs/protocol.md): a Qwen3 reply may open with a <think>...</think> block; it is
@@ -90,9 +91,9 @@ def rescore_failed(env: Env, task: dict, samples: list[Sample], scores: list[Sco
 
 
 class ServiceEnv:
-    """Tasks are records {design_files, top, threshold?, instance?, specs?, id?}."""
+    """Tasks are records {design_files, top, coverage_target? (percent), instance?, specs?, id?}."""
 
-    def __init__(self, client, timeout_s: float = 60.0):
+    def __init__(self, client, timeout_s: float = run_settings.default('timeout')):
         self.client = client
         self.timeout_s = timeout_s
         self._first: dict[Any, list[dict]] = {}
@@ -120,8 +121,8 @@ class ServiceEnv:
                 'testbench': {'name': name, 'content': parsed['testbench']},
                 'timeout_s': task.get('timeout_s', self.timeout_s),
             }
-            if task.get('threshold') is not None:
-                item['threshold'] = task['threshold']
+            if task.get('coverage_target') is not None:
+                item['coverage_target'] = run_settings.check('coverage_target', task['coverage_target'])
             items.append(item)
             where.append((i, parsed))
         try:
@@ -163,7 +164,9 @@ class TokenRewardEnv:
         for s in samples:
             ids = s.response_ids or [0]
             c = sum(1 for t in ids if t in self.good) / len(ids)
-            res.append(Score(1.0 + c, c, c >= task.get('threshold', 1.0), 'success'))
+            # percent to fraction, met up to the engine's tolerance (src/core/sim/ranking.ts meetsTarget)
+            target = task.get('coverage_target', run_settings.COVERAGE_TARGET) / 100
+            res.append(Score(1.0 + c, c, c >= target - 1e-9, 'success'))
         return res
 
     def feedback(self, task: dict, sample: Sample, score: Score) -> str:

@@ -273,7 +273,7 @@ class RewardClient:
         return self.request('POST', '/v1/introspect', body)
 
     def score(self, items: list[dict]) -> list[dict]:
-        """Score requests (each {design_files, top, testbench, threshold?, timeout_s?, ...}); one
+        """Score requests (each {design_files, top, testbench, coverage_target?, timeout_s?, ...}); one
         result per item, in order: a score record, or an {error, status, message} object."""
         if not items:
             return []

@@ -62,7 +62,6 @@ class RLConfig(TrainerSettings):
     weight_decay: float = 0.0
     save_every: int = 100
     keep_checkpoints: int = 3
-    threshold: float | None = None
     rescore_tries: int = 1  # a member the reward service failed to score is asked for again this often
 
     SECTION = 'rl'

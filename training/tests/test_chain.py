@@ -74,7 +74,7 @@ def test_whole_chain(tiny_ckpts, tmp_path):
         'id': 'fsm',
         'design_files': [{'name': 'seq_detector.sv', 'content': (FSM / 'seq_detector.sv').read_text()}],
         'top': 'seq_detector',
-        'threshold': 0.9,
+        'coverage_target': 90,
     }
     # 1. RL: two steps, direct + refinement groups, real simulations
     with RewardClient.start(workers=2) as client:

@@ -97,11 +97,6 @@ const identifier = (what: string) =>
     .min(1, { error: 'must not be empty', abort: true })
     .regex(IDENT, { error: (iss) => `'${String(iss.input)}' is not ${what}` });
 
-const between = (min: number, max: number, int = false) =>
-  (int ? z.int() : z.number())
-    .min(min, { error: (iss) => `must be between ${min} and ${max}, got ${String(iss.input)}` })
-    .max(max, { error: (iss) => `must be between ${min} and ${max}, got ${String(iss.input)}` });
-
 const defines = z
   .record(
     z.string().regex(IDENT, 'not a macro name'),

@@ -10,7 +10,6 @@ import { groupDiagnostics } from '../diagnostics.js';
 import { HDL_EXT } from '../project.js';
 import type { FileLineCoverage } from '../views/coverageData.js';
 import { pct, scoreName } from '../../../webview/protocol.js';
-import { WorkerError } from '../worker/client.js';
 import { roundRecord, type ProgressEvent } from '../worker/protocol.js';
 import { assertionSummary, failureReason, meetsTarget, overallCoverage } from '../../core/run/coverage.js';
 import type { Session } from './session.js';
@@ -146,11 +145,7 @@ export async function runCoverage(s: Session, uri?: vscode.Uri): Promise<SimResu
         .then((p) => p && vscode.commands.executeCommand('workbench.actions.view.problems'));
     return res;
   } catch (e) {
-    s.history.update(run, {
-      state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
-      message: (e as Error).message,
-    });
-    s.reportError('coverage run', e);
+    s.runFailed(run, 'coverage run', e);
     return null;
   } finally {
     s.end(ctl);

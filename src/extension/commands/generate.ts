@@ -9,7 +9,6 @@ import { offerProjectFile, resolveDesign, type ResolvedDesign } from '../designR
 import { freeTestbenchPath, HDL_EXT } from '../project.js';
 import type { RunRecord } from '../views/history.js';
 import { pct, scoreName } from '../../../webview/protocol.js';
-import { WorkerError } from '../worker/client.js';
 import type { GenerateOutcome, GenerateSettings, ModelConfig, ProgressEvent } from '../worker/protocol.js';
 import { RunProgress } from './progress.js';
 import type { Session } from './session.js';
@@ -75,11 +74,7 @@ export async function generate(s: Session, uri?: vscode.Uri, uris?: vscode.Uri[]
     );
     return await finishGenerate(s, outcome, resolved, run, settings);
   } catch (e) {
-    s.history.update(run, {
-      state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
-      message: (e as Error).message,
-    });
-    s.reportError('generation', e);
+    s.runFailed(run, 'generation', e);
     return null;
   } finally {
     s.end(ctl);

@@ -8,7 +8,6 @@ import type { ResolvedDesign } from '../designResolver.js';
 import { HDL_EXT } from '../project.js';
 import { pct, scoreName } from '../../../webview/protocol.js';
 import { runCoverage } from './coverage.js';
-import { WorkerError } from '../worker/client.js';
 import type { ModelConfig } from '../worker/protocol.js';
 import { RunProgress } from './progress.js';
 import type { Session } from './session.js';
@@ -102,11 +101,7 @@ export async function refine(s: Session, uri?: vscode.Uri): Promise<void> {
     if (accepted) s.last.set(tb.fsPath, { design: r.design, result: out.result });
     else s.setStatus('idle', 'revision rejected');
   } catch (e) {
-    s.history.update(run, {
-      state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
-      message: (e as Error).message,
-    });
-    s.reportError('refinement', e);
+    s.runFailed(run, 'refinement', e);
   } finally {
     s.end(ctl);
   }

@@ -14,7 +14,7 @@ import { resolveDesign, type ResolvedDesign } from '../designResolver.js';
 import { readProjectFile, validateProject, writeProjectFile } from '../../core/run/sources.js';
 import { CoverageDecorations, CoverageTests } from '../views/coverageUi.js';
 import { Dashboard } from '../views/dashboard.js';
-import { RunHistory } from '../views/history.js';
+import { RunHistory, type RunRecord } from '../views/history.js';
 import { Revisions } from '../views/revisions.js';
 import { StatusBar, type StatusState } from '../views/statusBar.js';
 import type { ProjectView } from '../../../webview/protocol.js';
@@ -220,6 +220,15 @@ export class Session implements vscode.Disposable {
       }
       throw e;
     }
+  }
+
+  /** A run that threw: its history entry says cancelled or failed, and the error is reported. */
+  runFailed(run: RunRecord, what: string, e: unknown): void {
+    this.history.update(run, {
+      state: e instanceof WorkerError && e.kind === 'cancelled' ? 'cancelled' : 'failed',
+      message: (e as Error).message,
+    });
+    this.reportError(what, e);
   }
 
   reportError(what: string, e: unknown): void {

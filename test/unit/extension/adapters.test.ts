@@ -109,12 +109,16 @@ describe('settings', () => {
     fake.settings.set('chorus.model.source', 'local');
     await expect(modelConfig(new fake.SecretStore() as never)).rejects.toThrow(/Select Model/);
   });
-  it('clamps numbers and maps percent targets and simulator paths', () => {
+  it('reads a value outside its range as the default, maps percent targets and simulator paths', () => {
+    // -1 is below the setting's minimum (VS Code marks it in the settings editor): the default runs
     fake.settings.set('chorus.generation.rounds', -1);
     fake.settings.set('chorus.generation.coverageTarget', 90);
     fake.settings.set('chorus.generation.historyMode', 'full');
     fake.settings.set('chorus.simulator.verilatorPath', '/opt/v/bin/verilator');
-    expect(generateSettings()).toMatchObject({ rounds: 0, target: 0.9, history: 'full' });
+    expect(generateSettings()).toMatchObject({ rounds: 3, target: 0.9, history: 'full' });
+    fake.settings.set('chorus.generation.rounds', 2);
+    fake.settings.set('chorus.generation.coverageTarget', 150);
+    expect(generateSettings()).toMatchObject({ rounds: 2, target: 1 });
     expect(workerEnv()).toEqual({ CHORUS_VERILATOR: '/opt/v/bin/verilator' });
   });
 });

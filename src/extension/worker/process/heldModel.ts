@@ -4,7 +4,7 @@
 // ModelConfig is the key) frees the held one first, so two never sit in memory together. No vscode
 // import: handlers.ts uses it, and test/integration/heldModel.test.ts drives it with a real engine.
 import type { ModelBackend } from '../../../core/run/types.js';
-import { ModelError, createBackend } from '../../../core/run/models.js';
+import { ModelError, createBackend, resolveModelRef } from '../../../core/run/models.js';
 import type { ModelConfig } from '../protocol.js';
 
 interface Held {
@@ -59,6 +59,8 @@ export async function makeBackend(
   const progress = (s: string): void => onHeldProgress?.(s);
   const backend = await createBackend({
     ...m,
+    // chorus.model.localPath may name a model of the cache (owner/name[:selector]), as --model does
+    modelDir: resolveModelRef(m.modelDir, { allowDownload: m.allowDownload ?? false }),
     signal,
     onMessage: progress,
     onProgress: (p) =>
