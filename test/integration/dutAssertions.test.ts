@@ -135,7 +135,7 @@ describe('DUT assertions (system Verilator)', () => {
     expect(legal.stdout).toContain('push while full (legal scoring: a failed run, reward 0)');
     const bad = await execa(process.execPath, [cli, 'sim', '--score', 'strict', '--tb', tb, fifo], { cwd: repoRoot, reject: false });
     expect(bad.exitCode).toBe(2);
-    expect(bad.stderr).toContain("unknown score mode 'strict'");
+    expect(bad.stderr).toContain("--score must be paper or legal, got 'strict'");
   });
 });
 

@@ -7,7 +7,7 @@ import type { DesignSpec } from '../design/types.js';
 import type { SimResult } from '../sim/result.js';
 import { better, meetsTarget, overallCoverage } from '../sim/ranking.js';
 import { Semaphore } from '../util/semaphore.js';
-import { ModelError, estimateTokens, type ModelBackend } from '../llm/backend.js';
+import { ModelError, estimateTokens, type Completion, type ModelBackend } from '../llm/backend.js';
 import { type SamplingParams } from '../vocabulary/types.js';
 import {
   defaultInstruction,
@@ -145,176 +145,239 @@ export async function runAgent(o: AgentOptions): Promise<AgentRun> {
   return { top, instance, target, samples, best, tokens, cancelled: o.signal?.aborted === true };
 }
 
+/** Why a sample stops; `null` from a step: go on with the next round. */
+type Stop = SampleRun['stop'];
+
+/** One sample's progress: its rounds, the full conversation so far, and the best round (index). */
+interface SampleState {
+  sample: number;
+  rounds: AgentRound[];
+  full: ChatMessage[];
+  best: number | null;
+}
+
+/** The prompt of one model round: its messages, the history mode it ended up with, its sampling. */
+interface RoundPrompt {
+  messages: ChatMessage[];
+  mode: HistoryMode;
+  sampling: SamplingParams;
+}
+
 async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
-  const { o } = sh;
-  const rounds: AgentRound[] = [];
-  const full: ChatMessage[] = [...sh.first];
-  let best: number | null = null;
-  let stop: SampleRun['stop'] = 'rounds';
-
+  const st: SampleState = { sample, rounds: [], full: [...sh.first], best: null };
+  let stop: Stop = 'rounds';
   for (let round = 0; round <= sh.rounds; round++) {
-    if (o.signal?.aborted) {
-      stop = 'cancelled';
-      break;
-    }
-    // Memoryless: [system, first user, best reply so far, its feedback]; the snapshot moves only
-    // when a new best appears (before any candidate parses: the latest reply).
-    if (round === 0 && o.warmStart) {
-      const entry = warmStartRound(o.warmStart, sample, sh.first, sh.history);
-      sh.emit({ type: 'round-start', sample, round, rounds: sh.rounds + 1 });
-      rounds.push(entry);
-      best = 0;
-      full.push({ role: 'assistant', content: entry.reply }, { role: 'user', content: entry.feedback });
-      const cov = overallCoverage(entry.result);
-      sh.emit({ type: 'round-end', sample, round, entry, bestCoverage: cov });
-      if (meetsTarget(cov, sh.target)) {
-        stop = 'target';
-        break;
-      }
-      continue;
-    }
-    let mode: HistoryMode = sh.history;
-    const anchor = best ?? (rounds.length ? rounds.length - 1 : null);
-    const markov = (): ChatMessage[] =>
-      anchor === null
-        ? sh.first
-        : [
-            ...sh.first,
-            { role: 'assistant', content: stripThink(rounds[anchor].reply) },
-            { role: 'user', content: rounds[anchor].feedback },
-          ];
-    let messages = round === 0 ? sh.first : mode === 'full' ? [...full] : markov();
-
-    let sampling = sh.sampling;
-    if (sh.contextLength !== null) {
-      let need = await promptTokens(o.backend, messages);
-      if (need + MIN_REPLY_TOKENS > sh.contextLength && mode === 'full') {
-        sh.emit({
-          type: 'warning',
-          sample,
-          round,
-          message: `the full history (${need} tokens) no longer fits the ${sh.contextLength}-token context: this round sees the best candidate only`,
-        });
-        mode = 'markov';
-        messages = markov();
-        need = await promptTokens(o.backend, messages);
-      }
-      if (need + MIN_REPLY_TOKENS > sh.contextLength) {
-        sh.emit({
-          type: 'warning',
-          sample,
-          round,
-          message: `the refinement prompt (${need} tokens) does not fit the ${sh.contextLength}-token context: stopping this sample`,
-        });
-        stop = 'context';
-        break;
-      }
-      if (need + sampling.maxNewTokens > sh.contextLength) sampling = { ...sampling, maxNewTokens: sh.contextLength - need };
-    }
-    if (sampling.seed !== undefined) sampling = { ...sampling, seed: sampling.seed + 1000 * sample + round };
-
-    sh.emit({ type: 'round-start', sample, round, rounds: sh.rounds + 1 });
-    const t0 = performance.now();
-    let completion;
-    try {
-      completion = await sh.modelSem.run(
-        () =>
-          o.backend.complete({ messages, sampling, signal: o.signal, onText: (piece) => sh.emit({ type: 'text', sample, round, piece }) }),
-        o.signal,
-      );
-    } catch (e) {
-      if (o.signal?.aborted || (e instanceof ModelError && e.kind === 'cancelled')) {
-        stop = 'cancelled';
-        break;
-      }
-      if (!(e instanceof ModelError) || FATAL.has(e.kind)) throw e;
-      // A timeout or a server error that outlived the retries: keep what we have, say why.
-      rounds.push({
-        sample,
-        round,
-        messages,
-        reply: '',
-        parsed: { status: 'unparsable', reason: `model call failed: ${e.message}` },
-        testbench: null,
-        filename: null,
-        result: null,
-        feedback: '',
-        finishReason: 'stop',
-        error: { kind: e.kind, message: e.message },
-        history: mode,
-        tokens: { prompt: 0, completion: 0 },
-        modelMs: performance.now() - t0,
-        simMs: 0,
-      });
-      stop = 'model-error';
-      break;
-    }
-    const modelMs = performance.now() - t0;
-    const parsed: ParsedReply = parseReply(completion.text);
-    const tokens = { prompt: completion.promptTokens, completion: completion.completionTokens };
-    sh.emit({ type: 'reply', sample, round, parsed: parsed.status, tokens });
-
-    let result: SimResult | null = null;
-    let simMs = 0;
-    const filename = parsed.status === 'success' ? testbenchName(parsed.filename, sh.top) : null;
-    if (parsed.status === 'success') {
-      sh.emit({ type: 'sim-start', sample, round });
-      const s0 = performance.now();
-      try {
-        result = await sh.simSem.run(
-          () =>
-            o.simulator.simulate({
-              design: o.design,
-              top: sh.top,
-              testbench: { name: filename!, content: parsed.testbench },
-              limits: o.limits,
-              ...(o.score ? { score: o.score } : {}),
-              waivers: o.waivers,
-              signal: o.signal,
-            }),
-          o.signal,
-        );
-      } catch (e) {
-        if (o.signal?.aborted) {
-          stop = 'cancelled';
-          break;
-        }
-        throw e;
-      }
-      simMs = performance.now() - s0;
-      // What the simulation printed goes on to the editor and into the next prompt: bounded.
-      if (result) result = resultForEcho(result);
-    }
-    const entry: AgentRound = {
-      sample,
-      round,
-      messages,
-      reply: completion.text,
-      parsed,
-      testbench: parsed.status === 'success' ? parsed.testbench : null,
-      filename,
-      result,
-      feedback: feedbackTurn(parsed, result),
-      finishReason: completion.finishReason,
-      history: mode,
-      tokens,
-      modelMs,
-      simMs,
-      ...(completion.cache ? { cache: completion.cache } : {}),
-      ...(completion.drafts ? { drafts: completion.drafts } : {}),
-    };
-    rounds.push(entry);
-    if (parsed.status === 'success' && better(result, best === null ? undefined : rounds[best].result, sh.target)) best = rounds.length - 1;
-    full.push({ role: 'assistant', content: stripThink(entry.reply) }, { role: 'user', content: entry.feedback });
-    const bestCov = best === null ? null : overallCoverage(rounds[best].result);
-    sh.emit({ type: 'round-end', sample, round, entry, bestCoverage: bestCov });
-    if (meetsTarget(bestCov, sh.target)) {
-      stop = 'target';
+    const step = sh.o.signal?.aborted
+      ? 'cancelled'
+      : round === 0 && sh.o.warmStart
+        ? warmStartStep(sh, st, sh.o.warmStart)
+        : await modelRound(sh, st, round);
+    if (step !== null) {
+      stop = step;
       break;
     }
   }
-  const bestCov = best === null ? null : overallCoverage(rounds[best].result);
-  return { sample, rounds, best, passed: meetsTarget(bestCov, sh.target), stop };
+  const bestCov = st.best === null ? null : overallCoverage(st.rounds[st.best].result);
+  return { sample, rounds: st.rounds, best: st.best, passed: meetsTarget(bestCov, sh.target), stop };
+}
+
+/** Round 0 of a warm start: the given testbench stands as the first (and best) round. */
+function warmStartStep(sh: Shared, st: SampleState, w: NonNullable<AgentOptions['warmStart']>): Stop | null {
+  const { sample } = st;
+  const entry = warmStartRound(w, sample, sh.first, sh.history);
+  sh.emit({ type: 'round-start', sample, round: 0, rounds: sh.rounds + 1 });
+  st.rounds.push(entry);
+  st.best = 0;
+  st.full.push({ role: 'assistant', content: entry.reply }, { role: 'user', content: entry.feedback });
+  const cov = overallCoverage(entry.result);
+  sh.emit({ type: 'round-end', sample, round: 0, entry, bestCoverage: cov });
+  return meetsTarget(cov, sh.target) ? 'target' : null;
+}
+
+/** One round: prompt, model call, parse, simulation, and the round kept. */
+async function modelRound(sh: Shared, st: SampleState, round: number): Promise<Stop | null> {
+  const { sample } = st;
+  const prompt = await roundPrompt(sh, st, round);
+  if ('stop' in prompt) return prompt.stop;
+  sh.emit({ type: 'round-start', sample, round, rounds: sh.rounds + 1 });
+  const t0 = performance.now();
+  const call = await callModel(sh, st, round, prompt, t0);
+  if ('stop' in call) return call.stop;
+  const { completion } = call;
+  const modelMs = performance.now() - t0;
+  const parsed: ParsedReply = parseReply(completion.text);
+  const tokens = { prompt: completion.promptTokens, completion: completion.completionTokens };
+  sh.emit({ type: 'reply', sample, round, parsed: parsed.status, tokens });
+
+  const filename = parsed.status === 'success' ? testbenchName(parsed.filename, sh.top) : null;
+  const sim =
+    parsed.status === 'success' ? await simulateRound(sh, sample, round, parsed.testbench, filename!) : { result: null, simMs: 0 };
+  if ('stop' in sim) return sim.stop;
+  const { result, simMs } = sim;
+  return keepRound(sh, st, {
+    sample,
+    round,
+    messages: prompt.messages,
+    reply: completion.text,
+    parsed,
+    testbench: parsed.status === 'success' ? parsed.testbench : null,
+    filename,
+    result,
+    feedback: feedbackTurn(parsed, result),
+    finishReason: completion.finishReason,
+    history: prompt.mode,
+    tokens,
+    modelMs,
+    simMs,
+    ...(completion.cache ? { cache: completion.cache } : {}),
+    ...(completion.drafts ? { drafts: completion.drafts } : {}),
+  });
+}
+
+/** Memoryless: [system, first user, best reply so far, its feedback]; the snapshot moves only
+ * when a new best appears (before any candidate parses: the latest reply). */
+function markovMessages(first: ChatMessage[], st: SampleState): ChatMessage[] {
+  const anchor = st.best ?? (st.rounds.length ? st.rounds.length - 1 : null);
+  return anchor === null
+    ? first
+    : [
+        ...first,
+        { role: 'assistant', content: stripThink(st.rounds[anchor].reply) },
+        { role: 'user', content: st.rounds[anchor].feedback },
+      ];
+}
+
+/** This round's prompt, fitted to the context (the full history falls back to the best candidate;
+ * the reply gets what room is left), or 'context' when even that does not fit. */
+async function roundPrompt(sh: Shared, st: SampleState, round: number): Promise<RoundPrompt | { stop: Stop }> {
+  const { o } = sh;
+  const { sample } = st;
+  let mode: HistoryMode = sh.history;
+  let messages = round === 0 ? sh.first : mode === 'full' ? [...st.full] : markovMessages(sh.first, st);
+  let sampling = sh.sampling;
+  if (sh.contextLength !== null) {
+    let need = await promptTokens(o.backend, messages);
+    if (need + MIN_REPLY_TOKENS > sh.contextLength && mode === 'full') {
+      sh.emit({
+        type: 'warning',
+        sample,
+        round,
+        message: `the full history (${need} tokens) no longer fits the ${sh.contextLength}-token context: this round sees the best candidate only`,
+      });
+      mode = 'markov';
+      messages = markovMessages(sh.first, st);
+      need = await promptTokens(o.backend, messages);
+    }
+    if (need + MIN_REPLY_TOKENS > sh.contextLength) {
+      sh.emit({
+        type: 'warning',
+        sample,
+        round,
+        message: `the refinement prompt (${need} tokens) does not fit the ${sh.contextLength}-token context: stopping this sample`,
+      });
+      return { stop: 'context' };
+    }
+    if (need + sampling.maxNewTokens > sh.contextLength) sampling = { ...sampling, maxNewTokens: sh.contextLength - need };
+  }
+  if (sampling.seed !== undefined) sampling = { ...sampling, seed: sampling.seed + 1000 * sample + round };
+  return { messages, mode, sampling };
+}
+
+/** The model's reply for this round, or why the sample stops: cancelled, or a failure that is
+ * not fatal (kept as a failed round); a fatal failure is thrown. */
+async function callModel(
+  sh: Shared,
+  st: SampleState,
+  round: number,
+  p: RoundPrompt,
+  t0: number,
+): Promise<{ completion: Completion } | { stop: Stop }> {
+  const { o } = sh;
+  const { sample } = st;
+  try {
+    const completion = await sh.modelSem.run(
+      () =>
+        o.backend.complete({
+          messages: p.messages,
+          sampling: p.sampling,
+          signal: o.signal,
+          onText: (piece) => sh.emit({ type: 'text', sample, round, piece }),
+        }),
+      o.signal,
+    );
+    return { completion };
+  } catch (e) {
+    if (o.signal?.aborted || (e instanceof ModelError && e.kind === 'cancelled')) return { stop: 'cancelled' };
+    if (!(e instanceof ModelError) || FATAL.has(e.kind)) throw e;
+    // A timeout or a server error that outlived the retries: keep what we have, say why.
+    st.rounds.push({
+      sample,
+      round,
+      messages: p.messages,
+      reply: '',
+      parsed: { status: 'unparsable', reason: `model call failed: ${e.message}` },
+      testbench: null,
+      filename: null,
+      result: null,
+      feedback: '',
+      finishReason: 'stop',
+      error: { kind: e.kind, message: e.message },
+      history: p.mode,
+      tokens: { prompt: 0, completion: 0 },
+      modelMs: performance.now() - t0,
+      simMs: 0,
+    });
+    return { stop: 'model-error' };
+  }
+}
+
+/** Simulates a parsed candidate; 'cancelled' when the run was cancelled meanwhile. */
+async function simulateRound(
+  sh: Shared,
+  sample: number,
+  round: number,
+  testbench: string,
+  filename: string,
+): Promise<{ result: SimResult | null; simMs: number } | { stop: Stop }> {
+  const { o } = sh;
+  sh.emit({ type: 'sim-start', sample, round });
+  const s0 = performance.now();
+  let result: SimResult | null;
+  try {
+    result = await sh.simSem.run(
+      () =>
+        o.simulator.simulate({
+          design: o.design,
+          top: sh.top,
+          testbench: { name: filename, content: testbench },
+          limits: o.limits,
+          ...(o.score ? { score: o.score } : {}),
+          waivers: o.waivers,
+          signal: o.signal,
+        }),
+      o.signal,
+    );
+  } catch (e) {
+    if (o.signal?.aborted) return { stop: 'cancelled' };
+    throw e;
+  }
+  const simMs = performance.now() - s0;
+  // What the simulation printed goes on to the editor and into the next prompt: bounded.
+  if (result) result = resultForEcho(result);
+  return { result, simMs };
+}
+
+/** Keeps a finished round: the best moves if it beats it, the history grows; 'target' when the
+ * best now meets the target. */
+function keepRound(sh: Shared, st: SampleState, entry: AgentRound): Stop | null {
+  const { rounds } = st;
+  rounds.push(entry);
+  if (entry.parsed.status === 'success' && better(entry.result, st.best === null ? undefined : rounds[st.best].result, sh.target))
+    st.best = rounds.length - 1;
+  st.full.push({ role: 'assistant', content: stripThink(entry.reply) }, { role: 'user', content: entry.feedback });
+  const bestCov = st.best === null ? null : overallCoverage(rounds[st.best].result);
+  sh.emit({ type: 'round-end', sample: st.sample, round: entry.round, entry, bestCoverage: bestCov });
+  return meetsTarget(bestCov, sh.target) ? 'target' : null;
 }
 
 /** Round 0 of a warm start: the given testbench as if the model had written it (the protocol's reply

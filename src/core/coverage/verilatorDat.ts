@@ -26,6 +26,22 @@ function parseSpan(span: string | undefined): [number, number] | undefined {
   return nums.length ? [Math.min(...nums), Math.max(...nums)] : undefined;
 }
 
+/** One point from its line's fields (`page` among them), its hierarchy, its label and its count. */
+function pointOf(type: PointType, fields: Map<string, string>, hier: string, label: string, count: string): CoveragePoint {
+  const page = fields.get('page') ?? '';
+  return {
+    type,
+    file: fields.get('f') ?? '',
+    line: Number.parseInt(fields.get('l') ?? '0', 10),
+    column: Number.parseInt(fields.get('n') ?? '0', 10),
+    span: parseSpan(fields.get('S')),
+    module: page.includes('/') ? page.slice(page.indexOf('/') + 1) : '',
+    hier,
+    label,
+    count: Number.parseInt(count, 10),
+  };
+}
+
 const TOGGLE_DIRECTION = /:(?:0->1|1->0)$/;
 
 export function parseVerilatorCoverage(text: string): CoveragePoint[] {
@@ -55,32 +71,12 @@ export function parseVerilatorCoverage(text: string): CoveragePoint[] {
         seen.count += Number.parseInt(m[2], 10);
         continue;
       }
-      const p: CoveragePoint = {
-        type,
-        file: fields.get('f') ?? '',
-        line: Number.parseInt(fields.get('l') ?? '0', 10),
-        column: Number.parseInt(fields.get('n') ?? '0', 10),
-        span: parseSpan(fields.get('S')),
-        module: page.includes('/') ? page.slice(page.indexOf('/') + 1) : '',
-        hier,
-        label: bit,
-        count: Number.parseInt(m[2], 10),
-      };
+      const p = pointOf(type, fields, hier, bit, m[2]);
       toggles.set(key, p);
       points.push(p);
       continue;
     }
-    points.push({
-      type,
-      file: fields.get('f') ?? '',
-      line: Number.parseInt(fields.get('l') ?? '0', 10),
-      column: Number.parseInt(fields.get('n') ?? '0', 10),
-      span: parseSpan(fields.get('S')),
-      module: page.includes('/') ? page.slice(page.indexOf('/') + 1) : '',
-      hier,
-      label,
-      count: Number.parseInt(m[2], 10),
-    });
+    points.push(pointOf(type, fields, hier, label, m[2]));
   }
   return points;
 }

@@ -125,18 +125,17 @@ class Parser {
     return this.i === this.t.length ? e : { k: 'opaque' };
   }
   or(): Ex {
-    let a = this.and();
-    while (this.isOp('||')) {
-      this.i++;
-      a = { k: 'or', a, b: this.and() };
-    }
-    return a;
+    return this.chain('||', 'or', () => this.and());
   }
   and(): Ex {
-    let a = this.cmp();
-    while (this.isOp('&&')) {
+    return this.chain('&&', 'and', () => this.cmp());
+  }
+  /** Operands read by `operand`, joined by `op` to the left: a || b || c is (a || b) || c. */
+  chain(op: '||' | '&&', k: 'or' | 'and', operand: () => Ex): Ex {
+    let a = operand();
+    while (this.isOp(op)) {
       this.i++;
-      a = { k: 'and', a, b: this.cmp() };
+      a = { k, a, b: operand() };
     }
     return a;
   }

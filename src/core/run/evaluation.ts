@@ -189,37 +189,125 @@ interface Loaded {
   specs: NamedText[];
 }
 
+/** One evaluation's settings, its tasks' records and the counts its units add to. */
+interface EvalRun {
+  o: EvalOptions;
+  row: EvalRow;
+  tasks: EvalTask[];
+  samples: number;
+  rounds: number;
+  workers: number;
+  baseSeed: number;
+  limits: Partial<SimLimits>;
+  simInfo: Awaited<ReturnType<Simulator['info']>>;
+  /** The simulator, at most `workers` simulations at once. */
+  sim: Simulator;
+  cache: ResultCache;
+  tbDir: string;
+  rowId: unknown;
+  records: TaskRecord[];
+  /** A task's design and specs, loaded once for all its samples. */
+  load: (i: number) => Promise<Loaded>;
+  candidates: number;
+  cached: number;
+}
+
+/** A (task, sample) to run. */
+interface Unit {
+  i: number;
+  j: number;
+}
+
+/** What a unit gave the report: its record, the design's top, its cache key and whether the record
+ * came from the cache or may go into it. */
+interface UnitResult {
+  record: SampleRecord;
+  top: string;
+  key: string;
+  cached: boolean;
+  cacheable: boolean;
+}
+
+/** A sample's candidates scored: its record, the best testbench to keep, and whether the record is a
+ * result (cacheable) rather than a model failure that --resume retries. */
+interface SampleOutcome {
+  record: SampleRecord;
+  bestTb: { name: string; text: string } | null;
+  cacheable: boolean;
+}
+
+/** How far the pool is: samples per task so far, units left per task, tasks and units done. */
+interface PoolProgress {
+  perTask: Array<Array<SampleRecord | undefined>>;
+  remaining: number[];
+  tasksDone: number;
+  unitsDone: number;
+}
+
 export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
   const started = new Date();
   const t0 = performance.now();
+  const run = await prepareRun(o);
+  const { tasks } = run;
+  const units = planUnits(run);
+  const remaining = tasks.map((_, i) => units.filter((u) => u.i === i).length);
+  const progress: PoolProgress = {
+    perTask: tasks.map(() => []),
+    remaining,
+    tasksDone: tasks.filter((_, i) => remaining[i] === 0).length,
+    unitsDone: 0,
+  };
+  announceStart(run, units, remaining);
+  await runPool(run, units, progress);
+  for (let i = 0; i < tasks.length; i++) run.records[i].samples = taskSamples(run.records[i], progress.perTask[i]);
+  return evalReport(run, started, t0);
+}
+
+/** The run's settings from the options (defaults applied; the reference row runs 1 sample, 0 rounds)
+ * and an empty record per task. */
+async function prepareRun(o: EvalOptions): Promise<EvalRun> {
   const row = o.row;
-  const samples = row.kind === 'reference' ? 1 : Math.max(1, Math.floor(o.samples ?? 5));
   const rounds = row.kind === 'reference' ? 0 : Math.max(0, Math.floor(o.rounds ?? 3));
   const workers = Math.max(1, Math.floor(o.workers ?? 1));
-  const baseSeed = o.seed ?? DEFAULT_SEED;
-  const limits = o.limits ?? {};
   const tasks = o.tasks ?? o.suite.tasks;
   const simInfo = await o.simulator.info();
-  const sim = limitSimulator(o.simulator, workers);
-  const cache = new ResultCache(join(o.outDir, 'cache'));
-  const tbDir = join(o.outDir, 'testbenches');
-  const rowId = rowIdentity(row, rounds);
+  return {
+    o,
+    row,
+    tasks,
+    samples: row.kind === 'reference' ? 1 : Math.max(1, Math.floor(o.samples ?? 5)),
+    rounds,
+    workers,
+    baseSeed: o.seed ?? DEFAULT_SEED,
+    limits: o.limits ?? {},
+    simInfo,
+    sim: limitSimulator(o.simulator, workers),
+    cache: new ResultCache(join(o.outDir, 'cache')),
+    tbDir: join(o.outDir, 'testbenches'),
+    rowId: rowIdentity(row, rounds),
+    records: tasks.map((t) => ({
+      id: t.id,
+      top: t.top,
+      instance: t.instance,
+      threshold: t.threshold,
+      samples: [],
+      ...(t.error ? { error: t.error } : {}),
+    })),
+    load: designLoader(tasks, o.signal),
+    candidates: 0,
+    cached: 0,
+  };
+}
 
-  const records: TaskRecord[] = tasks.map((t) => ({
-    id: t.id,
-    top: t.top,
-    instance: t.instance,
-    threshold: t.threshold,
-    samples: [],
-    ...(t.error ? { error: t.error } : {}),
-  }));
+/** Loads a task's design and specs on first use; its samples share the one promise. */
+function designLoader(tasks: EvalTask[], signal: AbortSignal | undefined): (i: number) => Promise<Loaded> {
   const loads = new Map<number, Promise<Loaded>>();
-  const load = (i: number): Promise<Loaded> => {
+  return (i) => {
     let p = loads.get(i);
     if (!p) {
       const t = tasks[i];
       p = (async () => {
-        const { design, info } = await loadDesign({ files: t.designFiles, top: t.top || undefined }, o.signal);
+        const { design, info } = await loadDesign({ files: t.designFiles, top: t.top || undefined }, signal);
         const specs = t.specFiles.map((f) => ({ name: basename(f), content: readFileSync(f, 'utf8') }));
         return { design, info, specs };
       })();
@@ -227,23 +315,26 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
     }
     return p;
   };
+}
 
-  const units: Array<{ i: number; j: number }> = [];
-  tasks.forEach((t, i) => {
+/** Every (task, sample) to run, in order; a task in error, or without the reference the row needs,
+ * has none. */
+function planUnits(run: EvalRun): Unit[] {
+  const units: Unit[] = [];
+  run.tasks.forEach((t, i) => {
     if (t.error) return;
-    if (row.kind === 'reference' && !t.reference) {
-      records[i].error = 'the suite has no reference testbench for this task';
+    if (run.row.kind === 'reference' && !t.reference) {
+      run.records[i].error = 'the suite has no reference testbench for this task';
       return;
     }
-    for (let j = 0; j < samples; j++) units.push({ i, j });
+    for (let j = 0; j < run.samples; j++) units.push({ i, j });
   });
-  const remaining = tasks.map((_, i) => units.filter((u) => u.i === i).length);
-  const perTask: Array<Array<SampleRecord | undefined>> = tasks.map(() => []);
-  let tasksDone = tasks.filter((_, i) => remaining[i] === 0).length;
-  let unitsDone = 0;
-  let candidates = 0;
-  let cached = 0;
-  o.onProgress?.({ type: 'start', units: units.length, tasks: tasks.length, workers });
+  return units;
+}
+
+function announceStart(run: EvalRun, units: Unit[], remaining: number[]): void {
+  const { o, tasks, records } = run;
+  o.onProgress?.({ type: 'start', units: units.length, tasks: tasks.length, workers: run.workers });
   // Tasks with nothing to run (errors) are reported first, in order.
   tasks.forEach((_, i) => {
     if (remaining[i] === 0)
@@ -254,151 +345,211 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
         tasks: tasks.length,
       });
   });
+}
 
-  const writeBest = (id: string, j: number, tb: { name: string; text: string }, record: SampleRecord): void => {
-    const name = `${safeName(id)}.s${j}.${safeName(tb.name)}`;
-    mkdirSync(tbDir, { recursive: true });
-    writeFileSync(join(tbDir, name), tb.text);
-    record.testbench = name;
-  };
-  type UnitResult = { record: SampleRecord; top: string; key: string; cached: boolean; cacheable: boolean };
-  const runUnit = async (i: number, j: number): Promise<UnitResult | null> => {
-    const t = tasks[i];
-    const seed = sampleSeed(baseSeed, t.id, j);
-    let refText: string | null = null;
-    if (row.kind === 'reference') refText = readFileSync(t.reference!, 'utf8') + (t.referenceSuffix ?? '');
-    const key = sampleKey({ task: t, row: rowId, sample: j, seed, simulator: simInfo, limits, testbench: refText, score: o.score });
-    if (o.resume) {
-      const hit = cache.get(t.id, j, key);
-      if (hit) {
-        cached++;
-        return { record: hit.record, top: hit.top, key, cached: true, cacheable: false };
-      }
-    }
-    let loaded: Loaded;
-    try {
-      loaded = await load(i);
-    } catch (e) {
-      if (!records[i].error) records[i].error = `design error: ${(e as Error).message}`;
-      return null;
-    }
-    const top = loaded.info.top;
-    const started = performance.now();
-    const wall = (): number => (performance.now() - started) / 1000;
-    let record: SampleRecord;
-    let bestTb: { name: string; text: string } | null = null;
-    try {
-      if (row.kind === 'reference') {
-        const result = await sim.simulate({
-          design: loaded.design,
-          top,
-          testbench: { name: basename(t.reference!), content: refText! },
-          limits,
-          ...(o.score ? { score: o.score } : {}),
-          signal: o.signal,
-        });
-        candidates++;
-        record = sampleFromRounds(j, seed, [roundFromResult(t, top, 0, result)], wall());
-      } else {
-        // The built-in generator and a model both run through the one generation entry point.
-        const run = await runGeneration(
-          {
-            design: loaded.design,
-            info: loaded.info,
-            model: row.kind === 'model' ? row.model : null,
-            ...(row.kind === 'model'
-              ? {
-                  backend: row.backend,
-                  specs: loaded.specs,
-                  instruction: t.instruction,
-                  samples: 1,
-                  history: row.history ?? 'markov',
-                  sampling: { ...row.sampling, seed },
-                  simConcurrency: 1,
-                }
-              : {}),
-            simulator: sim,
-            rounds,
-            // The protocol's rounds, every one (its per-round curves count them).
-            allRounds: true,
-            target: t.threshold,
-            instance: t.instance,
-            seed,
-            limits,
-            score: o.score,
-          },
-          undefined,
-          o.signal,
-        );
-        const rs = run.attempts.map((r) =>
-          roundFromResult(t, top, r.round, r.result, {
-            status: r.result?.status ?? (r.testbench === null ? 'unparsable' : 'none'),
-            tokens: { ...r.tokens },
-            model_s: r.modelMs / 1000,
-            sim_s: r.simMs / 1000,
-          }),
-        );
-        candidates += run.attempts.filter((r) => r.result !== null).length;
-        record = sampleFromRounds(j, seed, rs, wall());
-        const b = record.best_round === null ? undefined : run.attempts.find((r) => r.round === record.best_round);
-        if (b?.testbench) bestTb = { name: b.filename ?? run.tbName, text: b.testbench };
-        if (run.cancelled) return null;
-        // A model failure (server down after retries, timeout) is not a result: not cached, so
-        // --resume retries the sample.
-        const failed = run.attempts.find((r) => r.error);
-        if (failed?.error) {
-          record.error = `model call failed (${failed.error.kind}): ${failed.error.message.split('\n')[0]}`;
-          if (bestTb) writeBest(t.id, j, bestTb, record);
-          return { record, top, key, cached: false, cacheable: false };
-        }
-      }
-    } catch (e) {
-      if (o.signal?.aborted) return null;
-      record = { ...sampleFromRounds(j, seed, [], wall()), status: 'error', error: (e as Error).message.split('\n')[0] };
-      return { record, top, key, cached: false, cacheable: false };
-    }
-    if (o.signal?.aborted) return null;
-    if (bestTb) writeBest(t.id, j, bestTb, record);
-    return { record, top, key, cached: false, cacheable: true };
-  };
+/** A task's samples in sample order; none for a task in error. */
+function taskSamples(record: TaskRecord, perTask: Array<SampleRecord | undefined>): SampleRecord[] {
+  return record.error ? [] : perTask.filter((x): x is SampleRecord => x !== undefined);
+}
 
+/** Runs the units on a pool of workers, recording and reporting each as it finishes. */
+async function runPool(run: EvalRun, units: Unit[], progress: PoolProgress): Promise<void> {
+  const { o, row, records } = run;
   // Model calls batch on servers: more agent runs than simulation slots may be in flight.
-  const concurrency = row.kind === 'model' ? Math.max(workers, row.backend.parallelism) : workers;
+  const concurrency = row.kind === 'model' ? Math.max(run.workers, row.backend.parallelism) : run.workers;
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(concurrency, units.length) }, async () => {
       while (next < units.length && !o.signal?.aborted) {
         const { i, j } = units[next++];
         // A design that failed to load for an earlier sample fails them all.
-        const r = records[i].error ? null : await runUnit(i, j);
-        if (r) {
-          perTask[i][j] = r.record;
-          records[i].top = r.top;
-          if (r.cacheable) cache.put(tasks[i].id, j, r.key, r.record, r.top);
-        }
-        unitsDone++;
-        if (r)
-          o.onProgress?.({
-            type: 'sample',
-            task: tasks[i].id,
-            sample: j,
-            cached: r.cached,
-            done: unitsDone,
-            units: units.length,
-            coverage: r.record.coverage,
-            passed: r.record.passed,
-          });
-        if (--remaining[i] === 0) {
-          records[i].samples = records[i].error ? [] : perTask[i].filter((x): x is SampleRecord => x !== undefined);
-          tasksDone++;
-          o.onProgress?.({ type: 'task', task: records[i], done: tasksDone, tasks: tasks.length });
-        }
+        const r = records[i].error ? null : await runUnit(run, i, j);
+        unitDone(run, units.length, progress, i, j, r);
       }
     }),
   );
-  for (let i = 0; i < tasks.length; i++)
-    records[i].samples = records[i].error ? [] : perTask[i].filter((x): x is SampleRecord => x !== undefined);
+}
 
+/** Records a finished unit (cached when it may be), and reports it and, when it was its task's
+ * last, the task. */
+function unitDone(run: EvalRun, units: number, progress: PoolProgress, i: number, j: number, r: UnitResult | null): void {
+  const { o, tasks, records } = run;
+  if (r) {
+    progress.perTask[i][j] = r.record;
+    records[i].top = r.top;
+    if (r.cacheable) run.cache.put(tasks[i].id, j, r.key, r.record, r.top);
+  }
+  progress.unitsDone++;
+  if (r)
+    o.onProgress?.({
+      type: 'sample',
+      task: tasks[i].id,
+      sample: j,
+      cached: r.cached,
+      done: progress.unitsDone,
+      units,
+      coverage: r.record.coverage,
+      passed: r.record.passed,
+    });
+  if (--progress.remaining[i] === 0) {
+    records[i].samples = taskSamples(records[i], progress.perTask[i]);
+    progress.tasksDone++;
+    o.onProgress?.({ type: 'task', task: records[i], done: progress.tasksDone, tasks: tasks.length });
+  }
+}
+
+/** Keeps a sample's best testbench under the run folder and names it in the record. */
+function writeBest(run: EvalRun, id: string, j: number, tb: { name: string; text: string }, record: SampleRecord): void {
+  const name = `${safeName(id)}.s${j}.${safeName(tb.name)}`;
+  mkdirSync(run.tbDir, { recursive: true });
+  writeFileSync(join(run.tbDir, name), tb.text);
+  record.testbench = name;
+}
+
+/** One (task, sample): from the cache with --resume, else run; null when there is nothing to record
+ * (cancelled, or the design failed to load: the task's error says why). */
+async function runUnit(run: EvalRun, i: number, j: number): Promise<UnitResult | null> {
+  const { o, row, records } = run;
+  const t = run.tasks[i];
+  const seed = sampleSeed(run.baseSeed, t.id, j);
+  let refText: string | null = null;
+  if (row.kind === 'reference') refText = readFileSync(t.reference!, 'utf8') + (t.referenceSuffix ?? '');
+  const key = sampleKey({
+    task: t,
+    row: run.rowId,
+    sample: j,
+    seed,
+    simulator: run.simInfo,
+    limits: run.limits,
+    testbench: refText,
+    score: o.score,
+  });
+  if (o.resume) {
+    const hit = run.cache.get(t.id, j, key);
+    if (hit) {
+      run.cached++;
+      return { record: hit.record, top: hit.top, key, cached: true, cacheable: false };
+    }
+  }
+  let loaded: Loaded;
+  try {
+    loaded = await run.load(i);
+  } catch (e) {
+    if (!records[i].error) records[i].error = `design error: ${(e as Error).message}`;
+    return null;
+  }
+  const top = loaded.info.top;
+  const started = performance.now();
+  const wall = (): number => (performance.now() - started) / 1000;
+  let out: SampleOutcome | null;
+  try {
+    out =
+      refText !== null
+        ? await referenceSample(run, t, j, seed, loaded, refText, wall)
+        : await generatedSample(run, t, j, seed, loaded, wall);
+  } catch (e) {
+    if (o.signal?.aborted) return null;
+    const record = { ...sampleFromRounds(j, seed, [], wall()), status: 'error', error: (e as Error).message.split('\n')[0] };
+    return { record, top, key, cached: false, cacheable: false };
+  }
+  if (!out) return null;
+  // A model failure is kept as it is; a result only if the run was not cancelled meanwhile.
+  if (out.cacheable && o.signal?.aborted) return null;
+  if (out.bestTb) writeBest(run, t.id, j, out.bestTb, out.record);
+  return { record: out.record, top, key, cached: false, cacheable: out.cacheable };
+}
+
+/** The reference row: the suite's own testbench, simulated once. */
+async function referenceSample(
+  run: EvalRun,
+  t: EvalTask,
+  j: number,
+  seed: number,
+  loaded: Loaded,
+  refText: string,
+  wall: () => number,
+): Promise<SampleOutcome> {
+  const top = loaded.info.top;
+  const result = await run.sim.simulate({
+    design: loaded.design,
+    top,
+    testbench: { name: basename(t.reference!), content: refText },
+    limits: run.limits,
+    ...(run.o.score ? { score: run.o.score } : {}),
+    signal: run.o.signal,
+  });
+  run.candidates++;
+  return { record: sampleFromRounds(j, seed, [roundFromResult(t, top, 0, result)], wall()), bestTb: null, cacheable: true };
+}
+
+/** The built-in generator or a model: the protocol's rounds, the best kept; null when cancelled. */
+async function generatedSample(
+  run: EvalRun,
+  t: EvalTask,
+  j: number,
+  seed: number,
+  loaded: Loaded,
+  wall: () => number,
+): Promise<SampleOutcome | null> {
+  const { row, o } = run;
+  const top = loaded.info.top;
+  // The built-in generator and a model both run through the one generation entry point.
+  const gen = await runGeneration(
+    {
+      design: loaded.design,
+      info: loaded.info,
+      model: row.kind === 'model' ? row.model : null,
+      ...(row.kind === 'model'
+        ? {
+            backend: row.backend,
+            specs: loaded.specs,
+            instruction: t.instruction,
+            samples: 1,
+            history: row.history ?? 'markov',
+            sampling: { ...row.sampling, seed },
+            simConcurrency: 1,
+          }
+        : {}),
+      simulator: run.sim,
+      rounds: run.rounds,
+      // The protocol's rounds, every one (its per-round curves count them).
+      allRounds: true,
+      target: t.threshold,
+      instance: t.instance,
+      seed,
+      limits: run.limits,
+      score: o.score,
+    },
+    undefined,
+    o.signal,
+  );
+  const rs = gen.attempts.map((r) =>
+    roundFromResult(t, top, r.round, r.result, {
+      status: r.result?.status ?? (r.testbench === null ? 'unparsable' : 'none'),
+      tokens: { ...r.tokens },
+      model_s: r.modelMs / 1000,
+      sim_s: r.simMs / 1000,
+    }),
+  );
+  run.candidates += gen.attempts.filter((r) => r.result !== null).length;
+  const record = sampleFromRounds(j, seed, rs, wall());
+  const b = record.best_round === null ? undefined : gen.attempts.find((r) => r.round === record.best_round);
+  const bestTb = b?.testbench ? { name: b.filename ?? gen.tbName, text: b.testbench } : null;
+  if (gen.cancelled) return null;
+  // A model failure (server down after retries, timeout) is not a result: not cached, so
+  // --resume retries the sample.
+  const failed = gen.attempts.find((r) => r.error);
+  if (failed?.error) {
+    record.error = `model call failed (${failed.error.kind}): ${failed.error.message.split('\n')[0]}`;
+    return { record, bestTb, cacheable: false };
+  }
+  return { record, bestTb, cacheable: true };
+}
+
+/** The report: the suite, the row, the settings, the aggregate metrics over the tasks without
+ * error, the per-round curve and every task's record. */
+function evalReport(run: EvalRun, started: Date, t0: number): EvalReport {
+  const { o, row, tasks, records, samples, rounds } = run;
   const scored = records.filter((r) => !r.error);
   const m = computeMetrics(scored.map((r) => r.samples.map((s) => ({ ok: s.sim_ok, coverage: s.coverage, passed: s.passed }))));
   const curve = roundCurve(
@@ -426,12 +577,12 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
     config: {
       samples,
       rounds,
-      workers,
-      seed: baseSeed,
+      workers: run.workers,
+      seed: run.baseSeed,
       history: row.kind === 'model' ? (row.history ?? 'markov') : null,
       sampling: row.kind === 'model' ? (row.sampling ?? {}) : null,
-      simulator: simInfo,
-      limits,
+      simulator: run.simInfo,
+      limits: run.limits,
       score: o.score ?? 'paper',
       resume: o.resume ?? false,
     },
@@ -448,9 +599,9 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
       wall_s: wallS,
       sim_s: sum((r) => r.sim_s),
       model_s: sum((r) => r.model_s),
-      candidates,
-      candidates_per_min: wallS > 0 ? (candidates / wallS) * 60 : 0,
-      cached_samples: cached,
+      candidates: run.candidates,
+      candidates_per_min: wallS > 0 ? (run.candidates / wallS) * 60 : 0,
+      cached_samples: run.cached,
       coverage_histogram: histogram(all.map((s) => s.coverage)),
     },
     per_round: curve,

@@ -9,7 +9,7 @@
 // (as a generator refinement round would be); it says so in a note. Its revision is an edit of the
 // user's testbench (generate/splice.ts), every line kept; a new testbench only where it cannot be. The generator cannot read a
 // log, so the testbench is simulated here for its uncovered points even when a log was given.
-import type { DesignInfo, DesignSpec } from '../design/types.js';
+import type { DesignInfo, DesignSpec, PortInfo } from '../design/types.js';
 import { withScore, type Simulator } from '../sim/simulator.js';
 import { type SimLimits } from '../vocabulary/types.js';
 import type { SimResult } from '../sim/result.js';
@@ -26,7 +26,7 @@ import { DEFAULT_ROUNDS } from '../vocabulary/defaults.js';
 import { assertionSummary, firedAssertions } from '../sim/assertions.js';
 import { cancelledRun } from '../sim/ranking.js';
 import { renameIdentifiers, scanUnits, testbenchTopOf, testbenchTops } from '../design/lexer.js';
-import { readSite, spliceStimulus } from '../generate/splice.js';
+import { readSite, spliceStimulus, type SpliceSite } from '../generate/splice.js';
 
 export interface RefinementRequest {
   /** The design, already loaded and introspected (run/design.ts loadDesign). */
@@ -136,122 +136,179 @@ export async function runRefinement(
   signal?: AbortSignal,
 ): Promise<RefinementResult> {
   const simulator = withScore(typeof req.simulator === 'object' ? req.simulator : getSimulator(req.simulator ?? 'verilator'), req.score);
-  const simulateTestbench = async (): Promise<SimResult> => {
-    events({ type: 'progress', message: 'simulating the current testbench' });
-    const result = await simulator.simulate({
-      design: req.design,
-      top: req.info.top,
-      testbench: req.testbench,
-      limits: req.limits,
-      signal,
+  if (req.model === null) return builtinRefinement(req, simulator, events, signal);
+  return modelRefinement(req, req.model, simulator, events, signal);
+}
+
+/** The testbench as given, simulated here (no feedback, or the generator needs its uncovered points). */
+async function simulateTestbench(
+  req: RefinementRequest,
+  simulator: Simulator,
+  events: RefinementEvents,
+  signal: AbortSignal | undefined,
+): Promise<SimResult> {
+  events({ type: 'progress', message: 'simulating the current testbench' });
+  const result = await simulator.simulate({
+    design: req.design,
+    top: req.info.top,
+    testbench: req.testbench,
+    limits: req.limits,
+    signal,
+  });
+  events({ type: 'before', result });
+  return result;
+}
+
+/** No model: the built-in generator, seeded with the testbench's result, its rounds run as edits of
+ * the testbench while they can be. */
+async function builtinRefinement(
+  req: RefinementRequest,
+  simulator: Simulator,
+  events: RefinementEvents,
+  signal: AbortSignal | undefined,
+): Promise<RefinementResult> {
+  events({ type: 'note', message: NO_MODEL_NOTE });
+  if (req.feedback && 'log' in req.feedback)
+    events({
+      type: 'note',
+      message: 'the built-in generator does not read logs: the testbench is simulated here for its uncovered points',
     });
-    events({ type: 'before', result });
-    return result;
-  };
-  if (req.model === null) {
-    events({ type: 'note', message: NO_MODEL_NOTE });
-    if (req.feedback && 'log' in req.feedback)
-      events({
-        type: 'note',
-        message: 'the built-in generator does not read logs: the testbench is simulated here for its uncovered points',
-      });
-    const before = req.feedback && 'result' in req.feedback ? null : await simulateTestbench();
-    const from = before ?? (req.feedback as { result: SimResult }).result;
-    const tbModule = testbenchTopOf(testbenchTops(req.testbench.content), req.info.top);
-    // The revision is the user's testbench with the generator's stimulus added (generate/splice.ts);
-    // every round is simulated as that edit, so its coverage is the edit's. When the testbench
-    // cannot be edited, the generator writes a new one under the same module name, and says why.
-    const ports = req.info.modules.find((m) => m.name === req.info.top)?.ports ?? [];
-    // A testbench that fails keeps failing with anything added after its own stimulus (and
-    // Verilator 5.006 ends the run at the first failed assertion, so the addition would not even
-    // run): then a new testbench is the better revision.
-    const failing =
-      from.status !== 'success'
-        ? `it does not run to its end (${from.status}${from.err_msg ? `: ${from.err_msg.split('\n')[0]!.slice(0, 120)}` : ''})`
-        : firedAssertions(from)
-          ? `${assertionSummary(from.dutAssertions, 1).replace(/^the stimulus/, 'its own stimulus')}; a revision that keeps that stimulus fails too`
-          : undefined;
-    const site = failing
-      ? { why: failing }
-      : tbModule
-        ? readSite(req.testbench.content, tbModule, req.info.top, ports)
-        : { why: 'it declares no module' };
-    // Each candidate is simulated as the edit while edits run; the first edit that does not (the
-    // testbench drives an input in a way the added stimulus conflicts with, a construct the
-    // simulator refuses) turns editing off, and that candidate and the rest run as written.
-    let editFailure: string | undefined = 'why' in site ? site.why : undefined;
-    const editedTexts = new Map<string, string>();
-    const splice = (generated: string): string | null => {
-      if ('why' in site) return null;
-      const r = spliceStimulus(site, generated, req.info.top, ports);
-      if (!r.ok) editFailure ??= r.why;
-      return r.ok ? r.text : null;
-    };
-    const editing: Simulator = {
-      name: simulator.name,
-      info: () => simulator.info(),
-      simulate: async (r) => {
-        const text = editFailure === undefined ? splice(r.testbench.content) : null;
-        if (text === null) return simulator.simulate(r);
-        const result = await simulator.simulate({ ...r, testbench: { ...r.testbench, content: text } });
-        if (result.status === 'success' || cancelledRun(result)) {
-          editedTexts.set(r.testbench.content, text);
-          return result;
-        }
-        editFailure = `the edited testbench did not run: ${result.status}${result.err_msg ? `, ${result.err_msg.split('\n')[0]!.slice(0, 120)}` : ''}`;
-        return simulator.simulate(r);
-      },
-    };
-    const generation = await runGeneration(
-      {
-        design: req.design,
-        info: req.info,
-        model: null,
-        simulator: editing,
-        rounds: req.rounds ?? DEFAULT_ROUNDS,
-        allRounds: req.rounds !== undefined,
-        target: req.target,
-        seed: req.seed,
-        instance: req.instance,
-        limits: req.limits,
-        score: req.score,
-        from,
-        // The revision keeps the testbench's module name (the tools and scripts that run it name it).
-        ...(tbModule ? { tbModule } : {}),
-      },
-      (e) => {
-        if (e.type === 'round-start') events({ type: 'progress', message: `generator round ${e.round + 1}/${e.attempts}` });
-      },
-      signal,
-    );
-    const edited = (a: GenerationRound): GenerationRound =>
-      a.testbench !== null && editedTexts.has(a.testbench) ? { ...a, testbench: editedTexts.get(a.testbench)! } : a;
-    const attempts = generation.attempts.map(edited);
-    const best = generation.best ? (attempts[generation.attempts.indexOf(generation.best)] ?? edited(generation.best)) : null;
-    if (best?.testbench)
-      events({
-        type: 'note',
-        message:
-          generation.best?.testbench && editedTexts.has(generation.best.testbench)
-            ? `the revision is ${req.testbench.name} as written, with the generator's stimulus added (task chorus_refine, called before its $finish)`
-            : `the testbench could not be edited (${editFailure ?? 'no edit ran'}): the revision is a new testbench, module ${tbModule ?? `tb_${req.info.top}`}`,
-      });
-    const refused = illegalRevision(from, best?.result);
-    return {
-      ...(refused ? { refused } : {}),
-      engine: 'builtin',
-      before,
-      testbench: best?.testbench ?? null,
-      filename: best?.filename ?? generation.tbName,
-      result: best?.result ?? null,
+  const before = req.feedback && 'result' in req.feedback ? null : await simulateTestbench(req, simulator, events, signal);
+  const from = before ?? (req.feedback as { result: SimResult }).result;
+  const tbModule = testbenchTopOf(testbenchTops(req.testbench.content), req.info.top);
+  // The revision is the user's testbench with the generator's stimulus added (generate/splice.ts);
+  // every round is simulated as that edit, so its coverage is the edit's. When the testbench
+  // cannot be edited, the generator writes a new one under the same module name, and says why.
+  const ports = req.info.modules.find((m) => m.name === req.info.top)?.ports ?? [];
+  const failing = failingReason(from);
+  const site = failing
+    ? { why: failing }
+    : tbModule
+      ? readSite(req.testbench.content, tbModule, req.info.top, ports)
+      : { why: 'it declares no module' };
+  const edits = editingSimulator(simulator, site, req.info.top, ports);
+  const generation = await runGeneration(
+    {
+      design: req.design,
+      info: req.info,
       model: null,
-      outcome: null,
-      generation: { ...generation, attempts, best },
-    };
-  }
-  const before = req.feedback ? null : await simulateTestbench();
+      simulator: edits.simulator,
+      rounds: req.rounds ?? DEFAULT_ROUNDS,
+      allRounds: req.rounds !== undefined,
+      target: req.target,
+      seed: req.seed,
+      instance: req.instance,
+      limits: req.limits,
+      score: req.score,
+      from,
+      // The revision keeps the testbench's module name (the tools and scripts that run it name it).
+      ...(tbModule ? { tbModule } : {}),
+    },
+    (e) => {
+      if (e.type === 'round-start') events({ type: 'progress', message: `generator round ${e.round + 1}/${e.attempts}` });
+    },
+    signal,
+  );
+  return builtinResult(req, events, { before, from, generation, edits, tbModule });
+}
+
+/** Why stimulus added to the testbench cannot help, or undefined. A testbench that fails keeps
+ * failing with anything added after its own stimulus (and Verilator 5.006 ends the run at the first
+ * failed assertion, so the addition would not even run): then a new testbench is the better revision. */
+function failingReason(from: SimResult): string | undefined {
+  return from.status !== 'success'
+    ? `it does not run to its end (${from.status}${from.err_msg ? `: ${from.err_msg.split('\n')[0]!.slice(0, 120)}` : ''})`
+    : firedAssertions(from)
+      ? `${assertionSummary(from.dutAssertions, 1).replace(/^the stimulus/, 'its own stimulus')}; a revision that keeps that stimulus fails too`
+      : undefined;
+}
+
+/** The generator's simulator, running candidates as edits of the user's testbench. */
+interface EditingSimulator {
+  simulator: Simulator;
+  /** A candidate as the generator wrote it → the edit that ran in its place. */
+  editedTexts: Map<string, string>;
+  /** Why editing is off (undefined while edits run). */
+  failure(): string | undefined;
+}
+
+/** Each candidate is simulated as the edit while edits run; the first edit that does not (the
+ * testbench drives an input in a way the added stimulus conflicts with, a construct the simulator
+ * refuses) turns editing off, and that candidate and the rest run as written. */
+function editingSimulator(simulator: Simulator, site: SpliceSite | { why: string }, top: string, ports: PortInfo[]): EditingSimulator {
+  let editFailure: string | undefined = 'why' in site ? site.why : undefined;
+  const editedTexts = new Map<string, string>();
+  const splice = (generated: string): string | null => {
+    if ('why' in site) return null;
+    const r = spliceStimulus(site, generated, top, ports);
+    if (!r.ok) editFailure ??= r.why;
+    return r.ok ? r.text : null;
+  };
+  const editing: Simulator = {
+    name: simulator.name,
+    info: () => simulator.info(),
+    simulate: async (r) => {
+      const text = editFailure === undefined ? splice(r.testbench.content) : null;
+      if (text === null) return simulator.simulate(r);
+      const result = await simulator.simulate({ ...r, testbench: { ...r.testbench, content: text } });
+      if (result.status === 'success' || cancelledRun(result)) {
+        editedTexts.set(r.testbench.content, text);
+        return result;
+      }
+      editFailure = `the edited testbench did not run: ${result.status}${result.err_msg ? `, ${result.err_msg.split('\n')[0]!.slice(0, 120)}` : ''}`;
+      return simulator.simulate(r);
+    },
+  };
+  return { simulator: editing, editedTexts, failure: () => editFailure };
+}
+
+/** The generator's run with its candidates as they ran (the edits), a note saying what the revision
+ * is, and the refusal of a revision that breaks assertions the testbench did not. */
+function builtinResult(
+  req: RefinementRequest,
+  events: RefinementEvents,
+  run: { before: SimResult | null; from: SimResult; generation: GenerationResult; edits: EditingSimulator; tbModule: string | undefined },
+): RefinementResult {
+  const { generation, edits, tbModule } = run;
+  const { editedTexts } = edits;
+  const edited = (a: GenerationRound): GenerationRound =>
+    a.testbench !== null && editedTexts.has(a.testbench) ? { ...a, testbench: editedTexts.get(a.testbench)! } : a;
+  const attempts = generation.attempts.map(edited);
+  const best = generation.best ? (attempts[generation.attempts.indexOf(generation.best)] ?? edited(generation.best)) : null;
+  if (best?.testbench)
+    events({
+      type: 'note',
+      message:
+        generation.best?.testbench && editedTexts.has(generation.best.testbench)
+          ? `the revision is ${req.testbench.name} as written, with the generator's stimulus added (task chorus_refine, called before its $finish)`
+          : `the testbench could not be edited (${edits.failure() ?? 'no edit ran'}): the revision is a new testbench, module ${tbModule ?? `tb_${req.info.top}`}`,
+    });
+  const refused = illegalRevision(run.from, best?.result);
+  return {
+    ...(refused ? { refused } : {}),
+    engine: 'builtin',
+    before: run.before,
+    testbench: best?.testbench ?? null,
+    filename: best?.filename ?? generation.tbName,
+    result: best?.result ?? null,
+    model: null,
+    outcome: null,
+    generation: { ...generation, attempts, best },
+  };
+}
+
+/** With a model: one refinement step from the feedback, the revision under the testbench's module
+ * name, simulated unless `check` is false. A backend opened here is disposed here. */
+async function modelRefinement(
+  req: RefinementRequest,
+  model: ModelConfig,
+  simulator: Simulator,
+  events: RefinementEvents,
+  signal: AbortSignal | undefined,
+): Promise<RefinementResult> {
+  const before = req.feedback ? null : await simulateTestbench(req, simulator, events, signal);
   const feedback = req.feedback ?? { result: before! };
-  const backend = req.backend ?? (await openModel(req.model, signal));
+  const backend = req.backend ?? (await openModel(model, signal));
   try {
     const info = await backend.info();
     events({ type: 'model', info });

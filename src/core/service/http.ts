@@ -4,6 +4,7 @@ import { serviceRedactor, type Redactor } from './hostPaths.js';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { availableParallelism } from 'node:os';
 import { getSimulator } from '../sim/registry.js';
 import { DEFAULT_SERVICE } from '../vocabulary/defaults.js';
@@ -173,10 +174,24 @@ function parseJson(buf: Buffer): unknown {
   }
 }
 
+/** What one server's handlers share: the service, the state of shutdown, the work in flight. */
+interface ServerContext {
+  service: ScoreService;
+  simInfo: SimulatorInfo;
+  bodyLimit: number;
+  log: (line: string) => void;
+  /** Idempotent `/v1/score` work in flight, shared by retries under the same key. */
+  inflight: InFlight<Answer | null>;
+  /** Set when shutdown starts: new work is answered 503 with `shutdownReason`. */
+  draining: boolean;
+  shutdownReason: string;
+  /** Handlers still running: shutdown lets them write their answers before the sockets go. */
+  pending: Set<Promise<void>>;
+  sockets: Set<Socket>;
+}
+
 export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<ScoreServer> {
   const host = opts.host ?? DEFAULT_SERVICE.host;
-  const graceS = opts.graceS ?? DEFAULT_SERVICE.graceS;
-  const bodyLimit = opts.bodyLimitBytes ?? DEFAULT_SERVICE.bodyLimitMiB * 1024 * 1024;
   const log = opts.log ?? (() => {});
   const simulator = getSimulator(opts.simulator ?? 'verilator');
   const simInfo: SimulatorInfo = await simulator.info();
@@ -191,227 +206,306 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
     allowNativeDesign: opts.allowNativeDesign,
     log,
   });
-  const inflight = new InFlight<Answer | null>();
-  const m = service.metrics;
-  let draining = false;
-  let shutdownReason = 'the server is shutting down';
-  const pending = new Set<Promise<void>>();
-  const sockets = new Set<Socket>();
+  const ctx: ServerContext = {
+    service,
+    simInfo,
+    bodyLimit: opts.bodyLimitBytes ?? DEFAULT_SERVICE.bodyLimitMiB * 1024 * 1024,
+    log,
+    inflight: new InFlight<Answer | null>(),
+    draining: false,
+    shutdownReason: 'the server is shutting down',
+    pending: new Set<Promise<void>>(),
+    sockets: new Set<Socket>(),
+  };
+  const server = createHttpServer(ctx, opts);
+  await listen(server, opts.port ?? 0, host);
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const close = shutdownOf(ctx, server, opts.graceS ?? DEFAULT_SERVICE.graceS);
+  return { url, port, host, service, close };
+}
 
-  /** Backpressure: the queue is full, come back after Retry-After. */
-  const queueFullAnswer = (e: QueueFullError): Answer => {
-    m.rejected.inc();
+/** Backpressure: the queue is full, come back after Retry-After. */
+function queueFullAnswer(ctx: ServerContext, e: QueueFullError): Answer {
+  ctx.service.metrics.rejected.inc();
+  return {
+    status: 429,
+    body: errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }),
+    headers: { 'Retry-After': String(e.retryAfterS) },
+  };
+}
+
+function shuttingDown(ctx: ServerContext): Answer {
+  return { status: 503, body: errorBody('shutting_down', ctx.shutdownReason), headers: { Connection: 'close' } };
+}
+
+function sendShuttingDown(ctx: ServerContext, res: ServerResponse): void {
+  const a = shuttingDown(ctx);
+  json(res, a.status, a.body, a.headers);
+}
+
+/** Work the service refuses before it starts: a batch larger than the pool can ever hold (thrown,
+ * 413), or the service out of disk or memory (a 503 answer); null when the work may go ahead. */
+function refusal(ctx: ServerContext, items: number): Answer | null {
+  const { service } = ctx;
+  if (items > service.pool.capacity) {
+    throw new ServiceError(
+      413,
+      'batch_too_large',
+      `a batch of ${items} items can never fit: the server holds at most ${service.pool.capacity} (workers + queue limit); split it`,
+      { field: 'items' },
+    );
+  }
+  // Out of disk or memory: refuse before starting work that would fail halfway (ENOSPC in a
+  // build reads like a broken testbench) and let the client use another instance meanwhile.
+  const r = service.resources();
+  if (r.ok) return null;
+  service.metrics.failures.inc({ reason: 'service_failure' });
+  return {
+    status: 503,
+    body: errorBody('service_failure', `${r.message}; not taking work (score it again, here later or elsewhere)`, {
+      cause: r.cause,
+      retry_after_s: 5,
+    }),
+    headers: { 'Retry-After': '5' },
+  };
+}
+
+/** The items' settled outcomes as the answer lists them, with the first shutdown abort and the
+ * first service failure among them. */
+interface Gathered {
+  results: unknown[];
+  aborted?: TaskAbortedError;
+  failure?: { cause?: string; message: string };
+}
+
+function gather(ctx: ServerContext, settled: Array<PromiseSettledResult<ScoreOutcome>>): Gathered {
+  const g: Gathered = { results: [] };
+  for (const s of settled) {
+    if (s.status === 'fulfilled') {
+      g.results.push(s.value.ok ? s.value.record : s.value.error);
+      if (!s.value.ok && s.value.error.error === 'service_failure') g.failure ??= s.value.error;
+    } else if (s.reason instanceof TaskAbortedError) {
+      ctx.service.countAbort(s.reason);
+      g.aborted ??= s.reason;
+      g.results.push({ error: 'aborted', status: 503, message: s.reason.reason });
+    } else {
+      ctx.service.metrics.failures.inc({ reason: 'internal_error' });
+      ctx.log(`internal error: ${s.reason instanceof Error ? (s.reason.stack ?? s.reason.message) : String(s.reason)}`);
+      g.results.push({ error: 'internal_error', status: 500, message: s.reason instanceof Error ? s.reason.message : String(s.reason) });
+    }
+  }
+  return g;
+}
+
+/** `/v1/score` for a checked body: the answer, or null when nobody is left to answer. */
+async function scoreAnswer(ctx: ServerContext, body: unknown, signal: AbortSignal): Promise<Answer | null> {
+  const { items, batch } = validateScoreRequest(body);
+  if (ctx.draining) return shuttingDown(ctx);
+  const refused = refusal(ctx, items.length);
+  if (refused) return refused;
+  let promises: Array<Promise<ScoreOutcome>>;
+  try {
+    promises = ctx.service.submit(items, signal);
+  } catch (e) {
+    if (e instanceof QueueFullError) return queueFullAnswer(ctx, e);
+    if (e instanceof PoolClosedError) return shuttingDown(ctx);
+    throw e;
+  }
+  const settled = await Promise.allSettled(promises);
+  const g = gather(ctx, settled);
+  if (signal.aborted) return null; // nobody to answer
+  return batch ? batchAnswer(ctx, g) : singleAnswer(ctx, settled[0], g);
+}
+
+/** A shutdown aborted at least one item: say so explicitly (the completed ones ride along in a batch). */
+function abortedAnswer(aborted: TaskAbortedError, results: unknown[] | undefined): Answer {
+  return {
+    status: 503,
+    body: errorBody(
+      'shutting_down',
+      `${aborted.reason}: the simulation was aborted ${aborted.started ? 'while running' : 'before it started'}; retry on another instance`,
+      results ? { results } : {},
+    ),
+    headers: { Connection: 'close' },
+  };
+}
+
+function batchAnswer(ctx: ServerContext, { results, aborted, failure }: Gathered): Answer {
+  if (aborted) return abortedAnswer(aborted, results);
+  if (failure) {
+    // One failed item fails the batch: the client retries it whole under the same key, and a
+    // batch answer is recorded only when every item has its final result.
+    ctx.log(`chorus serve: service failure (${failure.cause}): ${failure.message}`);
     return {
-      status: 429,
-      body: errorBody('queue_full', e.message, { retry_after_s: e.retryAfterS, queue_depth: e.queued, queue_limit: e.queueLimit }),
-      headers: { 'Retry-After': String(e.retryAfterS) },
+      status: 503,
+      body: errorBody('service_failure', failure.message, { cause: failure.cause, retry_after_s: 1, results }),
+      headers: { 'Retry-After': '1' },
     };
-  };
-  const queueFull = (res: ServerResponse, e: QueueFullError): void => {
-    const a = queueFullAnswer(e);
-    json(res, a.status, a.body, a.headers);
-  };
-  const shuttingDown = (): Answer => ({ status: 503, body: errorBody('shutting_down', shutdownReason), headers: { Connection: 'close' } });
+  }
+  return { status: 200, body: { results } };
+}
 
-  /** `/v1/score` for a checked body: the answer, or null when nobody is left to answer. */
-  const scoreAnswer = async (body: unknown, signal: AbortSignal): Promise<Answer | null> => {
-    const { items, batch } = validateScoreRequest(body);
-    if (draining) return shuttingDown();
-    if (items.length > service.pool.capacity) {
-      throw new ServiceError(
-        413,
-        'batch_too_large',
-        `a batch of ${items.length} items can never fit: the server holds at most ${service.pool.capacity} (workers + queue limit); split it`,
-        { field: 'items' },
-      );
+function singleAnswer(ctx: ServerContext, only: PromiseSettledResult<ScoreOutcome>, { results, aborted }: Gathered): Answer {
+  if (aborted) return abortedAnswer(aborted, undefined);
+  if (only.status === 'fulfilled') {
+    const v = only.value;
+    if (v.ok) return { status: 200, body: v.record };
+    if (v.error.error === 'service_failure') {
+      ctx.log(`chorus serve: service failure (${v.error.cause}): ${v.error.message}`);
+      return { status: 503, body: { ...v.error, retry_after_s: 1 }, headers: { 'Retry-After': '1' } };
     }
-    // Out of disk or memory: refuse before starting work that would fail halfway (ENOSPC in a
-    // build reads like a broken testbench) and let the client use another instance meanwhile.
-    const r = service.resources();
-    if (!r.ok) {
-      m.failures.inc({ reason: 'service_failure' });
-      return {
-        status: 503,
-        body: errorBody('service_failure', `${r.message}; not taking work (score it again, here later or elsewhere)`, {
-          cause: r.cause,
-          retry_after_s: 5,
-        }),
-        headers: { 'Retry-After': '5' },
-      };
-    }
-    let promises: Array<Promise<ScoreOutcome>>;
-    try {
-      promises = service.submit(items, signal);
-    } catch (e) {
-      if (e instanceof QueueFullError) return queueFullAnswer(e);
-      if (e instanceof PoolClosedError) return shuttingDown();
-      throw e;
-    }
-    const settled = await Promise.allSettled(promises);
-    let aborted: TaskAbortedError | undefined;
-    let failure: { cause?: string; message: string } | undefined;
-    const results: unknown[] = [];
-    for (const s of settled) {
-      if (s.status === 'fulfilled') {
-        results.push(s.value.ok ? s.value.record : s.value.error);
-        if (!s.value.ok && s.value.error.error === 'service_failure') failure ??= s.value.error;
-      } else if (s.reason instanceof TaskAbortedError) {
-        service.countAbort(s.reason);
-        aborted ??= s.reason;
-        results.push({ error: 'aborted', status: 503, message: s.reason.reason });
-      } else {
-        m.failures.inc({ reason: 'internal_error' });
-        log(`internal error: ${s.reason instanceof Error ? (s.reason.stack ?? s.reason.message) : String(s.reason)}`);
-        results.push({ error: 'internal_error', status: 500, message: s.reason instanceof Error ? s.reason.message : String(s.reason) });
-      }
-    }
-    if (signal.aborted) return null; // nobody to answer
-    if (aborted) {
-      // Shutdown aborted at least one item: say so explicitly (the completed ones ride along).
-      return {
-        status: 503,
-        body: errorBody(
-          'shutting_down',
-          `${aborted.reason}: the simulation was aborted ${aborted.started ? 'while running' : 'before it started'}; retry on another instance`,
-          batch ? { results } : {},
-        ),
-        headers: { Connection: 'close' },
-      };
-    }
-    if (batch && failure) {
-      // One failed item fails the batch: the client retries it whole under the same key, and a
-      // batch answer is recorded only when every item has its final result.
-      log(`chorus serve: service failure (${failure.cause}): ${failure.message}`);
-      return {
-        status: 503,
-        body: errorBody('service_failure', failure.message, { cause: failure.cause, retry_after_s: 1, results }),
-        headers: { 'Retry-After': '1' },
-      };
-    }
-    if (batch) return { status: 200, body: { results } };
-    const only = settled[0];
-    if (only.status === 'fulfilled') {
-      const v = only.value;
-      if (v.ok) return { status: 200, body: v.record };
-      if (v.error.error === 'service_failure') {
-        log(`chorus serve: service failure (${v.error.cause}): ${v.error.message}`);
-        return { status: 503, body: { ...v.error, retry_after_s: 1 }, headers: { 'Retry-After': '1' } };
-      }
-      return { status: v.error.status, body: v.error };
-    }
-    return { status: 500, body: results[0] };
-  };
+    return { status: v.error.status, body: v.error };
+  }
+  return { status: 500, body: results[0] };
+}
 
-  /** Only answers about the request itself are replayed: a 429, 503 or 500 is the service's state
-   * at that moment, and a retry must run the work again. */
-  const isFinal = (a: Answer): boolean => a.status === 200 || a.status === 422;
+/** Only answers about the request itself are replayed: a 429, 503 or 500 is the service's state
+ * at that moment, and a retry must run the work again. */
+const isFinal = (a: Answer): boolean => a.status === 200 || a.status === 422;
 
-  const sendAnswer = (res: ServerResponse, a: Answer, key: string, replayed = false): void => {
-    json(res, a.status, a.body, { ...a.headers, 'Idempotency-Key': key, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
-  };
+function sendAnswer(res: ServerResponse, a: Answer, key: string, replayed = false): void {
+  json(res, a.status, a.body, { ...a.headers, 'Idempotency-Key': key, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
+}
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const t0 = performance.now();
-    const path = (req.url ?? '/').split('?')[0];
-    const route = (ROUTES as readonly string[]).includes(path) ? path : 'other';
-    res.on('finish', () => {
-      m.latency.observe({ route }, (performance.now() - t0) / 1000);
-      m.requests.inc({ route, code: String(res.statusCode) });
-    });
-    // A client that goes away takes its queued or running simulation with it.
-    const client = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) client.abort('the client closed the connection');
-    });
+/** Counts the request (route, status, latency) when answered, and gives the abort signal of a
+ * client that goes away: it takes its queued or running simulation with it. */
+function observeRequest(ctx: ServerContext, res: ServerResponse, route: string): AbortController {
+  const t0 = performance.now();
+  const m = ctx.service.metrics;
+  res.on('finish', () => {
+    m.latency.observe({ route }, (performance.now() - t0) / 1000);
+    m.requests.inc({ route, code: String(res.statusCode) });
+  });
+  const client = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) client.abort('the client closed the connection');
+  });
+  return client;
+}
 
-    if (route === 'other') return json(res, 404, errorBody('not_found', `no route ${path}; routes: ${ROUTES.join(', ')}`));
-    if (req.method !== METHODS[route])
-      return json(res, 405, errorBody('method_not_allowed', `${path} takes ${METHODS[route]}`), { Allow: METHODS[route] });
-    if (route === '/v1/health') return json(res, draining ? 503 : 200, service.health(simInfo, draining));
-    // Liveness: the process answers. 200 while draining too: an orchestrator must not kill a
-    // service that is finishing its work; readiness is what takes it out of rotation.
-    if (route === '/healthz')
-      return json(res, 200, { status: draining ? 'draining' : 'ok', uptime_s: (Date.now() - service.startedAt) / 1000 });
-    if (route === '/readyz') {
-      const r = service.readiness(draining);
-      return json(res, r.ready ? 200 : 503, r.body);
-    }
-    if (route === '/metrics') {
-      const text = await m.registry.metrics();
-      res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
-      res.end(text);
+async function handle(ctx: ServerContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0];
+  const route = (ROUTES as readonly string[]).includes(path) ? path : 'other';
+  const client = observeRequest(ctx, res, route);
+
+  if (route === 'other') return json(res, 404, errorBody('not_found', `no route ${path}; routes: ${ROUTES.join(', ')}`));
+  if (req.method !== METHODS[route])
+    return json(res, 405, errorBody('method_not_allowed', `${path} takes ${METHODS[route]}`), { Allow: METHODS[route] });
+  if (METHODS[route] === 'GET') return answerGet(ctx, res, route);
+  if (ctx.draining) return sendShuttingDown(ctx, res);
+
+  try {
+    const body = parseJson(await readBody(req, ctx.bodyLimit));
+    if (route === '/v1/refine-prompt') return json(res, 200, refinePrompt(body));
+    if (route === '/v1/first-turn') return json(res, 200, firstTurnMessages(body));
+    if (route === '/v1/parse-reply') return json(res, 200, parseReplyRequest(body));
+    if (route === '/v1/introspect') return await handleIntrospect(ctx, res, body, client.signal);
+    return await handleScore(ctx, req, res, body, client.signal);
+  } catch (e) {
+    if (e instanceof ServiceError) {
+      const headers: Record<string, string> = e.status === 413 ? { Connection: 'close' } : {};
+      json(res, e.status, errorBody(e.code, e.message, e.extra), headers);
       return;
     }
-    if (draining) return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
+    ctx.service.metrics.failures.inc({ reason: 'internal_error' });
+    ctx.log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return json(res, 500, errorBody('internal_error', e instanceof Error ? e.message : String(e)));
+  }
+}
 
-    try {
-      const body = parseJson(await readBody(req, bodyLimit));
-      if (route === '/v1/refine-prompt') return json(res, 200, refinePrompt(body));
-      if (route === '/v1/first-turn') return json(res, 200, firstTurnMessages(body));
-      if (route === '/v1/parse-reply') return json(res, 200, parseReplyRequest(body));
-      if (route === '/v1/introspect') {
-        const item = validateIntrospectRequest(body);
-        let outcome;
-        try {
-          outcome = await service.introspect(item, client.signal);
-        } catch (e) {
-          if (e instanceof QueueFullError) return queueFull(res, e);
-          if (e instanceof PoolClosedError || e instanceof TaskAbortedError) {
-            if (client.signal.aborted) return;
-            return json(res, 503, errorBody('shutting_down', shutdownReason), { Connection: 'close' });
-          }
-          throw e;
-        }
-        return outcome.ok ? json(res, 200, outcome.answer) : json(res, outcome.error.status, outcome.error);
-      }
-      // /v1/score. The key: the client's Idempotency-Key, or one made here; either way it comes back
-      // in the answer's Idempotency-Key header, so a client can retry with it.
-      const given = req.headers['idempotency-key'];
-      if (given !== undefined && (typeof given !== 'string' || !IDEMPOTENCY_KEY.test(given)))
-        throw new ServiceError(400, 'bad_request', 'Idempotency-Key: must be 1 to 200 visible ASCII characters (a UUID fits)', {
-          field: 'Idempotency-Key',
-          fields: ['Idempotency-Key'],
-        });
-      const key = given ?? randomUUID();
-      const fingerprint = fingerprintOf(JSON.stringify(body));
-      const conflict = (): void =>
-        json(
-          res,
-          422,
-          errorBody('idempotency_key_reused', 'this Idempotency-Key was used for a different request body; use a new key per request'),
-          { 'Idempotency-Key': key },
-        );
-      // A key made here (randomUUID) was never recorded: no lookup (it reads the disk with a state dir).
-      const recorded = given === undefined ? undefined : service.answers.get(key);
-      if (recorded) {
-        if (recorded.fingerprint !== fingerprint) return conflict();
-        m.replays.inc();
-        service.answers.replays++;
-        return sendAnswer(res, { status: recorded.status, body: new Serialized(recorded.body) }, key, true);
-      }
-      const shared = inflight.join(key, fingerprint, client.signal, async (signal) => {
-        const a = await scoreAnswer(body, signal);
-        if (!a || !isFinal(a)) return a;
-        // Recorded before it is sent: any answer a client could have seen survives a crash.
-        const kept = service.answers.put(key, { status: a.status, body: JSON.stringify(a.body), fingerprint, at: Date.now() });
-        return { status: kept.status, body: new Serialized(kept.body), headers: a.headers };
-      });
-      if (shared === 'conflict') return conflict();
-      const a = await shared;
-      if (!a || client.signal.aborted) return;
-      return sendAnswer(res, a, key);
-    } catch (e) {
-      if (e instanceof ServiceError) {
-        const headers: Record<string, string> = e.status === 413 ? { Connection: 'close' } : {};
-        json(res, e.status, errorBody(e.code, e.message, e.extra), headers);
-        return;
-      }
-      m.failures.inc({ reason: 'internal_error' });
-      log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-      return json(res, 500, errorBody('internal_error', e instanceof Error ? e.message : String(e)));
+/** The GET routes: health, liveness, readiness, metrics; they answer while draining too. */
+async function answerGet(ctx: ServerContext, res: ServerResponse, route: string): Promise<void> {
+  const { service, draining } = ctx;
+  if (route === '/v1/health') return json(res, draining ? 503 : 200, service.health(ctx.simInfo, draining));
+  // Liveness: the process answers. 200 while draining too: an orchestrator must not kill a
+  // service that is finishing its work; readiness is what takes it out of rotation.
+  if (route === '/healthz')
+    return json(res, 200, { status: draining ? 'draining' : 'ok', uptime_s: (Date.now() - service.startedAt) / 1000 });
+  if (route === '/readyz') {
+    const r = service.readiness(draining);
+    return json(res, r.ready ? 200 : 503, r.body);
+  }
+  // /metrics
+  const text = await service.metrics.registry.metrics();
+  res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function handleIntrospect(ctx: ServerContext, res: ServerResponse, body: unknown, signal: AbortSignal): Promise<void> {
+  const item = validateIntrospectRequest(body);
+  let outcome;
+  try {
+    outcome = await ctx.service.introspect(item, signal);
+  } catch (e) {
+    if (e instanceof QueueFullError) {
+      const a = queueFullAnswer(ctx, e);
+      return json(res, a.status, a.body, a.headers);
     }
-  };
+    if (e instanceof PoolClosedError || e instanceof TaskAbortedError) {
+      if (signal.aborted) return;
+      return sendShuttingDown(ctx, res);
+    }
+    throw e;
+  }
+  return outcome.ok ? json(res, 200, outcome.answer) : json(res, outcome.error.status, outcome.error);
+}
 
+/** The request's Idempotency-Key: the client's, checked, or one made here (undefined `given`);
+ * either way it comes back in the answer's Idempotency-Key header, so a client can retry with it. */
+function idempotencyKey(req: IncomingMessage): { key: string; given: string | undefined } {
+  const given = req.headers['idempotency-key'];
+  if (given !== undefined && (typeof given !== 'string' || !IDEMPOTENCY_KEY.test(given)))
+    throw new ServiceError(400, 'bad_request', 'Idempotency-Key: must be 1 to 200 visible ASCII characters (a UUID fits)', {
+      field: 'Idempotency-Key',
+      fields: ['Idempotency-Key'],
+    });
+  return { key: given ?? randomUUID(), given };
+}
+
+/** `/v1/score` with idempotency: a recorded answer is replayed, a retry joins the work in flight,
+ * a reused key with another body is refused (422). */
+async function handleScore(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<void> {
+  const { service } = ctx;
+  const { key, given } = idempotencyKey(req);
+  const fingerprint = fingerprintOf(JSON.stringify(body));
+  const conflict = (): void =>
+    json(
+      res,
+      422,
+      errorBody('idempotency_key_reused', 'this Idempotency-Key was used for a different request body; use a new key per request'),
+      { 'Idempotency-Key': key },
+    );
+  // A key made here (randomUUID) was never recorded: no lookup (it reads the disk with a state dir).
+  const recorded = given === undefined ? undefined : service.answers.get(key);
+  if (recorded) {
+    if (recorded.fingerprint !== fingerprint) return conflict();
+    service.metrics.replays.inc();
+    service.answers.replays++;
+    return sendAnswer(res, { status: recorded.status, body: new Serialized(recorded.body) }, key, true);
+  }
+  const shared = ctx.inflight.join(key, fingerprint, signal, async (workSignal) => {
+    const a = await scoreAnswer(ctx, body, workSignal);
+    if (!a || !isFinal(a)) return a;
+    // Recorded before it is sent: any answer a client could have seen survives a crash.
+    const kept = service.answers.put(key, { status: a.status, body: JSON.stringify(a.body), fingerprint, at: Date.now() });
+    return { status: kept.status, body: new Serialized(kept.body), headers: a.headers };
+  });
+  if (shared === 'conflict') return conflict();
+  const a = await shared;
+  if (!a || signal.aborted) return;
+  return sendAnswer(res, a, key);
+}
+
+/** The node:http server: handlers tracked for shutdown, sockets tracked, slow or unreadable
+ * requests answered and closed. */
+function createHttpServer(ctx: ServerContext, opts: ScoreServerOptions): Server {
   // A client must send its whole request within the slow-client timeout (Node answers 408 and
   // closes): 200 connections dripping one byte a second must not hold sockets and memory. Node's
   // requestTimeout covers receiving the request only, so answers that take minutes (a batch of
@@ -420,75 +514,80 @@ export async function startScoreServer(opts: ScoreServerOptions = {}): Promise<S
   const redact: Redactor = opts.hostDetails ? (t) => t : serviceRedactor(opts.stateDir);
   const server: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
     redactors.set(res, redact);
-    const p = handle(req, res)
+    const p = handle(ctx, req, res)
       .catch((e: unknown) => {
-        log(`internal error: ${String(e)}`);
+        ctx.log(`internal error: ${String(e)}`);
         json(res, 500, errorBody('internal_error', String(e)));
       })
-      .finally(() => pending.delete(p));
-    pending.add(p);
+      .finally(() => ctx.pending.delete(p));
+    ctx.pending.add(p);
   });
   server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
+    ctx.sockets.add(s);
+    s.on('close', () => ctx.sockets.delete(s));
   });
-  // A request Node could not read (malformed, or too slow: requestTimeout/headersTimeout): one
-  // short JSON answer, then the socket goes, whatever the client does.
-  server.on('clientError', (e: NodeJS.ErrnoException, socket) => {
-    const slow = e.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-    const body = JSON.stringify(
-      slow
-        ? errorBody('request_timeout', `the request was not received within ${clientTimeoutMs / 1000} s (chorus serve --client-timeout)`)
-        : errorBody('bad_request', 'the request could not be read as HTTP/1.1'),
-    );
-    const head = slow ? 'HTTP/1.1 408 Request Timeout' : 'HTTP/1.1 400 Bad Request';
-    if (socket.writable)
-      socket.end(
-        `${head}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    setTimeout(() => socket.destroy(), 100).unref();
-  });
+  server.on('clientError', (e: NodeJS.ErrnoException, socket: Duplex) => answerClientError(e, socket, clientTimeoutMs));
   server.requestTimeout = clientTimeoutMs;
   server.headersTimeout = clientTimeoutMs;
   server.keepAliveTimeout = 5_000;
+  return server;
+}
 
-  await new Promise<void>((resolve, reject) => {
+/** A request Node could not read (malformed, or too slow: requestTimeout/headersTimeout): one
+ * short JSON answer, then the socket goes, whatever the client does. */
+function answerClientError(e: NodeJS.ErrnoException, socket: Duplex, clientTimeoutMs: number): void {
+  const slow = e.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const body = JSON.stringify(
+    slow
+      ? errorBody('request_timeout', `the request was not received within ${clientTimeoutMs / 1000} s (chorus serve --client-timeout)`)
+      : errorBody('bad_request', 'the request could not be read as HTTP/1.1'),
+  );
+  const head = slow ? 'HTTP/1.1 408 Request Timeout' : 'HTTP/1.1 400 Bad Request';
+  if (socket.writable)
+    socket.end(
+      `${head}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  setTimeout(() => socket.destroy(), 100).unref();
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
 
+/** The server's `close`: graceful shutdown, once; a later call with zero grace cuts it short. */
+function shutdownOf(ctx: ServerContext, server: Server, graceS: number): ScoreServer['close'] {
+  const { service, log } = ctx;
   let closing: Promise<void> | undefined;
-  const close = (grace = graceS): Promise<void> => {
+  return (grace = graceS): Promise<void> => {
     if (closing) {
       // Already draining: a zero grace (second signal) cuts it short.
       if (grace <= 0) service.pool.abortAll('the server is shutting down now (aborted without grace)');
       return closing;
     }
     closing = (async () => {
-      draining = true;
-      shutdownReason = 'the server is shutting down';
+      ctx.draining = true;
+      ctx.shutdownReason = 'the server is shutting down';
       log(`chorus serve: shutting down; ${service.pool.inFlight} running, ${service.pool.queued} queued, grace ${grace}s`);
       const { aborted } = await service.shutdown(grace * 1000, `the server is shutting down and the ${grace}s grace period ended`);
       if (aborted) log(`chorus serve: aborted ${aborted} simulation(s) after the grace period`);
       // Every handler writes its answer (results or 503) before the sockets go.
       // A client still sending its body gets a few seconds, then its socket goes.
-      await Promise.race([Promise.allSettled([...pending]), new Promise((r) => setTimeout(r, 5000).unref())]);
+      await Promise.race([Promise.allSettled([...ctx.pending]), new Promise((r) => setTimeout(r, 5000).unref())]);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
         setTimeout(() => {
-          for (const s of sockets) s.destroy();
+          for (const s of ctx.sockets) s.destroy();
         }, 1000).unref();
       });
       log('chorus serve: stopped');
     })();
     return closing;
   };
-
-  return { url, port, host, service, close };
 }

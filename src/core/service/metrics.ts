@@ -56,35 +56,21 @@ export function serviceMetrics(read: ServiceGauges): ServiceMetrics {
   gauge('chorus_queue_limit', 'Most score items allowed to wait.', read.queueLimit);
   gauge('chorus_uptime_seconds', 'Seconds since the service started.', read.uptimeSeconds);
   gauge('chorus_design_cache_entries', 'Designs kept on disk with their introspection.', read.designCacheEntries);
-  const runs = new Counter({
-    name: 'chorus_runs_total',
-    help: 'Simulations finished, by result status.',
-    labelNames: ['status'] as const,
-    registers,
-  });
-  const failures = new Counter({
-    name: 'chorus_failures_total',
-    help: 'Score items that produced no result record, by reason.',
-    labelNames: ['reason'] as const,
-    registers,
-  });
-  const designCache = new Counter({
-    name: 'chorus_design_cache_total',
-    help: 'Design lookups, by result (hit: introspection reused).',
-    labelNames: ['result'] as const,
-    registers,
-  });
-  // Every known label value from the start: a dashboard's rate() needs the zero before the first event.
-  for (const status of SIM_STATUSES) runs.inc({ status }, 0);
-  for (const reason of FAILURE_REASONS) failures.inc({ reason }, 0);
-  for (const result of ['hit', 'miss']) designCache.inc({ result }, 0);
-  const serviceFailures = new Counter({
-    name: 'chorus_service_failures_total',
-    help: 'Score items the service failed (answered 503 service_failure, retried by the client), by cause.',
-    labelNames: ['cause'] as const,
-    registers,
-  });
-  for (const cause of SERVICE_FAILURE_CAUSES) serviceFailures.inc({ cause }, 0);
+  // Counters by one label, each known value at zero from the start (labelledCounter).
+  const counter = <L extends string>(name: string, help: string, label: L, values: readonly string[]): Counter<L> =>
+    labelledCounter(registers, name, help, label, values);
+  const runs = counter('chorus_runs_total', 'Simulations finished, by result status.', 'status', SIM_STATUSES);
+  const failures = counter('chorus_failures_total', 'Score items that produced no result record, by reason.', 'reason', FAILURE_REASONS);
+  const designCache = counter('chorus_design_cache_total', 'Design lookups, by result (hit: introspection reused).', 'result', [
+    'hit',
+    'miss',
+  ]);
+  const serviceFailures = counter(
+    'chorus_service_failures_total',
+    'Score items the service failed (answered 503 service_failure, retried by the client), by cause.',
+    'cause',
+    SERVICE_FAILURE_CAUSES,
+  );
   collectDefaultMetrics({ register: registry });
   return {
     registry,
@@ -116,6 +102,20 @@ export function serviceMetrics(read: ServiceGauges): ServiceMetrics {
       registers,
     }),
   };
+}
+
+/** A counter by one label, every known value of the label at zero from the start: a dashboard's
+ * rate() needs the zero before the first event. */
+function labelledCounter<L extends string>(
+  registers: Registry[],
+  name: string,
+  help: string,
+  label: L,
+  values: readonly string[],
+): Counter<L> {
+  const counter = new Counter({ name, help, labelNames: [label] as const, registers });
+  for (const value of values) counter.inc({ [label]: value } as Partial<Record<L, string>>, 0);
+  return counter;
 }
 
 /** Parses the text format back into samples: for tests and for the load test's own checks. */

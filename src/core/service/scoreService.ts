@@ -95,9 +95,10 @@ export function firstTurnMessages(raw: unknown): { messages: ChatMessage[] } {
 export type ScoreRecord = Omit<SimResult, 'coverage'> & {
   /** c in [0, 1]: the DUT's overall coverage when the testbench ran, else 0 (docs/protocol.md §5). */
   coverage: number;
-  /** c >= threshold (sim/ranking.ts meetsTarget). */
+  /** c >= coverage_target / 100 (sim/ranking.ts meetsTarget). */
   passed: boolean;
-  threshold: number;
+  /** The coverage target of the request, percent (the run setting `coverageTarget`). */
+  coverage_target: number;
   /** SimResult.coverage (figures after and before waivers), renamed: `coverage` is the fraction. */
   coverage_breakdown: CoverageBreakdown | null;
   /** Whether the design's introspection came from the cache. */
@@ -235,18 +236,7 @@ export class ScoreService {
       got = await this.designs.acquire(item, signal);
     } catch (e) {
       if (signal.aborted) throw e;
-      if (e instanceof DesignError) {
-        this.metrics.failures.inc({ reason: 'design_error' });
-        const error: ItemError = {
-          error: 'design_error',
-          status: 422,
-          kind: e.kind,
-          message: e.message,
-          candidates: e.candidates,
-          diagnostics: e.diagnostics,
-        };
-        return { ok: false, error: relativize(error, join(this.designs.root, DesignStore.keyOf(item))) };
-      }
+      if (e instanceof DesignError) return this.designFailure(e, join(this.designs.root, DesignStore.keyOf(item)));
       return this.failed(machineFailure(e), e);
     }
     this.metrics.designCache.inc({ result: got.cached ? 'hit' : 'miss' });
@@ -288,8 +278,8 @@ export class ScoreService {
         record: {
           ...rest,
           coverage: c,
-          passed: meetsTarget(c, item.threshold),
-          threshold: item.threshold,
+          passed: meetsTarget(c, item.coverage_target / 100),
+          coverage_target: item.coverage_target,
           coverage_breakdown: coverage,
           design_cached: got.cached,
         },
@@ -316,6 +306,21 @@ export class ScoreService {
         return serviceFailure('disk_full', `the run-directory file system is full (${Math.min(...free)} bytes free) and the run failed`);
     }
     return undefined;
+  }
+
+  /** A design the front end refused (the request's fault: 422), counted, its paths shown relative
+   * to the design's directory `dir`. */
+  private designFailure(e: DesignError, dir: string): { ok: false; error: ItemError } {
+    this.metrics.failures.inc({ reason: 'design_error' });
+    const error: ItemError = {
+      error: 'design_error',
+      status: 422,
+      kind: e.kind,
+      message: e.message,
+      candidates: e.candidates,
+      diagnostics: e.diagnostics,
+    };
+    return { ok: false, error: relativize(error, dir) };
   }
 
   private failed(error: ItemError | undefined, e?: unknown): ScoreOutcome {
@@ -371,23 +376,7 @@ export class ScoreService {
         if (signal.aborted) throw e;
         if (e instanceof DesignError && e.kind === 'multiple-tops')
           return { ok: true, answer: { top_candidates: e.candidates, top: null } };
-        if (e instanceof DesignError && e.kind !== 'tool') {
-          this.metrics.failures.inc({ reason: 'design_error' });
-          return {
-            ok: false,
-            error: relativize(
-              {
-                error: 'design_error',
-                status: 422,
-                kind: e.kind,
-                message: e.message,
-                candidates: e.candidates,
-                diagnostics: e.diagnostics,
-              },
-              dir,
-            ),
-          };
-        }
+        if (e instanceof DesignError && e.kind !== 'tool') return this.designFailure(e, dir);
         throw e;
       }
     } finally {

@@ -165,85 +165,108 @@ function pick(ports: PortInfo[], re: RegExp, dir: Dir, width?: (w: number) => bo
 const one = (w: number): boolean => w === 1;
 const multi = (w: number): boolean => w > 1;
 
+/** How a port is found (pick): its name pattern (on the stem), its direction, maybe its width. */
+type PortSpec = [re: RegExp, dir: Dir, width?: (w: number) => boolean];
+
+/** A bus of `kind` when the ports it cannot do without (`required`, each found by its spec) are
+ * all there, with its optional ports (undefined where absent); undefined otherwise. */
+function detectBus<B extends { kind: string }, K extends keyof B & string>(
+  ports: PortInfo[],
+  kind: B['kind'],
+  required: Record<K, PortSpec>,
+  optional: () => Omit<B, 'kind' | K>,
+): B | undefined {
+  const found = {} as Record<K, PortInfo>;
+  for (const k of Object.keys(required) as K[]) {
+    const [re, dir, width]: PortSpec = required[k];
+    const p = pick(ports, re, dir, width);
+    if (!p) return undefined;
+    found[k] = p;
+  }
+  return { kind, ...found, ...optional() } as unknown as B;
+}
+
 function detectApb(ports: PortInfo[]): ApbBus | undefined {
-  const sel = pick(ports, /(^|_)psel(x|\d*)$/, 'in', one);
-  const enable = pick(ports, /(^|_)penable$/, 'in', one);
-  const write = pick(ports, /(^|_)pwrite$/, 'in', one);
-  const addr = pick(ports, /(^|_)paddr$/, 'in');
-  if (!sel || !enable || !write || !addr) return undefined;
-  return {
-    kind: 'apb',
-    sel,
-    enable,
-    write,
-    addr,
-    wdata: pick(ports, /(^|_)pwdata$/, 'in'),
-    strb: pick(ports, /(^|_)pstrb$/, 'in'),
-    prot: pick(ports, /(^|_)pprot$/, 'in'),
-    ready: pick(ports, /(^|_)pready$/, 'out', one),
-    slverr: pick(ports, /(^|_)pslverr$/, 'out', one),
-  };
+  return detectBus<ApbBus, 'sel' | 'enable' | 'write' | 'addr'>(
+    ports,
+    'apb',
+    {
+      sel: [/(^|_)psel(x|\d*)$/, 'in', one],
+      enable: [/(^|_)penable$/, 'in', one],
+      write: [/(^|_)pwrite$/, 'in', one],
+      addr: [/(^|_)paddr$/, 'in'],
+    },
+    () => ({
+      wdata: pick(ports, /(^|_)pwdata$/, 'in'),
+      strb: pick(ports, /(^|_)pstrb$/, 'in'),
+      prot: pick(ports, /(^|_)pprot$/, 'in'),
+      ready: pick(ports, /(^|_)pready$/, 'out', one),
+      slverr: pick(ports, /(^|_)pslverr$/, 'out', one),
+    }),
+  );
 }
 
 function detectAhb(ports: PortInfo[]): AhbBus | undefined {
-  const trans = pick(ports, /(^|_)htrans$/, 'in', (w) => w === 2);
-  const write = pick(ports, /(^|_)hwrite$/, 'in', one);
-  const addr = pick(ports, /(^|_)haddr$/, 'in');
-  if (!trans || !write || !addr) return undefined;
-  return {
-    kind: 'ahb-lite',
-    trans,
-    write,
-    addr,
-    sel: pick(ports, /(^|_)hsel(x|\d*)?$/, 'in', one),
-    wdata: pick(ports, /(^|_)hwdata$/, 'in'),
-    size: pick(ports, /(^|_)hsize$/, 'in'),
-    burst: pick(ports, /(^|_)hburst$/, 'in'),
-    readyIn: pick(ports, /(^|_)hready$/, 'in', one),
-    readyOut: pick(ports, /(^|_)hready_?out$/, 'out', one) ?? pick(ports, /(^|_)hready$/, 'out', one),
-  };
+  return detectBus<AhbBus, 'trans' | 'write' | 'addr'>(
+    ports,
+    'ahb-lite',
+    {
+      trans: [/(^|_)htrans$/, 'in', (w) => w === 2],
+      write: [/(^|_)hwrite$/, 'in', one],
+      addr: [/(^|_)haddr$/, 'in'],
+    },
+    () => ({
+      sel: pick(ports, /(^|_)hsel(x|\d*)?$/, 'in', one),
+      wdata: pick(ports, /(^|_)hwdata$/, 'in'),
+      size: pick(ports, /(^|_)hsize$/, 'in'),
+      burst: pick(ports, /(^|_)hburst$/, 'in'),
+      readyIn: pick(ports, /(^|_)hready$/, 'in', one),
+      readyOut: pick(ports, /(^|_)hready_?out$/, 'out', one) ?? pick(ports, /(^|_)hready$/, 'out', one),
+    }),
+  );
 }
 
 function detectAxiLite(ports: PortInfo[]): AxiLiteBus | undefined {
-  const awaddr = pick(ports, /(^|_)awaddr$/, 'in');
-  const awvalid = pick(ports, /(^|_)awvalid$/, 'in', one);
-  const wvalid = pick(ports, /(^|_)wvalid$/, 'in', one);
-  if (!awaddr || !awvalid || !wvalid) return undefined;
-  return {
-    kind: 'axi4-lite',
-    awaddr,
-    awvalid,
-    wvalid,
-    awready: pick(ports, /(^|_)awready$/, 'out', one),
-    wdata: pick(ports, /(^|_)wdata$/, 'in'),
-    wstrb: pick(ports, /(^|_)wstrb$/, 'in'),
-    wready: pick(ports, /(^|_)wready$/, 'out', one),
-    bvalid: pick(ports, /(^|_)bvalid$/, 'out', one),
-    bready: pick(ports, /(^|_)bready$/, 'in', one),
-    araddr: pick(ports, /(^|_)araddr$/, 'in'),
-    arvalid: pick(ports, /(^|_)arvalid$/, 'in', one),
-    arready: pick(ports, /(^|_)arready$/, 'out', one),
-    rvalid: pick(ports, /(^|_)rvalid$/, 'out', one),
-    rready: pick(ports, /(^|_)rready$/, 'in', one),
-  };
+  return detectBus<AxiLiteBus, 'awaddr' | 'awvalid' | 'wvalid'>(
+    ports,
+    'axi4-lite',
+    {
+      awaddr: [/(^|_)awaddr$/, 'in'],
+      awvalid: [/(^|_)awvalid$/, 'in', one],
+      wvalid: [/(^|_)wvalid$/, 'in', one],
+    },
+    () => ({
+      awready: pick(ports, /(^|_)awready$/, 'out', one),
+      wdata: pick(ports, /(^|_)wdata$/, 'in'),
+      wstrb: pick(ports, /(^|_)wstrb$/, 'in'),
+      wready: pick(ports, /(^|_)wready$/, 'out', one),
+      bvalid: pick(ports, /(^|_)bvalid$/, 'out', one),
+      bready: pick(ports, /(^|_)bready$/, 'in', one),
+      araddr: pick(ports, /(^|_)araddr$/, 'in'),
+      arvalid: pick(ports, /(^|_)arvalid$/, 'in', one),
+      arready: pick(ports, /(^|_)arready$/, 'out', one),
+      rvalid: pick(ports, /(^|_)rvalid$/, 'out', one),
+      rready: pick(ports, /(^|_)rready$/, 'in', one),
+    }),
+  );
 }
 
 function detectWishbone(ports: PortInfo[]): WishboneBus | undefined {
-  const stb = pick(ports, /(^|_)(wb_)?stb$/, 'in', one);
-  const we = pick(ports, /(^|_)(wb_)?we$/, 'in', one);
-  const addr = pick(ports, /(^|_)(wb_)?(adr|addr)$/, 'in');
-  const cyc = pick(ports, /(^|_)(wb_)?cyc$/, 'in', one);
-  if (!stb || !we || !addr || !cyc) return undefined;
-  return {
-    kind: 'wishbone',
-    cyc,
-    stb,
-    we,
-    addr,
-    wdata: ports.find((p) => p.direction === 'input' && /(^|_)(wb_)?dat(a)?(_i|_in)?$/i.test(p.name.toLowerCase().replace(/^i_/, ''))),
-    sel: pick(ports, /(^|_)(wb_)?sel$/, 'in'),
-    ack: pick(ports, /(^|_)(wb_)?ack$/, 'out', one),
-  };
+  return detectBus<WishboneBus, 'cyc' | 'stb' | 'we' | 'addr'>(
+    ports,
+    'wishbone',
+    {
+      cyc: [/(^|_)(wb_)?cyc$/, 'in', one],
+      stb: [/(^|_)(wb_)?stb$/, 'in', one],
+      we: [/(^|_)(wb_)?we$/, 'in', one],
+      addr: [/(^|_)(wb_)?(adr|addr)$/, 'in'],
+    },
+    () => ({
+      wdata: ports.find((p) => p.direction === 'input' && /(^|_)(wb_)?dat(a)?(_i|_in)?$/i.test(p.name.toLowerCase().replace(/^i_/, ''))),
+      sel: pick(ports, /(^|_)(wb_)?sel$/, 'in'),
+      ack: pick(ports, /(^|_)(wb_)?ack$/, 'out', one),
+    }),
+  );
 }
 
 /** Does a write-control name mean "1 = read" (`read_write`, `rnw`, `rd_wr`)? */

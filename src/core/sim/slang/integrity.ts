@@ -156,6 +156,27 @@ function suggestion(kind: ReachKind, dutTop: string): string {
   return `Drive '${dutTop}' through its ports only; a testbench may read the design's internals (checkers do) but never change them.`;
 }
 
+/** A refusal of the testbench at the check stage, at a place in a file (line and column 1 where
+ * unknown). */
+function checkRefusal(
+  at: { file: string; line?: number | null; column?: number | null },
+  code: string,
+  message: string,
+  suggestion: string,
+): Diagnostic {
+  return {
+    file: at.file,
+    origin: 'testbench',
+    line: at.line ?? 1,
+    column: at.column ?? 1,
+    severity: 'error',
+    code,
+    message,
+    suggestion,
+    stage: 'check',
+  };
+}
+
 /** The elaborated design's reading, as the candidate's diagnostics (refusals) and warnings. */
 export function integrityDiagnostics(
   reading: IntegrityReading,
@@ -165,31 +186,25 @@ export function integrityDiagnostics(
   // slang drops what it cannot parse or bind: code it rejected in the testbench was not judged,
   // and Verilator may still build it. The testbench must be code both read.
   for (const d of (reading.unjudged ?? []).slice(0, 3))
-    out.push({
-      file: opts.tbName,
-      origin: 'testbench',
-      line: d.line ?? 1,
-      column: 1,
-      severity: 'error',
-      code: 'CHORUS-CHECK',
-      message: `the check cannot judge this code: the SystemVerilog front end (slang) rejects it (${d.message}), so what it does to the design is unknown`,
-      suggestion: 'Write it as standard SystemVerilog (IEEE 1800-2017) that every simulator reads.',
-      stage: 'check',
-    });
+    out.push(
+      checkRefusal(
+        { file: opts.tbName, line: d.line },
+        'CHORUS-CHECK',
+        `the check cannot judge this code: the SystemVerilog front end (slang) rejects it (${d.message}), so what it does to the design is unknown`,
+        'Write it as standard SystemVerilog (IEEE 1800-2017) that every simulator reads.',
+      ),
+    );
   const at = (file: string | null): string =>
     file === null || file === opts.tbPath ? opts.tbName : (file.split('/').pop() ?? opts.tbName);
   for (const v of reading.violations)
-    out.push({
-      file: at(v.file),
-      origin: 'testbench',
-      line: v.line ?? 1,
-      column: v.column ?? 1,
-      severity: 'error',
-      code: CODE[v.kind] ?? 'CHORUS-REACH',
-      message: WHAT[v.kind]?.(v.target) ?? `the testbench reaches into the design (${v.kind} ${v.target})`,
-      suggestion: suggestion(v.kind, opts.dutTop),
-      stage: 'check',
-    });
+    out.push(
+      checkRefusal(
+        { file: at(v.file), line: v.line, column: v.column },
+        CODE[v.kind] ?? 'CHORUS-REACH',
+        WHAT[v.kind]?.(v.target) ?? `the testbench reaches into the design (${v.kind} ${v.target})`,
+        suggestion(v.kind, opts.dutTop),
+      ),
+    );
   // The scored configuration: the requested values, the design's own defaults for the rest.
   const top = opts.facts?.modules.find((m) => m.name === opts.dutTop);
   const dut = reading.dutInstances[0];
@@ -198,17 +213,14 @@ export function integrityDiagnostics(
       if (p.local || !p.overridden) continue;
       const scored = opts.requested[p.name] ?? top.params.find((q) => q.name === p.name)?.value ?? null;
       if (scored === null || p.value === null || sameValue(scored, p.value)) continue;
-      out.push({
-        file: at(dut.file),
-        origin: 'testbench',
-        line: dut.line ?? 1,
-        column: dut.column ?? 1,
-        severity: 'error',
-        code: 'CHORUS-PARAM',
-        message: `the testbench instantiates '${opts.dutTop}' with ${p.name}=${p.value}, but the scored configuration has ${p.name}=${scored}: coverage of another configuration does not count`,
-        suggestion: `Instantiate '${opts.dutTop}' with ${p.name}=${scored} (or leave ${p.name} at its default); to score the configuration with ${p.name}=${p.value}, ask for it (-G ${p.name}=${p.value}, or the request's params).`,
-        stage: 'check',
-      });
+      out.push(
+        checkRefusal(
+          { file: at(dut.file), line: dut.line, column: dut.column },
+          'CHORUS-PARAM',
+          `the testbench instantiates '${opts.dutTop}' with ${p.name}=${p.value}, but the scored configuration has ${p.name}=${scored}: coverage of another configuration does not count`,
+          `Instantiate '${opts.dutTop}' with ${p.name}=${scored} (or leave ${p.name} at its default); to score the configuration with ${p.name}=${p.value}, ask for it (-G ${p.name}=${p.value}, or the request's params).`,
+        ),
+      );
     }
   }
   return out;

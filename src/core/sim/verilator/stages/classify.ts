@@ -135,16 +135,14 @@ export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, c
   // `legal` scoring (simulator.ts SimRequest.score): the stimulus broke the design's assertions, so
   // the run failed (xrun_failed at stage run, reward 0), with the coverage it reached in the record.
   const illegal = outcome.status === 'success' ? legalFailure(req.score, judged.dutAssertions) : undefined;
+  // What the record of a run with coverage of the DUT carries, failed or not.
+  const covered = { diagnostics, coverage: cov.breakdown, unreachable2State, uncovered: cov.uncovered, cov_info, log: bounded(run.all) };
+  const points = req.wantPoints ? { points: cov.points } : {};
   if (outcome.status !== 'success' || illegal) {
     return new Ending(illegal ? 'xrun_failed' : outcome.status, 'run', {
       err_msg: illegal ?? errorText(run.all, runDiags, outcome.message),
-      diagnostics,
-      coverage: cov.breakdown,
-      unreachable2State,
-      uncovered: cov.uncovered,
-      cov_info,
-      log: bounded(run.all),
-      ...(req.wantPoints ? { points: cov.points } : {}),
+      ...covered,
+      ...points,
       ...asserted,
     });
   }
@@ -157,17 +155,7 @@ export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, c
       log: bounded(run.all),
     });
   }
-  return new Ending('success', 'success', {
-    diagnostics,
-    coverage: cov.breakdown,
-    unreachable2State,
-    uncovered: cov.uncovered,
-    cov_info,
-    log: bounded(run.all),
-    coverageFile,
-    ...(req.wantPoints ? { points: cov.points } : {}),
-    ...asserted,
-  });
+  return new Ending('success', 'success', { ...covered, coverageFile, ...points, ...asserted });
 }
 
 /** The run outcome for logic that never settled: a DUT error at the looping signal, never the testbench's. */
