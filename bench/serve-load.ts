@@ -134,7 +134,7 @@ function request(i: number, ds: Design[]): { kind: Kind; body: unknown } {
       design_files: d.files,
       top: d.top,
       testbench: { name: `tb_${i}.sv`, content: tb },
-      threshold: 0.9,
+      coverage_target: 90,
       ...(kind === 'timeout' ? { timeout_s: 1 } : {}),
     },
   };

@@ -216,7 +216,7 @@ async function cvdpOne(dir: string, t: CvdpTask, rounds: number, seed: number): 
   const t0 = performance.now();
   try {
     const { design, info } = await loadDesign({ files: t.files.map((f) => join(dir, f)), top: t.dut_module });
-    const g = await generateTestbench(sim, design, info, { attempts: rounds + 1, seed, target: t.target_coverage / 100 });
+    const g = await generateTestbench(sim, design, info, { attempts: rounds + 1, seed, coverageTarget: t.target_coverage });
     row.coverage = cov(g.best.result);
     row.status = g.best.result.status;
     row.rounds = g.rounds.length;

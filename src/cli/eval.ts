@@ -265,7 +265,7 @@ function evalModel(o: CommandRun<typeof OPTIONS>['values']): {
 function printSummary(report: EvalReport, paths: { md: string; html: string; json: string }): void {
   const a = report.aggregate;
   process.stdout.write(
-    `${report.suite.name} — ${report.row.label}: ${a.tasks} tasks scored, ${a.errors} errors, ${report.config.samples} samples × ${report.config.rounds} rounds\n` +
+    `${report.suite.name} — ${report.row.label}: ${a.tasks} tasks scored, ${a.errors} errors, ${report.config.settings.samples} samples × ${report.config.settings.rounds} rounds\n` +
       `Pass@1 ${pct(a.pass_at_1)}  Pass@5 ${pct(a.pass_at_5)}  Cov@1 ${pct(a.cov_at_1)}  Cov@5 ${pct(a.cov_at_5)}  sim pass ${pct(a.sim_pass)}\n` +
       `per round (Pass@1): ${report.per_round.map((p) => `${p.round}:${pct(p.pass_at_1)}`).join('  ')}\n` +
       `tokens ${a.tokens.total}, wall ${a.wall_s.toFixed(1)} s, ${a.candidates} candidates (${a.candidates_per_min.toFixed(1)}/min)${a.cached_samples ? `, ${a.cached_samples} samples from the cache` : ''}\n` +

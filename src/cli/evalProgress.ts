@@ -53,7 +53,7 @@ export function createProgress(
       const t = e.task;
       const summary = t.error
         ? `error: ${safeLine(t.error.split('\n')[0].slice(0, 200))}`
-        : `${t.samples.filter((s) => s.passed).length}/${t.samples.length} passed, best ${pct(Math.max(0, ...t.samples.map((s) => s.coverage)), 1)} (threshold ${pct(t.threshold, 0)})`;
+        : `${t.samples.filter((s) => s.passed).length}/${t.samples.length} passed, best ${pct(Math.max(0, ...t.samples.map((s) => s.coverage)), 1)} (target ${pct(t.coverage_target / 100, 0)})`;
       const id = safeLine(t.id);
       if (tty) {
         if (t.error) {

@@ -54,7 +54,8 @@ interface Ctx {
   design: DesignSpec;
   info: DesignInfo;
   rounds: number;
-  target: number;
+  /** Percent. */
+  coverageTarget: number;
   signal: AbortSignal;
   log: (s: string) => void;
   status: StatusLine;
@@ -87,8 +88,8 @@ export function runGenerate(argv: string[]): Promise<number> {
 interface GenerateSettings {
   rounds: number;
   samples: number;
-  /** The coverage target as a fraction (the engine's unit). */
-  target: number;
+  /** The coverage target, percent. */
+  coverageTarget: number;
   seed: number;
   timeoutS: number;
   model: ModelConfig | null;
@@ -107,7 +108,7 @@ function generateSettings(o: CommandRun<typeof OPTIONS>['values'], cliDesign: Cl
     simulator: simulatorOption(o.simulator),
     score: readSetting(o, 'score', 'generate', cliDesign.project?.score),
     samples: readSetting(o, 'samples', 'generate'),
-    target: readSetting(o, 'coverageTarget', 'generate') / 100,
+    coverageTarget: readSetting(o, 'coverageTarget', 'generate'),
     seed: readSetting(o, 'seed', 'generate'),
     timeoutS: readSetting(o, 'timeout', 'generate'),
     history: readSetting(o, 'history', 'generate'),
@@ -128,7 +129,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   } catch (e) {
     return fail((e as Error).message);
   }
-  const { rounds, samples, target, seed, timeoutS, model, simulator, score, history } = settings;
+  const { rounds, samples, coverageTarget, seed, timeoutS, model, simulator, score, history } = settings;
   // Every place this run writes, checked before any work starts.
   let plan;
   try {
@@ -154,7 +155,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   const runDir = openRunFolder(plan.root, info.top);
   const progress = new StageProgress(status);
   const recorder = recordingSimulator(simulator, progress.onStage);
-  const ctx: Ctx = { design, info, rounds, target, signal, log, status, progress };
+  const ctx: Ctx = { design, info, rounds, coverageTarget, signal, log, status, progress };
   const request: GenerationRequest = {
     design,
     info,
@@ -162,7 +163,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
     simulator: recorder.simulator,
     rounds,
     allRounds: o.rounds !== undefined,
-    target,
+    coverageTarget,
     seed,
     instance: readSetting(o, 'instance', 'generate'),
     keepParams: o['keep-params'] === true,
@@ -236,13 +237,13 @@ async function generate(c: Ctx, req: GenerationRequest, a: { stream: boolean }):
   const files = `${c.info.top} (${c.design.files.length} file${c.design.files.length === 1 ? '' : 's'})`;
   if (!model) {
     c.log(`No model configured: using the built-in stimulus generator (model-free, coverage-directed constrained-random).\n`);
-    c.log(`design: ${files}, up to ${total} round${total === 1 ? '' : 's'}, target ${pct(c.target)}\n`);
+    c.log(`design: ${files}, up to ${total} round${total === 1 ? '' : 's'}, target ${pct(c.coverageTarget / 100)}\n`);
   } else {
     c.log(`model: ${describeModel(model)}\n`);
     if (req.warmStart) c.log(`warm start: the built-in generator's best testbench is round 1; the model refines it\n`);
     c.log(
       `design: ${files}, 1 generation + up to ${c.rounds} refinement round${c.rounds === 1 ? '' : 's'}` +
-        `${samples > 1 ? `, ${samples} samples` : ''}, ${req.history ?? 'markov'} history, target ${pct(c.target)}\n`,
+        `${samples > 1 ? `, ${samples} samples` : ''}, ${req.history ?? 'markov'} history, target ${pct(c.coverageTarget / 100)}\n`,
     );
   }
   const chunks = new Map<string, number>();

@@ -73,7 +73,7 @@ export function generateSettings(project?: Pick<ProjectFile, 'score'>): Generate
     // Refinement rounds after the first generation, as in `chorus generate --rounds` (attempts: rounds + 1).
     rounds: setting('rounds', c),
     samples: setting('samples', c),
-    target: setting('coverageTarget', c) / 100,
+    coverageTarget: setting('coverageTarget', c),
     instance: setting('instance', c) || settingDef('instance').default,
     history: setting('history', c),
     seed: setting('seed', c),

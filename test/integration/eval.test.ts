@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { loadSuite, selectTasks } from '../../src/core/eval/suites/index.js';
 import { runEvaluation, type EvalReport } from '../../src/core/run/evaluation.js';
 import { computeMetrics } from '../../src/core/eval/metrics.js';
+import { SETTINGS, type SettingDef } from '../../src/core/vocabulary/settings.js';
 import { runEval } from '../../src/cli/eval.js';
 import type { Simulator } from '../../src/core/sim/simulator.js';
 import { fixtures, scratchDir, benchData, sim } from '../helpers.js';
@@ -44,7 +45,14 @@ function checkSchema(r: EvalReport): void {
     expect(r.aggregate[k]).toBeGreaterThanOrEqual(0);
     expect(r.aggregate[k]).toBeLessThanOrEqual(1);
   }
-  expect(r.per_round.length).toBe(r.config.rounds + 1);
+  expect(r.per_round.length).toBe(r.config.settings.rounds! + 1);
+  // The config names every run setting eval takes, as the settings table defines them.
+  expect(Object.keys(r.config.settings).sort()).toEqual(
+    (SETTINGS as readonly SettingDef[])
+      .filter((d) => d.eval)
+      .map((d) => d.name)
+      .sort(),
+  );
   // The aggregate is the §5 metrics of the per-task samples, and the last per-round point equals it.
   const scored = r.tasks.filter((t) => !t.error);
   const m = computeMetrics(scored.map((t) => t.samples.map((s) => ({ ok: s.sim_ok, coverage: s.coverage, passed: s.passed }))));
@@ -54,13 +62,13 @@ function checkSchema(r: EvalReport): void {
   expect(r.per_round.at(-1)!.cov_at_1).toBeCloseTo(r.aggregate.cov_at_1, 12);
   expect(r.aggregate.tasks + r.aggregate.errors).toBe(r.tasks.length);
   for (const t of scored) {
-    expect(t.samples.length).toBe(r.config.samples);
+    expect(t.samples.length).toBe(r.config.settings.samples);
     for (const s of t.samples) {
       expect(s.coverage).toBeGreaterThanOrEqual(0);
       expect(s.coverage).toBeLessThanOrEqual(1);
-      expect(s.passed).toBe(s.sim_ok && s.coverage >= t.threshold - 1e-9);
+      expect(s.passed).toBe(s.sim_ok && s.coverage >= t.coverage_target / 100 - 1e-9);
       expect(s.rounds.length).toBeGreaterThanOrEqual(1);
-      expect(s.rounds.length).toBeLessThanOrEqual(r.config.rounds + 1);
+      expect(s.rounds.length).toBeLessThanOrEqual(r.config.settings.rounds! + 1);
       expect(s.coverage).toBe(Math.max(0, ...s.rounds.map((x) => x.coverage ?? 0)));
     }
   }
@@ -206,7 +214,7 @@ endmodule`;
       const r = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as EvalReport;
       checkSchema(r);
       expect(r.row).toMatchObject({ kind: 'model' });
-      expect(r.config.history).toBe('markov');
+      expect(r.config.settings.history).toBe('markov');
       expect(server.requests.length).toBe(4); // 2 samples x (unparsable + passing), early stop at the target
       expect(r.per_round.map((p) => p.pass_at_1)).toEqual([0, 1, 1]);
       expect(r.aggregate).toMatchObject({ pass_at_1: 1, pass_at_5: 1, sim_pass: 1 });
@@ -217,7 +225,7 @@ endmodule`;
       expect(server.requests[0].messages[1].content).toMatch(/instance it as 'dut'/);
       // Sampling flags reach the server; unset ones keep the protocol's defaults.
       expect(server.requests.map((q) => [q.max_tokens, q.temperature, q.top_p])).toEqual(Array(4).fill([2048, 0.6, 0.8]));
-      expect(r.config.sampling).toMatchObject({ maxNewTokens: 2048, temperature: 0.6 });
+      expect(r.config.settings).toMatchObject({ maxNewTokens: 2048, temperature: 0.6, topP: 0.8 });
     } finally {
       await server.close();
     }

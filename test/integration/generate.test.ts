@@ -147,7 +147,7 @@ describe('cancel', () => {
     const { design, info } = await loadDesign({ files: [join(examples, 'fifo', 'sync_fifo.sv')], top: 'sync_fifo' });
     const ac = new AbortController();
     const run = runGeneration(
-      { design, info, model: null, simulator: sim, rounds: 3, target: 1 },
+      { design, info, model: null, simulator: sim, rounds: 3, coverageTarget: 100 },
       (e) => {
         // Stop as soon as the first simulation starts: it ends cancelled.
         if (e.type === 'round-start') setTimeout(() => ac.abort(), 50);

@@ -40,7 +40,7 @@ afterAll(() => stopWorker(worker));
 const settings = (over: Partial<GenerateSettings> = {}): GenerateSettings => ({
   rounds: ROUNDS,
   samples: 1,
-  target: 1,
+  coverageTarget: 100,
   instance: 'uut',
   history: 'markov',
   seed: SEED,
@@ -98,7 +98,7 @@ describe('one generation path', () => {
       path: hardDesign,
       format: 'llm4cov',
       skipped: [],
-      tasks: [{ id: TASK, designFiles: [hardDesign], specFiles: [], top: 'hard_point', instance: 'uut', threshold: 1 }],
+      tasks: [{ id: TASK, designFiles: [hardDesign], specFiles: [], top: 'hard_point', instance: 'uut', coverageTarget: 100 }],
     };
     const out = scratchDir('chorus-path-eval-');
     const report = await runEvaluation({
@@ -111,7 +111,7 @@ describe('one generation path', () => {
       simulator: sim,
     });
     const s = report.tasks[0].samples[0];
-    expect(report.config.rounds).toBe(ROUNDS);
+    expect(report.config.settings.rounds).toBe(ROUNDS);
     expect(s.seed).toBe(SEED);
     expect(s.rounds.map((x) => x.coverage)).toEqual(cliCoverage);
     expect(s.best_round).toBe(j.best.round);

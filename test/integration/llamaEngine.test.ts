@@ -371,7 +371,7 @@ describe('engines: llama.cpp and ONNX', () => {
     expect((await again.info()).engine).toBe('onnx');
   });
   it('eval: the two engines on one model folder have different identities, so their results never merge', async () => {
-    const task: EvalTask = { id: 't', designFiles: [], specFiles: [], top: 'counter', instance: 'uut', threshold: 1 };
+    const task: EvalTask = { id: 't', designFiles: [], specFiles: [], top: 'counter', instance: 'uut', coverageTarget: 100 };
     const keys = new Set<string>();
     const ids: Record<string, unknown>[] = [];
     for (const engine of ['llama', 'onnx'] as const) {
@@ -380,7 +380,15 @@ describe('engines: llama.cpp and ONNX', () => {
       const id = modelIdentity(config, await b.info());
       ids.push(id);
       keys.add(
-        sampleKey({ task, row: { kind: 'model', identity: id }, sample: 0, seed: 1, simulator: { name: 'v', version: '1' }, limits: {} }),
+        sampleKey({
+          task,
+          row: { kind: 'model', identity: id },
+          sample: 0,
+          seed: 1,
+          settings: {},
+          simulator: { name: 'v', version: '1' },
+          limits: {},
+        }),
       );
     }
     expect(ids[0]).toMatchObject({ kind: 'local', engine: 'llama', kvCache: 'f16' });

@@ -34,7 +34,7 @@ afterAll(() => stopWorker(worker));
 const settings: GenerateSettings = {
   rounds: 3,
   samples: 1,
-  target: 1,
+  coverageTarget: 100,
   instance: 'uut',
   history: 'markov',
   seed: 1,

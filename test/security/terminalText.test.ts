@@ -185,7 +185,7 @@ for (const mode of ['jail', 'no jail'] as const) {
       ]);
       try {
         const backend = createOpenAIBackend({ baseUrl: server.url, model: 'scripted', backoffMs: 5 });
-        const run = await runAgent({ backend, simulator: sim, design, info, rounds: 1, target: 2 });
+        const run = await runAgent({ backend, simulator: sim, design, info, rounds: 1, coverageTarget: 200 });
         const rounds = run.samples[0].rounds;
         expect(rounds).toHaveLength(2);
         expect(rounds[0].result?.status).toBe('success');

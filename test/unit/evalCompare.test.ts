@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { CompareError, compareReports } from '../../src/core/eval/compare.js';
 import { renderComparisonHtml, renderComparisonMarkdown, writeComparison } from '../../src/core/eval/report/compare.js';
 import { computeMetrics } from '../../src/core/eval/metrics.js';
+import { readReport } from '../../src/core/eval/report/json.js';
 import { REPORT_SCHEMA_VERSION, type EvalReport } from '../../src/core/eval/report/model.js';
 import type { SampleRecord, TaskRecord } from '../../src/core/eval/task.js';
 import { scratchDir } from '../helpers.js';
@@ -31,12 +32,16 @@ function sample(j: number, coverage: number, passed: boolean): SampleRecord {
   };
 }
 
-function report(label: string, spec: Spec, config: Partial<EvalReport['config']> = {}): EvalReport {
+function report(
+  label: string,
+  spec: Spec,
+  config: Partial<Omit<EvalReport['config'], 'settings'>> & { settings?: Partial<EvalReport['config']['settings']> } = {},
+): EvalReport {
   const tasks: TaskRecord[] = Object.entries(spec).map(([id, ss]) => ({
     id,
     top: 'top',
     instance: 'uut',
-    threshold: 0.9,
+    coverage_target: 90,
     samples: ss.map(([c, p], j) => sample(j, c, p)),
   }));
   const m = computeMetrics(tasks.map((t) => t.samples.map((s) => ({ ok: s.sim_ok, coverage: s.coverage, passed: s.passed }))));
@@ -52,17 +57,24 @@ function report(label: string, spec: Spec, config: Partial<EvalReport['config']>
     },
     row: { kind: 'model', label },
     config: {
-      samples: 2,
-      rounds: 3,
       workers: 1,
-      seed: 1,
-      history: 'markov',
-      sampling: {},
       simulator: { name: 'verilator', version: '5.030' },
       limits: {},
-      score: 'paper',
       resume: false,
       ...config,
+      settings: {
+        rounds: 3,
+        samples: 2,
+        seed: 1,
+        timeout: 60,
+        score: 'paper',
+        history: 'markov',
+        temperature: 0.7,
+        topP: 0.8,
+        maxNewTokens: 16384,
+        simulator: 'verilator',
+        ...config.settings,
+      },
     },
     aggregate: {
       ...m,
@@ -186,7 +198,7 @@ describe('compareReports', () => {
       'B',
       { t1: [[1, true]], t2: [[1, true]], t3: [[1, true]], t4: [[1, true]] },
       {
-        rounds: 0,
+        settings: { rounds: 0 },
         simulator: { name: 'icarus', version: '12' },
       },
     );
@@ -209,13 +221,13 @@ describe('compareReports', () => {
     expect(() =>
       compareReports([
         { label: 'A', report: A },
-        { label: 'B', report: { ...B, config: { ...B.config, history: null } } },
+        { label: 'B', report: { ...B, config: { ...B.config, settings: { ...B.config.settings, history: null } } } },
       ]),
     ).not.toThrow();
   });
 
   it('refuses reports over different tasks; --intersect compares the common ones', () => {
-    const fewer = report('B', { t1: [[1, true]], t2: [[0.1, false]], t9: [[1, true]] }, { samples: 2 });
+    const fewer = report('B', { t1: [[1, true]], t2: [[0.1, false]], t9: [[1, true]] }, { settings: { samples: 2 } });
     const run = () =>
       compareReports([
         { label: 'A', report: A },
@@ -240,10 +252,28 @@ describe('compareReports', () => {
     expect(c.rows[0].tasks).toBe(2);
   });
 
+  it('reads a schema-1 report as schema 2: the settings by name, the target in percent', () => {
+    const dir = scratchDir('eval-schema1');
+    const { settings, ...rest } = A.config;
+    const v1 = {
+      ...A,
+      schema_version: 1,
+      config: { ...rest, samples: 2, rounds: 3, seed: 1, history: 'markov', sampling: { temperature: 0.6 }, score: 'legal' },
+      tasks: A.tasks.map(({ coverage_target, ...t }) => ({ ...t, threshold: coverage_target / 100 })),
+    };
+    writeFileSync(join(dir, 'v1.json'), JSON.stringify(v1));
+    const r = readReport(join(dir, 'v1.json'));
+    expect(r.schema_version).toBe(REPORT_SCHEMA_VERSION);
+    expect(r.config.settings).toEqual({ ...settings, temperature: 0.6, score: 'legal' });
+    expect(r.tasks.map((t) => t.coverage_target)).toEqual(A.tasks.map((t) => t.coverage_target));
+    writeFileSync(join(dir, 'v0.json'), JSON.stringify({ ...A, schema_version: 0 }));
+    expect(() => readReport(join(dir, 'v0.json'))).toThrow(/report schema 0, this build reads 2 \(and 1\)/);
+  });
+
   it('a different base seed is no settings mismatch: rows of one generator under several seeds compare', () => {
     const c = compareReports([
       { label: 'A', report: A },
-      { label: 'B', report: { ...B, config: { ...B.config, seed: 7 } } },
+      { label: 'B', report: { ...B, config: { ...B.config, settings: { ...B.config.settings, seed: 7 } } } },
     ]);
     expect(c.warnings).toEqual([]);
     expect(c.union.pass_at_1).toBeCloseTo((1 + 1 + 0.5 + 0) / 4);
@@ -326,7 +356,7 @@ describe('chorus eval compare', () => {
     expect(ok.stdout).toContain('A vs B: 1 only A, 1 only B, 1 both, 1 neither');
     expect(readFileSync(join(dir, 'cmp', 'compare.html'), 'utf8')).toContain('<svg');
 
-    writeFileSync(join(dir, 'c.json'), JSON.stringify({ ...B, config: { ...B.config, samples: 5 } }));
+    writeFileSync(join(dir, 'c.json'), JSON.stringify({ ...B, config: { ...B.config, settings: { ...B.config.settings, samples: 5 } } }));
     const bad = await run(['a', 'c.json', '--out', 'cmp'], dir);
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
@@ -379,7 +409,7 @@ describe('chorus eval compare on real runs of the built-in generator under diffe
     expect(cmp.exitCode, cmp.stderr).toBe(0);
     const got = JSON.parse(readFileSync(join(dir, 'cmp', 'compare.json'), 'utf8')) as ReturnType<typeof compareReports>;
     const reports = seeds.map((s) => JSON.parse(readFileSync(join(dir, `seed${s}`, 'report.json'), 'utf8')) as EvalReport);
-    expect(reports.map((r) => r.config.seed)).toEqual(seeds);
+    expect(reports.map((r) => r.config.settings.seed)).toEqual(seeds);
     // The seed is no protocol setting: nothing to warn about (and nothing refused above).
     expect(got.warnings).toEqual([]);
     expect(got.dropped).toEqual([]);

@@ -118,8 +118,8 @@ describe('pass rule with LLM4Cov targets', () => {
       cov_info: { summary: rows, detail: '', runtime_sec: 0 },
     }) as unknown as SimResult;
 
-  it('threshold only: c >= tau', () => {
-    const t = { threshold: 0.9, top: 'm', instance: 'uut' };
+  it('coverage target only: c >= tau', () => {
+    const t = { coverageTarget: 90, top: 'm', instance: 'uut' };
     expect(passes(t, result(0.9, []))).toBe(true);
     expect(passes(t, result(0.89, []))).toBe(false);
     expect(passes(t, null)).toBe(false);
@@ -128,7 +128,7 @@ describe('pass rule with LLM4Cov targets', () => {
 
   it('targets: the DUT instance is the top row; a missing non-Overall metric is skipped; sub-instances by name', () => {
     const t = {
-      threshold: 0.9,
+      coverageTarget: 90,
       top: 'top_m',
       instance: 'dut',
       targets: [

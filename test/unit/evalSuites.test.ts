@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadSuite, selectTasks, SuiteError, detectJsonlFormat } from '../../src/core/eval/suites/index.js';
-import { chooseTop, cvdpThreshold, instanceFromPrompt } from '../../src/core/eval/suites/cvdp.js';
+import { chooseTop, cvdpCoverageTarget, instanceFromPrompt } from '../../src/core/eval/suites/cvdp.js';
 import { fixtures, scratchDir, benchData } from '../helpers.js';
 
 const ve = join(benchData, 'verilog-eval-v2');
@@ -14,11 +14,11 @@ const cvdpAgentic = join(cvdpDir, 'cvdp_v1.1.0_example_agentic_code_generation_c
 const fx = join(fixtures, 'eval');
 
 describe('VerilogEval v2 folder', () => {
-  it('156 tasks: RefModule, threshold 1.0, the prompt as spec, the human testbench as reference', () => {
+  it('156 tasks: RefModule, coverage target 100%, the prompt as spec, the human testbench as reference', () => {
     const s = loadSuite(ve, { workDir: scratchDir() });
     expect(s.format).toBe('verilog-eval');
     expect(s.tasks.length).toBe(156);
-    expect(s.tasks.every((t) => !t.error && t.top === 'RefModule' && t.threshold === 1 && t.instance === 'uut')).toBe(true);
+    expect(s.tasks.every((t) => !t.error && t.top === 'RefModule' && t.coverageTarget === 100 && t.instance === 'uut')).toBe(true);
     const t = s.tasks.find((x) => x.id === 'Prob010_mt2015_q4a')!;
     expect(t.designFiles.map((f) => basename(f))).toEqual(['Prob010_mt2015_q4a_ref.sv']);
     expect(t.specFiles.map((f) => basename(f))).toEqual(['Prob010_mt2015_q4a_prompt.txt']);
@@ -52,7 +52,7 @@ describe('CVDP JSONL', () => {
     expect(s.format).toBe('cvdp');
     expect(s.tasks.length).toBe(1);
     const t = s.tasks[0];
-    expect(t).toMatchObject({ id: 'cvdp_copilot_gf_multiplier_0039', top: 'gf_multiplier', instance: 'uut', threshold: 0.9 });
+    expect(t).toMatchObject({ id: 'cvdp_copilot_gf_multiplier_0039', top: 'gf_multiplier', instance: 'uut', coverageTarget: 90 });
     expect(t.error).toBeUndefined();
     expect(t.designFiles.length).toBe(1);
     expect(t.designFiles[0].startsWith(work)).toBe(true);
@@ -93,16 +93,16 @@ describe('CVDP JSONL', () => {
     expect(by.cvdp_no_target_0003.error).toMatch(/no TARGET/);
     expect(by.cvdp_no_src_0004.error).toMatch(/no DUT/);
     expect(by['line-8'].error).toMatch(/line 8: not valid JSON/);
-    expect(by.cvdp_inst_0006).toMatchObject({ instance: 'dut_inst', threshold: 0.75 });
+    expect(by.cvdp_inst_0006).toMatchObject({ instance: 'dut_inst', coverageTarget: 75 });
     // Elaboration is checked by the runner (a per-task error there), not by the adapter.
     expect(by.cvdp_bad_dut_0007.error).toBeUndefined();
     expect(s.skipped.map((x) => x.id)).toEqual(['cvdp_other_0005']);
   });
 
   it('helpers: TARGET parsing, instance names, top choice', () => {
-    expect(cvdpThreshold('HASH = x\nTARGET = 90\n')).toBe(0.9);
-    expect(cvdpThreshold('TARGET=87.5')).toBe(0.875);
-    expect(cvdpThreshold('HASH = 1')).toBeNull();
+    expect(cvdpCoverageTarget('HASH = x\nTARGET = 90\n')).toBe(90);
+    expect(cvdpCoverageTarget('TARGET=87.5')).toBe(87.5);
+    expect(cvdpCoverageTarget('HASH = 1')).toBeNull();
     expect(instanceFromPrompt('The `fifo` module is instantiated as `dut`, with ...')).toBe('dut');
     expect(instanceFromPrompt('Use the instance name `u_fifo` for the DUT')).toBe('u_fifo');
     expect(instanceFromPrompt('Nothing here')).toBeNull();
@@ -120,7 +120,12 @@ describe('LLM4Cov dataset records', () => {
     expect(s.format).toBe('llm4cov');
     expect(s.tasks.map((t) => t.id)).toEqual(['and2_ok', 'broken_design', 'line-3', 'bad_targets', 'no_rtl', 'line-7']);
     const ok = s.tasks[0];
-    expect(ok).toMatchObject({ top: 'and2', instance: 'dut', threshold: 0.95, instruction: expect.stringMatching(/instance it as 'dut'/) });
+    expect(ok).toMatchObject({
+      top: 'and2',
+      instance: 'dut',
+      coverageTarget: 95,
+      instruction: expect.stringMatching(/instance it as 'dut'/),
+    });
     expect(ok.targets).toHaveLength(2);
     expect(ok.designFiles.map((f) => basename(f))).toEqual(['and2.sv']);
     expect(existsSync(ok.specFiles[0])).toBe(true);

@@ -161,7 +161,7 @@ describe('service failures', () => {
       cached: true,
       release: () => {},
     });
-    const item = { testbench: { name: 'tb.sv', content: 'x' }, threshold: 1, timeout_s: null, seed: null, score: null } as never;
+    const item = { testbench: { name: 'tb.sv', content: 'x' }, coverage_target: 100, timeout_s: null, seed: null, score: null } as never;
     const signal = new AbortController().signal;
     try {
       expect(await svc.scoreOne(item, signal)).toMatchObject({ ok: false, error: { error: 'service_failure', cause: 'disk_full' } });

@@ -187,7 +187,7 @@ describe('the CLI status line and eval progress', () => {
       const p = createProgress({ write: (s: string) => written.push(s) }, tty, () => 0);
       p.onProgress({ type: 'start', units: 1, tasks: 1, workers: 1 });
       p.onProgress({ type: 'sample', task: `t\x1b[2J`, sample: 0, cached: false, done: 1, units: 1, coverage: 0.5, passed: false });
-      const task = { id: `t\x1b[2J`, error: HOSTILE, samples: [], threshold: 1 } as unknown as TaskRecord;
+      const task = { id: `t\x1b[2J`, error: HOSTILE, samples: [], coverage_target: 100 } as unknown as TaskRecord;
       p.onProgress({ type: 'task', task, done: 1, tasks: 1 });
       p.finish();
       const out = ours(written.join(''));

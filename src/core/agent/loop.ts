@@ -25,7 +25,7 @@ import {
 } from './protocol.js';
 import type { AgentEvent, AgentOptions, AgentRound, AgentRun, SampleRun, TokenUsage } from './types.js';
 import type { HistoryMode } from '../vocabulary/types.js';
-import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_TARGET } from '../vocabulary/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_COVERAGE_TARGET } from '../vocabulary/defaults.js';
 
 /** Room a reply needs at least; a prompt that leaves less than this does not fit. */
 export const MIN_REPLY_TOKENS = 1024;
@@ -81,7 +81,8 @@ interface Shared {
   first: ChatMessage[];
   top: string;
   instance: string;
-  target: number;
+  /** Percent. */
+  coverageTarget: number;
   rounds: number;
   history: HistoryMode;
   sampling: SamplingParams;
@@ -99,7 +100,7 @@ async function promptTokens(backend: ModelBackend, messages: ChatMessage[]): Pro
 export async function runAgent(o: AgentOptions): Promise<AgentRun> {
   const top = o.info.top;
   const instance = o.instance ?? DEFAULT_INSTANCE;
-  const target = o.target ?? DEFAULT_TARGET;
+  const coverageTarget = o.coverageTarget ?? DEFAULT_COVERAGE_TARGET;
   const rtl = designContext(o.design);
   const first = firstTurn(rtl, o.specs ?? [], o.instruction ?? defaultInstruction(top, instance));
   const info = await o.backend.info();
@@ -118,7 +119,7 @@ export async function runAgent(o: AgentOptions): Promise<AgentRun> {
     first,
     top,
     instance,
-    target,
+    coverageTarget,
     rounds: Math.max(0, Math.floor(o.rounds ?? DEFAULT_ROUNDS)),
     history: o.history ?? 'markov',
     sampling,
@@ -137,12 +138,12 @@ export async function runAgent(o: AgentOptions): Promise<AgentRun> {
     for (const r of s.rounds) tokens = addTokens(tokens, r.tokens);
     if (s.best === null) continue;
     const r = s.rounds[s.best].result;
-    if (better(r, best === null ? undefined : bestResult, target)) {
+    if (better(r, best === null ? undefined : bestResult, coverageTarget)) {
       best = { sample: s.sample, round: s.best };
       bestResult = r;
     }
   }
-  return { top, instance, target, samples, best, tokens, cancelled: o.signal?.aborted === true };
+  return { top, instance, coverageTarget, samples, best, tokens, cancelled: o.signal?.aborted === true };
 }
 
 /** Why a sample stops; `null` from a step: go on with the next round. */
@@ -178,7 +179,7 @@ async function runSample(sh: Shared, sample: number): Promise<SampleRun> {
     }
   }
   const bestCov = st.best === null ? null : overallCoverage(st.rounds[st.best].result);
-  return { sample, rounds: st.rounds, best: st.best, passed: meetsTarget(bestCov, sh.target), stop };
+  return { sample, rounds: st.rounds, best: st.best, passed: meetsTarget(bestCov, sh.coverageTarget), stop };
 }
 
 /** Round 0 of a warm start: the given testbench stands as the first (and best) round. */
@@ -191,7 +192,7 @@ function warmStartStep(sh: Shared, st: SampleState, w: NonNullable<AgentOptions[
   st.full.push({ role: 'assistant', content: entry.reply }, { role: 'user', content: entry.feedback });
   const cov = overallCoverage(entry.result);
   sh.emit({ type: 'round-end', sample, round: 0, entry, bestCoverage: cov });
-  return meetsTarget(cov, sh.target) ? 'target' : null;
+  return meetsTarget(cov, sh.coverageTarget) ? 'target' : null;
 }
 
 /** One round: prompt, model call, parse, simulation, and the round kept. */
@@ -372,12 +373,12 @@ async function simulateRound(
 function keepRound(sh: Shared, st: SampleState, entry: AgentRound): Stop | null {
   const { rounds } = st;
   rounds.push(entry);
-  if (entry.parsed.status === 'success' && better(entry.result, st.best === null ? undefined : rounds[st.best].result, sh.target))
+  if (entry.parsed.status === 'success' && better(entry.result, st.best === null ? undefined : rounds[st.best].result, sh.coverageTarget))
     st.best = rounds.length - 1;
   st.full.push({ role: 'assistant', content: stripThink(entry.reply) }, { role: 'user', content: entry.feedback });
   const bestCov = st.best === null ? null : overallCoverage(rounds[st.best].result);
   sh.emit({ type: 'round-end', sample: st.sample, round: entry.round, entry, bestCoverage: bestCov });
-  return meetsTarget(bestCov, sh.target) ? 'target' : null;
+  return meetsTarget(bestCov, sh.coverageTarget) ? 'target' : null;
 }
 
 /** Round 0 of a warm start: the given testbench as if the model had written it (the protocol's reply

@@ -26,8 +26,8 @@ export interface AgentOptions {
   rounds?: number;
   /** Independent samples (default 1); each is a full agentic run. */
   samples?: number;
-  /** Pass threshold on overall coverage, fraction (default 1.0). Early stop when reached. */
-  target?: number;
+  /** The coverage target, percent (default 100): a sample that reaches it passes and stops. */
+  coverageTarget?: number;
   /** `markov` (default, the paper's evaluation) or `full` history. */
   history?: HistoryMode;
   sampling?: Partial<SamplingParams>;
@@ -97,7 +97,8 @@ export interface SampleRun {
 export interface AgentRun {
   top: string;
   instance: string;
-  target: number;
+  /** The coverage target, percent. */
+  coverageTarget: number;
   samples: SampleRun[];
   /** Best candidate over all samples. */
   best: { sample: number; round: number } | null;

@@ -1,6 +1,6 @@
 // Per-sample result cache for `chorus eval --resume`: one JSON file per (task, sample), keyed by a
 // content hash of everything the result depends on (design and spec file contents, the reference
-// testbench text, threshold/targets/instance/instruction, the row's configuration, the sample's
+// testbench text, coverage target/targets/instance/instruction, the row's configuration, the sample's
 // seed, the simulator and its version, limits). A changed design, model or flag is a different
 // key, so a stale result is never reused. Writes are atomic (temp file + rename), so an
 // interrupted run leaves either a whole entry or none.
@@ -12,7 +12,9 @@ import type { BackendInfo } from '../llm/backend.js';
 import type { ModelConfig } from '../llm/factory.js';
 import { safeName } from './suites/materialize.js';
 
-export const CACHE_VERSION = 1;
+/** 2: the task's coverage target in percent (it was a fraction named threshold) and the run settings
+ * eval takes, by their names (src/core/vocabulary/settings.ts). */
+export const CACHE_VERSION = 2;
 
 const fileCache = new Map<string, string>();
 function fileDigest(path: string): string {
@@ -32,7 +34,7 @@ export function taskFingerprint(t: EvalTask): unknown {
     specs: t.specFiles.map((f) => [basename(f), fileDigest(f)]),
     top: t.top,
     instance: t.instance,
-    threshold: t.threshold,
+    coverage_target: t.coverageTarget,
     targets: t.targets ?? null,
     instruction: t.instruction ?? null,
   };
@@ -65,8 +67,8 @@ export function sampleKey(parts: {
   simulator: { name: string; version: string };
   limits: unknown;
   testbench?: string | null;
-  /** The score mode; `paper` (or none) leaves the key as it always was. */
-  score?: string;
+  /** The run settings that change what a sample does, by name (`eval: 'key'`). */
+  settings: Record<string, unknown>;
 }): string {
   const h = createHash('sha256');
   h.update(
@@ -76,10 +78,10 @@ export function sampleKey(parts: {
       row: parts.row,
       sample: parts.sample,
       seed: parts.seed,
+      settings: parts.settings,
       simulator: parts.simulator,
       limits: parts.limits,
       testbench: parts.testbench ?? null,
-      ...(parts.score && parts.score !== 'paper' ? { score: parts.score } : {}),
     }),
   );
   return h.digest('hex');

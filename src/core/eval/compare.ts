@@ -105,18 +105,18 @@ function cell(t: TaskRecord | undefined): TaskCell {
 }
 
 /** The protocol settings two rows must share, as label -> printable value. The base seed
- * (config.seed) is not one: rows may differ in it by design (one generator under several seeds is
+ * (config.settings.seed) is not one: rows may differ in it by design (one generator under several seeds is
  * a comparison of its own, and its oracle union the best of those seeds per task). */
 function settings(r: EvalReport): Record<string, string | null> {
   return {
     suite: r.suite.name,
     'suite format': r.suite.format,
-    samples: String(r.config.samples),
-    rounds: String(r.config.rounds),
+    samples: String(r.config.settings.samples),
+    rounds: String(r.config.settings.rounds),
     // Only model rows have a history mode; a built-in or reference row (null) matches any.
-    history: r.config.history,
+    history: r.config.settings.history,
     simulator: `${r.config.simulator.name} ${r.config.simulator.version}`,
-    score: r.config.score ?? 'paper',
+    score: r.config.settings.score ?? 'paper',
   };
 }
 
@@ -126,8 +126,8 @@ function uniqueLabels(inputs: CompareInput[]): string[] {
   const count = (ls: string[], l: string): number => ls.filter((x) => x === l).length;
   const base = inputs.map((i) => i.label);
   const withSeed = inputs.map((i, k) =>
-    count(base, i.label) > 1 && new Set(inputs.filter((j) => j.label === i.label).map((j) => j.report.config.seed)).size > 1
-      ? `${base[k]} (seed ${i.report.config.seed})`
+    count(base, i.label) > 1 && new Set(inputs.filter((j) => j.label === i.label).map((j) => j.report.config.settings.seed)).size > 1
+      ? `${base[k]} (seed ${i.report.config.settings.seed})`
       : base[k],
   );
   const seen = new Map<string, number>();

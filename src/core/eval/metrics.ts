@@ -1,5 +1,5 @@
 // Evaluation metrics, exactly docs/protocol.md §5, as pure functions over per-sample outcomes.
-// With M tasks and N samples per task (c_ij coverage of task i sample j, tau_i its threshold):
+// With M tasks and N samples per task (c_ij coverage of task i sample j, tau_i its coverage target):
 //   Pass@1 = (1/MN) sum_i sum_j 1[c_ij >= tau_i]    Pass@5 = (1/M) sum_i max_{j<5} 1[c_ij >= tau_i]
 //   Cov@1  = (1/MN) sum_i sum_j c_ij                 Cov@5  = (1/M) sum_i max_{j<5} c_ij
 // plus the sim-pass rate (fraction of samples whose best candidate simulated and yielded coverage).
@@ -13,7 +13,7 @@ export interface Outcome {
   ok: boolean;
   /** Coverage in [0,1]; counts as 0 when not ok. */
   coverage: number;
-  /** Met the task's threshold / targets. */
+  /** Met the task's coverage target / targets. */
   passed: boolean;
 }
 

@@ -3,6 +3,7 @@
 // runner, the metrics and the reports know nothing else.
 import type { CovSummaryRow, SimResult } from '../sim/result.js';
 import { meetsTarget, overallCoverage } from '../sim/ranking.js';
+import { DEFAULT_COVERAGE_TARGET } from '../vocabulary/defaults.js';
 
 /** An LLM4Cov coverage target (`targets: [{inst_name, metric, target_percentage}]`). */
 export interface CovTarget {
@@ -23,8 +24,8 @@ export interface EvalTask {
   top: string;
   /** DUT instance name the testbench must use. */
   instance: string;
-  /** Pass threshold on overall coverage, fraction in [0,1]. */
-  threshold: number;
+  /** The coverage target on overall coverage, percent (PROTOCOL §5's tau, as a percent). */
+  coverageTarget: number;
   /** The task's own instruction for a model; default: the reference wording (PROTOCOL §1). */
   instruction?: string;
   /** Path of the suite's reference testbench. */
@@ -91,7 +92,8 @@ export interface TaskRecord {
   id: string;
   top: string;
   instance: string;
-  threshold: number;
+  /** The task's coverage target, percent. */
+  coverage_target: number;
   samples: SampleRecord[];
   error?: string;
 }
@@ -105,13 +107,13 @@ function rowFor(summary: CovSummaryRow[], name: string, top: string): CovSummary
  * is met (the DUT instance is the top row; a non-Overall metric the report lacks is skipped).
  */
 export function passes(
-  task: Pick<EvalTask, 'threshold' | 'targets' | 'top' | 'instance'>,
+  task: Pick<EvalTask, 'coverageTarget' | 'targets' | 'top' | 'instance'>,
   result: SimResult | null,
   top = task.top,
 ): boolean {
   const c = overallCoverage(result);
   if (c === null || !result) return false;
-  if (!task.targets?.length) return meetsTarget(c, task.threshold);
+  if (!task.targets?.length) return meetsTarget(c, task.coverageTarget);
   const summary = result.cov_info?.summary ?? [];
   for (const t of task.targets) {
     const inst = t.inst_name === task.instance ? top : t.inst_name;
@@ -124,13 +126,14 @@ export function passes(
       if (v === undefined || v === null) continue;
     }
     const v = inst === top && t.metric === 'Overall Average' ? c : (row as unknown as Record<string, unknown>)[t.metric];
-    if (typeof v !== 'number' || !meetsTarget(v, t.target_percentage / 100)) return false;
+    if (typeof v !== 'number' || !meetsTarget(v, t.target_percentage)) return false;
   }
   return true;
 }
 
-/** The threshold a set of targets implies for the headline figure (Overall Average of the DUT). */
-export function thresholdFromTargets(targets: CovTarget[], instance: string, top: string): number {
+/** The coverage target (percent) a set of targets implies for the headline figure (Overall Average
+ * of the DUT). */
+export function coverageTargetFromTargets(targets: CovTarget[], instance: string, top: string): number {
   const t = targets.find((x) => x.metric === 'Overall Average' && (x.inst_name === instance || x.inst_name === top));
-  return t ? t.target_percentage / 100 : 1;
+  return t ? t.target_percentage : DEFAULT_COVERAGE_TARGET;
 }

@@ -20,15 +20,15 @@ import { emitTestbench, segmentSeed, type StimulusPlan } from './emit.js';
 import { scaleParams, type ScaledParam } from './params.js';
 import { describeProtocols, detectProtocols } from './protocols/detect.js';
 import { dutFailures, illegalCount, legalityRules } from './legality.js';
-import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../vocabulary/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_COVERAGE_TARGET } from '../vocabulary/defaults.js';
 
 export interface GenerateOptions {
   /** The testbench module's name (default `tb_<top>`): a refinement keeps the user's. */
   tbModule?: string;
   /** Attempts in all, the first generation included: rounds + 1 (default DEFAULT_ROUNDS + 1). */
   attempts?: number;
-  /** Stop as soon as coverage reaches this fraction (default 1.0). */
-  target?: number;
+  /** Stop as soon as coverage reaches this coverage target, percent (default 100). */
+  coverageTarget?: number;
   /** Stop after this many attempts in a row without improvement (default DEFAULT_PATIENCE). */
   patience?: number;
   /** Run every attempt even when a round covers nothing new and the next aims at nothing new
@@ -160,8 +160,8 @@ export function reachableUncovered(result: SimResult): SimResult['uncovered'] {
 
 /** Whether round `a` should replace `b` as best: the one ranking (sim/ranking.ts), in which a
  * round whose stimulus broke the design's assertions never wins over a legal one. */
-export function betterRound(a: SimResult, b: SimResult | undefined, target: number): boolean {
-  return better(a, b, target);
+export function betterRound(a: SimResult, b: SimResult | undefined, coverageTarget: number): boolean {
+  return better(a, b, coverageTarget);
 }
 
 /** True when `next` differs from `prev` only in what every round changes (seed, round, notes, run
@@ -273,7 +273,7 @@ export async function generateTestbench(
   opts: GenerateOptions = {},
 ): Promise<GenerateResult> {
   const attempts = Math.max(1, opts.attempts ?? DEFAULT_ROUNDS + 1);
-  const target = opts.target ?? DEFAULT_TARGET;
+  const coverageTarget = opts.coverageTarget ?? DEFAULT_COVERAGE_TARGET;
   const tbName = `${opts.tbModule ?? `tb_${info.top}`}.sv`;
   // Parameters that put terminal counts out of reach are scaled down in the instantiation (and
   // passed as overrides, so the DUT library is built with the same values).
@@ -317,14 +317,14 @@ export async function generateTestbench(
     opts.onRound?.(round);
     let improved = false;
     const illegal = illegalCount(result) > 0;
-    if (betterRound(result, best?.result, target)) {
+    if (betterRound(result, best?.result, coverageTarget)) {
       best = round;
       stale = 0;
       improved = true;
     } else if (cancelledRun(result)) break;
     else if (++stale >= (opts.patience ?? DEFAULT_PATIENCE) && !(best && illegalCount(best.result) > 0 && illegal)) break;
     // An illegal round that meets the target is not the end: the next one keeps its stimulus legal.
-    if (meetsTarget(overallCoverage(result), target) && !illegal) break;
+    if (meetsTarget(overallCoverage(result), coverageTarget) && !illegal) break;
     if (result.status === 'rejected' || result.status === 'exception') break;
     // Nothing left to aim at: every point still uncovered is proven unreachable in 2-state.
     if (result.status === 'success' && !illegal && result.uncovered.length > 0 && reachableUncovered(result).length === 0) break;

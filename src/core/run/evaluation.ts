@@ -22,8 +22,8 @@ import { passes, type EvalSuite, type EvalTask, type RoundRecord, type SampleRec
 import { computeMetrics, histogram, ranksAbove, roundCurve, type Outcome } from '../eval/metrics.js';
 import { ResultCache, sampleKey } from '../eval/cache.js';
 import { safeName } from '../eval/suites/materialize.js';
-import { DEFAULT_SEED } from '../vocabulary/defaults.js';
-import { REPORT_SCHEMA_VERSION, type EvalReport, type ProgressEvent } from '../eval/report/model.js';
+import { REPORT_SCHEMA_VERSION, type EvalReport, type EvalSettings, type ProgressEvent } from '../eval/report/model.js';
+import { SETTINGS, settingDefault, type EvalSettingName, type SettingDef, type SettingValue } from '../vocabulary/settings.js';
 
 export type EvalRow =
   | { kind: 'builtin' }
@@ -169,18 +169,48 @@ function rowLabel(row: EvalRow): string {
   return row.kind === 'model' ? row.label : row.kind === 'builtin' ? 'built-in generator' : 'reference testbench';
 }
 
-function rowIdentity(row: EvalRow, rounds: number): unknown {
-  if (row.kind === 'model')
-    return {
-      kind: 'model',
-      label: row.label,
-      identity: row.identity ?? null,
-      history: row.history ?? 'markov',
-      sampling: row.sampling ?? null,
-      rounds,
-    };
-  if (row.kind === 'builtin') return { kind: 'builtin', rounds };
-  return { kind: 'reference' };
+/** What identifies the row in the cache key (its settings are keyed apart, by name). */
+function rowIdentity(row: EvalRow): unknown {
+  if (row.kind === 'model') return { kind: 'model', label: row.label, identity: row.identity ?? null };
+  return { kind: row.kind };
+}
+
+/**
+ * Each run setting eval takes (src/core/vocabulary/settings.ts, `eval`), by its name, as this run
+ * has it: report.json's config.settings, and, those marked `key`, the cache key. A setting the row
+ * has no use for is null (history and sampling without a model).
+ */
+function evalSettings(
+  o: EvalOptions,
+  row: EvalRow,
+  run: { samples: number; rounds: number; baseSeed: number; simulator: string },
+): EvalSettings {
+  const model = row.kind === 'model';
+  const have: { [N in EvalSettingName]?: SettingValue<N> | null } = {
+    rounds: run.rounds,
+    samples: run.samples,
+    seed: run.baseSeed,
+    timeout: o.limits?.timeoutS,
+    score: o.score,
+    history: model ? row.history : null,
+    temperature: model ? row.sampling?.temperature : null,
+    topP: model ? row.sampling?.topP : null,
+    maxNewTokens: model ? row.sampling?.maxNewTokens : null,
+    simulator: run.simulator as SettingValue<'simulator'>,
+  };
+  const out: Record<string, unknown> = {};
+  for (const d of SETTINGS as readonly SettingDef[]) {
+    if (!d.eval) continue;
+    const v = have[d.name as EvalSettingName];
+    out[d.name] = v === undefined ? settingDefault(d.name as EvalSettingName, 'eval') : v;
+  }
+  return out as EvalSettings;
+}
+
+/** The settings that change what a sample does (`eval: 'key'`): part of its cache key. */
+function keyedSettings(settings: EvalSettings): Record<string, unknown> {
+  const keyed = (SETTINGS as readonly SettingDef[]).filter((d) => d.eval === 'key').map((d) => d.name);
+  return Object.fromEntries(Object.entries(settings).filter(([k]) => keyed.includes(k)));
 }
 
 interface Loaded {
@@ -196,6 +226,8 @@ interface EvalRun {
   tasks: EvalTask[];
   samples: number;
   rounds: number;
+  /** The run settings as this run has them (report.json config.settings). */
+  settings: EvalSettings;
   workers: number;
   baseSeed: number;
   limits: Partial<SimLimits>;
@@ -267,7 +299,9 @@ export async function runEvaluation(o: EvalOptions): Promise<EvalReport> {
  * and an empty record per task. */
 async function prepareRun(o: EvalOptions): Promise<EvalRun> {
   const row = o.row;
-  const rounds = row.kind === 'reference' ? 0 : Math.max(0, Math.floor(o.rounds ?? 3));
+  const rounds = row.kind === 'reference' ? 0 : Math.max(0, Math.floor(o.rounds ?? settingDefault('rounds', 'eval')));
+  const samples = row.kind === 'reference' ? 1 : Math.max(1, Math.floor(o.samples ?? settingDefault('samples', 'eval')));
+  const baseSeed = o.seed ?? settingDefault('seed', 'eval');
   const workers = Math.max(1, Math.floor(o.workers ?? 1));
   const tasks = o.tasks ?? o.suite.tasks;
   const simInfo = await o.simulator.info();
@@ -275,21 +309,22 @@ async function prepareRun(o: EvalOptions): Promise<EvalRun> {
     o,
     row,
     tasks,
-    samples: row.kind === 'reference' ? 1 : Math.max(1, Math.floor(o.samples ?? 5)),
+    samples,
     rounds,
+    settings: evalSettings(o, row, { samples, rounds, baseSeed, simulator: simInfo.name }),
     workers,
-    baseSeed: o.seed ?? DEFAULT_SEED,
+    baseSeed,
     limits: o.limits ?? {},
     simInfo,
     sim: limitSimulator(o.simulator, workers),
     cache: new ResultCache(join(o.outDir, 'cache')),
     tbDir: join(o.outDir, 'testbenches'),
-    rowId: rowIdentity(row, rounds),
+    rowId: rowIdentity(row),
     records: tasks.map((t) => ({
       id: t.id,
       top: t.top,
       instance: t.instance,
-      threshold: t.threshold,
+      coverage_target: t.coverageTarget,
       samples: [],
       ...(t.error ? { error: t.error } : {}),
     })),
@@ -419,10 +454,10 @@ async function runUnit(run: EvalRun, i: number, j: number): Promise<UnitResult |
     row: run.rowId,
     sample: j,
     seed,
+    settings: keyedSettings(run.settings),
     simulator: run.simInfo,
     limits: run.limits,
     testbench: refText,
-    score: o.score,
   });
   if (o.resume) {
     const hit = run.cache.get(t.id, j, key);
@@ -514,7 +549,7 @@ async function generatedSample(
       rounds: run.rounds,
       // The protocol's rounds, every one (its per-round curves count them).
       allRounds: true,
-      target: t.threshold,
+      coverageTarget: t.coverageTarget,
       instance: t.instance,
       seed,
       limits: run.limits,
@@ -575,15 +610,10 @@ function evalReport(run: EvalRun, started: Date, t0: number): EvalReport {
     },
     row: { kind: row.kind, label: rowLabel(row), ...(row.kind === 'model' && row.identity ? { model: row.identity } : {}) },
     config: {
-      samples,
-      rounds,
+      settings: run.settings,
       workers: run.workers,
-      seed: run.baseSeed,
-      history: row.kind === 'model' ? (row.history ?? 'markov') : null,
-      sampling: row.kind === 'model' ? (row.sampling ?? {}) : null,
       simulator: run.simInfo,
       limits: run.limits,
-      score: o.score ?? 'paper',
       resume: o.resume ?? false,
     },
     aggregate: {

@@ -20,7 +20,7 @@ import { runAgent } from '../agent/loop.js';
 import type { AgentRound, SampleRun, TokenUsage } from '../agent/types.js';
 import type { HistoryMode } from '../vocabulary/types.js';
 import { GenerationCancelled, generateTestbench, type ScaledParam } from '../generate/generator.js';
-import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_TARGET } from '../vocabulary/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_COVERAGE_TARGET } from '../vocabulary/defaults.js';
 
 /** The model-free generator alone, for the benchmark that measures it against human testbenches. */
 export { generateTestbench } from '../generate/generator.js';
@@ -43,8 +43,8 @@ export interface GenerationRequest {
   allRounds?: boolean;
   /** Independent model samples, the best wins (default 1; the built-in generator runs one). */
   samples?: number;
-  /** Overall coverage to stop at, a fraction (default 1). */
-  target?: number;
+  /** The coverage target to stop at, percent (default 100). */
+  coverageTarget?: number;
   /** Stimulus seed of the generator and sampling seed of the model (default 1). */
   seed?: number;
   /** DUT instance name in the testbench (default `uut`). */
@@ -98,7 +98,8 @@ export interface GenerationResult {
   engine: 'builtin' | 'model';
   top: string;
   instance: string;
-  target: number;
+  /** The coverage target, percent. */
+  coverageTarget: number;
   /** Refinement rounds asked for; attempts are at most rounds + 1 per sample. */
   rounds: number;
   /** Every attempt, in sample and round order. */
@@ -157,7 +158,7 @@ export async function runGeneration(
 
 async function builtin(req: GenerationRequest, rounds: number, events: GenerationEvents, signal?: AbortSignal): Promise<GenerationResult> {
   const attempts = rounds + 1;
-  const target = req.target ?? DEFAULT_TARGET;
+  const coverageTarget = req.coverageTarget ?? DEFAULT_COVERAGE_TARGET;
   const instance = req.instance ?? DEFAULT_INSTANCE;
   let bestCov: number | null = null;
   const tbName = `tb_${req.info.top}.sv`;
@@ -175,7 +176,7 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
   });
   const g = await generateTestbench(scoredSimulator(req), req.design, req.info, {
     attempts,
-    target,
+    coverageTarget,
     seed: req.seed ?? DEFAULT_SEED,
     keepParams: req.keepParams,
     instance,
@@ -203,7 +204,7 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
     engine: 'builtin',
     top: req.info.top,
     instance,
-    target,
+    coverageTarget,
     rounds,
     attempts: all,
     best,
@@ -215,8 +216,8 @@ async function builtin(req: GenerationRequest, rounds: number, events: Generatio
       {
         sample: 0,
         best: best ? all.indexOf(best) : null,
-        passed: meetsTarget(overallCoverage(best?.result), target),
-        stop: signal?.aborted ? 'cancelled' : meetsTarget(overallCoverage(best?.result), target) ? 'target' : 'rounds',
+        passed: meetsTarget(overallCoverage(best?.result), coverageTarget),
+        stop: signal?.aborted ? 'cancelled' : meetsTarget(overallCoverage(best?.result), coverageTarget) ? 'target' : 'rounds',
       },
     ],
     tokens: NO_TOKENS,
@@ -253,7 +254,7 @@ async function withModel(
     events({ type: 'progress', message: 'warm start: running the built-in generator; the model refines its best testbench' });
     const g = await generateTestbench(simulator, req.design, req.info, {
       attempts: rounds + 1,
-      target: req.target ?? DEFAULT_TARGET,
+      coverageTarget: req.coverageTarget ?? DEFAULT_COVERAGE_TARGET,
       seed,
       keepParams: req.keepParams,
       instance: req.instance ?? DEFAULT_INSTANCE,
@@ -283,7 +284,7 @@ async function withModel(
       instance: req.instance,
       rounds,
       samples: req.samples,
-      target: req.target,
+      coverageTarget: req.coverageTarget,
       history: req.history,
       sampling: { ...req.sampling, seed: req.sampling?.seed ?? seed },
       limits: req.limits,
@@ -307,7 +308,7 @@ async function withModel(
       engine: 'model',
       top: run.top,
       instance: run.instance,
-      target: run.target,
+      coverageTarget: run.coverageTarget,
       rounds,
       attempts,
       best,

@@ -54,8 +54,8 @@ export interface RefinementRequest {
   seed?: number;
   /** Built-in generator: refinement rounds after its first round (default 3). */
   rounds?: number;
-  /** Built-in generator: overall coverage to stop at, a fraction (default 1). */
-  target?: number;
+  /** Built-in generator: the coverage target to stop at, percent (default 100). */
+  coverageTarget?: number;
   limits?: Partial<SimLimits>;
   /** How the testbench and the revision are scored (default `paper`). */
   score?: ScoreMode;
@@ -195,7 +195,7 @@ async function builtinRefinement(
       simulator: edits.simulator,
       rounds: req.rounds ?? DEFAULT_ROUNDS,
       allRounds: req.rounds !== undefined,
-      target: req.target,
+      coverageTarget: req.coverageTarget,
       seed: req.seed,
       instance: req.instance,
       limits: req.limits,

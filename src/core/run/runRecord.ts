@@ -56,7 +56,7 @@ function modelRecord(run: GenerationResult, req: GenerationRequest): Record<stri
     warm_start: run.warmStart ? { coverage: overallCoverage(run.warmStart) } : null,
     top: run.top,
     instance: run.instance,
-    target: run.target,
+    coverage_target: run.coverageTarget,
     history: req.history ?? 'markov',
     sampling: req.sampling,
     tokens: run.tokens,

@@ -278,7 +278,7 @@ export class ScoreService {
         record: {
           ...rest,
           coverage: c,
-          passed: meetsTarget(c, item.coverage_target / 100),
+          passed: meetsTarget(c, item.coverage_target),
           coverage_target: item.coverage_target,
           coverage_breakdown: coverage,
           design_cached: got.cached,

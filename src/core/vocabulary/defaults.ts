@@ -15,10 +15,9 @@ export const DEFAULT_INSTANCE = 'uut';
  * its attempts (rounds + 1). */
 export const DEFAULT_ROUNDS = 3;
 
-/** Coverage target, percent of the overall figure, when none is given: stop only at 100%. */
-export const DEFAULT_TARGET_PCT = 100;
-/** The same as a fraction (the engine's comparisons). */
-export const DEFAULT_TARGET = DEFAULT_TARGET_PCT / 100;
+/** Coverage target, percent of the overall figure, when none is given: stop only at 100%. The
+ * target is a percent everywhere (the run setting `coverageTarget`); coverage itself is a fraction. */
+export const DEFAULT_COVERAGE_TARGET = 100;
 
 /** Coverage is a ratio of counts computed in floating point: a target met up to this much is met.
  * The one pass/target tolerance (ranking, eval targets, reward service). */

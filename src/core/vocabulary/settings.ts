@@ -10,7 +10,7 @@
 //
 // Data only: no behaviour, and nothing imported but the defaults and closed lists beside it.
 import { DEFAULT_EVAL_SAMPLES, DEFAULT_GENERATE_SAMPLES, DEFAULT_INSTANCE, DEFAULT_LIMITS } from './defaults.js';
-import { DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_SEED, DEFAULT_TARGET_PCT } from './defaults.js';
+import { DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_SEED, DEFAULT_COVERAGE_TARGET } from './defaults.js';
 import { HISTORY_MODES, SCORE_MODES } from './types.js';
 
 /** The commands of `chorus` that take run settings. */
@@ -53,8 +53,9 @@ export interface SettingDef {
   readonly project?: boolean;
   /** Its field in `POST /v1/score` (null or absent takes the default). */
   readonly service?: string;
-  /** Part of eval's config: it is in report.json's `config` and in the result cache's key. */
-  readonly eval?: boolean;
+  /** Part of eval's config (report.json `config.settings`); `key`: also of the result cache's key
+   * (it changes what a sample does), `report`: only reported (the sample count). */
+  readonly eval?: 'key' | 'report';
 }
 
 export const SETTINGS = [
@@ -62,7 +63,7 @@ export const SETTINGS = [
     name: 'coverageTarget',
     type: 'number',
     unit: 'percent',
-    default: DEFAULT_TARGET_PCT,
+    default: DEFAULT_COVERAGE_TARGET,
     minimum: 0,
     maximum: 100,
     summary: 'coverage target in percent (default {default}): a run that reaches it passes, and generation stops there',
@@ -81,7 +82,7 @@ export const SETTINGS = [
       'Refinement rounds after the first generation, for the built-in generator and a model alike (as `chorus generate --rounds`): at most rounds + 1 testbenches are simulated; generation stops early at the coverage target.',
     cli: { flag: 'rounds', arg: 'n', commands: ['generate', 'eval'] },
     editor: 'chorus.generation.rounds',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'samples',
@@ -92,7 +93,7 @@ export const SETTINGS = [
     description: 'Independent samples (model only); the best over all is kept.',
     cli: { flag: 'samples', arg: 'n', commands: ['generate', 'eval'], defaults: { eval: DEFAULT_EVAL_SAMPLES } },
     editor: 'chorus.generation.samples',
-    eval: true,
+    eval: 'report',
   },
   {
     name: 'seed',
@@ -105,7 +106,7 @@ export const SETTINGS = [
     cli: { flag: 'seed', arg: 'n', commands: ['generate', 'refine', 'sim', 'eval'] },
     editor: 'chorus.generation.seed',
     service: 'seed',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'timeout',
@@ -118,7 +119,7 @@ export const SETTINGS = [
     cli: { flag: 'timeout', arg: 's', commands: ['generate', 'refine', 'sim', 'eval'] },
     editor: 'chorus.simulator.timeoutSeconds',
     service: 'timeout_s',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'buildTimeout',
@@ -147,7 +148,7 @@ export const SETTINGS = [
     editor: 'chorus.generation.scoring',
     project: true,
     service: 'score',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'history',
@@ -162,7 +163,7 @@ export const SETTINGS = [
     description: 'What the model sees in refinement rounds.',
     cli: { flag: 'history', arg: 'mode', commands: ['generate', 'eval'] },
     editor: 'chorus.generation.historyMode',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'instance',
@@ -182,7 +183,7 @@ export const SETTINGS = [
     description: 'Sampling temperature.',
     cli: { flag: 'temperature', arg: 't', commands: ['generate', 'refine', 'eval'] },
     editor: 'chorus.generation.temperature',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'topP',
@@ -194,7 +195,7 @@ export const SETTINGS = [
     description: 'Nucleus sampling top-p.',
     cli: { flag: 'top-p', arg: 'p', commands: ['generate', 'refine', 'eval'] },
     editor: 'chorus.generation.topP',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'maxNewTokens',
@@ -206,7 +207,7 @@ export const SETTINGS = [
     description: 'Most tokens the model may write per reply.',
     cli: { flag: 'max-tokens', arg: 'n', commands: ['generate', 'refine', 'eval'] },
     editor: 'chorus.generation.maxNewTokens',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'warmStart',
@@ -229,7 +230,7 @@ export const SETTINGS = [
     description: 'Simulator that measures coverage.',
     cli: { flag: 'simulator', arg: 'name', commands: ['generate', 'refine', 'sim', 'eval', 'serve'] },
     editor: 'chorus.simulator.backend',
-    eval: true,
+    eval: 'key',
   },
   {
     name: 'kvCache',
@@ -416,6 +417,9 @@ export type SettingValue<N extends SettingName> =
       : SettingOf<N>['type'] extends 'string'
         ? string
         : number;
+
+/** The settings eval takes (report.json `config.settings`). */
+export type EvalSettingName = Extract<Setting, { eval: string }>['name'];
 
 export function settingDef<N extends SettingName>(name: N): SettingOf<N> {
   const d = SETTINGS.find((s) => s.name === name);

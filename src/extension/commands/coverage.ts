@@ -17,18 +17,18 @@ import { RunProgress } from './progress.js';
 
 /** What a run of a testbench says, with the one meaning of "passed" (core/sim/ranking.ts): the
  * testbench simulated, broke none of the design's assertions, AND its coverage reaches the target
- * (chorus.generation.coverageTarget). A run below the target is not an error, but it has not passed. */
-export function verdict(res: SimResult, target: number, score = 'paper'): { ran: boolean; passed: boolean; summary: string } {
+ * (chorus.generation.coverageTarget, percent). A run below the target is not an error, but it has not passed. */
+export function verdict(res: SimResult, coverageTarget: number, score = 'paper'): { ran: boolean; passed: boolean; summary: string } {
   const ran = res.status === 'success';
   if (!ran) return { ran, passed: false, summary: failureReason(res) };
   const c = res.coverage?.waived;
   // Coverage reached by breaking the design's own assertions is a failed run, in every score mode
   // (core/sim/assertions.ts runFailure): said beside the figure, and never "passed".
   const illegal = assertionSummary(res.dutAssertions);
-  const reached = meetsTarget(overallCoverage(res), target);
+  const reached = meetsTarget(overallCoverage(res), coverageTarget);
   const passed = reached && !illegal;
   const figures = `${scoreName(score)} ${pct(c?.overall)} (block ${pct(c?.block)}, toggle ${pct(c?.toggle)}, line ${pct(c?.line)}, branch ${pct(c?.branch)})`;
-  const text = reached ? figures : `${figures}, below the ${pct(target)} target`;
+  const text = reached ? figures : `${figures}, below the ${pct(coverageTarget / 100)} target`;
   return { ran, passed, summary: illegal ? `${text}; failed: ${illegal}` : text };
 }
 
@@ -67,7 +67,7 @@ export async function coverageForTest(
   token.onCancellationRequested(() => ctl.abort());
   try {
     const { out } = await simulateTestbench(s, tb, ctl.signal);
-    const v = verdict(out.result, generateSettings().target, generateSettings().score);
+    const v = verdict(out.result, generateSettings().coverageTarget, generateSettings().score);
     s.tests.label(tb, `${scoreName(generateSettings().score ?? 'paper')} ${pct(out.result.coverage?.waived.overall)}`);
     return { passed: v.passed, message: v.summary, files: out.files };
   } finally {
@@ -120,7 +120,7 @@ export async function runCoverage(s: Session, uri?: vscode.Uri): Promise<SimResu
       message: record.verdict.passed ? 'passed' : `failed: ${(record.verdict.failure ?? res.status).split('\n')[0]}`,
       runFolder: out.runFolder,
     });
-    const { ran, passed, summary } = verdict(res, generateSettings().target, generateSettings().score);
+    const { ran, passed, summary } = verdict(res, generateSettings().coverageTarget, generateSettings().score);
     s.tests.publish(tb, passed, summary, out.files, Date.now() - t0);
     s.tests.label(tb, `${scoreName(generateSettings().score ?? 'paper')} ${pct(res.coverage?.waived.overall)}`);
     s.output.appendLine(`[CHORUS] ${basename(tb.fsPath)}: ${summary}`);

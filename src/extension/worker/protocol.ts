@@ -26,7 +26,8 @@ export interface GenerateSettings {
   /** Refinement rounds after the first generation: at most rounds + 1 attempts (core/run/generation.ts). */
   rounds: number;
   samples: number;
-  target: number;
+  /** The coverage target, percent (chorus.generation.coverageTarget). */
+  coverageTarget: number;
   instance: string;
   history: 'markov' | 'full';
   seed: number;

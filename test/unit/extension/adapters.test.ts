@@ -59,7 +59,7 @@ describe('settings', () => {
       // refinement rounds after the first generation, as `chorus generate --rounds` (4 attempts)
       rounds: 3,
       samples: 1,
-      target: 1,
+      coverageTarget: 100,
       instance: 'uut',
       history: 'markov',
       simulator: 'verilator',
@@ -115,10 +115,10 @@ describe('settings', () => {
     fake.settings.set('chorus.generation.coverageTarget', 90);
     fake.settings.set('chorus.generation.historyMode', 'full');
     fake.settings.set('chorus.simulator.verilatorPath', '/opt/v/bin/verilator');
-    expect(generateSettings()).toMatchObject({ rounds: 3, target: 0.9, history: 'full' });
+    expect(generateSettings()).toMatchObject({ rounds: 3, coverageTarget: 90, history: 'full' });
     fake.settings.set('chorus.generation.rounds', 2);
     fake.settings.set('chorus.generation.coverageTarget', 150);
-    expect(generateSettings()).toMatchObject({ rounds: 2, target: 1 });
+    expect(generateSettings()).toMatchObject({ rounds: 2, coverageTarget: 100 });
     expect(workerEnv()).toEqual({ CHORUS_VERILATOR: '/opt/v/bin/verilator' });
   });
 });
@@ -150,10 +150,10 @@ describe('a testbench run in the editor passes only at the coverage target', () 
         diagnostics: [],
         coverage: { waived: { overall, block: overall, toggle: overall, line: overall, branch: overall } },
       }) as unknown as SimResult;
-    const low = verdict(at(0.625), 0.9);
+    const low = verdict(at(0.625), 90);
     expect(low).toMatchObject({ ran: true, passed: false });
     expect(low.summary).toMatch(/below the 90\.0+% target/);
-    expect(verdict(at(0.9), 0.9)).toMatchObject({ ran: true, passed: true });
+    expect(verdict(at(0.9), 90)).toMatchObject({ ran: true, passed: true });
     expect(verdict(at(1, 'xrun_failed'), 0)).toMatchObject({
       ran: false,
       passed: false,
@@ -164,7 +164,7 @@ describe('a testbench run in the editor passes only at the coverage target', () 
     illegal.dutAssertions = [
       { file: '/d/fifo.sv', line: 44, kind: 'assertion', message: 'push while full', count: 3048, firstTime: '125 ns', lastTime: '9 us' },
     ];
-    const v = verdict(illegal, 1);
+    const v = verdict(illegal, 100);
     expect(v).toMatchObject({ ran: true, passed: false });
     expect(v.summary).toMatch(/failed: the stimulus broke the design's assertions 3,048 times, first at fifo\.sv:44 at 125 ns/);
   });

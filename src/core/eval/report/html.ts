@@ -115,7 +115,7 @@ export function renderHtml(r: EvalReport): string {
   const rows = r.tasks
     .map((t) => {
       if (t.error)
-        return `<tr class="err"><td>${escapeHtml(t.id)}</td><td>${pct(t.threshold, 0)}</td><td></td><td></td><td></td><td class="note">error: ${escapeHtml(t.error.slice(0, 400))}</td></tr>`;
+        return `<tr class="err"><td>${escapeHtml(t.id)}</td><td>${pct(t.coverage_target / 100, 0)}</td><td></td><td></td><td></td><td class="note">error: ${escapeHtml(t.error.slice(0, 400))}</td></tr>`;
       const covs = t.samples.map((s) => s.coverage);
       const passed = t.samples.filter((s) => s.passed).length;
       const cells = t.samples
@@ -125,7 +125,7 @@ export function renderHtml(r: EvalReport): string {
         )
         .join(' ');
       const notes = [...new Set(t.samples.filter((s) => !s.sim_ok).map((s) => s.error ?? s.status))].join(', ');
-      return `<tr><td>${escapeHtml(t.id)}</td><td>${pct(t.threshold, 0)}</td><td>${passed}/${t.samples.length}</td><td>${pct(covs.length ? Math.max(...covs) : null)}</td><td>${cells}</td><td class="note">${escapeHtml(notes)}</td></tr>`;
+      return `<tr><td>${escapeHtml(t.id)}</td><td>${pct(t.coverage_target / 100, 0)}</td><td>${passed}/${t.samples.length}</td><td>${pct(covs.length ? Math.max(...covs) : null)}</td><td>${cells}</td><td class="note">${escapeHtml(notes)}</td></tr>`;
     })
     .join('\n');
   const roundsTable = r.per_round
@@ -139,7 +139,7 @@ export function renderHtml(r: EvalReport): string {
 <title>${escapeHtml(`Evaluation: ${r.suite.name} — ${r.row.label}`)}</title>
 <style>${CSS}</style></head><body>
 <h1>${escapeHtml(`${r.suite.name} — ${r.row.label}`)}</h1>
-<div class="meta">${escapeHtml(`${r.suite.format} suite ${r.suite.path}; ${r.suite.tasks_selected} of ${r.suite.tasks_in_suite} tasks; ${r.config.samples} samples × ${r.config.rounds} refinement rounds${r.config.history ? ` (${r.config.history} history)` : ''}${r.config.score === 'legal' ? '; legal scoring' : ''}; ${r.config.simulator.name} ${r.config.simulator.version}; ${r.config.workers} workers; ${r.finished_at}`)}</div>
+<div class="meta">${escapeHtml(`${r.suite.format} suite ${r.suite.path}; ${r.suite.tasks_selected} of ${r.suite.tasks_in_suite} tasks; ${r.config.settings.samples} samples × ${r.config.settings.rounds} refinement rounds${r.config.settings.history ? ` (${r.config.settings.history} history)` : ''}${r.config.settings.score === 'legal' ? '; legal scoring' : ''}; ${r.config.simulator.name} ${r.config.simulator.version}; ${r.config.workers} workers; ${r.finished_at}`)}</div>
 ${r.complete ? '' : '<p class="warn">Incomplete run (interrupted): the figures cover the samples that finished.</p>'}
 <div class="cards">${card('Pass@1', pct(a.pass_at_1))}${card('Pass@5', pct(a.pass_at_5))}${card('Cov@1', pct(a.cov_at_1))}${card('Cov@5', pct(a.cov_at_5))}${card('sim pass', pct(a.sim_pass))}${card('tasks', String(a.tasks))}${card('errors', String(a.errors))}${card('tokens', String(a.tokens.total))}${card('wall', `${a.wall_s.toFixed(1)} s`)}${card('candidates/min', a.candidates_per_min.toFixed(1))}</div>
 <h2>Pass rate per round</h2>
@@ -147,7 +147,7 @@ ${r.complete ? '' : '<p class="warn">Incomplete run (interrupted): the figures c
 <h2>Coverage histogram</h2>
 ${histogramChart(r)}
 <h2>Tasks</h2>
-<table><thead><tr><th>task</th><th>threshold</th><th>passed</th><th>best</th><th>coverage per sample</th><th>note</th></tr></thead>
+<table><thead><tr><th>task</th><th>target</th><th>passed</th><th>best</th><th>coverage per sample</th><th>note</th></tr></thead>
 <tbody>
 ${rows}
 </tbody></table>

@@ -12,8 +12,8 @@ export function renderMarkdown(r: EvalReport): string {
   L.push(`# Evaluation: ${esc(r.suite.name)} — ${esc(r.row.label)}`, '');
   L.push(
     `Suite \`${esc(r.suite.path)}\` (${r.suite.format}, ${r.suite.tasks_selected} of ${r.suite.tasks_in_suite} tasks${r.suite.skipped.length ? `, ${r.suite.skipped.length} records of other categories skipped` : ''}); ` +
-      `${r.config.samples} sample${r.config.samples === 1 ? '' : 's'} per task, ${r.config.rounds} refinement round${r.config.rounds === 1 ? '' : 's'}` +
-      `${r.config.history ? `, ${r.config.history} history` : ''}${r.config.score === 'legal' ? ', legal scoring' : ''}; ${r.config.simulator.name} ${r.config.simulator.version}; ${r.config.workers} worker${r.config.workers === 1 ? '' : 's'}.` +
+      `${r.config.settings.samples} sample${r.config.settings.samples === 1 ? '' : 's'} per task, ${r.config.settings.rounds} refinement round${r.config.settings.rounds === 1 ? '' : 's'}` +
+      `${r.config.settings.history ? `, ${r.config.settings.history} history` : ''}${r.config.settings.score === 'legal' ? ', legal scoring' : ''}; ${r.config.simulator.name} ${r.config.simulator.version}; ${r.config.workers} worker${r.config.workers === 1 ? '' : 's'}.` +
       (r.complete ? '' : ' **Incomplete run** (interrupted): metrics cover the samples that finished.'),
     '',
   );
@@ -43,19 +43,19 @@ export function renderMarkdown(r: EvalReport): string {
   L.push(
     '## Tasks',
     '',
-    '| task | threshold | samples passed | best coverage | mean coverage | coverage per sample | note |',
+    '| task | target | samples passed | best coverage | mean coverage | coverage per sample | note |',
     '|---|---:|---:|---:|---:|---|---|',
   );
   for (const t of r.tasks) {
     if (t.error) {
-      L.push(`| ${esc(t.id)} | ${pct(t.threshold, 0)} | | | | | error: ${esc(t.error).slice(0, 300)} |`);
+      L.push(`| ${esc(t.id)} | ${pct(t.coverage_target / 100, 0)} | | | | | error: ${esc(t.error).slice(0, 300)} |`);
       continue;
     }
     const covs = t.samples.map((s) => s.coverage);
     const passed = t.samples.filter((s) => s.passed).length;
     const failed = t.samples.filter((s) => !s.sim_ok).map((s) => s.error ?? s.status);
     L.push(
-      `| ${esc(t.id)} | ${pct(t.threshold, 0)} | ${passed}/${t.samples.length} | ${pct(covs.length ? Math.max(...covs) : null)} | ${pct(covs.length ? covs.reduce((x, y) => x + y, 0) / covs.length : null)} | ${t.samples.map((s) => (s.sim_ok ? pct(s.coverage, 1) : 'fail')).join(' ')} | ${esc([...new Set(failed)].join(', '))} |`,
+      `| ${esc(t.id)} | ${pct(t.coverage_target / 100, 0)} | ${passed}/${t.samples.length} | ${pct(covs.length ? Math.max(...covs) : null)} | ${pct(covs.length ? covs.reduce((x, y) => x + y, 0) / covs.length : null)} | ${t.samples.map((s) => (s.sim_ok ? pct(s.coverage, 1) : 'fail')).join(' ')} | ${esc([...new Set(failed)].join(', '))} |`,
     );
   }
   if (r.suite.skipped.length) {

@@ -1,10 +1,8 @@
-// The evaluation report's shape (schema_version 1): the runner (core/run/evaluation.ts) fills it, the
+// The evaluation report's shape (schema_version 2, REPORT_SCHEMA_VERSION): the runner (core/run/evaluation.ts) fills it, the
 // JSON/Markdown/HTML writers beside this file read it, and `chorus eval compare` (eval/compare.ts)
 // reads it back.
-import type { SamplingParams } from '../../vocabulary/types.js';
 import type { SimLimits } from '../../vocabulary/types.js';
-import type { ScoreMode } from '../../vocabulary/types.js';
-import type { HistoryMode } from '../../vocabulary/types.js';
+import type { EvalSettingName, SettingValue } from '../../vocabulary/settings.js';
 import type { EvalSuite, TaskRecord } from '../task.js';
 import type { Metrics, RoundPoint } from '../metrics.js';
 
@@ -13,7 +11,13 @@ export type ProgressEvent =
   | { type: 'sample'; task: string; sample: number; cached: boolean; done: number; units: number; coverage: number; passed: boolean }
   | { type: 'task'; task: TaskRecord; done: number; tasks: number };
 
-export const REPORT_SCHEMA_VERSION = 1;
+/** 2: tasks[].coverage_target in percent (1: `threshold`, a fraction) and config.settings, the run
+ * settings by their names (1: samples, rounds, seed, history, sampling and score beside the rest). */
+export const REPORT_SCHEMA_VERSION = 2;
+
+/** Each run setting eval takes (src/core/vocabulary/settings.ts), by its name, as the run had it;
+ * null where the row has no use for it (history and sampling without a model). */
+export type EvalSettings = { [N in EvalSettingName]: SettingValue<N> | null };
 
 /** The suite's metrics (Pass@k, Cov@k, sim pass over the tasks scored without errors) and the run's costs. */
 export interface AggregateRecord extends Metrics {
@@ -38,16 +42,11 @@ export interface EvalReport {
   suite: { name: string; path: string; format: string; tasks_in_suite: number; tasks_selected: number; skipped: EvalSuite['skipped'] };
   row: { kind: 'builtin' | 'reference' | 'model'; label: string; model?: Record<string, unknown> };
   config: {
-    samples: number;
-    rounds: number;
+    settings: EvalSettings;
     workers: number;
-    seed: number;
-    history: HistoryMode | null;
-    sampling: Partial<SamplingParams> | null;
+    /** The simulator that ran (the `simulator` setting names it; this says its version too). */
     simulator: { name: string; version: string };
     limits: Partial<SimLimits>;
-    /** How every candidate was scored (sim/result.ts ScoreMode): `paper` unless --score legal. */
-    score: ScoreMode;
     resume: boolean;
   };
   aggregate: AggregateRecord;

@@ -1,5 +1,5 @@
 // CVDP JSONL (NVlabs cvdp_benchmark). Only cid012 records ("test plan to testbench stimulus", the
-// CVDP-ECov family) are tasks: the DUT is the harness's `src/*.sv`, the threshold is `TARGET = N`
+// CVDP-ECov family) are tasks: the DUT is the harness's `src/*.sv`, the coverage target is `TARGET = N`
 // in the harness's `src/.env`, the testbench path is the key of `output.context`, and the DUT
 // instance name is read from the prompt (`uut` when it does not say). `*_with_solutions` files
 // carry the reference testbench as that key's value. Both the non-agentic record
@@ -7,7 +7,7 @@
 // agentic one `{id, categories, prompt, context, patch, harness}` are read.
 import type { EvalTask } from '../task.js';
 import { taskDir, writeInside } from './materialize.js';
-import { DEFAULT_INSTANCE, DEFAULT_TARGET } from '../../vocabulary/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_COVERAGE_TARGET } from '../../vocabulary/defaults.js';
 
 type Rec = Record<string, unknown>;
 const isObj = (x: unknown): x is Rec => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -72,16 +72,23 @@ export function chooseTop(dutTexts: string[], tbPath: string | null, prompt: str
   return roots.length === 1 ? roots[0] : '';
 }
 
-export function cvdpThreshold(env: string | undefined): number | null {
+export function cvdpCoverageTarget(env: string | undefined): number | null {
   if (env === undefined) return null;
   const m = /^\s*TARGET\s*=\s*([0-9]+(?:\.[0-9]+)?)\s*$/m.exec(env);
-  return m ? Number(m[1]) / 100 : null;
+  return m ? Number(m[1]) : null;
 }
 
 /** One cid012 record as an EvalTask (files written under workDir/<id>/). */
 export function cvdpTask(r: Rec, workDir: string, fallbackId: string): EvalTask {
   const id = typeof r.id === 'string' && r.id ? r.id : fallbackId;
-  const task: EvalTask = { id, designFiles: [], specFiles: [], top: '', instance: DEFAULT_INSTANCE, threshold: DEFAULT_TARGET };
+  const task: EvalTask = {
+    id,
+    designFiles: [],
+    specFiles: [],
+    top: '',
+    instance: DEFAULT_INSTANCE,
+    coverageTarget: DEFAULT_COVERAGE_TARGET,
+  };
   const input = isObj(r.input) ? r.input : r;
   const prompt = typeof input.prompt === 'string' ? input.prompt : '';
   const harness = textMap(isObj(r.harness) ? r.harness.files : undefined);
@@ -91,17 +98,17 @@ export function cvdpTask(r: Rec, workDir: string, fallbackId: string): EvalTask 
   const rtl = dut.length ? dut : Object.entries(inCtx).filter(([p]) => /^rtl\//.test(p) && HDL.test(p));
   const tbEntry =
     Object.entries(outCtx).find(([p]) => /^verif\//.test(p) && HDL.test(p)) ?? Object.entries(outCtx).find(([p]) => HDL.test(p));
-  const threshold = cvdpThreshold(harness['src/.env']);
+  const coverageTarget = cvdpCoverageTarget(harness['src/.env']);
   if (!rtl.length) return { ...task, error: 'no DUT: the harness has no src/*.sv file' };
-  if (threshold === null)
+  if (coverageTarget === null)
     return {
       ...task,
       error:
         harness['src/.env'] === undefined
-          ? 'no src/.env in the harness (it holds TARGET, the coverage threshold)'
+          ? 'no src/.env in the harness (it holds TARGET, the coverage target)'
           : 'src/.env has no TARGET = N line',
     };
-  task.threshold = threshold;
+  task.coverageTarget = coverageTarget;
   task.instruction = prompt || undefined;
   task.instance = instanceFromPrompt(prompt) ?? DEFAULT_INSTANCE;
   task.top = chooseTop(

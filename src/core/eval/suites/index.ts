@@ -7,7 +7,7 @@ import type { EvalFormat, EvalSuite, EvalTask } from '../task.js';
 import { isVerilogEvalDir, loadVerilogEval } from './verilogEval.js';
 import { cvdpTask, isCid012, looksLikeCvdp } from './cvdp.js';
 import { llm4covTask, looksLikeLlm4cov } from './llm4cov.js';
-import { DEFAULT_INSTANCE } from '../../vocabulary/defaults.js';
+import { DEFAULT_COVERAGE_TARGET, DEFAULT_INSTANCE } from '../../vocabulary/defaults.js';
 
 export const EVAL_FORMATS: EvalFormat[] = ['verilog-eval', 'cvdp', 'llm4cov'];
 
@@ -73,7 +73,7 @@ export function loadSuite(pathIn: string, o: LoadSuiteOptions): EvalSuite {
       specFiles: [],
       top: '',
       instance: DEFAULT_INSTANCE,
-      threshold: 1,
+      coverageTarget: DEFAULT_COVERAGE_TARGET,
       error,
     });
     let task: EvalTask;

@@ -2,11 +2,11 @@
 // spec_files:[{name, content}], dut_module_name, dut_instance_name, instruction,
 // targets:[{inst_name, metric, target_percentage}], difficulty?, is_agentic?}`. A sample passes when
 // every target is met; a target on a metric other than `Overall Average` that the report lacks is
-// skipped (PROTOCOL §5). The headline threshold is the DUT's Overall Average target.
+// skipped (PROTOCOL §5). The headline coverage target is the DUT's Overall Average target.
 import type { CovTarget, EvalTask } from '../task.js';
-import { thresholdFromTargets } from '../task.js';
+import { coverageTargetFromTargets } from '../task.js';
 import { taskDir, writeInside } from './materialize.js';
-import { DEFAULT_INSTANCE, DEFAULT_TARGET } from '../../vocabulary/defaults.js';
+import { DEFAULT_INSTANCE, DEFAULT_COVERAGE_TARGET } from '../../vocabulary/defaults.js';
 
 type Rec = Record<string, unknown>;
 const isObj = (x: unknown): x is Rec => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -26,7 +26,14 @@ function files(x: unknown, what: string): Array<{ name: string; content: string 
 
 export function llm4covTask(r: Rec, workDir: string, fallbackId: string): EvalTask {
   const id = r.id !== undefined && r.id !== null && String(r.id) ? String(r.id) : fallbackId;
-  const base: EvalTask = { id, designFiles: [], specFiles: [], top: '', instance: DEFAULT_INSTANCE, threshold: DEFAULT_TARGET };
+  const base: EvalTask = {
+    id,
+    designFiles: [],
+    specFiles: [],
+    top: '',
+    instance: DEFAULT_INSTANCE,
+    coverageTarget: DEFAULT_COVERAGE_TARGET,
+  };
   try {
     const rtl = files(r.rtl_files, 'rtl_files');
     const specs = files(r.spec_files, 'spec_files');
@@ -50,7 +57,7 @@ export function llm4covTask(r: Rec, workDir: string, fallbackId: string): EvalTa
       specFiles: specs.map((f) => writeInside(dir, f.name, f.content)),
       top: r.dut_module_name,
       instance,
-      threshold: thresholdFromTargets(targets, instance, r.dut_module_name),
+      coverageTarget: coverageTargetFromTargets(targets, instance, r.dut_module_name),
       instruction: typeof r.instruction === 'string' && r.instruction ? r.instruction : undefined,
       targets: targets.length ? targets : undefined,
     };

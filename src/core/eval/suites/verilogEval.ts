@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { EvalTask } from '../task.js';
-import { DEFAULT_INSTANCE } from '../../vocabulary/defaults.js';
+import { DEFAULT_COVERAGE_TARGET, DEFAULT_INSTANCE } from '../../vocabulary/defaults.js';
 
 export function isVerilogEvalDir(dir: string): boolean {
   try {
@@ -30,7 +30,7 @@ export function loadVerilogEval(dirIn: string): EvalTask[] {
       specFiles: existsSync(prompt) ? [prompt] : [],
       top: 'RefModule',
       instance: DEFAULT_INSTANCE,
-      threshold: 1,
+      coverageTarget: DEFAULT_COVERAGE_TARGET,
     };
     if (existsSync(test)) {
       task.reference = test;

@@ -80,7 +80,7 @@ async function generate(req: GenerateRequest, signal: AbortSignal, progress: (e:
       // The editor's rounds setting is the user's number, as --rounds is on the command line.
       allRounds: true,
       samples: s.samples,
-      target: s.target,
+      coverageTarget: s.coverageTarget,
       seed: s.seed,
       instance: s.instance,
       history: s.history,
@@ -184,7 +184,7 @@ async function refine(req: RefineRequest, signal: AbortSignal, progress: (e: Pro
         sampling: { temperature: s.temperature, topP: s.topP, maxNewTokens: s.maxNewTokens, seed: s.seed },
         seed: s.seed,
         rounds: Math.max(1, s.rounds),
-        target: s.target,
+        coverageTarget: s.coverageTarget,
         limits: s.limits,
         score: s.score,
       },
