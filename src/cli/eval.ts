@@ -1,5 +1,6 @@
 // `chorus eval`: run a benchmark suite through one row (a model, the built-in generator or the
 // suite's reference testbenches) and write report.json / report.md / report.html.
+import { DEFAULT_SCORE } from '../core/vocabulary/defaults.js';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { getSimulator, RemoteSimulator, scorerUrls } from '../core/run/simulators.js';
@@ -188,7 +189,7 @@ async function evalCommand({ values: o, positionals, fail, signal }: CommandRun<
         resume: o.resume === true,
         simulator,
         limits: { timeoutS },
-        ...(score !== 'paper' ? { score } : {}),
+        ...(score !== DEFAULT_SCORE ? { score } : {}),
         seed,
         signal,
         onProgress: progress.onProgress,

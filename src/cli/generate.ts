@@ -2,6 +2,7 @@
 // With a model (--model dir or --endpoint url) it runs the agent: direct generation + refinement
 // rounds from the simulator's feedback. With none it uses the built-in model-free generator (and
 // says so).
+import { DEFAULT_SCORE } from '../core/vocabulary/defaults.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { openRunFolder, outOfMemoryHint, recordingSimulator, writeRunFolder } from '../core/run/runFolder.js';
@@ -168,7 +169,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
     instance: readSetting(o, 'instance', 'generate'),
     keepParams: o['keep-params'] === true,
     limits: { timeoutS, buildMemoryLimitMb: plan.memoryLimitMb },
-    ...(score !== 'paper' ? { score } : {}),
+    ...(score !== DEFAULT_SCORE ? { score } : {}),
     ...(model
       ? {
           samples,

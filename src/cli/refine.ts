@@ -1,6 +1,7 @@
 // `chorus refine`: one refinement step on a testbench the user already has. The feedback is a log
 // from the user's own simulator run (Verilator, Xcelium/IMC or plain text) or, without --log, the
 // engine's own simulation of the testbench. Writes the revision to a new file.
+import { DEFAULT_SCORE } from '../core/vocabulary/defaults.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadDesign } from '../core/run/design.js';
@@ -122,7 +123,7 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
       sampling: samplingFrom(o, seed),
       seed,
       limits: { timeoutS, buildMemoryLimitMb: plan.memoryLimitMb },
-      ...(score !== 'paper' ? { score } : {}),
+      ...(score !== DEFAULT_SCORE ? { score } : {}),
       check: !o['no-check'],
     },
     (e) => {

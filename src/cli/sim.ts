@@ -1,7 +1,7 @@
 // `chorus sim`: one testbench, one design, one result. Exit 0 when the testbench ran and coverage
 // was measured, 1 when the testbench failed (compile, run, timeout, rejected), 2 for usage or DUT
 // errors.
-import { DEFAULT_LIMITS } from '../core/vocabulary/defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_SCORE } from '../core/vocabulary/defaults.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { loadDesign } from '../core/run/design.js';
@@ -129,7 +129,7 @@ async function sim({ values: o, positionals, fail, signal, status }: CommandRun<
     // lcov is written from the points the figure was computed from, never from a second
     // reading of the database with another idea of which files are the DUT.
     wantPoints: Boolean(o.lcov),
-    ...(score !== 'paper' ? { score } : {}),
+    ...(score !== DEFAULT_SCORE ? { score } : {}),
     signal,
   });
   progress.stop();

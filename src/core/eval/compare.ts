@@ -8,6 +8,7 @@
 // - COMPLEMENTARITY: for each pair of rows, the tasks solved (some sample passed) by one only, by
 //   both, by neither, and the tasks exactly one row solves.
 // Rows must cover the same tasks (or `intersect`) under the same protocol settings (or `force`).
+import { DEFAULT_SCORE } from '../vocabulary/defaults.js';
 import type { EvalReport } from './report/model.js';
 import type { TaskRecord } from './task.js';
 import { computeMetrics, type Outcome } from './metrics.js';
@@ -116,7 +117,7 @@ function settings(r: EvalReport): Record<string, string | null> {
     // Only model rows have a history mode; a built-in or reference row (null) matches any.
     history: r.config.settings.history,
     simulator: `${r.config.simulator.name} ${r.config.simulator.version}`,
-    score: r.config.settings.score ?? 'paper',
+    score: r.config.settings.score ?? DEFAULT_SCORE,
   };
 }
 

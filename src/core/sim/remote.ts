@@ -9,6 +9,7 @@
 // carries the same Idempotency-Key: a service that already answered it replays that answer instead
 // of running the candidate twice. The service's score record is turned back into the engine's
 // result record, so the evaluator cannot tell a remote run from a local one.
+import { DEFAULT_SCORE } from '../vocabulary/defaults.js';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
@@ -272,7 +273,7 @@ export function scoreItem(req: SimRequest): Record<string, unknown> {
     ...(Object.keys(d.params).length ? { params: d.params } : {}),
     ...(req.limits?.timeoutS !== undefined ? { timeout_s: req.limits.timeoutS } : {}),
     ...(req.seed !== undefined ? { seed: req.seed } : {}),
-    ...(req.score && req.score !== 'paper' ? { score: req.score } : {}),
+    ...(req.score && req.score !== DEFAULT_SCORE ? { score: req.score } : {}),
   };
 }
 

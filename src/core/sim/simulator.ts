@@ -1,5 +1,6 @@
 // The simulator interface. Callers (CLI, agent, evaluator, reward service, editor) depend on this
 // and on the result record only; a backend plugs in through the registry without touching them.
+import { DEFAULT_SCORE } from '../vocabulary/defaults.js';
 import type { SimLimits } from '../vocabulary/types.js';
 import type { DesignSpec, TestbenchSource } from '../design/types.js';
 import type { SimResult } from './result.js';
@@ -51,7 +52,7 @@ export type SimStageName = 'check' | 'build' | 'run' | 'coverage';
  * `paper` or none: `sim` itself, unchanged.
  */
 export function withScore(sim: Simulator, score: ScoreMode | undefined): Simulator {
-  if (score === undefined || score === 'paper') return sim;
+  if (score === undefined || score === DEFAULT_SCORE) return sim;
   return {
     name: sim.name,
     info: () => sim.info(),

@@ -5,7 +5,7 @@
 // may read it without an upward dependency, and the extension host reads it for its settings
 // without bundling the engine (the worker process runs that).
 import type { SimLimits } from './types.js';
-import type { SamplingParams } from './types.js';
+import type { ScoreMode, SamplingParams } from './types.js';
 
 /** The DUT's instance name in a testbench when neither the user nor the task names one. */
 export const DEFAULT_INSTANCE = 'uut';
@@ -14,6 +14,9 @@ export const DEFAULT_INSTANCE = 'uut';
  * "Rounds" means this everywhere (CLI, editor, eval, agent loop); the built-in generator counts
  * its attempts (rounds + 1). */
 export const DEFAULT_ROUNDS = 3;
+
+/** How runs are scored when nothing says otherwise: CHORUS eq. 1 as published (types.ts SCORE_MODES). */
+export const DEFAULT_SCORE: ScoreMode = 'paper';
 
 /** Coverage target, percent of the overall figure, when none is given: stop only at 100%. The
  * target is a percent everywhere (the run setting `coverageTarget`); coverage itself is a fraction. */

@@ -10,7 +10,7 @@
 //
 // Data only: no behaviour, and nothing imported but the defaults and closed lists beside it.
 import { DEFAULT_EVAL_SAMPLES, DEFAULT_GENERATE_SAMPLES, DEFAULT_INSTANCE, DEFAULT_LIMITS } from './defaults.js';
-import { DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_SEED, DEFAULT_COVERAGE_TARGET } from './defaults.js';
+import { DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_SCORE, DEFAULT_SEED, DEFAULT_COVERAGE_TARGET } from './defaults.js';
 import { HISTORY_MODES, SCORE_MODES } from './types.js';
 
 /** The commands of `chorus` that take run settings. */
@@ -139,7 +139,7 @@ export const SETTINGS = [
       "CHORUS eq. 1 as published: any run that ran earns 1 + coverage, even when its stimulus broke the design's assertions (the figure is then labelled).",
       "A run whose stimulus broke the design's own assertions is a failed run: coverage reached with illegal stimulus earns nothing.",
     ],
-    default: 'paper',
+    default: DEFAULT_SCORE,
     summary:
       'how runs are scored (default {default}, or chorus.json\'s "score"): legal makes a run whose stimulus broke the design\'s own assertions a failed run (reward 0)',
     description: "How runs are scored (as `chorus --score`). A design's `chorus.json` `score` wins over this setting.",

@@ -1,6 +1,8 @@
 // CHORUS: Run Coverage, and the test controller's Coverage profile: simulates a testbench against
 // its design in the worker, fills the Problems panel, the line decorations and VS Code's
 // test-coverage view, and records the run in the history.
+import { DEFAULT_SCORE } from '../../core/vocabulary/defaults.js';
+import type { ScoreMode } from '../../core/vocabulary/types.js';
 import * as vscode from 'vscode';
 import { existsSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -18,7 +20,11 @@ import { RunProgress } from './progress.js';
 /** What a run of a testbench says, with the one meaning of "passed" (core/sim/ranking.ts): the
  * testbench simulated, broke none of the design's assertions, AND its coverage reaches the target
  * (chorus.generation.coverageTarget, percent). A run below the target is not an error, but it has not passed. */
-export function verdict(res: SimResult, coverageTarget: number, score = 'paper'): { ran: boolean; passed: boolean; summary: string } {
+export function verdict(
+  res: SimResult,
+  coverageTarget: number,
+  score: ScoreMode = DEFAULT_SCORE,
+): { ran: boolean; passed: boolean; summary: string } {
   const ran = res.status === 'success';
   if (!ran) return { ran, passed: false, summary: failureReason(res) };
   const c = res.coverage?.waived;
@@ -68,7 +74,7 @@ export async function coverageForTest(
   try {
     const { out } = await simulateTestbench(s, tb, ctl.signal);
     const v = verdict(out.result, generateSettings().coverageTarget, generateSettings().score);
-    s.tests.label(tb, `${scoreName(generateSettings().score ?? 'paper')} ${pct(out.result.coverage?.waived.overall)}`);
+    s.tests.label(tb, `${scoreName(generateSettings().score ?? DEFAULT_SCORE)} ${pct(out.result.coverage?.waived.overall)}`);
     return { passed: v.passed, message: v.summary, files: out.files };
   } finally {
     s.end(ctl);
@@ -92,7 +98,7 @@ export async function runCoverage(s: Session, uri?: vscode.Uri): Promise<SimResu
     simulator: generateSettings().simulator,
     testbenchPath: tb.fsPath,
     designDir: dirname(tb.fsPath),
-    score: generateSettings().score ?? 'paper',
+    score: generateSettings().score ?? DEFAULT_SCORE,
   });
   try {
     const { out } = await vscode.window.withProgress(
@@ -122,7 +128,7 @@ export async function runCoverage(s: Session, uri?: vscode.Uri): Promise<SimResu
     });
     const { ran, passed, summary } = verdict(res, generateSettings().coverageTarget, generateSettings().score);
     s.tests.publish(tb, passed, summary, out.files, Date.now() - t0);
-    s.tests.label(tb, `${scoreName(generateSettings().score ?? 'paper')} ${pct(res.coverage?.waived.overall)}`);
+    s.tests.label(tb, `${scoreName(generateSettings().score ?? DEFAULT_SCORE)} ${pct(res.coverage?.waived.overall)}`);
     s.output.appendLine(`[CHORUS] ${basename(tb.fsPath)}: ${summary}`);
     if (out.runFolder) s.output.appendLine(`[CHORUS] run folder: ${out.runFolder.dir}`);
     s.setStatus(record.verdict.passed ? 'done' : 'error', ran ? pct(res.coverage?.waived.overall) : res.status);

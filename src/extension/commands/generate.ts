@@ -1,6 +1,7 @@
 // CHORUS: Generate Testbench. Resolves the design and the model, runs the worker's generation with
 // a cancellable progress notification, and writes the best testbench to a new file beside the
 // design (or the output folder), never over an existing one.
+import { DEFAULT_SCORE } from '../../core/vocabulary/defaults.js';
 import * as vscode from 'vscode';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, isAbsolute, resolve } from 'node:path';
@@ -46,7 +47,7 @@ export async function generate(s: Session, uri?: vscode.Uri, uris?: vscode.Uri[]
     simulator: settings.simulator,
     testbenchPath: null,
     designDir: resolved.dir,
-    score: settings.score ?? 'paper',
+    score: settings.score ?? DEFAULT_SCORE,
   });
   s.setStatus('busy', 'generating…');
   try {
@@ -128,7 +129,7 @@ async function finishGenerate(
   s.last.set(path, { design: { ...r.design, top: o.top }, result: null });
   s.tests.item(vscode.Uri.file(path));
   const verdict = best.verdict.passed ? 'passed' : `failed: ${best.verdict.failure ?? best.status}`;
-  const summary = `${basename(path)}: ${scoreName(settings.score ?? 'paper')} ${pct(best.coverage?.overall)} (block ${pct(best.coverage?.block)}, toggle ${pct(best.coverage?.toggle)}) after ${o.rounds.length} round${o.rounds.length === 1 ? '' : 's'}${o.cancelled ? ' (cancelled: best so far)' : ''} — ${verdict}`;
+  const summary = `${basename(path)}: ${scoreName(settings.score ?? DEFAULT_SCORE)} ${pct(best.coverage?.overall)} (block ${pct(best.coverage?.block)}, toggle ${pct(best.coverage?.toggle)}) after ${o.rounds.length} round${o.rounds.length === 1 ? '' : 's'}${o.cancelled ? ' (cancelled: best so far)' : ''} — ${verdict}`;
   s.output.appendLine(`[CHORUS] wrote ${path} — ${summary}`);
   if (o.runFolder) s.output.appendLine(`[CHORUS] run folder: ${o.runFolder.dir}`);
   s.setStatus(best.verdict.passed ? 'done' : 'error', pct(best.coverage?.overall));

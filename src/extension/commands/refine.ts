@@ -1,5 +1,6 @@
 // CHORUS: Refine Testbench. Revises the open testbench from its last result here, a fresh
 // simulation or a simulator log the user picks; the revision opens as a diff with Accept / Reject.
+import { DEFAULT_SCORE } from '../../core/vocabulary/defaults.js';
 import * as vscode from 'vscode';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -59,7 +60,7 @@ export async function refine(s: Session, uri?: vscode.Uri): Promise<void> {
     simulator: settings.simulator,
     testbenchPath: tb.fsPath,
     designDir: r.dir,
-    score: settings.score ?? 'paper',
+    score: settings.score ?? DEFAULT_SCORE,
   });
   s.setStatus('busy', 'refining…');
   let accepted = false;
@@ -84,7 +85,7 @@ export async function refine(s: Session, uri?: vscode.Uri): Promise<void> {
       },
     );
     last = out.result;
-    const figure = `${scoreName(settings.score ?? 'paper')} ${pct(out.record.coverage?.overall)}`;
+    const figure = `${scoreName(settings.score ?? DEFAULT_SCORE)} ${pct(out.record.coverage?.overall)}`;
     const verdict = out.record.verdict.passed ? 'passed' : `failed: ${out.record.verdict.failure ?? out.record.status}`;
     s.history.update(run, {
       rounds: [out.record],

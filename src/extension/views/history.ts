@@ -1,5 +1,6 @@
 // Run history: every generate/refine/coverage run with its rounds, kept in workspace state (the
 // testbench texts included, bounded) so the dashboard survives a reload.
+import { DEFAULT_SCORE } from '../../core/vocabulary/defaults.js';
 import type { Memento } from 'vscode';
 import type { RoundRecord, RunFolderFiles } from '../worker/protocol.js';
 import type { RoundView, RunView } from '../../../webview/protocol.js';
@@ -111,7 +112,7 @@ export function runView(r: RunRecord): RunView {
     best: r.best,
     testbenchPath: r.testbenchPath,
     runFolder: r.runFolder ?? null,
-    score: r.score ?? 'paper',
+    score: r.score ?? DEFAULT_SCORE,
   });
 }
 

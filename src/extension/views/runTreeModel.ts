@@ -1,5 +1,6 @@
 // The run-history tree of the CHORUS view (runs -> rounds -> uncovered points), as plain data:
 // what each node shows and what clicking it does. runTree.ts turns it into VS Code tree items.
+import { DEFAULT_SCORE } from '../../core/vocabulary/defaults.js';
 import { basename, isAbsolute, join } from 'node:path';
 import type { RunRecord } from './history.js';
 import { pct, roundVerdictWord, RUN_FILES, scoreName, type RunFile } from '../../../webview/protocol.js';
@@ -74,7 +75,7 @@ function nodeView(runs: RunRecord[], node: RunNode): NodeView | null {
     return {
       label: `${run.kind} ${run.top || '(design)'}`,
       description: `${pct(bestCoverage(run))} · ${run.state}`,
-      tooltip: `${run.kind} of ${run.top || 'the design'} with ${run.model} on ${run.simulator}, ${time}\nbest ${scoreName(run.score ?? 'paper')}: ${pct(bestCoverage(run))}${run.message ? `\n${run.message}` : ''}`,
+      tooltip: `${run.kind} of ${run.top || 'the design'} with ${run.model} on ${run.simulator}, ${time}\nbest ${scoreName(run.score ?? DEFAULT_SCORE)}: ${pct(bestCoverage(run))}${run.message ? `\n${run.message}` : ''}`,
       icon: STATE_ICON[run.state],
       collapsible: run.rounds.length > 0 || Boolean(run.runFolder),
       open: run.testbenchPath ? { command: 'vscode.open', args: [run.testbenchPath] } : undefined,

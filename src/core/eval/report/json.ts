@@ -1,4 +1,5 @@
 // report.json: the stable machine-readable record of an evaluation (schema in docs/eval.md).
+import { DEFAULT_SCORE } from '../../vocabulary/defaults.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EvalReport, EvalSettings } from './model.js';
@@ -50,7 +51,7 @@ function fromSchema1(r: Schema1): EvalReport {
         samples,
         seed,
         timeout: rest.limits.timeoutS ?? settingDefault('timeout', 'eval'),
-        score: score ?? 'paper',
+        score: score ?? DEFAULT_SCORE,
         history,
         temperature: fromSampling('temperature'),
         topP: fromSampling('topP'),
