@@ -71,11 +71,10 @@ afterAll(async () => {
 });
 
 describe('POST /v1/score', () => {
-  let weak: any;
   it('scores a testbench like the engine does: reward in (1,2], same coverage as a direct simulation', async () => {
-    const r = await post(`${server.url}/v1/score`, item(weakTb, { threshold: 0.5 }));
+    const r = await post(`${server.url}/v1/score`, item(weakTb, { coverage_target: 50 }));
     expect(r.status).toBe(200);
-    weak = r.body;
+    const weak = r.body;
     const direct = await simulateFiles([counterPath], 'tb.sv', weakTb);
     expect(weak.status).toBe('success');
     expect(weak.reward).toBeGreaterThan(1);
@@ -91,14 +90,13 @@ describe('POST /v1/score', () => {
 
     const full = await post(`${server.url}/v1/score`, item(goodTb));
     expect(full.status).toBe(200);
-    expect(full.body).toMatchObject({ status: 'success', reward: 2, coverage: 1, passed: true, threshold: 1, design_cached: true });
+    expect(full.body).toMatchObject({ status: 'success', reward: 2, coverage: 1, passed: true, coverage_target: 100, design_cached: true });
   });
 
-  let broken: any;
   it('a broken testbench is a normal result: reward 0, xrun_failed, the log in err_msg', async () => {
     const r = await post(`${server.url}/v1/score`, item(brokenTb));
     expect(r.status).toBe(200);
-    broken = r.body;
+    const broken = r.body;
     expect(broken).toMatchObject({ status: 'xrun_failed', reward: 0, coverage: 0, passed: false });
     expect(broken.err_msg).toMatch(/tb\.sv:9/);
     expect(broken.diagnostics.some((d: { severity: string; origin: string }) => d.severity === 'error' && d.origin === 'testbench')).toBe(
@@ -138,7 +136,8 @@ describe('POST /v1/score', () => {
       [{ ...item(goodTb), design_files: [] }, /design_files: must hold at least 1 file/],
       [{ ...item(goodTb), top: 5 }, /^top: must be a string/],
       [{ ...item(goodTb), testbench: { name: 'tb.sv' } }, /testbench\.content: must be a string/],
-      [{ ...item(goodTb), threshold: 2 }, /threshold: must be between 0 and 1/],
+      [{ ...item(goodTb), coverage_target: 101 }, /^coverage_target: /],
+      [{ ...item(goodTb), threshold: 0.5 }, /^threshold: unknown field/],
       [{ ...item(goodTb), timeout: 5 }, /timeout: unknown field/],
       [{ items: [item(goodTb), { ...item(goodTb), top: '' }] }, /items\[1\]\.top: must not be empty/],
       [{ ...item(goodTb), design_files: [{ name: '../evil.sv', content: 'x' }] }, /design_files\[0\]\.name: .*'\.\.'/],
@@ -164,6 +163,11 @@ describe('POST /v1/score', () => {
   });
 
   it('/v1/refine-prompt equals feedbackTurn byte for byte', async () => {
+    // The records it answers for are scored here, not taken from the tests above: it runs alone and in any order.
+    const [weak, broken] = (await post(`${server.url}/v1/score`, { items: [item(weakTb, { coverage_target: 50 }), item(brokenTb)] })).body
+      .results;
+    expect(weak.status).toBe('success');
+    expect(broken.status).toBe('xrun_failed');
     const reply = `filename: tb_counter.sv\n\`\`\`systemverilog\n${brokenTb}\`\`\`\n`;
     const r1 = await post(`${server.url}/v1/refine-prompt`, { result: broken, reply });
     expect(r1.status).toBe(200);
@@ -237,22 +241,51 @@ describe('POST /v1/score', () => {
     expect(h).toMatchObject({ status: 'ok', workers: 2, queue_depth: 0, queue_limit: 16, in_flight: 0 });
     expect(h.simulator.name).toBe('verilator');
     expect(h.simulator.version).toMatch(/5\./);
-    const res = await fetch(`${server.url}/metrics`);
-    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    const samples = parseExposition(await res.text());
-    const get = (name: string, labels: Record<string, string> = {}) =>
+    const scrape = async () => {
+      const res = await fetch(`${server.url}/metrics`);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      return parseExposition(await res.text());
+    };
+    type Samples = Awaited<ReturnType<typeof scrape>>;
+    const get = (samples: Samples, name: string, labels: Record<string, string> = {}) =>
       samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
-    expect(get('chorus_runs_total', { status: 'success' })).toBeGreaterThanOrEqual(3);
-    expect(get('chorus_runs_total', { status: 'xrun_failed' })).toBeGreaterThanOrEqual(2);
-    expect(get('chorus_failures_total', { reason: 'design_error' })).toBeGreaterThanOrEqual(2);
-    expect(get('chorus_queue_depth')).toBe(0);
-    expect(get('chorus_in_flight')).toBe(0);
-    expect(get('chorus_rejected_total')).toBe(0);
-    expect(get('chorus_design_cache_total', { result: 'hit' })).toBeGreaterThan(0);
-    const count = get('chorus_request_duration_seconds_count', { route: '/v1/score' })!;
-    expect(count).toBeGreaterThanOrEqual(8);
-    expect(get('chorus_request_duration_seconds_bucket', { route: '/v1/score', le: '+Inf' })).toBe(count);
-    expect(get('chorus_http_requests_total', { route: '/v1/score', code: '400' })).toBeGreaterThanOrEqual(14);
+    // The server is shared with the other tests of this file, which may run before this one or not
+    // at all: the counters are read as increments over this test's own requests.
+    const before = await scrape();
+    const score = (body: unknown) => post(`${server.url}/v1/score`, body);
+    expect((await score(item(weakTb))).status).toBe(200); // a run: success
+    const batch = await score({ items: [item(goodTb), item(brokenTb), item(goodTb, { top: 'nope' })] });
+    expect(batch.status).toBe(200); // runs: success, xrun_failed; a design error
+    expect(batch.body.results.map((r: { status: unknown }) => r.status)).toEqual(['success', 'xrun_failed', 422]);
+    expect((await score(item(brokenTb))).status).toBe(200); // a run: xrun_failed
+    expect((await score(item(goodTb, { top: 'no_such_top' }))).status).toBe(422); // a design error
+    expect((await score('{not json')).status).toBe(400);
+    expect((await score({ ...item(goodTb), top: 5 })).status).toBe(400);
+    const requests = 6;
+    // A request is counted when its response has been written: wait for the last one's count.
+    let after = await scrape();
+    const delta = (name: string, labels: Record<string, string> = {}) => (get(after, name, labels) ?? 0) - (get(before, name, labels) ?? 0);
+    for (let i = 0; i < 100 && delta('chorus_request_duration_seconds_count', { route: '/v1/score' }) < requests; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      after = await scrape();
+    }
+    expect(delta('chorus_runs_total', { status: 'success' })).toBe(2);
+    expect(delta('chorus_runs_total', { status: 'xrun_failed' })).toBe(2);
+    expect(delta('chorus_failures_total', { reason: 'design_error' })).toBe(2);
+    expect(get(after, 'chorus_queue_depth')).toBe(0);
+    expect(get(after, 'chorus_in_flight')).toBe(0);
+    expect(delta('chorus_rejected_total')).toBe(0);
+    // Four runs of one design: the first may find it cached (an earlier test's), the other three do.
+    expect(delta('chorus_design_cache_total', { result: 'hit' }) + delta('chorus_design_cache_total', { result: 'miss' })).toBe(4);
+    expect(delta('chorus_design_cache_total', { result: 'hit' })).toBeGreaterThanOrEqual(3);
+    expect(delta('chorus_request_duration_seconds_count', { route: '/v1/score' })).toBe(requests);
+    expect(delta('chorus_request_duration_seconds_bucket', { route: '/v1/score', le: '+Inf' })).toBe(requests);
+    expect(get(after, 'chorus_request_duration_seconds_bucket', { route: '/v1/score', le: '+Inf' })).toBe(
+      get(after, 'chorus_request_duration_seconds_count', { route: '/v1/score' }),
+    );
+    expect(delta('chorus_http_requests_total', { route: '/v1/score', code: '200' })).toBe(3);
+    expect(delta('chorus_http_requests_total', { route: '/v1/score', code: '400' })).toBe(2);
+    expect(delta('chorus_http_requests_total', { route: '/v1/score', code: '422' })).toBe(1);
   });
 });
 

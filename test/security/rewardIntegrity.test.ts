@@ -4,7 +4,7 @@
 // Run jailed (bubblewrap) and with CHORUS_NO_JAIL=1, through the engine and the reward service.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { examples, read, scratchDir } from '../helpers.js';
 import { loadDesign } from '../../src/core/run/design.js';
@@ -63,35 +63,36 @@ afterAll(() => {
 
 interface Forgery {
   name: string;
-  tb: () => string;
+  /** The forging testbench; `db`: the database it forges (its points must name the design file the run compiles). */
+  tb: (db: string) => string;
 }
 
 const FORGERIES: Forgery[] = [
   {
     name: 'final block rewrites coverage.dat with every count at 99',
-    tb: () => weakWith(`  final begin\n    integer fd;\n${writeFileStmts('"coverage.dat"', forgedDb)}\n  end`),
+    tb: (db) => weakWith(`  final begin\n    integer fd;\n${writeFileStmts('"coverage.dat"', db)}\n  end`),
   },
   {
     name: 'initial block writes coverage.dat before the run ends',
-    tb: () => weakWith(`  integer fd;\n  initial begin\n${writeFileStmts('"coverage.dat"', forgedDb)}\n  end`),
+    tb: (db) => weakWith(`  integer fd;\n  initial begin\n${writeFileStmts('"coverage.dat"', db)}\n  end`),
   },
   {
     name: 'writes the database the host keeps (chorus-coverage.dat) and a report directory name',
-    tb: () =>
+    tb: (db) =>
       weakWith(
-        `  final begin\n    integer fd;\n${writeFileStmts('"chorus-coverage.dat"', forgedDb)}\n${writeFileStmts('"chorus-report-000000"', forgedDb)}\n  end`,
+        `  final begin\n    integer fd;\n${writeFileStmts('"chorus-coverage.dat"', db)}\n${writeFileStmts('"chorus-report-000000"', db)}\n  end`,
       ),
   },
   {
     name: 'writes a forged report frame to the harness channel by a computed /proc/self/fd path',
-    tb: () =>
+    tb: (db) =>
       weakWith(
-        `  final begin\n    integer fd;\n${writeFileStmts('$sformatf("/proc/self/fd/%0d", 3)', `CHORUS-REPORT 1 ${'0'.repeat(32)}\nend finish\ncoverage ${Buffer.byteLength(forgedDb)}\n${forgedDb}\nCHORUS-END ${'0'.repeat(32)}`)}\n  end`,
+        `  final begin\n    integer fd;\n${writeFileStmts('$sformatf("/proc/self/fd/%0d", 3)', `CHORUS-REPORT 1 ${'0'.repeat(32)}\nend finish\ncoverage ${Buffer.byteLength(db)}\n${db}\nCHORUS-END ${'0'.repeat(32)}`)}\n  end`,
       ),
   },
   {
     name: 'writes to /dev/fd/3 by a computed path',
-    tb: () => weakWith(`  final begin\n    integer fd;\n${writeFileStmts('{"/dev/", "fd/3"}', forgedDb)}\n  end`),
+    tb: (db) => weakWith(`  final begin\n    integer fd;\n${writeFileStmts('{"/dev/", "fd/3"}', db)}\n  end`),
   },
 ];
 
@@ -114,7 +115,7 @@ for (const mode of ['jail', 'no jail'] as const) {
 
     for (const f of FORGERIES) {
       it(`${f.name}: never above the plain testbench`, async () => {
-        const r = await sim.simulate({ design, top: info.top, testbench: { name: 'tb.sv', content: f.tb() } });
+        const r = await sim.simulate({ design, top: info.top, testbench: { name: 'tb.sv', content: f.tb(forgedDb) } });
         expect(['success', 'rejected', 'integrity_failed']).toContain(r.status);
         expect(scored(r)).toBeLessThanOrEqual(plain.reward);
         if (r.status === 'success') expect(r.coverage!.waived.overall).toBe(plain.coverage!.waived.overall);
@@ -165,21 +166,43 @@ describe('the reward service scores forgeries as the engine does', () => {
     delete process.env.CHORUS_NO_JAIL;
     const server = await startScoreServer({ workers: 2 });
     try {
-      const items = [weak, ...FORGERIES.map((f) => f.tb())].map((tb) => ({
-        design_files: [{ name: 'counter.sv', content: counterSrc }],
-        top: 'counter',
-        testbench: { name: 'tb.sv', content: tb },
-      }));
-      const res = await fetch(`${server.url}/v1/score`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ items }),
-      });
-      expect(res.status).toBe(200);
-      const body = (await res.json()) as { results: Array<{ reward: number; status: string; coverage: number | null }> };
-      const [plain, ...forged] = body.results;
-      expect(plain.status).toBe('success');
-      for (const f of forged) expect(f.reward).toBeLessThanOrEqual(plain.reward);
+      const score = async (tbs: string[]) => {
+        const items = tbs.map((tb) => ({
+          design_files: [{ name: 'counter.sv', content: counterSrc }],
+          top: 'counter',
+          testbench: { name: 'tb.sv', content: tb },
+        }));
+        const res = await fetch(`${server.url}/v1/score`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ items }),
+        });
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as {
+          results: Array<{ reward: number; status: string; coverage: number | null; err_msg?: string }>;
+        };
+        expect(body.results).toHaveLength(items.length);
+        return body.results;
+      };
+      const [plain] = await score([weak]);
+      expect(plain.status, plain.err_msg).toBe('success');
+      expect(plain.reward).toBeGreaterThan(1);
+      expect(plain.reward).toBeLessThan(2);
+      // The service compiles its own copy of the design (one directory per design): the forged
+      // database must name that file, or every forgery is an integrity failure (a point naming a
+      // foreign file) whatever the service does with it, and this test could not fail.
+      const dirs = readdirSync(server.service.designs.root);
+      expect(dirs).toHaveLength(1);
+      const served = join(server.service.designs.root, dirs[0], 'counter.sv');
+      const db = forgedDb.split(join(examples, 'counter', 'counter.sv')).join(served);
+      expect(db).toContain(`\x01f\x02${served}\x01`);
+      const forged = await score(FORGERIES.map((f) => f.tb(db)));
+      for (const [i, f] of forged.entries()) {
+        expect(['success', 'rejected', 'integrity_failed'], FORGERIES[i].name).toContain(f.status);
+        expect(f.err_msg ?? '', FORGERIES[i].name).not.toMatch(/neither the testbench's nor the design's/);
+        expect(f.reward, FORGERIES[i].name).toBeLessThanOrEqual(plain.reward);
+        if (f.status === 'success') expect(f.coverage, FORGERIES[i].name).toBe(plain.coverage);
+      }
     } finally {
       await server.close();
     }

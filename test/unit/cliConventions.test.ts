@@ -4,7 +4,7 @@
 // folder scans that skip vendored and retired code, the status words people read, exit codes.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import * as generate from '../../src/cli/generate.js';
 import * as refine from '../../src/cli/refine.js';
 import * as sim from '../../src/cli/sim.js';
@@ -176,31 +176,33 @@ describe('--verilator-arg allowlist', () => {
 
 describe('inputs that are not Verilog', () => {
   const dir = scratchDir('chorus-notverilog-');
-  const put = (name: string, content: string | Buffer): string => {
-    const p = join(dir, name);
-    writeFileSync(p, content);
-    return p;
+  /** The files every test of this block reads: written before any of them runs (alone or shuffled). */
+  const FILES: Record<string, string | Buffer> = {
+    'a.sv': 'module m; endmodule\n',
+    'b.v': 'library ieee;\nuse ieee.std_logic_1164.all;\nentity x is\nend;\n',
+    'c.vhd': 'x',
+    'd.sv': '',
+    'e.sv': '// nothing\n/* here */\n',
+    'f.sv': Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 3]),
+    'g.sv': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('module g; endmodule', 'utf16le')]),
+    'h.sv': Buffer.from('// caf\xe9\nmodule h; endmodule\n', 'latin1'),
+    'i.sv': 'module i; always @(posedge c) n--; endmodule\n',
   };
+  beforeAll(() => {
+    for (const [name, content] of Object.entries(FILES)) writeFileSync(join(dir, name), content);
+  });
+  const at = (name: keyof typeof FILES): string => join(dir, name);
 
   it('says what each file is', () => {
-    expect(sourceProblem(put('a.sv', 'module m; endmodule\n'))).toBeNull();
-    expect(sourceProblem(put('b.v', 'library ieee;\nuse ieee.std_logic_1164.all;\nentity x is\nend;\n'))).toEqual({
-      kind: 'vhdl',
-      why: 'its content',
-    });
-    expect(sourceProblem(put('c.vhd', 'x'))).toEqual({ kind: 'vhdl', why: 'its extension' });
-    expect(sourceProblem(put('d.sv', ''))).toEqual({ kind: 'empty' });
-    expect(sourceProblem(put('e.sv', '// nothing\n/* here */\n'))).toEqual({ kind: 'empty' });
-    expect(sourceProblem(put('f.sv', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 3])))?.kind).toBe('binary');
-    expect(sourceProblem(put('g.sv', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('module g; endmodule', 'utf16le')])))).toEqual({
-      kind: 'utf16',
-    });
-    expect(sourceProblem(put('h.sv', Buffer.from('// caf\xe9\nmodule h; endmodule\n', 'latin1')))).toMatchObject({
-      kind: 'not-utf8',
-      line: 1,
-      byte: 0xe9,
-    });
-    expect(sourceProblem(put('i.sv', 'module i; always @(posedge c) n--; endmodule\n'))).toBeNull();
+    expect(sourceProblem(at('a.sv'))).toBeNull();
+    expect(sourceProblem(at('b.v'))).toEqual({ kind: 'vhdl', why: 'its content' });
+    expect(sourceProblem(at('c.vhd'))).toEqual({ kind: 'vhdl', why: 'its extension' });
+    expect(sourceProblem(at('d.sv'))).toEqual({ kind: 'empty' });
+    expect(sourceProblem(at('e.sv'))).toEqual({ kind: 'empty' });
+    expect(sourceProblem(at('f.sv'))?.kind).toBe('binary');
+    expect(sourceProblem(at('g.sv'))).toEqual({ kind: 'utf16' });
+    expect(sourceProblem(at('h.sv'))).toMatchObject({ kind: 'not-utf8', line: 1, byte: 0xe9 });
+    expect(sourceProblem(at('i.sv'))).toBeNull();
   });
 
   it('refuses VHDL, binary and UTF-16 files by name, with what to do', () => {

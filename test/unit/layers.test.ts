@@ -94,7 +94,9 @@ export function importCycles(): string[] {
   for (const file of files) {
     const from = relative(ROOT, file).replaceAll('\\', '/');
     const tos = importRefs(readFileSync(file, 'utf8')).map((r) =>
-      relative(ROOT, resolve(dirname(file), r.spec)).replaceAll('\\', '/').replace(/\.js$/, '.ts'),
+      relative(ROOT, resolve(dirname(file), r.spec))
+        .replaceAll('\\', '/')
+        .replace(/\.js$/, '.ts'),
     );
     edges.set(from, tos);
   }

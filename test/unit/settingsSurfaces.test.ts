@@ -18,7 +18,7 @@ import {
   DEFAULT_ROUNDS,
   DEFAULT_SAMPLING,
   DEFAULT_SEED,
-  DEFAULT_TARGET_PCT,
+  DEFAULT_COVERAGE_TARGET,
 } from '../../src/core/vocabulary/defaults.js';
 import { HISTORY_MODES, SCORE_MODES } from '../../src/core/vocabulary/types.js';
 import { settingFlags, readSetting, settingsHelp } from '../../src/cli/settingOptions.js';
@@ -70,7 +70,7 @@ describe('the settings table', () => {
     }
     const dflt = (n: string): unknown => defs.find((d) => d.name === n)!.default;
     expect([dflt('coverageTarget'), dflt('rounds'), dflt('samples'), dflt('seed'), dflt('instance')]).toEqual([
-      DEFAULT_TARGET_PCT,
+      DEFAULT_COVERAGE_TARGET,
       DEFAULT_ROUNDS,
       DEFAULT_GENERATE_SAMPLES,
       DEFAULT_SEED,
@@ -169,7 +169,7 @@ describe('chorus.json, the reward service and the training side', () => {
     expect(
       scoreItemSchema.parse({ design_files: [{ name: 'a.sv', content: 'x' }], top: 'a', testbench: { name: 't.sv', content: 'y' } }),
     ).toMatchObject({
-      coverage_target: DEFAULT_TARGET_PCT,
+      coverage_target: DEFAULT_COVERAGE_TARGET,
       seed: null,
       timeout_s: null,
       score: null,

@@ -96,8 +96,3 @@ def token_entropy(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tenso
     """Entropy of the sampling policy (logits / T) at each position [B, T] (nats)."""
     lp = torch.log_softmax(logits.float() / temperature, dim=-1)
     return -(lp.exp() * lp).sum(-1)
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> float:
-    m = mask.to(x.dtype)
-    return float((x * m).sum() / m.sum().clamp(min=1))

@@ -162,15 +162,3 @@ export function uncoveredByReason(uncovered: UncoveredPoint[], breakdown?: Cover
   }
   return lines;
 }
-
-/**
- * The coverage report for a person: coverageDetail's table and figure, then every uncovered
- * point with its reason (block points and toggle bits, `max` entries per reason and a count of
- * the rest) and the reachable ceiling. Not for the model: its feedback is coverageDetail's text.
- */
-export function coverageReport(cov: DutCoverage, top: string, max = 20): string {
-  const parts = reportHead(cov, top);
-  const byReason = uncoveredByReason(cov.uncovered, cov.breakdown, max);
-  if (byReason.length) parts.push('', ...byReason);
-  return parts.join('\n') + '\n';
-}

@@ -95,7 +95,3 @@ function exampleValue(opt: string): string {
 function refuse(origin: string, arg: string, why: string): DesignError {
   return new DesignError('filelist', `${origin} '${arg}' is refused: ${why}`);
 }
-
-/** The allowlist in words, for help texts and the README. */
-export const VERILATOR_ARG_ALLOWLIST =
-  '-Wno-<CODE> -Wwarn-<CODE> -Werror-<CODE> -Wall -Wno-fatal -Wpedantic -Wfuture-<CODE>, --timing / --no-timing, -O0..-O3 and -O<letters>, -fno-<opt>, --x-assign 0|1|fast|unique, --x-initial 0|fast|unique, --x-initial-edge, --bbox-unsup, --bbox-sys, +1800-2017ext+ (and the other +<std>ext+), --default-language / --language <std>, --assert / --no-assert, -sv, --no-std, --unroll-count N, --unroll-stmts N, --converge-limit N, --error-limit N, --max-num-width N';

@@ -23,8 +23,9 @@ export type ModelConfig =
       gpu?: 'auto' | 'cpu';
       /** Prompt-lookup drafting (default on). */
       lookup?: boolean;
-      /** llama.cpp's KV cache precision: `auto` (default: q8_0, half the memory, where the model's
-       * head size allows it and it runs here, else f16 with a message), `f16`, `q8_0`. */
+      /** llama.cpp's KV cache precision: `auto` (default: f16, unless memory is short for it; then
+       * q8_0, half the memory, where the model's head size allows it and it runs here, with a
+       * message), `f16`, `q8_0` (llama.ts resolveKvCache). */
       kvCache?: KvCacheOption;
       /** Cancels loading the model (the load stops and frees what it loaded). */
       signal?: AbortSignal;

@@ -2,7 +2,7 @@
 // repository search for what it needs, its FuseSoC/Bender manifest, and its project file
 // (chorus.json). Light modules only: the extension host bundles these, never the engine.
 export { DesignError } from '../design/errors.js';
-export { checkVerilatorArgs, VERILATOR_ARG_ALLOWLIST } from '../design/verilatorArgs.js';
+export { checkVerilatorArgs } from '../design/verilatorArgs.js';
 export { collectFolder, looksLikeTestbench, SOURCE_EXT, HEADER_EXT } from '../design/folder.js';
 export { discover } from '../design/discover.js';
 export { findManifest } from '../design/manifest/index.js';
