@@ -101,10 +101,8 @@ interface GenerateSettings {
 
 /** The run settings of `chorus generate`, checked; throws the usage message of the first bad one. */
 function generateSettings(o: CommandRun<typeof OPTIONS>['values'], cliDesign: CliDesign): GenerateSettings {
-  const model = modelConfig(o);
-  if (!model && (o.spec?.length || o.instruction || o.samples || o.stream || o['warm-start']))
-    throw new Error('--spec, --instruction, --samples, --stream and --warm-start need a model (--model <dir> or --endpoint <url>)');
-  return {
+  // In the order the options are checked, so the first bad one is the one named.
+  const s = {
     rounds: readSetting(o, 'rounds', 'generate'),
     simulator: simulatorOption(o.simulator),
     score: readSetting(o, 'score', 'generate', cliDesign.project?.score),
@@ -113,8 +111,11 @@ function generateSettings(o: CommandRun<typeof OPTIONS>['values'], cliDesign: Cl
     seed: readSetting(o, 'seed', 'generate'),
     timeoutS: readSetting(o, 'timeout', 'generate'),
     history: readSetting(o, 'history', 'generate'),
-    model,
+    model: modelConfig(o),
   };
+  if (!s.model && (o.spec?.length || o.instruction || o.samples || o.stream || o['warm-start']))
+    throw new Error('--spec, --instruction, --samples, --stream and --warm-start need a model (--model <dir> or --endpoint <url>)');
+  return s;
 }
 
 async function generateCommand({ values: o, positionals, fail, signal, status }: CommandRun<typeof OPTIONS>): Promise<number> {

@@ -1,10 +1,10 @@
 // The editor's side of the project file (`chorus.json`, read and written by core/design/project.ts):
 // a project guessed from a folder the user picked, and where a new testbench goes. Pure: no
 // vscode import.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import type { ProjectFile } from '../core/run/types.js';
-import { looksLikeTestbench, findManifest } from '../core/run/sources.js';
+import { looksLikeTestbench, findManifest, readIfReadable } from '../core/run/sources.js';
 
 export const HDL_EXT = /\.(sv|v|svh|vh)$/i;
 const SOURCE_EXT = /\.(sv|v)$/i;
@@ -12,7 +12,7 @@ const SOURCE_EXT = /\.(sv|v)$/i;
 /** A project guessed from a folder: its manifest (a FuseSoC .core or a Bender.yml: then it stands
  * for the files), else a `files.f` if there is one, else its design sources (testbenches left
  * out) and folders named include/inc. */
-export function inferProject(dir: string, read: (p: string) => string | undefined = safeRead, primary?: string): ProjectFile {
+export function inferProject(dir: string, read: (p: string) => string | undefined = readIfReadable, primary?: string): ProjectFile {
   let manifest: string | null = null;
   try {
     manifest = findManifest(dir);
@@ -37,14 +37,6 @@ export function inferProject(dir: string, read: (p: string) => string | undefine
   const out: ProjectFile = { files };
   if (includeDirs.length) out.includeDirs = includeDirs;
   return out;
-}
-
-function safeRead(p: string): string | undefined {
-  try {
-    return readFileSync(p, 'utf8');
-  } catch {
-    return undefined;
-  }
 }
 
 /** `tb_<top>.sv` in `dir`, or the first free `tb_<top>_N.sv`. */

@@ -37,7 +37,7 @@ const essence = (r: EvalReport) => ({
 });
 
 function checkSchema(r: EvalReport): void {
-  expect(r.schema_version).toBe(1);
+  expect(r.schema_version).toBe(2);
   expect(Object.keys(r.aggregate)).toEqual(
     expect.arrayContaining(['pass_at_1', 'pass_at_5', 'cov_at_1', 'cov_at_5', 'sim_pass', 'tasks', 'errors', 'tokens', 'wall_s']),
   );
@@ -131,7 +131,7 @@ describe('chorus eval', () => {
     const r = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as EvalReport;
     checkSchema(r);
     expect(r.row.kind).toBe('reference');
-    expect(r.config).toMatchObject({ samples: 1, rounds: 0 });
+    expect(r.config.settings).toMatchObject({ samples: 1, rounds: 0 });
     // VerilogEval's human testbenches reach 100% on these two (measured); Prob001 has no points.
     expect(r.tasks.map((t) => t.samples[0].passed)).toEqual([false, true, true]);
     expect(r.tasks[1].samples[0]).toMatchObject({ sim_ok: true, coverage: 1, status: 'success' });

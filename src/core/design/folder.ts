@@ -78,7 +78,7 @@ export interface FolderOptions {
 export function collectFolder(dir: string, o: FolderOptions = {}): FolderDesign {
   const maxEntries = o.maxEntries ?? 20000;
   const maxDepth = o.maxDepth ?? 8;
-  const read = o.read ?? safeRead;
+  const read = o.read ?? readIfReadable;
   const out: FolderDesign = { files: [], includeDirs: [], excluded: [], libraryDirs: [] };
   const headerDirs = new Set<string>();
   let seen = 0;
@@ -150,7 +150,8 @@ export function describeFolder(dir: string, f: FolderDesign): string[] {
   return notes;
 }
 
-function safeRead(p: string): string | undefined {
+/** A file's text, or undefined when it cannot be read (gone, a folder, no permission). */
+export function readIfReadable(p: string): string | undefined {
   try {
     return readFileSync(p, 'utf8');
   } catch {

@@ -3,7 +3,7 @@
 // (chorus.json). Light modules only: the extension host bundles these, never the engine.
 export { DesignError } from '../design/errors.js';
 export { checkVerilatorArgs } from '../design/verilatorArgs.js';
-export { collectFolder, looksLikeTestbench, SOURCE_EXT, HEADER_EXT } from '../design/folder.js';
+export { collectFolder, looksLikeTestbench, readIfReadable, SOURCE_EXT, HEADER_EXT } from '../design/folder.js';
 export { discover } from '../design/discover.js';
 export { findManifest } from '../design/manifest/index.js';
 export {

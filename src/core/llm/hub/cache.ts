@@ -202,7 +202,10 @@ export function editorModel(root = modelsDir()): string | null {
   }
 }
 
+/** Records the model folder the editor uses (null: none, the built-in generator). None chosen is
+ * written only where a models folder exists: choosing the built-in generator creates no cache. */
 export function recordEditorModel(dir: string | null, root = modelsDir()): void {
+  if (dir === null && !existsSync(root)) return;
   mkdirSync(root, { recursive: true });
   writeFileSync(join(root, EDITOR), JSON.stringify({ dir: dir ? resolve(dir) : null }) + '\n');
 }

@@ -2,7 +2,6 @@
 // planPull, pullModel, the model cache) behind the protocol's planModel, pullModel, listModels and
 // recordEditorModel requests. The token comes in the request (the editor's secret store) or from
 // the worker's HF_TOKEN; it is passed to the core and nowhere else.
-import { existsSync } from 'node:fs';
 import {
   convertCheckpoint,
   findTrainingCli,
@@ -105,10 +104,7 @@ export function listModels(r: { modelsDir?: string }): PulledModel[] {
   return listCached(r.modelsDir || defaultModelsDir()).map((m) => pulled(m));
 }
 
-/** None chosen (null) is written only where a models folder exists: choosing the built-in
- * generator creates no cache folder. */
 export function recordEditorModel(r: { dir: string | null; modelsDir?: string }): null {
-  const root = r.modelsDir || defaultModelsDir();
-  if (r.dir !== null || existsSync(root)) recordCore(r.dir, root);
+  recordCore(r.dir, r.modelsDir || defaultModelsDir());
   return null;
 }
