@@ -5,7 +5,8 @@
 // between passes, so that bit never toggles under 2-state simulation. Anything this pass does not
 // follow throws Unsupported, and the caller makes no claim about that block.
 import { parseSvLiteral } from '../design/svLiteral.js';
-import { assignmentOf, splitTop, type Stmt, type Tok } from './svStatements.js';
+import { nextTopLevel, splitTop } from './brackets.js';
+import { assignmentOf, type Stmt, type Tok } from './svStatements.js';
 
 /** What a module's declarations say about names: the values of the fixed ones, and which are constants. */
 export interface ConstantNames {
@@ -255,14 +256,9 @@ export class CombEval {
   }
   /** `[i]`, `[hi:lo]`, `[b +: w]`, `[b -: w]` after the `[`; consumes `]`. Unknown index: null. */
   select(ts: Tok[], p: { i: number }, env: CombEnv): { w: number; idx: Array<number | null> } | null {
-    const inner: Tok[] = [];
-    let depth = 0;
-    while (p.i < ts.length && !(depth === 0 && ts[p.i].t === ']')) {
-      if ('([{'.includes(ts[p.i].t)) depth++;
-      else if (')]}'.includes(ts[p.i].t)) depth--;
-      inner.push(ts[p.i++]);
-    }
-    p.i++;
+    const end = nextTopLevel(ts, p.i, (x) => x.t === ']');
+    const inner = ts.slice(p.i, end);
+    p.i = end + 1;
     const parts = splitTop(inner, ':');
     const plus = inner.findIndex((x) => x.t === '+' || x.t === '-');
     if (parts.length === 2 && plus >= 0 && parts[0].at(-1)?.t === inner[plus].t) {

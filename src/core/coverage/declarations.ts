@@ -2,9 +2,10 @@
 // widths, unpacked arrays, which names are plain unsigned vectors; and writes the statement
 // reader does not see: assignments in declarations and module-level text, and hierarchical ones
 // from other modules. Also the bits a constant select writes.
+import { itemEnd, splitTop } from './brackets.js';
 import type { DeclShape } from './combBits.js';
 import type { ModuleFacts } from './moduleFacts.js';
-import { evalConst, splitTop, type Tok } from './svStatements.js';
+import { evalConst, type Tok } from './svStatements.js';
 
 /** Bit widths from declarations (`logic [7:0] a, b;`, `integer i;`), evaluated where constant;
  * `shape` collects the names whose packed range is not `[w-1:0]`. */
@@ -110,16 +111,7 @@ export function unsignedNames(toks: Tok[], m: ModuleFacts): Set<string> {
     for (; j < toks.length && /^[A-Za-z_]/.test(toks[j].t); ) {
       (plain ? cand : other).add(toks[j].t);
       // skip unpacked dimensions and an initializer to the next declarator
-      let depth = 0;
-      let n = j + 1;
-      for (; n < toks.length; n++) {
-        const t = toks[n].t;
-        if ('([{'.includes(t)) depth++;
-        else if (')]}'.includes(t)) {
-          if (depth === 0) break;
-          depth--;
-        } else if (depth === 0 && (t === ',' || t === ';')) break;
-      }
+      const n = itemEnd(toks, j + 1, (x) => x.t === ',' || x.t === ';');
       if (toks[n]?.t !== ',' || /^(?:input|output|inout)$/.test(toks[n + 1]?.t ?? '')) break;
       j = n + 1;
     }

@@ -2,8 +2,9 @@
 // variables, ports, processes, continuous assignments, instances, where functions and tasks
 // write) and every write to each variable. Read once per module, from its tokens
 // (svStatements.ts).
+import { closeOf, splitTop } from './brackets.js';
 import { PRINT_TASK } from './combBits.js';
-import { assignmentOf, evalConst, instancesIn, parameterStatement, Parser, splitTop, targets, walk, type Instance, type Stmt, type Tok } from './svStatements.js';
+import { assignmentOf, evalConst, instancesIn, parameterStatement, Parser, targets, walk, type Instance, type Stmt, type Tok } from './svStatements.js';
 import type { ParamDecl } from './params.js';
 
 export interface ModuleFacts {
@@ -84,7 +85,9 @@ export function moduleFacts(name: string, toks: Tok[], paramsAtDefault = false):
     complete: true,
     spans: [],
   };
-  for (let k = 0; k < toks.length; k++) k = readConstruct(m, toks, k, paramsAtDefault);
+  // A reader returns the last token it took; one that finds its construct unfinished (an `assign`
+  // with no `;`, an enum with no `{`: source edited after the run) must not send the scan back.
+  for (let k = 0; k < toks.length; k++) k = Math.max(k, readConstruct(m, toks, k, paramsAtDefault));
   readInstances(m, toks);
   return m;
 }
@@ -196,8 +199,8 @@ function readAssign(m: ModuleFacts, toks: Tok[], k: number): number {
   // A drive strength `(strong0, weak1)` and a delay `#3` / `#(1, 2)` come before the targets.
   let from = k + 1;
   for (;;) {
-    if (toks[from]?.t === '#') from += toks[from + 1]?.t === '(' ? splitEnd(toks, from + 1) - from + 1 : 2;
-    else if (toks[from]?.t === '(') from = splitEnd(toks, from) + 1;
+    if (toks[from]?.t === '#') from += toks[from + 1]?.t === '(' ? closeOf(toks, from + 1) - from + 1 : 2;
+    else if (toks[from]?.t === '(') from = closeOf(toks, from) + 1;
     else break;
   }
   for (const part of splitTop(toks.slice(from, end))) {
@@ -255,16 +258,6 @@ export function enumHoldsMembers(m: ModuleFacts, name: string, toks: Tok[]): boo
   if (toks.some((x, k) => x.t === '$cast' && toks.slice(k, k + 6).some((y) => y.t === name))) return false;
   const ws = writesOf(m).get(name) ?? [];
   return ws.every((w) => w.rhs !== null && !w.rhs.some((x) => x.t === "'" || x.t.endsWith("'")));
-}
-
-/** The index of the bracket closing the one at `k`. */
-export function splitEnd(toks: Tok[], k: number): number {
-  let depth = 0;
-  for (let j = k; j < toks.length; j++) {
-    if ('([{'.includes(toks[j].t)) depth++;
-    else if (')]}'.includes(toks[j].t) && --depth === 0) return j;
-  }
-  return toks.length;
 }
 
 /** A name some instance's port may write (connected to it, or by `.*`). */

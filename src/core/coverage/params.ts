@@ -3,7 +3,8 @@
 // (a later parameter or localparam may use an earlier one). A value this reader cannot work out
 // (a function, a package constant, a string, a negative number) is null: unknown, never guessed.
 // For the dead-under-the-parameters rule (twoState.ts).
-import { evalConst, parameterStatement, splitTop, tokenize, type Tok } from './svStatements.js';
+import { closeOf, splitTop } from './brackets.js';
+import { evalConst, parameterStatement, tokenize, type Tok } from './svStatements.js';
 
 export interface ParamDecl {
   name: string;
@@ -20,14 +21,8 @@ export function paramDecls(toks: Tok[]): ParamDecl[] {
   // With a `#( )` parameter list in the header, a `parameter` in the body is a localparam.
   let header = -1;
   if (toks[0]?.t === '#' && toks[1]?.t === '(') {
-    let depth = 0;
-    for (let j = 1; j < toks.length; j++) {
-      if ('([{'.includes(toks[j].t)) depth++;
-      else if (')]}'.includes(toks[j].t) && --depth === 0) {
-        header = j;
-        break;
-      }
-    }
+    const close = closeOf(toks, 1);
+    if (close < toks.length) header = close;
   }
   const headerHasParams = header > 0 && toks.slice(0, header).some((x) => x.t === 'parameter' || x.t === '=');
   for (let k = 0; k < toks.length; k++) {
@@ -138,14 +133,8 @@ export function instanceOverrides(params: Tok[], decls: ParamDecl[], parent: Map
 export function condValue(toks: Tok[], values: Map<string, bigint | null>): bigint | null {
   const ts = toks;
   const unwrap = (x: Tok[]): Tok[] => {
-    if (x[0]?.t === '(' && x.at(-1)?.t === ')') {
-      let depth = 0;
-      for (let k = 0; k < x.length; k++) {
-        if ('([{'.includes(x[k].t)) depth++;
-        else if (')]}'.includes(x[k].t) && --depth === 0 && k < x.length - 1) return x;
-      }
-      return unwrap(x.slice(1, -1));
-    }
+    // Unwrapped unless the first `(` closes before the last token.
+    if (x[0]?.t === '(' && x.at(-1)?.t === ')') return closeOf(x, 0) < x.length - 1 ? x : unwrap(x.slice(1, -1));
     return x;
   };
   const top = (x: Tok[], ops: string[]): { left: Tok[]; op: string; right: Tok[] } | undefined => {

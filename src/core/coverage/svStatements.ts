@@ -8,6 +8,7 @@
 // svLiteral.ts.
 import { parseSvLiteral } from '../design/svLiteral.js';
 import { significant, tokenize as lexTokens } from '../design/svTokens.js';
+import { closeOf, itemEnd, nextTopLevel, splitTop } from './brackets.js';
 
 export interface Tok {
   t: string;
@@ -77,18 +78,9 @@ export class Parser {
   }
   /** Tokens up to (not including) `stop` at bracket depth 0; consumes `stop`. */
   until(stop: string[]): Tok[] {
-    const out: Tok[] = [];
-    let depth = 0;
-    while (this.i < this.toks.length) {
-      const t = this.peek();
-      if (depth === 0 && stop.includes(t)) {
-        this.i++;
-        return out;
-      }
-      if ('([{'.includes(t)) depth++;
-      else if (')]}'.includes(t)) depth--;
-      out.push(this.toks[this.i++]);
-    }
+    const end = nextTopLevel(this.toks, this.i, (x) => stop.includes(x.t));
+    const out = this.toks.slice(this.i, end);
+    this.i = end < this.toks.length ? end + 1 : end;
     return out;
   }
   paren(): Tok[] {
@@ -140,15 +132,7 @@ export class Parser {
           items.push({ labels: 'default', body: this.stmt(), line: at });
           continue;
         }
-        const raw = this.until([':']);
-        const labels: Tok[][] = [[]];
-        let depth = 0;
-        for (const x of raw) {
-          if ('([{'.includes(x.t)) depth++;
-          else if (')]}'.includes(x.t)) depth--;
-          if (x.t === ',' && depth === 0) labels.push([]);
-          else labels[labels.length - 1].push(x);
-        }
+        const labels = splitTop(this.until([':']));
         items.push({ labels, body: this.stmt(), line: at });
       }
       this.i++;
@@ -186,18 +170,6 @@ export class Parser {
     }
     return done({ kind: 'simple', toks: this.until([';']), line });
   }
-}
-
-export function splitTop(toks: Tok[], sep = ','): Tok[][] {
-  const out: Tok[][] = [[]];
-  let depth = 0;
-  for (const x of toks) {
-    if ('([{'.includes(x.t)) depth++;
-    else if (')]}'.includes(x.t)) depth--;
-    if (x.t === sep && depth === 0) out.push([]);
-    else out[out.length - 1].push(x);
-  }
-  return out;
 }
 
 /** Value of a constant expression of literals and fixed names; null when it is not one. */
@@ -275,15 +247,8 @@ export function* walk(s: Stmt, path: Stmt[] = []): Generator<{ s: Stmt; path: St
 
 /** `lhs = rhs` / `lhs <= rhs` / `lhs op= rhs` / `lhs++` of a simple statement, split. */
 export function assignmentOf(toks: Tok[]): { lhs: Tok[]; op: string; rhs: Tok[] } | undefined {
-  let depth = 0;
-  for (let k = 0; k < toks.length; k++) {
-    const t = toks[k].t;
-    if ('([{'.includes(t)) depth++;
-    else if (')]}'.includes(t)) depth--;
-    else if (depth === 0 && /^(?:=|<=|\+=|-=|\*=|\/=|&=|\|=|\^=|<<=|>>=|\+\+|--)$/.test(t) && k > 0)
-      return { lhs: toks.slice(0, k), op: t, rhs: toks.slice(k + 1) };
-  }
-  return undefined;
+  const k = nextTopLevel(toks, 0, (x, j) => j > 0 && /^(?:=|<=|\+=|-=|\*=|\/=|&=|\|=|\^=|<<=|>>=|\+\+|--)$/.test(x.t));
+  return k < toks.length ? { lhs: toks.slice(0, k), op: toks[k].t, rhs: toks.slice(k + 1) } : undefined;
 }
 
 /** The variable an assignment target names (`x`, `x[3]`, `x.f`), or every name in `{a, b}`. */
@@ -324,15 +289,6 @@ const PRIMITIVE = /^(?:and|or|nand|nor|xor|xnor|buf|not|bufif0|bufif1|notif0|not
 /** The module instances of a module body (tokens), found by their shape; gate primitives too. */
 export function instancesIn(toks: Tok[]): Instance[] {
   const out: Instance[] = [];
-  const group = (k: number): number => {
-    // toks[k] is '(' : the index of its ')'
-    let depth = 0;
-    for (let j = k; j < toks.length; j++) {
-      if ('([{'.includes(toks[j].t)) depth++;
-      else if (')]}'.includes(toks[j].t) && --depth === 0) return j;
-    }
-    return -1;
-  };
   for (let k = 0; k < toks.length; k++) {
     const a = toks[k];
     if (!/^[A-Za-z_]/.test(a.t) || NOT_A_MODULE.test(a.t)) continue;
@@ -341,13 +297,13 @@ export function instancesIn(toks: Tok[]): Instance[] {
     let params: Tok[] = [];
     if (PRIMITIVE.test(a.t) && toks[j]?.t === '(') {
       // A gate without an instance name: `and (y, a, b);`.
-      const close = group(j);
-      if (close > 0) out.push({ module: a.t, name: '', params, ports: toks.slice(j + 1, close), line: a.line });
+      const close = closeOf(toks, j);
+      if (close < toks.length) out.push({ module: a.t, name: '', params, ports: toks.slice(j + 1, close), line: a.line });
       continue;
     }
     if (toks[j]?.t === '#' && toks[j + 1]?.t === '(') {
-      const close = group(j + 1);
-      if (close < 0) continue;
+      const close = closeOf(toks, j + 1);
+      if (close >= toks.length) continue;
       params = toks.slice(j + 2, close);
       j = close + 1;
     }
@@ -362,8 +318,8 @@ export function instancesIn(toks: Tok[]): Instance[] {
         n = close + 1;
       }
       if (toks[n]?.t !== '(') break;
-      const close = group(n);
-      if (close < 0) break;
+      const close = closeOf(toks, n);
+      if (close >= toks.length) break;
       out.push({ module: a.t, name: b.t, params, ports: toks.slice(n + 1, close), line: b.line });
       j = close + 1;
       if (toks[j]?.t === ',') j++;
@@ -380,18 +336,6 @@ export function instancesIn(toks: Tok[]): Instance[] {
  * list: `localparam [3:0] A = 1, B = 2;`, `parameter int W = 4`. `end` is the index it stopped at.
  */
 export function parameterStatement(toks: Tok[], k: number): { stmt: Tok[]; end: number } {
-  let j = k + 1;
-  let depth = 0;
-  const stmt: Tok[] = [];
-  for (; j < toks.length; j++) {
-    const x = toks[j].t;
-    if ('([{'.includes(x)) depth++;
-    else if (')]}'.includes(x)) {
-      if (depth === 0) break;
-      depth--;
-    }
-    if (depth === 0 && (x === ';' || (x === ',' && /^(?:parameter|localparam)$/.test(toks[j + 1]?.t ?? '')))) break;
-    stmt.push(toks[j]);
-  }
-  return { stmt, end: j };
+  const end = itemEnd(toks, k + 1, (x, j) => x.t === ';' || (x.t === ',' && /^(?:parameter|localparam)$/.test(toks[j + 1]?.t ?? '')));
+  return { stmt: toks.slice(k + 1, end), end };
 }

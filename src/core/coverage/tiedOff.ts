@@ -2,12 +2,13 @@
 // toggle points no simulation can cover. Signals never assigned, or assigned only at time 0; the
 // high bits of a counter that never passes a bound; bits of a vector no assignment writes; and
 // inputs an instantiation ties to a constant or leaves unconnected.
+import { splitTop } from './brackets.js';
 import type { DeclShape } from './combBits.js';
 import { assignedInPlace, constSelect, declaredWidths, unpackedArrays, unsignedNames } from './declarations.js';
 import { ranges, type Finding } from './finding.js';
 import type { CoveragePoint } from './model.js';
 import { maybeDriven, moduleLevel, writesOf, type ModuleFacts, type ModuleSource, type Write } from './moduleFacts.js';
-import { evalConst, splitTop, walk, type Tok } from './svStatements.js';
+import { evalConst, walk, type Tok } from './svStatements.js';
 
 /**
  * Signals no assignment changes after time 0: never assigned at all (they keep their initial

@@ -2,11 +2,12 @@
 // a full-case default, a dead else, a loop index or constant variable, the bits no member of an
 // enum type sets, and the bits every pass of a combinational block leaves at one value
 // (combBits.ts). Each reads a module's facts (moduleFacts.ts), never a design's name.
+import { splitTop } from './brackets.js';
 import { CombEval, Unsupported, type CombEnv, type DeclShape } from './combBits.js';
 import { declaredWidths, unpackedArrays, unsignedNames } from './declarations.js';
 import { ranges, type Finding } from './finding.js';
 import { CONST_FUNCS, enumHoldsMembers, isConstant, maybeDriven, writesOf, type ModuleFacts, type Write } from './moduleFacts.js';
-import { evalConst, splitTop, walk, type Stmt, type Tok } from './svStatements.js';
+import { evalConst, walk, type Stmt, type Tok } from './svStatements.js';
 
 /** The `default` arm of a case whose items list every value the selector can hold: every value
  * of its width, or every member of its enum type when the variable holds only members. */

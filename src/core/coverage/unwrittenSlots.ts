@@ -2,11 +2,12 @@
 // constants, or genvars of the generate-for loops around it unrolled under constant bounds, and
 // the slots outside all of them never change (their toggle points are constant). Anything this
 // reader cannot bound (a variable index, a task, a write it does not see) makes no claim.
+import { closeOf, splitTop } from './brackets.js';
 import { assignedInPlace, constSelect, STATEMENT_KEYWORD, unpackedArrays } from './declarations.js';
 import { ranges, type Finding } from './finding.js';
-import { maybeDriven, moduleLevel, splitEnd, writesOf, type ModuleFacts, type Write } from './moduleFacts.js';
+import { maybeDriven, moduleLevel, writesOf, type ModuleFacts, type Write } from './moduleFacts.js';
 import { condValue } from './params.js';
-import { evalConst, parameterStatement, splitTop, walk, type Tok } from './svStatements.js';
+import { evalConst, parameterStatement, walk, type Tok } from './svStatements.js';
 
 /** A generate-for loop: its genvar, header, and the token range [start, end] of loop and body. */
 interface GenLoop {
@@ -33,7 +34,7 @@ function generateLoops(m: ModuleFacts, toks: Tok[]): GenLoop[] {
   const out: GenLoop[] = [];
   const loopAt = (k: number): GenLoop | null => {
     if (toks[k]?.t !== 'for' || toks[k + 1]?.t !== '(') return null;
-    const close = splitEnd(toks, k + 1);
+    const close = closeOf(toks, k + 1);
     const parts = splitTop(toks.slice(k + 2, close), ';');
     if (parts.length !== 3 || close >= toks.length) return null;
     const b = close + 1;
@@ -121,7 +122,7 @@ function arrayDecl(toks: Tok[], m: ModuleFacts, name: string, memories: Set<stri
   if (memories.has(name)) {
     // One unpacked dimension: `name [..]` then the end of the declarator.
     if (toks[at + 1]?.t !== '[') return null;
-    const close = splitEnd(toks, at + 1);
+    const close = closeOf(toks, at + 1);
     return toks[close + 1]?.t === '[' ? null : { at };
   }
   // Packed: `[a:b][c:d] name`, the first dimension `[H:0]`, H >= 0.
@@ -273,7 +274,7 @@ function indexSelects(lhs: Tok[], name: string): Tok[][] | null {
   for (let k = 0; k < lhs.length; k++) {
     if (lhs[k].t !== name || lhs[k - 1]?.t === '.') continue;
     if (lhs[k + 1]?.t !== '[') return null;
-    sels.push(lhs.slice(k + 1, splitEnd(lhs, k + 1) + 1));
+    sels.push(lhs.slice(k + 1, closeOf(lhs, k + 1) + 1));
   }
   return sels.length ? sels : null;
 }
@@ -292,7 +293,7 @@ function mayRebind(w: Write, sels: Tok[][], env: Map<string, bigint | null>): bo
 /** The genvar declared again in the loop's body (`integer i;`, `for (int i ...)`): a write there
  * may mean the other `i`. */
 function redeclared(toks: Tok[], l: GenLoop, g: string): boolean {
-  for (let k = splitEnd(toks, l.start + 1) + 1; k <= l.end; k++)
+  for (let k = closeOf(toks, l.start + 1) + 1; k <= l.end; k++)
     if (toks[k].t === g && (toks[k - 1].t === ']' || (/^[A-Za-z_]/.test(toks[k - 1].t) && !STATEMENT_KEYWORD.test(toks[k - 1].t)))) return true;
   return false;
 }
