@@ -3,7 +3,7 @@
 // runner, the metrics and the reports know nothing else.
 import type { CovSummaryRow, SimResult } from '../sim/result.js';
 import { meetsTarget, overallCoverage } from '../sim/ranking.js';
-import { DEFAULT_COVERAGE_TARGET } from '../vocabulary/defaults.js';
+import { DEFAULT_COVERAGE_TARGET, DEFAULT_INSTANCE } from '../vocabulary/defaults.js';
 
 /** An LLM4Cov coverage target (`targets: [{inst_name, metric, target_percentage}]`). */
 export interface CovTarget {
@@ -129,6 +129,11 @@ export function passes(
     if (typeof v !== 'number' || !meetsTarget(v, t.target_percentage)) return false;
   }
   return true;
+}
+
+/** A task with nothing read yet: the suite readers fill it in (or set its error). */
+export function emptyTask(id: string): EvalTask {
+  return { id, designFiles: [], specFiles: [], top: '', instance: DEFAULT_INSTANCE, coverageTarget: DEFAULT_COVERAGE_TARGET };
 }
 
 /** The coverage target (percent) a set of targets implies for the headline figure (Overall Average

@@ -5,9 +5,9 @@
 // carry the reference testbench as that key's value. Both the non-agentic record
 // `{id, categories, input:{prompt, context}, output:{response, context}, harness:{files}}` and the
 // agentic one `{id, categories, prompt, context, patch, harness}` are read.
-import type { EvalTask } from '../task.js';
+import { emptyTask, type EvalTask } from '../task.js';
 import { taskDir, writeInside } from './materialize.js';
-import { DEFAULT_INSTANCE, DEFAULT_COVERAGE_TARGET } from '../../vocabulary/defaults.js';
+import { DEFAULT_INSTANCE } from '../../vocabulary/defaults.js';
 
 type Rec = Record<string, unknown>;
 const isObj = (x: unknown): x is Rec => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -81,14 +81,7 @@ export function cvdpCoverageTarget(env: string | undefined): number | null {
 /** One cid012 record as an EvalTask (files written under workDir/<id>/). */
 export function cvdpTask(r: Rec, workDir: string, fallbackId: string): EvalTask {
   const id = typeof r.id === 'string' && r.id ? r.id : fallbackId;
-  const task: EvalTask = {
-    id,
-    designFiles: [],
-    specFiles: [],
-    top: '',
-    instance: DEFAULT_INSTANCE,
-    coverageTarget: DEFAULT_COVERAGE_TARGET,
-  };
+  const task = emptyTask(id);
   const input = isObj(r.input) ? r.input : r;
   const prompt = typeof input.prompt === 'string' ? input.prompt : '';
   const harness = textMap(isObj(r.harness) ? r.harness.files : undefined);

@@ -4,9 +4,9 @@
 // every target is met; a target on a metric other than `Overall Average` that the report lacks is
 // skipped (PROTOCOL §5). The headline coverage target is the DUT's Overall Average target.
 import type { CovTarget, EvalTask } from '../task.js';
-import { coverageTargetFromTargets } from '../task.js';
+import { coverageTargetFromTargets, emptyTask } from '../task.js';
 import { taskDir, writeInside } from './materialize.js';
-import { DEFAULT_INSTANCE, DEFAULT_COVERAGE_TARGET } from '../../vocabulary/defaults.js';
+import { DEFAULT_INSTANCE } from '../../vocabulary/defaults.js';
 
 type Rec = Record<string, unknown>;
 const isObj = (x: unknown): x is Rec => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -26,14 +26,7 @@ function files(x: unknown, what: string): Array<{ name: string; content: string 
 
 export function llm4covTask(r: Rec, workDir: string, fallbackId: string): EvalTask {
   const id = r.id !== undefined && r.id !== null && String(r.id) ? String(r.id) : fallbackId;
-  const base: EvalTask = {
-    id,
-    designFiles: [],
-    specFiles: [],
-    top: '',
-    instance: DEFAULT_INSTANCE,
-    coverageTarget: DEFAULT_COVERAGE_TARGET,
-  };
+  const base = emptyTask(id);
   try {
     const rtl = files(r.rtl_files, 'rtl_files');
     const specs = files(r.spec_files, 'spec_files');
