@@ -33,6 +33,15 @@ beforeAll(() => {
   cpSync(fixture, both, { recursive: true });
   cpSync(gguf, join(both, 'model-f16.gguf'));
 }, 120_000);
+/** A copy of a model folder: loaded models (and their KV caches) are shared by folder, so a model
+ * another test left warm would change what a first prompt reuses. */
+function ownCopy(dir: string): string {
+  const own = mkdtempSync(join(tmpdir(), 'chorus-own-model-'));
+  scratch.push(own);
+  cpSync(dir, own, { recursive: true });
+  return own;
+}
+
 afterAll(async () => {
   for (const b of backends) await b.dispose();
   for (const d of scratch) rmSync(d, { recursive: true, force: true });
@@ -111,12 +120,13 @@ describe('engines: llama.cpp and ONNX', () => {
   for (const engine of ['llama', 'onnx', 'onnx present'] as const) {
     // A model loads once per process and its cached state is shared by the backends naming it;
     // `fresh` gives another instance (another context length, or another thread count).
-    const make = (lookup: boolean, fresh = false): ModelBackend =>
+    // `own`: a copy of the model folder, so no other test's warm cache is shared (see ownCopy).
+    const make = (lookup: boolean, fresh = false, own?: string): ModelBackend =>
       keep(
         engine === 'llama'
-          ? createLlamaBackend({ modelPath: both, gpu: 'cpu', threads: 1, contextLength: fresh ? 1536 : 2048, lookup })
+          ? createLlamaBackend({ modelPath: own ?? both, gpu: 'cpu', threads: 1, contextLength: fresh ? 1536 : 2048, lookup })
           : createLocalBackend({
-              modelDir: fixture,
+              modelDir: own ?? fixture,
               dtype: 'fp32',
               lookup,
               inplaceCache: engine === 'onnx',
@@ -125,7 +135,9 @@ describe('engines: llama.cpp and ONNX', () => {
       );
 
     it(`${engine}: reuses the evaluated prefix across calls and says how much; the reply is the one a fresh engine gives`, async () => {
-      const b = make(false);
+      // What is reused depends on what the shared model evaluated before: this test needs a cold one.
+      const own = ownCopy(engine === 'llama' ? both : fixture);
+      const b = make(false, false, own);
       const r1 = await b.complete({ messages: first, sampling: greedy });
       const n1 = r1.promptTokens;
       expect(r1.cache).toMatchObject({ evaluatedTokens: n1, reusedTokens: 0 });
@@ -139,7 +151,7 @@ describe('engines: llama.cpp and ONNX', () => {
       const r3 = await b.complete({ messages: refine, sampling: greedy });
       expect(r3.cache).toMatchObject({ evaluatedTokens: 1, reusedTokens: n2 - 1 });
       expect(r3.text).toBe(r2.text);
-      const fresh = make(false, true);
+      const fresh = make(false, true, own);
       const f2 = await fresh.complete({ messages: refine, sampling: greedy });
       expect(f2.cache!.reusedTokens).toBe(0);
       expect(f2.text).toBe(r2.text);
@@ -207,9 +219,10 @@ describe('engines: llama.cpp and ONNX', () => {
   }
 
   it('onnx: the in-place KV cache graph gives the tokens of the transformers.js past/present path, and info() says which runs', async () => {
+    const own = ownCopy(fixture);
     for (const dtype of ['fp32', 'q4'] as const) {
-      const inplace = keep(createLocalBackend({ modelDir: fixture, dtype, lookup: false }));
-      const present = keep(createLocalBackend({ modelDir: fixture, dtype, lookup: false, inplaceCache: false }));
+      const inplace = keep(createLocalBackend({ modelDir: own, dtype, lookup: false }));
+      const present = keep(createLocalBackend({ modelDir: own, dtype, lookup: false, inplaceCache: false }));
       expect((await inplace.info()).onnxCache).toBe('inplace');
       expect((await present.info()).onnxCache).toBe('present');
       // prompt in chunks, then token by token; then a refinement prompt on the cut-back cache

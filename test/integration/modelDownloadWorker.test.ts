@@ -11,7 +11,7 @@ import { execa } from 'execa';
 import { repoRoot } from '../helpers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bytes, startHubServer, type HubServer } from '../support/hubServer.js';
 import { startWorker, stopWorker, type BundledWorker } from '../support/workerBundle.js';
 import { WorkerError } from '../../src/extension/worker/client.js';
@@ -79,8 +79,15 @@ const failure = async (p: Promise<unknown>): Promise<WorkerError> => {
 };
 
 describe('the worker downloads a model from the hub', () => {
+  // Each test has a models folder of its own: what one downloads is no other's business.
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(root, 'models-'));
+  });
+
   it('plans: the default quantization, every candidate with its size, nothing fetched', async () => {
-    const plan = await worker!.client.request('planModel', { ref: 'acme/tiny-GGUF', modelsDir: root });
+    const sentBefore = new Map(hub.sent);
+    const plan = await worker!.client.request('planModel', { ref: 'acme/tiny-GGUF', modelsDir: dir });
     expect(plan).toMatchObject({
       repo: 'acme/tiny-GGUF',
       chosen: 'tiny.Q4_K_M.gguf',
@@ -94,28 +101,28 @@ describe('the worker downloads a model from the hub', () => {
       ['tiny.Q8_0.gguf', 'gguf', 'llama'],
     ]);
     expect(plan.candidates[0].size).toBe(BIG + 34);
-    expect(plan.dir.startsWith(root)).toBe(true);
-    expect(hub.sent.size).toBe(0);
+    expect(plan.dir.startsWith(dir)).toBe(true);
+    expect(hub.sent).toEqual(sentBefore);
   });
 
   it('plans a repository with several models and no default as undecided, for the picker', async () => {
-    const plan = await worker!.client.request('planModel', { ref: 'acme/two-GGUF', modelsDir: root });
+    const plan = await worker!.client.request('planModel', { ref: 'acme/two-GGUF', modelsDir: dir });
     expect(plan.decided).toBe(false);
     expect(plan.candidates.map((c) => c.selector)).toEqual(['two.Q5_K_S.gguf', 'two.Q6_K.gguf']);
-    const e = await failure(worker!.client.request('planModel', { ref: 'acme/two-GGUF:Q4_0', modelsDir: root }));
+    const e = await failure(worker!.client.request('planModel', { ref: 'acme/two-GGUF:Q4_0', modelsDir: dir }));
     expect(e.kind).toBe('hub-ambiguous');
     expect(e.info.candidates).toEqual(['two.Q5_K_S.gguf', 'two.Q6_K.gguf']);
   });
 
   it('says what a gated repository and a checkpoint need, with their kinds; the token opens the gated one', async () => {
-    const auth = await failure(worker!.client.request('planModel', { ref: 'acme/gated-GGUF', modelsDir: root }));
+    const auth = await failure(worker!.client.request('planModel', { ref: 'acme/gated-GGUF', modelsDir: dir }));
     expect(auth.kind).toBe('hub-auth');
     expect(auth.message).toMatch(/Set Hugging Face Token/);
-    const ok = await worker!.client.request('planModel', { ref: 'acme/gated-GGUF', modelsDir: root, token: 'hf_secret' });
+    const ok = await worker!.client.request('planModel', { ref: 'acme/gated-GGUF', modelsDir: dir, token: 'hf_secret' });
     expect(ok.chosen).toBe('g.Q4_K_M.gguf');
     // A checkpoint-only repository is planned as its checkpoint, with the training package if any
     // (the editor offers the conversion, or the command to run where it is installed).
-    const ck = await worker!.client.request('planModel', { ref: 'acme/ckpt', modelsDir: root });
+    const ck = await worker!.client.request('planModel', { ref: 'acme/ckpt', modelsDir: dir });
     expect(ck).toMatchObject({ chosen: 'checkpoint', checkpointOnly: true });
     expect(ck.trainingCli).toBe(haveTraining ? trainCli : null);
   });
@@ -126,14 +133,14 @@ describe('the worker downloads a model from the hub', () => {
     const bare = await startWorker('test-worker-no-training', { CHORUS_TRAIN: join(root, 'no-chorus-train') });
     try {
       const before = hub.sent.get('model.safetensors') ?? 0;
-      const e = await failure(bare.client.request('pullModel', { ref: 'acme/ckpt:checkpoint', convert: 'f16', modelsDir: root }));
+      const e = await failure(bare.client.request('pullModel', { ref: 'acme/ckpt:checkpoint', convert: 'f16', modelsDir: dir }));
       expect(e.kind).toBe('hub-checkpoint');
       expect(e.message).toMatch(/needs the training package.*nothing was downloaded/);
-      const bad = await failure(bare.client.request('pullModel', { ref: 'acme/ckpt:checkpoint', convert: 'q3', modelsDir: root }));
+      const bad = await failure(bare.client.request('pullModel', { ref: 'acme/ckpt:checkpoint', convert: 'q3', modelsDir: dir }));
       expect(bad.message).toMatch(/takes one of q4_k_m, q4_0, q8_0, f16, got 'q3'/);
       expect(hub.sent.get('model.safetensors') ?? 0).toBe(before);
-      expect(listModels(root)).toEqual([]);
-      expect(listPartials(root)).toEqual([]);
+      expect(listModels(dir)).toEqual([]);
+      expect(listPartials(dir)).toEqual([]);
     } finally {
       await stopWorker(bare);
     }
@@ -178,30 +185,30 @@ describe('the worker downloads a model from the hub', () => {
     const cancelled = await failure(
       worker!.client.request(
         'pullModel',
-        { ref: 'acme/tiny-GGUF:Q4_K_M', modelsDir: root },
+        { ref: 'acme/tiny-GGUF:Q4_K_M', modelsDir: dir },
         {
           signal: ctl.signal,
           onProgress: (e) => {
             events.push(e);
             // The downloader writes a chunk once it is whole: cancel once one is on disk.
-            if (e.kind === 'download' && listPartials(root).some((p) => p.resumable)) ctl.abort();
+            if (e.kind === 'download' && listPartials(dir).some((p) => p.resumable)) ctl.abort();
           },
         },
       ),
     );
     expect(cancelled.kind).toBe('cancelled');
-    expect(listModels(root)).toEqual([]);
-    expect(listPartials(root)).toHaveLength(1);
-    expect(listPartials(root)[0].bytes).toBeGreaterThan(0);
-    expect(await worker!.client.request('listModels', { modelsDir: root })).toEqual([]);
-    const plan = await worker!.client.request('planModel', { ref: 'acme/tiny-GGUF', modelsDir: root });
+    expect(listModels(dir)).toEqual([]);
+    expect(listPartials(dir)).toHaveLength(1);
+    expect(listPartials(dir)[0].bytes).toBeGreaterThan(0);
+    expect(await worker!.client.request('listModels', { modelsDir: dir })).toEqual([]);
+    const plan = await worker!.client.request('planModel', { ref: 'acme/tiny-GGUF', modelsDir: dir });
     expect(plan.resumes).toBe(true);
 
     hub.faults.rate = undefined;
     events.length = 0;
     const m = await worker!.client.request(
       'pullModel',
-      { ref: 'acme/tiny-GGUF:Q4_K_M', modelsDir: root },
+      { ref: 'acme/tiny-GGUF:Q4_K_M', modelsDir: dir },
       { onProgress: (e) => events.push(e) },
     );
     expect(m).toMatchObject({ repo: 'acme/tiny-GGUF', selector: 'tiny.Q4_K_M.gguf', engine: 'llama', kind: 'gguf', size: BIG + 34 });
@@ -210,18 +217,18 @@ describe('the worker downloads a model from the hub', () => {
     const downloads = events.filter((e) => e.kind === 'download');
     expect(downloads.some((e) => e.kind === 'download' && e.phase === 'verify')).toBe(true);
     expect(downloads.every((e) => e.kind === 'download' && e.total === BIG + 34 && e.files === 2)).toBe(true);
-    expect(listPartials(root)).toEqual([]);
-    const listed = await worker!.client.request('listModels', { modelsDir: root });
+    expect(listPartials(dir)).toEqual([]);
+    const listed = await worker!.client.request('listModels', { modelsDir: dir });
     expect(listed.map((x) => x.dir)).toEqual([m.dir]);
   });
 
   it('records the model the editor uses; choosing none writes nothing where no cache exists', async () => {
-    const m = (await worker!.client.request('listModels', { modelsDir: root }))[0];
-    await worker!.client.request('recordEditorModel', { dir: m.dir, modelsDir: root });
-    expect(JSON.parse(readFileSync(join(root, 'editor.json'), 'utf8'))).toEqual({ dir: m.dir });
-    await worker!.client.request('recordEditorModel', { dir: null, modelsDir: root });
-    expect(JSON.parse(readFileSync(join(root, 'editor.json'), 'utf8'))).toEqual({ dir: null });
-    const none = join(root, 'nowhere');
+    const m = { dir: mkdtempSync(join(dir, 'model-')) };
+    await worker!.client.request('recordEditorModel', { dir: m.dir, modelsDir: dir });
+    expect(JSON.parse(readFileSync(join(dir, 'editor.json'), 'utf8'))).toEqual({ dir: m.dir });
+    await worker!.client.request('recordEditorModel', { dir: null, modelsDir: dir });
+    expect(JSON.parse(readFileSync(join(dir, 'editor.json'), 'utf8'))).toEqual({ dir: null });
+    const none = join(dir, 'nowhere');
     await worker!.client.request('recordEditorModel', { dir: null, modelsDir: none });
     expect(existsSync(none)).toBe(false);
   });

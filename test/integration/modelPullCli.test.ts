@@ -2,7 +2,7 @@
 // (test/support/hubServer.ts) named by HF_ENDPOINT, into a model cache named by CHORUS_MODELS_DIR;
 // then `chorus generate --model owner/name` runs what was pulled: the tiny random-weight Qwen3 as a
 // GGUF (llama.cpp) and as an ONNX export. Also Ctrl-C during a pull and the resume after it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { listPartials } from '../../src/core/llm/hub/cache.js';
@@ -16,6 +16,7 @@ const cli = join(repoRoot, 'dist', 'cli.js');
 const fixture = join(repoRoot, 'test', 'fixtures', 'models', 'tiny-qwen3');
 const file = (p: string): Buffer => readFileSync(join(fixture, p));
 let hub: HubServer;
+let root: string;
 let models: string;
 let env: Record<string, string>;
 
@@ -46,12 +47,13 @@ beforeAll(async () => {
     },
     'acme/big-GGUF': { files: [{ path: 'big.Q4_K_M.gguf', content: bytes(24_000_000, 9) }] },
   });
-  models = mkdtempSync(join(tmpdir(), 'chorus-models-cli-'));
+  root = mkdtempSync(join(tmpdir(), 'chorus-models-cli-'));
+  models = root;
   env = { HF_ENDPOINT: hub.url, CHORUS_MODELS_DIR: models, HF_TOKEN: '' };
 }, 120_000);
 afterAll(async () => {
   await hub?.close();
-  rmSync(models, { recursive: true, force: true });
+  rmSync(root, { recursive: true, force: true });
 });
 
 const chorus = (args: string[]) => execa(process.execPath, [cli, ...args], { env, reject: false });
@@ -63,6 +65,12 @@ function counter(): string {
 }
 
 describe('chorus model', () => {
+  // Each test has a model cache of its own: what one pulls is no other's business.
+  beforeEach(() => {
+    models = mkdtempSync(join(root, 'models-'));
+    env = { ...env, CHORUS_MODELS_DIR: models };
+  });
+
   it('pull a GGUF, list it, run it with --model owner/name on llama.cpp', async () => {
     const p = await chorus(['model', 'pull', 'chorus/tiny-qwen3-GGUF']);
     expect(p.exitCode, p.stderr).toBe(0);
