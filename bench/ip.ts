@@ -117,36 +117,37 @@ async function benchBlock(block: CorpusBlock, outDir: string): Promise<Row> {
   return row;
 }
 
-/** Step 1: the CLI writes the best testbench to <dir>/tb.sv. */
-function generateStep(block: CorpusBlock, dir: string): Promise<GenerateOutcome> {
-  return generate({
+/** What generate and refine are told alike: the block's design, where the testbench goes, the limit. */
+function cliRun(block: CorpusBlock, dir: string) {
+  return {
     cli,
     repoDir: repoDir(o.cache!, block.repo),
     files: block.files,
     top: block.top,
     flags: designFlags(block),
+    tbFile: join(dir, 'tb.sv'),
+    timeoutS: Number(o.timeout),
+  };
+}
+
+/** Step 1: the CLI writes the best testbench to <dir>/tb.sv. */
+function generateStep(block: CorpusBlock, dir: string): Promise<GenerateOutcome> {
+  return generate({
+    ...cliRun(block, dir),
     rounds: Number(o.rounds),
     dutInstance: DUT_INSTANCE,
-    tbFile: join(dir, 'tb.sv'),
     runsDir: join(dir, 'runs'),
     logFile: join(dir, 'generate.log'),
-    timeoutS: Number(o.timeout),
   });
 }
 
 /** --refine: `chorus refine --tb <round 1>` writes its revision over <dir>/tb.sv. */
 function refineStep(block: CorpusBlock, dir: string): Promise<RefineOutcome> {
   return refine({
-    cli,
-    repoDir: repoDir(o.cache!, block.repo),
-    files: block.files,
-    top: block.top,
-    flags: designFlags(block),
+    ...cliRun(block, dir),
     input: join(dir, 'runs', block.top, 'latest', 'round-1.sv'),
-    tbFile: join(dir, 'tb.sv'),
     runsDir: join(dir, 'refine-runs'),
     logFile: join(dir, 'refine.log'),
-    timeoutS: Number(o.timeout),
   });
 }
 
