@@ -53,7 +53,7 @@ def test_eval_records_metrics_next_to_the_checkpoint(tmp_path, capsys):
     assert rec['row']['kind'] == 'model'
     # a random-weight model writes no testbench: real machinery, zero metrics, two rounds told so
     assert rec['aggregate']['pass_at_1'] == 0 and rec['aggregate']['sim_pass'] == 0
-    assert rec['config']['sampling']['maxNewTokens'] == 8
+    assert rec['config']['settings']['maxNewTokens'] == 8
     rep = json.loads((ck / 'chorus_eval' / 'llm4cov_small' / 'report.json').read_text())
     assert [r['status'] for r in rep['tasks'][0]['samples'][0]['rounds']] == ['unparsable', 'unparsable']
     assert 'recorded in' in capsys.readouterr().out

@@ -368,13 +368,12 @@ export function toolchainCommand(
   file: string,
   args: string[],
   view: JailView & { toolDirs: string[] },
-  limits: { memoryLimitMb?: number | null } = {},
+  limits: { memoryLimitMb?: number | null; stackUnlimited?: boolean; env?: Record<string, string> } = {},
 ): { file: string; args: string[]; env: Record<string, string> } {
   // prlimit outside, as for the simulation: the cap holds for bwrap and everything it starts.
-  const cap = memoryCap(limits.memoryLimitMb);
-  if (jail.kind === 'none')
-    return cap.length ? { file: cap[0], args: [...cap.slice(1), file, ...args], env: toolEnv() } : { file, args, env: toolEnv() };
-  const env = toolEnv();
+  const cap = memoryCap(limits.memoryLimitMb, limits.stackUnlimited);
+  const env = toolEnv(limits.env);
+  if (jail.kind === 'none') return cap.length ? { file: cap[0], args: [...cap.slice(1), file, ...args], env } : { file, args, env };
   const setenv = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
   const extra = view.toolDirs.filter((d) => d !== '/usr' && !d.startsWith('/usr/') && existsSync(d));
   const jailed = [
@@ -615,8 +614,12 @@ export function runDirGuard(runDir: string, limitBytes: number, maxNewEntries = 
 }
 
 /** Prefix of a step's command line that caps its address space: prlimit, as the simulation's. */
-function memoryCap(memoryLimitMb: number | null | undefined): string[] {
-  return memoryLimitMb != null ? ['prlimit', `--as=${memoryLimitMb * 1024 * 1024}`, '--core=0', '--'] : [];
+/** `stackUnlimited`: what Verilator's launcher does before it runs the binary (directBinary in
+ * verilator/toolchain.ts; only chosen where the hard limit allows it). */
+function memoryCap(memoryLimitMb: number | null | undefined, stackUnlimited = false): string[] {
+  const stack = stackUnlimited ? ['--stack=unlimited'] : [];
+  if (memoryLimitMb != null) return ['prlimit', `--as=${memoryLimitMb * 1024 * 1024}`, '--core=0', ...stack, '--'];
+  return stack.length ? ['prlimit', ...stack, '--'] : [];
 }
 
 /** What a toolchain step prints when it runs out of memory (each at the start of a line; a source

