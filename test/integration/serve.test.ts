@@ -113,6 +113,35 @@ describe('POST /v1/score', () => {
     expect(r.body.results[2]).toMatchObject({ error: 'design_error', status: 422, kind: 'unknown-top' });
   });
 
+  it('a group (one design, several testbenches) gets each the answer it gets alone, in order', async () => {
+    const { testbench: _t, ...shared } = item(goodTb);
+    const tbs = [goodTb, brokenTb, weakTb, foreverTb, `// again\n${goodTb}`].map((content) => ({ name: 'tb.sv', content }));
+    const g = await post(`${server.url}/v1/score`, { ...shared, timeout_s: 3, testbenches: tbs });
+    expect(g.status).toBe(200);
+    expect(g.body.results).toHaveLength(tbs.length);
+    const alone = await Promise.all(tbs.map((tb) => post(`${server.url}/v1/score`, { ...shared, timeout_s: 3, testbench: tb })));
+    const same = (r: Record<string, unknown>) => ({
+      status: r.status,
+      reward: r.reward,
+      coverage: r.coverage,
+      passed: r.passed,
+      err_msg: r.err_msg,
+      diagnostics: r.diagnostics,
+    });
+    g.body.results.forEach((r: Record<string, unknown>, k: number) => expect(same(r), `member ${k}`).toEqual(same(alone[k].body)));
+    expect(g.body.results.map((r: { status: string }) => r.status)).toEqual(['success', 'xrun_failed', 'success', 'timeout', 'success']);
+    // The group's members were built together (each result says so), the lone ones were not.
+    expect(g.body.results[0].build.sharedUnit).toBeGreaterThanOrEqual(2);
+    expect(alone[0].body.build.sharedUnit).toBeUndefined();
+    // A design the group cannot use is answered for every member; a group beyond 64 is refused.
+    const bad = await post(`${server.url}/v1/score`, { ...shared, top: 'nope', testbenches: tbs.slice(0, 2) });
+    expect(bad.status).toBe(200);
+    expect(bad.body.results.map((r: { kind: string }) => r.kind)).toEqual(['unknown-top', 'unknown-top']);
+    const many = await post(`${server.url}/v1/score`, { ...shared, testbenches: Array.from({ length: 65 }, () => tbs[0]) });
+    expect(many.status).toBe(400);
+    expect(many.body.message).toMatch(/testbenches: must hold at most 64/);
+  }, 120_000);
+
   it('422 with the DesignError kind for a wrong top or a design that does not compile', async () => {
     const r = await post(`${server.url}/v1/score`, item(goodTb, { top: 'no_such_top' }));
     expect(r.status).toBe(422);

@@ -107,28 +107,25 @@ class ServiceEnv:
         return self._first[key]
 
     def score(self, task: dict, samples: list[Sample]) -> list[Score]:
+        """The prompt's samples as ONE group request (the service shares the work between them and
+        gives each exactly its own result); unparsable replies are not sent."""
         out: list[Score | None] = [None] * len(samples)
-        items, where = [], []
+        testbenches, where = [], []
         for i, s in enumerate(samples):
             parsed = self.client.parse_reply(s.text)
             if parsed.get('status') != 'success' or not parsed.get('testbench'):
                 out[i] = Score(0.0, 0.0, False, 'unparsable', None, parsed)
                 continue
             name = parsed.get('filename') or f'tb_{task.get("top") or "dut"}.sv'
-            item = {
-                'design_files': task['design_files'],
-                'top': task['top'],
-                'testbench': {'name': name, 'content': parsed['testbench']},
-                'timeout_s': task.get('timeout_s', self.timeout_s),
-            }
-            if task.get('coverage_target') is not None:
-                item['coverage_target'] = run_settings.check('coverage_target', task['coverage_target'])
-            items.append(item)
+            testbenches.append({'name': name, 'content': parsed['testbench']})
             where.append((i, parsed))
+        design = {'design_files': task['design_files'], 'top': task['top'], 'timeout_s': task.get('timeout_s', self.timeout_s)}
+        if task.get('coverage_target') is not None:
+            design['coverage_target'] = run_settings.check('coverage_target', task['coverage_target'])
         try:
-            results = self.client.score(items) if items else []
+            results = self.client.score_group(design, testbenches) if testbenches else []
         except Exception as e:  # noqa: BLE001 - the service gave up after its retries: no score, not reward 0
-            results = [{'error': 'service_error', 'message': str(e)} for _ in items]
+            results = [{'error': 'service_error', 'message': str(e)} for _ in testbenches]
         for (i, parsed), r in zip(where, results, strict=False):  # a short answer leaves members unscored (failed)
             if 'error' in r and 'reward' not in r:
                 out[i] = Score(None, None, False, str(r.get('error')), r, parsed, error=r.get('message') or r.get('error'))

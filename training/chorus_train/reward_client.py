@@ -2,7 +2,8 @@
 
 The Python side never simulates, builds prompts or feedback turns itself: it asks the service for
 the first turn (`/v1/first-turn`), the parse of a reply and the feedback turn
-(`/v1/refine-prompt`), and the score (`/v1/score`, batched as `{items: [...]}`).
+(`/v1/refine-prompt`), and the score (`/v1/score`, batched as `{items: [...]}`, or one design's
+candidates as a group, `{..., testbenches: [...]}`).
 
     with RewardClient.start() as rc:          # starts `node dist/cli.js serve --port 0`
         msgs = rc.first_turn(design_files, top)
@@ -285,6 +286,28 @@ class RewardClient:
                     return [{**e.body, 'status': e.status}]
                 raise
         return self.request('POST', '/v1/score', {'items': items})['results']
+
+    def score_group(self, design: dict, testbenches: list[dict]) -> list[dict]:
+        """Several testbenches ({name, content}) of ONE design ({design_files, top, include_files?,
+        defines?, params?, coverage_target?, timeout_s?, seed?, score?}) as group requests
+        (`POST /v1/score` with `testbenches`, at most MAX_GROUP each): the service scores them
+        together, each exactly as alone. One result per testbench, in order: a score record, or an
+        {error, status, message} object (a design the service refuses answers so for every one)."""
+        out: list[dict] = []
+        for k in range(0, len(testbenches), MAX_GROUP):
+            chunk = testbenches[k : k + MAX_GROUP]
+            try:
+                out += self.request('POST', '/v1/score', {**design, 'testbenches': chunk})['results']
+            except ServiceError as e:
+                if isinstance(e.body, dict) and e.status in (422, 400):
+                    out += [{**e.body, 'status': e.status} for _ in chunk]
+                else:
+                    raise
+        return out
+
+
+#: The most testbenches one group request carries (src/core/service/requests.ts MAX_GROUP).
+MAX_GROUP = 64
 
 
 def _retry_after(header: str | None, payload: Any, default: float) -> float:

@@ -12,7 +12,7 @@ import pytest
 
 from chorus_train.envs import ServiceEnv
 from chorus_train.policy import Sample
-from chorus_train.reward_client import RewardClient, ServiceError
+from chorus_train.reward_client import MAX_GROUP, RewardClient, ServiceError
 
 
 def fake_server(state):
@@ -41,11 +41,10 @@ def fake_server(state):
                 if state['busy'] > 0:
                     state['busy'] -= 1
                     return self._send(429, {'error': 'queue_full', 'message': 'full', 'retry_after_s': 0.05}, {'Retry-After': '0'})
-                items = body.get('items', [body])
-                res = [
-                    {'status': 'success', 'reward': 1.5, 'coverage': 0.5, 'passed': False, 'tb': it['testbench']['content']} for it in items
-                ]
-                return self._send(200, {'results': res} if 'items' in body else res[0])
+                state['bodies'].append(body)
+                tbs = [it['testbench'] for it in body['items']] if 'items' in body else body.get('testbenches', [body.get('testbench')])
+                res = [{'status': 'success', 'reward': 1.5, 'coverage': 0.5, 'passed': False, 'tb': tb['content']} for tb in tbs]
+                return self._send(200, {'results': res} if 'items' in body or 'testbenches' in body else res[0])
             if self.path == '/v1/refine-prompt':
                 reply = body.get('reply', '')
                 ok = '```' in reply
@@ -80,7 +79,7 @@ def fake_server(state):
 
 @pytest.fixture
 def servers():
-    state = {'hits': [], 'busy': 0}
+    state = {'hits': [], 'busy': 0, 'bodies': []}
     a, b = fake_server(state), fake_server(state)
     yield state, [f'http://127.0.0.1:{a.server_port}', f'http://127.0.0.1:{b.server_port}']
     a.shutdown()
@@ -105,12 +104,27 @@ def test_round_robin_batch_and_retry(servers):
 
 
 def test_service_env_parses_through_the_service(servers):
-    _, urls = servers
+    state, urls = servers
     env = ServiceEnv(RewardClient(urls))
     task = {'design_files': [{'name': 'a.sv', 'content': 'x'}], 'top': 't'}
-    sc = env.score(task, [Sample([1], [2], '```module tb; endmodule```'), Sample([1], [2], 'no code here')])
+    samples = [Sample([1], [2], '```module tb; endmodule```'), Sample([1], [2], 'no code here'), Sample([1], [2], '```module tb2; endmodule```')]
+    sc = env.score(task, samples)
     assert sc[0].reward == 1.5 and sc[0].status == 'success'
     assert sc[1].reward == 0.0 and sc[1].status == 'unparsable'
+    assert sc[2].record['tb'] == 'module tb2; endmodule'
+    # The prompt's parsed samples went as ONE group request: one design, its testbenches in order.
+    scores = [b for b in state['bodies']]
+    assert len(scores) == 1 and 'items' not in scores[0]
+    assert scores[0]['top'] == 't' and [t['content'] for t in scores[0]['testbenches']] == ['module tb; endmodule', 'module tb2; endmodule']
+
+
+def test_score_group_splits_at_the_service_limit(servers):
+    state, urls = servers
+    c = RewardClient(urls)
+    tbs = [{'name': 'tb.sv', 'content': f'tb{i}'} for i in range(MAX_GROUP + 3)]
+    res = c.score_group({'design_files': [], 'top': 't'}, tbs)
+    assert [r['tb'] for r in res] == [t['content'] for t in tbs]
+    assert [len(b['testbenches']) for b in state['bodies']] == [MAX_GROUP, 3]
 
 
 def test_retry_failover_same_key_and_return_on_readyz():

@@ -206,12 +206,11 @@ export function recordingSimulator(
   // A caller may hand on a copy of the result (the agent bounds its log for the next prompt): the
   // run's scratch folder name, unique per simulation, finds it too.
   const byRun = new Map<string, Recorded>();
-  const simulator: Simulator = {
-    name: sim.name,
-    info: () => sim.info(),
-    simulate: async (req: SimRequest) => {
-      let coverageData: string | undefined;
-      const r = await sim.simulate({
+  /** The request as recorded (points and the coverage data kept) and what keeps its result. */
+  const recording = (req: SimRequest): { req: SimRequest; keep: (r: SimResult) => SimResult } => {
+    let coverageData: string | undefined;
+    return {
+      req: {
         ...req,
         wantPoints: true,
         onCoverageData: (t) => {
@@ -222,14 +221,36 @@ export function recordingSimulator(
           onStage?.(s);
           req.onStage?.(s);
         },
-      });
-      const { points, ...rest } = r;
-      const out = (req.wantPoints ? r : rest) as SimResult;
-      const rec: Recorded = { coverageData, points };
-      kept.set(out, rec);
-      if (out.protection.scratchDir) byRun.set(out.protection.scratchDir, rec);
-      return out;
+      },
+      keep: (r) => {
+        const { points, ...rest } = r;
+        const out = (req.wantPoints ? r : rest) as SimResult;
+        const rec: Recorded = { coverageData, points };
+        kept.set(out, rec);
+        if (out.protection.scratchDir) byRun.set(out.protection.scratchDir, rec);
+        return out;
+      },
+    };
+  };
+  const simulator: Simulator = {
+    name: sim.name,
+    info: () => sim.info(),
+    simulate: async (req: SimRequest) => {
+      const r = recording(req);
+      return r.keep(await sim.simulate(r.req));
     },
+    ...(sim.simulateGroup
+      ? {
+          simulateGroup: async (reqs: SimRequest[], opts?: { parallel?: number }) => {
+            const rs = reqs.map(recording);
+            const results = await sim.simulateGroup!(
+              rs.map((r) => r.req),
+              opts,
+            );
+            return results.map((result, k) => rs[k].keep(result));
+          },
+        }
+      : {}),
   };
   return {
     simulator,

@@ -300,13 +300,13 @@ function gather(ctx: ServerContext, settled: Array<PromiseSettledResult<ScoreOut
 
 /** `/v1/score` for a checked body: the answer, or null when nobody is left to answer. */
 async function scoreAnswer(ctx: ServerContext, body: unknown, signal: AbortSignal): Promise<Answer | null> {
-  const { items, batch } = validateScoreRequest(body);
+  const { items, batch, group } = validateScoreRequest(body);
   if (ctx.draining) return shuttingDown(ctx);
   const refused = refusal(ctx, items.length);
   if (refused) return refused;
   let promises: Array<Promise<ScoreOutcome>>;
   try {
-    promises = ctx.service.submit(items, signal);
+    promises = group ? ctx.service.submitGroup(items, signal) : ctx.service.submit(items, signal);
   } catch (e) {
     if (e instanceof QueueFullError) return queueFullAnswer(ctx, e);
     if (e instanceof PoolClosedError) return shuttingDown(ctx);

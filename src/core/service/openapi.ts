@@ -166,7 +166,7 @@ export function rewardServiceOpenApi(): Record<string, unknown> {
     paths: {
       '/v1/score': withParameters(
         post(
-          'Simulate a testbench (or a batch) and return the result record with its reward.',
+          'Simulate a testbench, a batch (items), or a group (testbenches: several candidates of one design, scored together, each exactly as alone) and return the result record(s) with the reward.',
           scoreRequestSchema,
           z.union([scoreRecord, z.strictObject({ results: z.array(z.union([scoreRecord, itemError])) })]),
           {

@@ -132,13 +132,8 @@ const designShape = {
 // ---------------------------------------------------------------------------------------------
 // Endpoints
 
-export const scoreItemSchema = strictObject({
-  design_files: designShape.design_files,
-  top: identifier('a module name').meta({ description: 'DUT top module.' }),
-  testbench: namedText(false, true).meta({ description: 'The candidate testbench; `name` is a plain file name.' }),
-  include_files: designShape.include_files,
-  defines: designShape.defines,
-  params: designShape.params,
+/** What a score request says of how to score, the same for every testbench of a group. */
+const scoreSettings = {
   coverage_target: settingSchema('coverageTarget', '`passed` is `coverage >= coverage_target / 100`.').default(
     settingDefault('coverageTarget'),
   ),
@@ -154,10 +149,31 @@ export const scoreItemSchema = strictObject({
   )
     .nullish()
     .transform((v) => v ?? null),
+};
+
+const top = identifier('a module name').meta({ description: 'DUT top module.' });
+
+function testbenchNotDesign(
+  o: { design_files: Array<{ name: string }>; include_files: Array<{ name: string }> },
+  name: string,
+  path: Array<string | number>,
+  ctx: z.RefinementCtx,
+): void {
+  if ([...o.design_files, ...o.include_files].some((d) => d.name === name))
+    ctx.addIssue({ code: 'custom', path, message: `'${name}' is also a design file name` });
+}
+
+export const scoreItemSchema = strictObject({
+  design_files: designShape.design_files,
+  top,
+  testbench: namedText(false, true).meta({ description: 'The candidate testbench; `name` is a plain file name.' }),
+  include_files: designShape.include_files,
+  defines: designShape.defines,
+  params: designShape.params,
+  ...scoreSettings,
 }).superRefine((o, ctx) => {
   noCollisions(o, ctx);
-  if ([...o.design_files, ...o.include_files].some((d) => d.name === o.testbench.name))
-    ctx.addIssue({ code: 'custom', path: ['testbench', 'name'], message: `'${o.testbench.name}' is also a design file name` });
+  testbenchNotDesign(o, o.testbench.name, ['testbench', 'name'], ctx);
 });
 export type ScoreItem = z.output<typeof scoreItemSchema>;
 
@@ -167,17 +183,46 @@ export const scoreBatchSchema = strictObject({
     .min(1, 'must hold at least one request'),
 });
 
-/** `POST /v1/score`: one item, or `{items: [...]}` (answered `{results: [...]}` in the same order). */
-export const scoreRequestSchema = z.union([scoreItemSchema, scoreBatchSchema]);
+/** The most testbenches one group request may carry (RL's groups are 8 to 64 samples). */
+export const MAX_GROUP = 64;
 
-/** `{...item}` or `{items: [...]}`: the items and whether the answer is a batch. */
-export function validateScoreRequest(raw: unknown): { items: ScoreItem[]; batch: boolean } {
-  // Decided by the `items` key rather than a union, so the errors are the item's or the batch's own.
+/** `POST /v1/score` for a group: one design, several testbenches (RL's samples of one prompt),
+ * scored together; each testbench gets the result it would get alone. */
+export const scoreGroupSchema = strictObject({
+  design_files: designShape.design_files,
+  top,
+  testbenches: z
+    .array(namedText(false, true), {
+      error: (iss) => (iss.code === 'invalid_type' ? 'must be an array of {name, content}' : undefined),
+    })
+    .min(1, 'must hold at least one testbench')
+    .max(MAX_GROUP, `must hold at most ${MAX_GROUP} testbenches (send larger groups as several requests)`)
+    .meta({ description: `The candidate testbenches, 1 to ${MAX_GROUP}; answered \`{results: [...]}\` in this order.` }),
+  include_files: designShape.include_files,
+  defines: designShape.defines,
+  params: designShape.params,
+  ...scoreSettings,
+}).superRefine((o, ctx) => {
+  noCollisions(o, ctx);
+  o.testbenches.forEach((t, i) => testbenchNotDesign(o, t.name, ['testbenches', i, 'name'], ctx));
+});
+
+/** `POST /v1/score`: one item, `{items: [...]}`, or a group `{..., testbenches: [...]}` (both
+ * answered `{results: [...]}` in the same order). */
+export const scoreRequestSchema = z.union([scoreItemSchema, scoreBatchSchema, scoreGroupSchema]);
+
+/** The request's items, whether the answer is a list of results, and whether they are one group. */
+export function validateScoreRequest(raw: unknown): { items: ScoreItem[]; batch: boolean; group: boolean } {
+  // Decided by the `items` / `testbenches` key rather than a union, so the errors are the form's own.
   if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'items' in raw) {
     if (Object.keys(raw).length !== 1) throw bad('items', 'a batch request holds only `items`');
-    return { items: parseBody(scoreBatchSchema, raw).items, batch: true };
+    return { items: parseBody(scoreBatchSchema, raw).items, batch: true, group: false };
   }
-  return { items: [parseBody(scoreItemSchema, raw)], batch: false };
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'testbenches' in raw) {
+    const { testbenches, ...rest } = parseBody(scoreGroupSchema, raw);
+    return { items: testbenches.map((testbench) => ({ ...rest, testbench })), batch: true, group: true };
+  }
+  return { items: [parseBody(scoreItemSchema, raw)], batch: false, group: false };
 }
 
 export const introspectRequestSchema = strictObject({

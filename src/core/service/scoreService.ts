@@ -3,11 +3,11 @@
 // -> the result record plus the reward fields a trainer reads. HTTP lives in http.ts; this file
 // knows nothing about sockets.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { introspect } from '../sim/verilator/introspect.js';
 import { DesignError } from '../design/errors.js';
-import type { Simulator } from '../sim/simulator.js';
+import { simulateAll, type SimRequest, type Simulator } from '../sim/simulator.js';
 import { DEFAULT_LIMITS, DEFAULT_SERVICE } from '../vocabulary/defaults.js';
 import type { SimResult } from '../sim/result.js';
 import { meetsTarget } from '../sim/ranking.js';
@@ -175,6 +175,8 @@ export interface ScoreServiceOptions {
   allowNativeDesign?: boolean;
   /** Bytes of idempotent answers kept in memory (default 64 MiB). */
   answerCacheBytes?: number;
+  /** Processes at once within one group request (default: the cores per worker, at least 1). */
+  groupParallel?: number;
   log?: (line: string) => void;
 }
 
@@ -192,6 +194,7 @@ export class ScoreService {
   readonly maxTimeoutS: number;
   private readonly allowNativeDesign: boolean;
   readonly defaultTimeoutS: number;
+  readonly groupParallel: number;
   readonly metrics: ServiceMetrics;
   readonly startedAt = Date.now();
   readonly limits: ResourceLimits;
@@ -202,6 +205,9 @@ export class ScoreService {
     this.simulator = opts.simulator;
     this.allowNativeDesign = opts.allowNativeDesign === true;
     this.pool = new WorkerPool({ concurrency: opts.workers, queueLimit: opts.queueLimit });
+    // A group runs as one task: its processes share what the workers leave of the cores, so that
+    // `workers` groups at once keep every core busy without paying for more shared units.
+    this.groupParallel = opts.groupParallel ?? Math.max(1, Math.floor(availableParallelism() / opts.workers));
     this.designs = new DesignStore(opts.designCacheEntries ?? 128, opts.stateDir ? designsRootIn(opts.stateDir) : undefined);
     this.limits = { ...DEFAULT_RESOURCE_LIMITS, ...opts.resourceLimits };
     this.answers = new AnswerStore({ dir: opts.stateDir, maxBytes: opts.answerCacheBytes, log: opts.log });
@@ -231,62 +237,92 @@ export class ScoreService {
   }
 
   async scoreOne(item: ScoreItem, signal: AbortSignal): Promise<ScoreOutcome> {
+    return (await this.scoreGroup([item], signal))[0];
+  }
+
+  /**
+   * A group (`testbenches` of one design): ONE task on the pool, the design read once, the
+   * candidates scored together (the engine's group scoring: shared work, each its own result), one
+   * outcome per item in order. A group of one is scoreOne.
+   */
+  submitGroup(items: ScoreItem[], signal: AbortSignal): Array<Promise<ScoreOutcome>> {
+    const [all] = this.pool.submitAll([(s: AbortSignal) => this.scoreGroup(items, s)], signal);
+    return items.map((_, k) => all.then((outcomes) => outcomes[k]));
+  }
+
+  /** The items (all of one design: the first one's is read) scored together, outcomes in order. */
+  private async scoreGroup(items: ScoreItem[], signal: AbortSignal): Promise<ScoreOutcome[]> {
     let got;
     try {
-      got = await this.designs.acquire(item, signal);
+      got = await this.designs.acquire(items[0], signal);
     } catch (e) {
       if (signal.aborted) throw e;
-      if (e instanceof DesignError) return this.designFailure(e, join(this.designs.root, DesignStore.keyOf(item)));
-      return this.failed(machineFailure(e), e);
+      const failure =
+        e instanceof DesignError
+          ? this.designFailure(e, join(this.designs.root, DesignStore.keyOf(items[0])))
+          : this.failed(machineFailure(e), e);
+      return items.map(() => failure);
     }
-    this.metrics.designCache.inc({ result: got.cached ? 'hit' : 'miss' });
+    for (const _ of items) this.metrics.designCache.inc({ result: got.cached ? 'hit' : 'miss' });
     try {
-      let result;
+      const reqs = items.map((item): SimRequest => ({
+        design: got.design,
+        top: got.top,
+        testbench: item.testbench,
+        limits: {
+          timeoutS: this.clampTimeout(item.timeout_s),
+          buildTimeoutS: Math.min(DEFAULT_LIMITS.buildTimeoutS, Math.max(60, this.maxTimeoutS)),
+        },
+        seed: item.seed ?? undefined,
+        ...(item.score ? { score: item.score } : {}),
+        // A design from a request is untrusted: its native code would run on this host.
+        designNativeCode: this.allowNativeDesign ? 'allow' : 'refuse',
+        signal,
+      }));
+      let results: SimResult[];
       try {
-        result = await this.simulator.simulate({
-          design: got.design,
-          top: got.top,
-          testbench: item.testbench,
-          limits: {
-            timeoutS: this.clampTimeout(item.timeout_s),
-            buildTimeoutS: Math.min(DEFAULT_LIMITS.buildTimeoutS, Math.max(60, this.maxTimeoutS)),
-          },
-          seed: item.seed ?? undefined,
-          ...(item.score ? { score: item.score } : {}),
-          // A design from a request is untrusted: its native code would run on this host.
-          designNativeCode: this.allowNativeDesign ? 'allow' : 'refuse',
-          signal,
-        });
+        results =
+          reqs.length === 1
+            ? [await this.simulator.simulate(reqs[0])]
+            : this.simulator.simulateGroup
+              ? await this.simulator.simulateGroup(reqs, { parallel: this.groupParallel })
+              : await simulateAll(this.simulator, reqs);
       } catch (e) {
         if (signal.aborted) throw e;
-        return this.failed(machineFailure(e), e);
+        const failure = this.failed(machineFailure(e), e);
+        return items.map(() => failure);
       }
       if (signal.aborted) throw signal.reason;
-      // The engine's `exception` is the tool's or the machine's problem, never the candidate's
-      // (a killed process, a full disk, a missing toolchain): a service failure the client
-      // retries, not a reward of 0 that would teach the policy the testbench was bad.
-      const broken = this.brokenRun(result);
-      if (broken) return this.failed(broken);
-      this.metrics.runs.inc({ status: result.status });
-      // DUT paths as the client named them: the model's feedback must not show server temp dirs.
-      // Simulator output bounded: a run must not pour a large file into the response.
-      const rel = relativize(resultForEcho(result), got.dir);
-      const c = rel.status === 'success' ? (rel.coverage?.waived.overall ?? 0) : 0;
-      const { coverage, ...rest } = rel;
-      return {
-        ok: true,
-        record: {
-          ...rest,
-          coverage: c,
-          passed: meetsTarget(c, item.coverage_target),
-          coverage_target: item.coverage_target,
-          coverage_breakdown: coverage,
-          design_cached: got.cached,
-        },
-      };
+      return results.map((result, k) => this.outcome(items[k], result, got.dir, got.cached));
     } finally {
       got.release();
     }
+  }
+
+  /** One result as the service answers it: a service failure, or the record. */
+  private outcome(item: ScoreItem, result: SimResult, dir: string, cached: boolean): ScoreOutcome {
+    // The engine's `exception` is the tool's or the machine's problem, never the candidate's
+    // (a killed process, a full disk, a missing toolchain): a service failure the client
+    // retries, not a reward of 0 that would teach the policy the testbench was bad.
+    const broken = this.brokenRun(result);
+    if (broken) return this.failed(broken);
+    this.metrics.runs.inc({ status: result.status });
+    // DUT paths as the client named them: the model's feedback must not show server temp dirs.
+    // Simulator output bounded: a run must not pour a large file into the response.
+    const rel = relativize(resultForEcho(result), dir);
+    const c = rel.status === 'success' ? (rel.coverage?.waived.overall ?? 0) : 0;
+    const { coverage, ...rest } = rel;
+    return {
+      ok: true,
+      record: {
+        ...rest,
+        coverage: c,
+        passed: meetsTarget(c, item.coverage_target),
+        coverage_target: item.coverage_target,
+        coverage_breakdown: coverage,
+        design_cached: cached,
+      },
+    };
   }
 
   /** A result that is the machine's failure rather than the testbench's: the engine's

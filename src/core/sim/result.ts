@@ -105,7 +105,9 @@ export interface SimResult {
   log: string;
   /** How the candidate was built: against the cached DUT library, or flat (DUT and testbench
    * verilated together), with the reason when the library could not be used. */
-  build?: { mode: 'dut-library' | 'flat'; fallbackReason?: string };
+  /** How the model was built; `sharedUnit`: scored in a group, its C++ compiled in one unit with
+   * this many members' models (the group's shared work; its result is its own). */
+  build?: { mode: 'dut-library' | 'flat'; fallbackReason?: string; sharedUnit?: number };
   /** Absolute path of the coverage database, when the run was kept (keepRunDir). */
   coverageFile?: string;
   /** The DUT's coverage points the figure was computed from (waived ones included, as lcov wants

@@ -57,7 +57,27 @@ export function withScore(sim: Simulator, score: ScoreMode | undefined): Simulat
     name: sim.name,
     info: () => sim.info(),
     simulate: (req) => sim.simulate({ score, ...req }),
+    ...(sim.simulateGroup
+      ? {
+          simulateGroup: (reqs, opts) =>
+            sim.simulateGroup!(
+              reqs.map((req) => ({ score, ...req })),
+              opts,
+            ),
+        }
+      : {}),
   };
+}
+
+/**
+ * The results of several testbenches of one design, in order, each exactly what `simulate` gives
+ * it alone: through the backend's group scoring where it has one (shared work), else one by one.
+ */
+export async function simulateAll(sim: Simulator, reqs: SimRequest[]): Promise<SimResult[]> {
+  if (sim.simulateGroup && reqs.length > 1) return sim.simulateGroup(reqs);
+  const out: SimResult[] = [];
+  for (const req of reqs) out.push(await sim.simulate(req));
+  return out;
 }
 
 export interface SimulatorInfo {
@@ -71,4 +91,7 @@ export interface Simulator {
   info(): Promise<SimulatorInfo>;
   /** Compile, run and measure one candidate. Never throws for testbench faults: they are results. */
   simulate(req: SimRequest): Promise<SimResult>;
+  /** Several candidates of ONE design (same files, top, parameters), results in order, each
+   * identical to `simulate` of it alone; shares work between them (simulateAll picks it). */
+  simulateGroup?(reqs: SimRequest[], opts?: { parallel?: number }): Promise<SimResult[]>;
 }

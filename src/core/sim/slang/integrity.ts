@@ -12,7 +12,7 @@ import { dirname, resolve } from 'node:path';
 import type { DesignSpec } from '../../design/types.js';
 import type { DesignFacts } from '../../design/facts.js';
 import { assetPath } from '../../util/assets.js';
-import { runBounded } from '../../util/proc.js';
+import { runBounded, type RunResult } from '../../util/proc.js';
 import { toolchainCommand, toolDirsOf, type DesignView, type JailInfo } from '../jail.js';
 import type { Diagnostic } from '../result.js';
 import { slangPython } from './frontEnd.js';
@@ -69,13 +69,58 @@ export type IntegrityResult = { ok: true; reading: IntegrityReading } | { ok: fa
 
 /** Runs slang_integrity.py on the design and the testbench, in the jail. */
 export async function readIntegrity(input: IntegrityInput): Promise<IntegrityResult> {
+  return (await readIntegrityBatch([input]))[0];
+}
+
+/**
+ * The readings of several testbenches of one design (a group's members), in one slang process:
+ * one request per line, one answer per line, in order. A member the process did not answer (it
+ * stopped or timed out on an earlier one) is read again by a process of its own, so a testbench
+ * that stops slang costs the others time, never their answer. All inputs share the first one's
+ * jail, design view and limits (a group is one design); each testbench file is added to the view.
+ */
+export async function readIntegrityBatch(inputs: IntegrityInput[]): Promise<IntegrityResult[]> {
+  if (inputs.length === 0) return [];
+  const first = inputs[0];
   const python = slangPython();
   const script = assetPath('slang_integrity.py', 'sim/slang');
   const facts = assetPath('slang_facts.py', 'sim/slang');
+  const extraFiles = [...new Set(inputs.flatMap((i) => i.designFiles))].filter(
+    (f) => !first.view.paths.some((p) => f === p || f.startsWith(p + '/')),
+  );
+  const cmd = toolchainCommand(
+    first.jail,
+    python,
+    ['-I', script, '-'],
+    {
+      writable: [],
+      readOnly: [...first.view.paths, ...extraFiles, ...inputs.map((i) => i.testbench), script, facts],
+      hidden: first.view.hidden,
+      cwd: dirname(script),
+      toolDirs: [...toolDirsOf(python), dirname(dirname(python))],
+    },
+    { memoryLimitMb: first.memoryLimitMb },
+  );
+  const r = await runBounded(cmd.file, cmd.args, {
+    env: cmd.env,
+    input: inputs.map((i) => JSON.stringify(integrityRequest(i)) + '\n').join(''),
+    timeoutS: Math.max(...inputs.map((i) => i.timeoutS)),
+    signal: first.signal,
+    outputLimitBytes: 4 * 1024 * 1024 * inputs.length,
+  });
+  const lines = r.stdout.split('\n').filter((l) => l.startsWith('{'));
+  const whole = r.exitCode === 0 && !r.timedOut && !r.cancelled && lines.length === inputs.length;
+  if (inputs.length === 1 || whole) return inputs.map((_, k) => answerOf(r, lines[k], inputs[k].timeoutS, whole));
+  // The lines before the one that stopped the process are answers; the rest are read alone.
+  return Promise.all(inputs.map((input, k) => (k < lines.length ? answerOf(r, lines[k], input.timeoutS, true) : readIntegrity(input))));
+}
+
+/** The request line of one input: the design's files, the testbench, the tops. */
+function integrityRequest(input: IntegrityInput): Record<string, unknown> {
   const defines = Object.entries(input.design.defines)
     .filter(([k]) => k !== 'VERILATOR')
     .map(([k, v]) => (v === null ? k : `${k}=${v}`));
-  const request = {
+  return {
     files: [...input.designFiles, ...input.design.libraryFiles].map((f) => resolve(f)),
     includeDirs: input.design.includeDirs.map((d) => resolve(d)),
     // As the build reads it: Verilator defines VERILATOR.
@@ -84,32 +129,15 @@ export async function readIntegrity(input: IntegrityInput): Promise<IntegrityRes
     tbTop: input.tbTop,
     dutTop: input.dutTop,
   };
-  const extraFiles = input.designFiles.filter((f) => !input.view.paths.some((p) => f === p || f.startsWith(p + '/')));
-  const cmd = toolchainCommand(
-    input.jail,
-    python,
-    ['-I', script, '-'],
-    {
-      writable: [],
-      readOnly: [...input.view.paths, ...extraFiles, input.testbench, script, facts],
-      hidden: input.view.hidden,
-      cwd: dirname(script),
-      toolDirs: [...toolDirsOf(python), dirname(dirname(python))],
-    },
-    { memoryLimitMb: input.memoryLimitMb },
-  );
-  const r = await runBounded(cmd.file, cmd.args, {
-    env: cmd.env,
-    input: JSON.stringify(request) + '\n',
-    timeoutS: input.timeoutS,
-    signal: input.signal,
-    outputLimitBytes: 4 * 1024 * 1024,
-  });
+}
+
+/** One answer line as a result; `answered`: the line is this input's (else the process's end says why). */
+function answerOf(r: RunResult, line: string | undefined, timeoutS: number, answered: boolean): IntegrityResult {
   if (r.cancelled) return { ok: false, why: 'cancelled', cancelled: true };
-  if (r.timedOut) return { ok: false, why: `slang did not finish reading the testbench within ${input.timeoutS} s` };
-  const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
-  if (r.exitCode !== 0 || !line)
+  if (!answered || !line) {
+    if (r.timedOut) return { ok: false, why: `slang did not finish reading the testbench within ${timeoutS} s` };
     return { ok: false, why: `slang stopped (${r.spawnError ?? r.stderr.trim().split('\n').slice(-1)[0] ?? `exit ${r.exitCode}`})` };
+  }
   try {
     return { ok: true, reading: JSON.parse(line) as IntegrityReading };
   } catch (e) {

@@ -481,22 +481,39 @@ def respond(req: IntegrityRequest) -> dict:
     return response
 
 
+def answer(text: str) -> dict | None:
+    """The response to one request's JSON text, or None (and a line on stderr) when it is malformed."""
+    try:
+        req = parse_request(json.loads(text))
+    except (json.JSONDecodeError, RequestError) as exc:
+        print(f'slang_integrity: malformed request: {exc}', file=sys.stderr)
+        return None
+    try:
+        return respond(req)
+    except Exception as exc:  # noqa: BLE001 - the caller gets a response whatever happens
+        response = {'version': SCHEMA_VERSION, 'ok': False, 'slang': pyslang.__version__, 'violations': [], 'dutInstances': []}
+        response['diagnostics'] = [_error(f'internal error: {type(exc).__name__}: {exc}')]
+        return response
+
+
 def main(argv: list[str]) -> int:
+    """One request from a file, or from stdin one request per line (a group's testbenches in one
+    process: the interpreter and pyslang load once), each answered by one line, in order."""
     if len(argv) != 1:
         print('usage: slang_integrity.py REQUEST.json | -', file=sys.stderr)
         return 2
     try:
-        text = sys.stdin.read() if argv[0] == '-' else open(argv[0], encoding='utf-8').read()
-        req = parse_request(json.loads(text))
-    except (OSError, json.JSONDecodeError, RequestError) as exc:
+        texts = [line for line in sys.stdin] if argv[0] == '-' else [open(argv[0], encoding='utf-8').read()]
+    except OSError as exc:
         print(f'slang_integrity: malformed request: {exc}', file=sys.stderr)
         return 2
-    try:
-        response = respond(req)
-    except Exception as exc:  # noqa: BLE001 - the caller gets a response whatever happens
-        response = {'version': SCHEMA_VERSION, 'ok': False, 'slang': pyslang.__version__, 'violations': [], 'dutInstances': []}
-        response['diagnostics'] = [_error(f'internal error: {type(exc).__name__}: {exc}')]
-    sys.stdout.write(json.dumps(response) + '\n')
+    texts = [t for t in texts if t.strip()]
+    for text in texts:
+        response = answer(text)
+        if response is None:
+            return 2
+        sys.stdout.write(json.dumps(response) + '\n')
+        sys.stdout.flush()
     return 0
 
 

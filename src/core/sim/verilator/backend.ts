@@ -14,7 +14,19 @@ import { detectJail } from '../jail.js';
 import { untrackScratch } from '../../util/scratch.js';
 import { scanUnits } from '../../design/lexer.js';
 import { ensureRuntime, findToolchain, ToolchainError } from './toolchain.js';
-import { candidate, Ending, readSource, simResult, secondsSince, type Known, type SettleRetry } from './stages/candidate.js';
+import { availableParallelism } from 'node:os';
+import {
+  candidate,
+  Ending,
+  readSource,
+  simResult,
+  secondsSince,
+  type Known,
+  type MemberShare,
+  type SettleRetry,
+} from './stages/candidate.js';
+import { buildShared } from './stages/sharedBuild.js';
+import { scoreGroup } from './group.js';
 import { createRunDir, prepare } from './stages/prepare.js';
 import { checkPasses, staticCheck } from './stages/check.js';
 import { compileModel, lintResult, verilate } from './stages/build.js';
@@ -65,21 +77,44 @@ export class VerilatorSimulator implements Simulator {
    * nothing and the trainer moves on), one that does not was the host's, and the second run stands.
    */
   async simulate(req: SimRequest, retry?: SettleRetry): Promise<SimResult> {
-    const first = await this.attempt(req, retry);
+    return this.againIfCrashed(req, await this.attempt(req, retry), retry);
+  }
+
+  /**
+   * Several testbenches of one design (group.ts): each gets exactly the result it would get alone,
+   * in order; what the members share is the work, not their runs. `parallel`: processes at once
+   * (default: the machine's cores).
+   */
+  simulateGroup(reqs: SimRequest[], opts: { parallel?: number } = {}): Promise<SimResult[]> {
+    return scoreGroup(reqs, {
+      parallel: opts.parallel ?? availableParallelism(),
+      alone: (req) => this.simulate(req),
+      attempt: (req, share) => this.attempt(req, undefined, share),
+      again: (req, first) => this.againIfCrashed(req, first),
+      sharable: (req) => !this.settled.has(settleKey(req)),
+      build: async (members, slots) => {
+        const tc = await findToolchain();
+        return buildShared(members, tc, await ensureRuntime(tc), slots);
+      },
+    });
+  }
+
+  /** A crash of the tool gets one more run (see simulate). */
+  private async againIfCrashed(req: SimRequest, first: SimResult, retry?: SettleRetry): Promise<SimResult> {
     if (!crashed(first) || req.signal?.aborted) return first;
     const second = await this.attempt(req, retry);
     return crashed(second) ? crashVerdict(second) : second;
   }
 
-  private async attempt(req: SimRequest, retry?: SettleRetry): Promise<SimResult> {
-    if (!retry) {
+  private async attempt(req: SimRequest, retry?: SettleRetry, share?: MemberShare): Promise<SimResult> {
+    if (!retry && !share) {
       const known = this.settled.get(settleKey(req));
       if (known) return settledWith(await this.simulate({ ...req, build: 'flat' }, known.spec), req, known.spec, known.loops, known.where);
     }
     const t0 = performance.now();
     const jail = await detectJail();
     const checkStart = performance.now();
-    const c = candidate(req, retry, { t0, jail, designNames: () => this.designNamesOf(req) });
+    const c = candidate(req, retry, { t0, jail, designNames: () => this.designNamesOf(req), ...(share ? { share } : {}) });
     const known: Known = { version: 'unknown', tbTop: null, build: undefined };
     const finish = (e: Ending): SimResult => simResult(this.name, c, known, e);
 
@@ -119,7 +154,9 @@ export class VerilatorSimulator implements Simulator {
       if (linted instanceof Ending) return finish(linted);
       // The design's $readmem files that none of its folders hold: an error the summary shows.
       const warnings = [...linted, ...prep.dataFiles.missing, ...passes.notes];
-      const compiled = await compileModel(c, tc, runtime, prep, front.lib, warnings);
+      const shared = c.share ? await c.share.compile({ c, prep, lib: front.lib }) : 'alone';
+      if (shared !== 'alone') known.build = { ...front.build, sharedUnit: shared.unit };
+      const compiled = shared !== 'alone' ? undefined : await compileModel(c, tc, runtime, prep, front.lib, warnings);
       if (compiled) return finish(compiled);
 
       // 3. Run, jailed and bounded; what is scored comes from its harness report only.

@@ -47,13 +47,16 @@
 #include <vector>
 
 // The model is reached through chorus_model.cpp, compiled with each candidate, so this main is
-// compiled once per machine (with the runtime) instead of once per candidate.
+// compiled once per machine (with the runtime) instead of once per candidate. C names: a group's
+// member links its own suffixed copies under these names (stages/sharedBuild.ts).
+extern "C" {
 void* chorus_model_new(VerilatedContext* contextp);
 void chorus_model_eval(void* modelp);
 bool chorus_model_events_pending(void* modelp);
 uint64_t chorus_model_next_time_slot(void* modelp);
 void chorus_model_final(void* modelp);
 void chorus_model_delete(void* modelp);
+}
 
 namespace {
 constexpr int REPORT_FD = 3;

@@ -177,7 +177,7 @@ export async function compileModel(
   const { limits, tbName } = c;
   const ts = performance.now();
   const cxxDirs = [runtime.dir, assetPath('chorus_model.cpp', 'sim/verilator'), ...(lib ? [lib.dir] : [])];
-  const built = await cxxBuild(tc, runtime, prep.runDir, limits, lib ? [lib.object] : [], (file, args, opts) =>
+  const built = await cxxBuild(tc, runtime, prep.runDir, c.prefix, limits, lib ? [lib.object] : [], (file, args, opts) =>
     prep.tool('c++', file, args, opts, cxxDirs),
   );
   // g++ quotes the line of any file it reads: a design's `$c("#include ...")` of a host file must
@@ -231,18 +231,13 @@ async function cxxBuild(
   tc: Toolchain,
   runtime: RuntimeBuild,
   runDir: string,
+  prefix: string,
   limits: SimLimits,
   extraObjects: string[],
   run: (file: string, args: string[], opts: ToolOptions) => Promise<RunResult>,
 ): Promise<RunResult> {
   const obj = join(runDir, 'obj');
-  const classes = readClassLists(join(obj, 'Vtb_classes.mk'))
-    .map((c) => `${c}.cpp`)
-    .filter((f) => existsSync(join(obj, f)));
-  const shim = assetPath('chorus_model.cpp', 'sim/verilator');
-  // Unity build: one translation unit pays the header cost once; two halves when the model is big.
-  const sizes = classes.map((f) => statSync(join(obj, f)).size);
-  const total = sizes.reduce((a, b) => a + b, 0);
+  const { classes, sizes, total } = modelSources(obj, prefix);
   const units: string[][] = total > SPLIT_BYTES ? [[], []] : [[]];
   const load = units.map(() => 0);
   classes
@@ -253,11 +248,10 @@ async function cxxBuild(
       units[k].push(f);
       load[k] += s;
     });
-  units[0].push(shim);
-  const flags = ['-I.', ...includeFlags(tc), ...CXX_DEFINES, ...CXX_COMMON, ...CXX_CANDIDATE_OPT, '-include', runtime.pchHeader];
+  const flags = candidateCxxFlags(tc, runtime, ['-I.']);
   const compiles = units.map((u, i) => {
     const src = join(obj, `chorus_unit${i}.cpp`);
-    writeFileSync(src, u.map((f) => `#include "${f}"`).join('\n') + '\n');
+    writeFileSync(src, unitText(u) + (i === 0 ? shimText(prefix, '') : ''));
     return run(tc.cxx, [...flags, '-c', '-o', join(obj, `chorus_unit${i}.o`), src], {
       cwd: obj,
       timeoutS: limits.buildTimeoutS,
@@ -281,4 +275,35 @@ async function cxxBuild(
     ],
     { cwd: obj, timeoutS: limits.buildTimeoutS, outputLimitBytes: 1024 * 1024 },
   );
+}
+
+/** The model's generated C++ files in `obj` (from <prefix>_classes.mk), their sizes and total. */
+export function modelSources(obj: string, prefix: string): { classes: string[]; sizes: number[]; total: number } {
+  const classes = readClassLists(join(obj, `${prefix}_classes.mk`))
+    .map((c) => `${c}.cpp`)
+    .filter((f) => existsSync(join(obj, f)));
+  const sizes = classes.map((f) => statSync(join(obj, f)).size);
+  return { classes, sizes, total: sizes.reduce((a, b) => a + b, 0) };
+}
+
+/** A candidate's C++ compile flags: the runtime's defines and the precompiled header. */
+export function candidateCxxFlags(tc: Toolchain, runtime: RuntimeBuild, include: string[]): string[] {
+  return [...include, ...includeFlags(tc), ...CXX_DEFINES, ...CXX_COMMON, ...CXX_CANDIDATE_OPT, '-include', runtime.pchHeader];
+}
+
+/** A unity translation unit: `#include` of each file. */
+export function unitText(files: string[]): string {
+  return files.map((f) => `#include "${f}"\n`).join('');
+}
+
+/** chorus_model.cpp for the model of class `prefix`, its functions named with `suffix`. */
+export function shimText(prefix: string, suffix: string, header = `${prefix}.h`): string {
+  const shim = assetPath('chorus_model.cpp', 'sim/verilator');
+  return [
+    `#include "${header}"`,
+    `#define CHORUS_MODEL ${prefix}`,
+    ...(suffix ? [`#define CHORUS_MODEL_SUFFIX ${suffix}`] : []),
+    `#include "${shim}"`,
+    '',
+  ].join('\n');
 }

@@ -14,6 +14,9 @@ import { formatDiagnostic } from '../../../util/format.js';
 import { designView, type DesignView, type JailInfo, type SharedLibraries } from '../../jail.js';
 import type { Toolchain } from '../toolchain.js';
 import type { ToolCrash } from '../diagnostics.js';
+import type { IntegrityInput, IntegrityResult } from '../../slang/integrity.js';
+import type { DutLibrary } from '../dutLibrary.js';
+import type { Prepared } from './prepare.js';
 
 /**
  * A retry of a design whose logic did not settle: extra Verilator flags, a split_var control file,
@@ -32,10 +35,40 @@ export interface SettleRetry {
 /** A compile step or the run, as the record's protection.sandbox lists them. */
 export type SandboxStep = NonNullable<Protection['sandbox']>['steps'][number];
 
+/**
+ * What a member of a group (group.ts) shares with the other members: absent for a candidate scored
+ * alone. Nothing here carries one member's files, coverage or verdict to another: the slots only
+ * order processes, slang reads each testbench as its own request, and the shared C++ unit holds
+ * each member's model under its own class prefix, of which each member's executable constructs
+ * only its own.
+ */
+export interface MemberShare {
+  readonly index: number;
+  /** Runs a process when one of the group's slots is free (at most so many at once). */
+  slot<T>(task: () => Promise<T>): Promise<T>;
+  /** slang's reading of what the testbench does to the design, in one process for the group. */
+  integrity(input: IntegrityInput): Promise<IntegrityResult>;
+  /** The C++ build in units shared with the other members: the unit's size when runDir/Vtb was
+   * built, 'alone' when the member builds by itself (its unit failed, or it is too large to share). */
+  compile(member: SharedMember): Promise<{ unit: number } | 'alone'>;
+}
+
+/** What the shared build needs of one member (sharedBuild.ts). */
+export interface SharedMember {
+  c: Candidate;
+  prep: Prepared;
+  lib: DutLibrary | undefined;
+}
+
 /** What every stage of one candidate shares. Fixed once made, except what the record collects on
  * the way: protection (its scratchDir, its sandbox), timings and sandbox. */
 export interface Candidate {
   readonly req: SimRequest;
+  /** The verilated model's class prefix: `Vtb`, or `Vtb_m<index>` for a group's member (the
+   * members' models then compile together in one translation unit). */
+  readonly prefix: string;
+  /** Set for a member of a group. */
+  readonly share?: MemberShare;
   /** Set on the second try of a design whose logic did not settle (settleRetry.ts). */
   readonly retry?: SettleRetry;
   readonly limits: SimLimits;
@@ -65,7 +98,7 @@ export interface Candidate {
 export function candidate(
   req: SimRequest,
   retry: SettleRetry | undefined,
-  opts: { t0: number; jail: JailInfo; designNames: () => string[] },
+  opts: { t0: number; jail: JailInfo; designNames: () => string[]; share?: MemberShare },
 ): Candidate {
   const limits: SimLimits = { ...DEFAULT_LIMITS, ...req.limits };
   const { jail } = opts;
@@ -83,6 +116,8 @@ export function candidate(
   const view = designView([...req.design.files, ...req.design.libraryFiles], req.design.includeDirs);
   return {
     req,
+    prefix: opts.share ? `Vtb_m${opts.share.index}` : 'Vtb',
+    ...(opts.share ? { share: opts.share } : {}),
     retry,
     limits,
     tbName: safeTbName(req.testbench.name),
@@ -94,6 +129,11 @@ export function candidate(
     t0: opts.t0,
     sandbox: { steps: new Set() },
   };
+}
+
+/** Runs a process in the candidate's group slot, or at once when it is scored alone. */
+export function inSlot<T>(c: Candidate, task: () => Promise<T>): Promise<T> {
+  return c.share ? c.share.slot(task) : task();
 }
 
 /**

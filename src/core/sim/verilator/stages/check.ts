@@ -98,7 +98,7 @@ export async function checkPasses(c: Candidate, tc: Toolchain, prep: Prepared): 
       outputLimitBytes: 8 * 1024 * 1024,
     }),
     // What the testbench does to the design, on slang's elaboration of the same sources.
-    readIntegrity({
+    (c.share ? c.share.integrity : readIntegrity)({
       design: req.design,
       designFiles: flatSources.slice(0, -1),
       testbench: tbPath,

@@ -12,7 +12,7 @@ import type { SimRequest } from '../../simulator.js';
 import { toolchainCommand, toolDirsOf } from '../../jail.js';
 import { runBounded, type RunResult } from '../../../util/proc.js';
 import { verilatorCommand, versionFlags, type Toolchain } from '../toolchain.js';
-import type { Candidate } from './candidate.js';
+import { inSlot, type Candidate } from './candidate.js';
 import { fileRoles, type FileRoles } from './files.js';
 import { stageDataFiles, type DataFiles } from './dataFiles.js';
 import { trackScratch } from '../../../util/scratch.js';
@@ -30,6 +30,11 @@ export const VERILATOR_FLAGS = [
   '--prefix',
   'Vtb',
 ];
+
+/** The flags with the model's class prefix (VERILATOR_FLAGS name `Vtb`) set to `prefix`. */
+function withPrefix(flags: string[], prefix: string): string[] {
+  return flags.map((f, i) => (flags[i - 1] === '--prefix' ? prefix : f));
+}
 
 /** The design's include directories, defines, (unless withLibraries is false) -v libraries and
  * pass-through Verilator options. */
@@ -107,7 +112,7 @@ export function prepare(c: Candidate, tc: Toolchain, runDir: string, tbTop: stri
       { memoryLimitMb: limits.buildMemoryLimitMb, ...(verilator ? { stackUnlimited: direct.stackUnlimited, env: direct.env } : {}) },
     );
     if (jail.kind !== 'none') c.sandbox.steps.add(step);
-    return runBounded(cmd.file, cmd.args, { ...opts, signal: req.signal, env: cmd.env });
+    return inSlot(c, () => runBounded(cmd.file, cmd.args, { ...opts, signal: req.signal, env: cmd.env }));
   };
 
   writeFileSync(join(runDir, c.tbName), req.testbench.content);
@@ -128,7 +133,7 @@ export function prepare(c: Candidate, tc: Toolchain, runDir: string, tbTop: stri
   const dataFiles = stageDataFiles(req.design, runDir, view.roots);
   const flatSources = [...req.design.files.map((f) => copyOf.get(resolve(f)) ?? resolve(f)), tbPath];
   const buildArgs = (withLibraries: boolean, mdir = 'obj_check'): string[] => [
-    ...versionFlags(tc, VERILATOR_FLAGS),
+    ...withPrefix(versionFlags(tc, VERILATOR_FLAGS), c.prefix),
     ...(retry?.flags ?? []),
     ...(retry?.vlt ? ['chorus_split.vlt'] : []),
     '--top-module',

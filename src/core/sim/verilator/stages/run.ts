@@ -17,7 +17,7 @@ import { readHarnessReport, type HarnessReport, type ReportReading } from '../ha
 
 /** How many times one run-time message (its time apart) is kept in the log. */
 export const RUN_LINES_KEPT = 20;
-import { type Candidate, Ending, integrityFailure, readSource, secondsSince } from './candidate.js';
+import { type Candidate, Ending, inSlot, integrityFailure, readSource, secondsSince } from './candidate.js';
 
 /** The harness report carries the coverage database: big designs write tens of MB. */
 const REPORT_LIMIT_BYTES = 512 * 1024 * 1024;
@@ -92,20 +92,24 @@ export async function runHarness(
   // The harness reports on fd 3, framed by a nonce it reads from stdin before any testbench
   // code runs (harnessReport.ts): the one source of what is scored.
   const nonce = randomBytes(16).toString('hex');
-  const run = await runBounded(cmd.file, cmd.args, {
-    cwd: runDir,
-    timeoutS: limits.timeoutS + 10,
-    signal: req.signal,
-    outputLimitBytes: limits.outputLimitBytes,
-    graceS: 2,
-    env: cmd.env,
-    input: `${nonce}\n`,
-    reportLimitBytes: REPORT_LIMIT_BYTES,
-    guard: cmd.guard,
-    // A design whose assertions fire every cycle floods the log: each message is kept this many
-    // times, the rest counted (the harness's report keeps the exact counts either way).
-    foldLinesAfter: RUN_LINES_KEPT,
-  });
+  // A group's member waits for a slot before its clock starts: the others' builds must not eat
+  // into its time limit (it would time out where it would not alone).
+  const run = await inSlot(c, () =>
+    runBounded(cmd.file, cmd.args, {
+      cwd: runDir,
+      timeoutS: limits.timeoutS + 10,
+      signal: req.signal,
+      outputLimitBytes: limits.outputLimitBytes,
+      graceS: 2,
+      env: cmd.env,
+      input: `${nonce}\n`,
+      reportLimitBytes: REPORT_LIMIT_BYTES,
+      guard: cmd.guard,
+      // A design whose assertions fire every cycle floods the log: each message is kept this many
+      // times, the rest counted (the harness's report keeps the exact counts either way).
+      foldLinesAfter: RUN_LINES_KEPT,
+    }),
+  );
   c.timings.run = secondsSince(ts);
   const reading = harnessReading(run, nonce);
   if (reading.kind === 'forged')
