@@ -9,7 +9,11 @@
 // and from the server's own request counter.
 //
 // Usage: npm run bench:serve -- [--requests N] [--clients C] [--workers W] [--queue-limit Q]
-//                               [--json out.json] [--faults [--quick] [--seed S]]
+//                               [--json out.json] [--faults [--quick] [--seed S]] [--group G]
+//
+// --group G: candidates per second with each prompt's G candidates sent as one group request
+// (`testbenches`) beside the same candidates one per request, in one run (serveGroup.ts; --requests
+// counts candidates, default 96).
 //
 // --faults: the same load against a service in a child process (state directory, so answers
 // survive its restart), with faults injected at random times, bounded in count: SIGKILL of a
@@ -32,6 +36,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { startScoreServer, parseExposition, descendants, processesNaming, claimStateDir } from '../src/core/run/service.js';
+import { compareGroups, EXPECTED, type Candidate, type Kind } from './serveGroup.js';
 
 interface Options {
   requests: number;
@@ -43,6 +48,8 @@ interface Options {
   quick: boolean;
   maxRssMiB: number;
   deadlineS: number;
+  /** Compare groups of this many candidates with the single form (serveGroup.ts); 0: not. */
+  group: number;
 }
 
 function options(argv: string[]): Options | null {
@@ -62,6 +69,7 @@ function options(argv: string[]): Options | null {
         'serve-child': { type: 'string' },
         port: { type: 'string' },
         'min-free': { type: 'string' },
+        group: { type: 'string' },
       },
     });
     const int = (name: string, v: string | undefined, d: number, min: number): number => {
@@ -70,12 +78,15 @@ function options(argv: string[]): Options | null {
       return n;
     };
     const quick = values.quick ?? false;
+    const group = int('group', values.group, 0, 0);
+    if (group === 1) throw new Error('--group must be 0 (off) or at least 2');
     return {
+      group,
       faults: values.faults ?? false,
       quick,
       maxRssMiB: int('max-rss', values['max-rss'], 1024, 64),
       deadlineS: int('deadline', values.deadline, quick ? 300 : 1200, 10),
-      requests: int('requests', values.requests, quick ? 40 : 500, 1),
+      requests: int('requests', values.requests, quick ? 40 : group ? 96 : 500, 1),
       clients: int('clients', values.clients, 16, 1),
       workers: int('workers', values.workers, availableParallelism(), 1),
       // Smaller than the number of clients, so backpressure (429 + Retry-After) is exercised.
@@ -87,8 +98,6 @@ function options(argv: string[]): Options | null {
     return null;
   }
 }
-
-type Kind = 'good' | 'broken' | 'timeout';
 
 interface Design {
   name: string;
@@ -140,8 +149,6 @@ function request(i: number, ds: Design[]): { kind: Kind; body: unknown } {
   };
 }
 
-const EXPECTED: Record<Kind, string> = { good: 'success', broken: 'xrun_failed', timeout: 'timeout' };
-
 function percentile(xs: number[], p: number): number {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -156,6 +163,7 @@ async function main(): Promise<number> {
   if (!o) return 2;
   if (o.faults) return faults(o);
   const ds = designs(resolve(process.cwd()));
+  if (o.group) return compareGroups(o, ds.length, (i) => request(i, ds) as Candidate);
   const server = await startScoreServer({
     port: 0,
     host: '127.0.0.1',

@@ -497,6 +497,8 @@ export function jailCommand(
   args: string[],
   limits: JailLimits,
   sandbox?: { design: DesignView; libs: SharedLibraries },
+  /** Variables of the run (a group member's CHORUS_MEMBER), set inside the jail. */
+  runEnv: Record<string, string> = {},
 ): { file: string; args: string[]; env: Record<string, string>; guard?: RunGuard } {
   // Measured now, before the run: what the compile steps left is not the simulation's.
   const guard = limits.runDirLimitBytes != null ? runDirGuard(runDir, limits.runDirLimitBytes) : undefined;
@@ -507,9 +509,12 @@ export function jailCommand(
   const timed = ['--signal=TERM', '--kill-after=5', String(limits.timeoutS)];
   // The simulation needs no variable at all; unjailed it still gets only the tool allowlist.
   if (jail.kind === 'none' || !sandbox)
-    return { file: 'timeout', args: [...timed, 'prlimit', ...rl, '--', exe, ...args], env: toolEnv(), ...(guard ? { guard } : {}) };
+    return { file: 'timeout', args: [...timed, 'prlimit', ...rl, '--', exe, ...args], env: toolEnv(runEnv), ...(guard ? { guard } : {}) };
   const { design, libs } = sandbox;
-  const env = libs.searchPath.length ? ['--setenv', 'LD_LIBRARY_PATH', libs.searchPath.join(':')] : [];
+  const env = [
+    ...(libs.searchPath.length ? ['--setenv', 'LD_LIBRARY_PATH', libs.searchPath.join(':')] : []),
+    ...Object.entries(runEnv).flatMap(([k, v]) => ['--setenv', k, v]),
+  ];
   // prlimit outside: the limits are inherited through bwrap, and the jail needs no prlimit binary.
   return {
     file: 'prlimit',

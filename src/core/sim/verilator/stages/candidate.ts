@@ -86,9 +86,10 @@ export interface Candidate {
   readonly timings: StageTimings;
   /** When the candidate's simulation started (performance.now()), for the total. */
   readonly t0: number;
-  /** Which steps ran jailed and the libraries the run's jail held: for protection.sandbox, filled
+  /** Which steps ran jailed, the libraries the run's jail held and the variables it set (a group's
+   * member: CHORUS_MEMBER, which picks its model in the shared executable): for protection.sandbox, filled
    * in by the steps as they run. */
-  readonly sandbox: { steps: Set<SandboxStep>; runLibs?: SharedLibraries };
+  readonly sandbox: { steps: Set<SandboxStep>; runLibs?: SharedLibraries; runEnv?: Record<string, string> };
 }
 
 /**
@@ -164,6 +165,7 @@ export function simResult(simulator: string, c: Candidate, known: Known, e: Endi
     c.protection.sandbox = sandboxInfo(c.jail, [...c.sandbox.steps], c.view, c.sandbox.runLibs?.files.length ?? 0, [
       'PWD',
       ...(c.sandbox.runLibs?.searchPath.length ? ['LD_LIBRARY_PATH'] : []),
+      ...Object.keys(c.sandbox.runEnv ?? {}),
     ]);
   // The record's fields in the order they have always had (key order shows in JSON records).
   const base = {

@@ -83,6 +83,7 @@ export async function runHarness(
       runDirLimitBytes: limits.runDirLimitBytes,
     },
     libs && { design: c.view, libs },
+    c.sandbox.runEnv,
   );
   if (libs) {
     c.sandbox.steps.add('run');

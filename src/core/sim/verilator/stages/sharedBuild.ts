@@ -1,16 +1,19 @@
 // Stage "build" for the members of a group (group.ts): their verilated models, each under its own
 // class prefix (Vtb_m<i>), compile together in as many translation units as the group has slots,
-// then each member links its own executable from its unit's object. Compiling a unit pays the
+// and each unit links once; every member of the unit runs a copy of that executable in its own run
+// directory, its jail setting CHORUS_MEMBER to pick the member's model. Compiling a unit pays the
 // fixed cost of a translation unit once (measured on the counter: ~0.35 s of template
 // instantiation from the runtime headers even with the precompiled header, against ~0.3 s of the
 // member's own code) instead of once per member.
 //
-// Each member's executable holds the other members' code of its unit but constructs only its own
-// model: its link maps the plain chorus_model_* names (chorus_main.cpp) to its own suffixed ones,
-// and Verilator registers coverage points when a model is constructed, so a member's coverage is
-// its own. Whatever fails here (a unit that does not compile, a link) is not a verdict: those
+// The executable holds every member's code of its unit but constructs only the model CHORUS_MEMBER
+// names (the plain chorus_model_* calls of chorus_main.cpp go to that member's suffixed ones), and
+// Verilator registers coverage points when a model is constructed, so a member's coverage is its
+// own. A testbench cannot read the variable (no DPI, $system or C code passes the check); each
+// member's executable is its own copy (place()), and the group's directory is gone before any run
+// starts, so no run can change what another runs. Whatever fails here (a unit that does not compile, a link) is not a verdict: those
 // members build alone, through the one-candidate path, which gives exactly their own result.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, constants, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { toolchainCommand, toolDirsOf } from '../../jail.js';
@@ -61,13 +64,16 @@ export async function buildShared(
     await Promise.all(
       units.map(async (unit, k) => {
         const built = await compileUnit(unit, k, groupDir, tc, runtime);
-        await Promise.all(
-          unit.members.map(async ([index, m]) => {
-            const linked = built.ok && (await linkMember(index, m, built.object, unit, groupDir, tc, runtime));
-            if (linked) m.c.timings.build = built.seconds / unit.members.length + linked;
-            out.set(index, linked ? { unit: unit.members.length } : 'alone');
-          }),
-        );
+        const linked = built.ok ? await linkUnit(unit, k, built.object, groupDir, tc, runtime) : null;
+        for (const [index, m] of unit.members) {
+          const placed = linked !== null && place(linked.exe, join(m.prep.runDir, 'Vtb'));
+          if (placed) {
+            m.c.timings.build = (built.seconds + linked.seconds) / unit.members.length;
+            // The shared executable holds every member of its unit: this picks the member's model.
+            m.c.sandbox.runEnv = { CHORUS_MEMBER: String(index) };
+          }
+          out.set(index, placed ? { unit: unit.members.length } : 'alone');
+        }
       }),
     );
   } finally {
@@ -126,7 +132,7 @@ async function compileUnit(
         const { classes } = modelSources(obj, m.c.prefix);
         return unitText(classes.map((f) => join(obj, f))) + shimText(m.c.prefix, `__m${index}`, join(obj, `${m.c.prefix}.h`));
       })
-      .join(''),
+      .join('') + dispatcher(unit.members.map(([index]) => index)),
   );
   const first = unit.members[0][1].c;
   const limits = unit.members.map(([, m]) => m.c.limits);
@@ -158,35 +164,104 @@ async function compileUnit(
   return { ok: r.exitCode === 0 && !r.timedOut && !r.cancelled, object, seconds: secondsSince(ts) };
 }
 
-/** The member's own executable from its unit's object; the seconds it took, or 0 when it failed. */
-async function linkMember(
-  index: number,
-  m: SharedMember,
-  object: string,
+/** The unit's executable (every member's model; CHORUS_MEMBER picks one), in the jail. */
+async function linkUnit(
   unit: Unit,
+  k: number,
+  object: string,
   groupDir: string,
   tc: Toolchain,
   runtime: RuntimeBuild,
-): Promise<number> {
+): Promise<{ exe: string; seconds: number } | null> {
   const ts = performance.now();
-  const r = await m.prep.tool(
-    'c++',
+  const first = unit.members[0][1].c;
+  const exe = join(groupDir, `unit${k}`);
+  const cmd = toolchainCommand(
+    first.jail,
     tc.cxx,
     [
       ...(await linkerFlags(tc)),
-      ...MODEL_CALLS.map((f) => `-Wl,--defsym=${f}=${f}__m${index}`),
       '-o',
-      join(m.prep.runDir, 'Vtb'),
+      exe,
       object,
       ...(unit.libObject ? [unit.libObject] : []),
       ...runtime.objects,
       '-pthread',
       '-latomic',
     ],
-    { cwd: join(m.prep.runDir, 'obj'), timeoutS: m.c.limits.buildTimeoutS, outputLimitBytes: 1024 * 1024 },
-    [runtime.dir, groupDir, ...(m.lib ? [m.lib.dir] : [])],
+    {
+      writable: [groupDir],
+      readOnly: [runtime.dir, ...unit.members.flatMap(([, m]) => (m.lib ? [m.lib.dir] : []))],
+      hidden: first.view.hidden,
+      cwd: groupDir,
+      toolDirs: toolDirsOf(tc.cxx),
+    },
+    { memoryLimitMb: Math.min(...unit.members.map(([, m]) => m.c.limits.buildMemoryLimitMb ?? Infinity)) },
   );
-  return r.exitCode === 0 && !r.timedOut && !r.cancelled ? Math.max(secondsSince(ts), 1e-6) : 0;
+  const r = await first.share!.slot(() =>
+    runBounded(cmd.file, cmd.args, {
+      cwd: groupDir,
+      env: cmd.env,
+      timeoutS: Math.min(...unit.members.map(([, m]) => m.c.limits.buildTimeoutS)),
+      outputLimitBytes: 1024 * 1024,
+    }),
+  );
+  return r.exitCode === 0 && !r.timedOut && !r.cancelled ? { exe, seconds: secondsSince(ts) } : null;
+}
+
+/** The shared executable as the member's own runDir/Vtb: a COPY, never a hard link. A run may
+ * write in its run directory, and a link would let one member's testbench rewrite the executable
+ * another member is about to run (a running executable cannot be written, one that waits can). A
+ * reflink where the file system has them (copy on write), else bytes. */
+function place(exe: string, at: string): boolean {
+  try {
+    copyFileSync(exe, at, constants.COPYFILE_FICLONE);
+    chmodSync(at, 0o755);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The plain chorus_model_* calls (chorus_main.cpp) for a unit: the model of the member that
+ * CHORUS_MEMBER names, picked once when the model is made; any other value stops the run. */
+function dispatcher(indexes: number[]): string {
+  const row = (i: number): string => `  {"${i}", ${MODEL_CALLS.map((f) => `&${f}__m${i}`).join(', ')}},`;
+  return [
+    '#include <cstdio>',
+    '#include <cstdlib>',
+    '#include <cstring>',
+    'namespace {',
+    'struct ChorusMember {',
+    '  const char* id;',
+    '  void* (*make)(VerilatedContext*);',
+    '  void (*eval)(void*);',
+    '  bool (*pending)(void*);',
+    '  uint64_t (*next)(void*);',
+    '  void (*fin)(void*);',
+    '  void (*del)(void*);',
+    '};',
+    'const ChorusMember chorus_members[] = {',
+    ...indexes.map(row),
+    '};',
+    'const ChorusMember* chorus_member = nullptr;',
+    '}  // namespace',
+    'extern "C" {',
+    'void* chorus_model_new(VerilatedContext* c) {',
+    '  const char* id = std::getenv("CHORUS_MEMBER");',
+    '  for (const ChorusMember& m : chorus_members)',
+    '    if (id && std::strcmp(id, m.id) == 0) return (chorus_member = &m)->make(c);',
+    '  std::fprintf(stderr, "%%Error: CHORUS_MEMBER does not name a model of this group build\\n");',
+    '  std::abort();',
+    '}',
+    'void chorus_model_eval(void* p) { chorus_member->eval(p); }',
+    'bool chorus_model_events_pending(void* p) { return chorus_member->pending(p); }',
+    'uint64_t chorus_model_next_time_slot(void* p) { return chorus_member->next(p); }',
+    'void chorus_model_final(void* p) { chorus_member->fin(p); }',
+    'void chorus_model_delete(void* p) { chorus_member->del(p); }',
+    '}',
+    '',
+  ].join('\n');
 }
 
 /** The members' common signal when they all have the same one (a caller cancelling the group). */
