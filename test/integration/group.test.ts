@@ -20,6 +20,15 @@ const weakWith = (body: string): string => weak.replace(/endmodule\s*$/, `${body
 
 /** The members: name and testbench text. Distinct texts, so no cache can answer for another. */
 const MEMBERS: Array<[string, string]> = [
+  // First, so that it runs before the others: it tries to write over the executable in its run
+  // directory (where it may write). Its own run holds the file busy, and each member runs its own
+  // copy anyway: the others' runs are untouched either way.
+  [
+    'rewrites-exe',
+    weakWith(
+      '  integer fd;\n  initial begin\n    fd = $fopen("Vtb", "w");\n    if (fd != 0) begin $fwrite(fd, "junk"); $fclose(fd); end\n  end',
+    ),
+  ],
   ['good', good],
   ['weak', weak],
   // Verilator accepts it, the C++ compiler does not: an out-of-range shift count in a constant
@@ -102,7 +111,7 @@ describe.each([
     expect(byName.jail.status).toBe('rejected');
     expect(byName.forger.coverage?.waived.overall).toBe(byName.weak.coverage?.waived.overall);
     // The members that could share did: their C++ was compiled in shared units.
-    for (const name of ['good', 'weak', 'good-2', 'weak-2', 'forger', 'timeout'])
+    for (const name of ['good', 'weak', 'good-2', 'weak-2', 'forger', 'timeout', 'rewrites-exe'])
       expect(byName[name].build?.sharedUnit, name).toBeGreaterThanOrEqual(2);
     for (const r of alone) expect(r.build?.sharedUnit).toBeUndefined();
     expect(groupScratch().filter((d) => !before.includes(d))).toEqual([]);
