@@ -107,7 +107,11 @@ def test_service_env_parses_through_the_service(servers):
     state, urls = servers
     env = ServiceEnv(RewardClient(urls))
     task = {'design_files': [{'name': 'a.sv', 'content': 'x'}], 'top': 't'}
-    samples = [Sample([1], [2], '```module tb; endmodule```'), Sample([1], [2], 'no code here'), Sample([1], [2], '```module tb2; endmodule```')]
+    samples = [
+        Sample([1], [2], '```module tb; endmodule```'),
+        Sample([1], [2], 'no code here'),
+        Sample([1], [2], '```module tb2; endmodule```'),
+    ]
     sc = env.score(task, samples)
     assert sc[0].reward == 1.5 and sc[0].status == 'success'
     assert sc[1].reward == 0.0 and sc[1].status == 'unparsable'
