@@ -154,7 +154,7 @@ export class VerilatorSimulator implements Simulator {
       if (linted instanceof Ending) return finish(linted);
       // The design's $readmem files that none of its folders hold: an error the summary shows.
       const warnings = [...linted, ...prep.dataFiles.missing, ...passes.notes];
-      const shared = c.share ? await c.share.compile({ c, prep, lib: front.lib }) : 'alone';
+      const shared = c.share ? await c.share.compile({ c, runDir: prep.runDir, lib: front.lib }) : 'alone';
       if (shared !== 'alone') known.build = { ...front.build, sharedUnit: shared.unit };
       const compiled = shared !== 'alone' ? undefined : await compileModel(c, tc, runtime, prep, front.lib, warnings);
       if (compiled) return finish(compiled);

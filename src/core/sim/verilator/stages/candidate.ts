@@ -16,7 +16,6 @@ import type { Toolchain } from '../toolchain.js';
 import type { ToolCrash } from '../diagnostics.js';
 import type { IntegrityInput, IntegrityResult } from '../../slang/integrity.js';
 import type { DutLibrary } from '../dutLibrary.js';
-import type { Prepared } from './prepare.js';
 
 /**
  * A retry of a design whose logic did not settle: extra Verilator flags, a split_var control file,
@@ -53,10 +52,10 @@ export interface MemberShare {
   compile(member: SharedMember): Promise<{ unit: number } | 'alone'>;
 }
 
-/** What the shared build needs of one member (sharedBuild.ts). */
+/** What the shared build needs of one member (sharedBuild.ts): its run directory holds obj/. */
 export interface SharedMember {
   c: Candidate;
-  prep: Prepared;
+  runDir: string;
   lib: DutLibrary | undefined;
 }
 

@@ -66,7 +66,7 @@ export async function buildShared(
         const built = await compileUnit(unit, k, groupDir, tc, runtime);
         const linked = built.ok ? await linkUnit(unit, k, built.object, groupDir, tc, runtime) : null;
         for (const [index, m] of unit.members) {
-          const placed = linked !== null && place(linked.exe, join(m.prep.runDir, 'Vtb'));
+          const placed = linked !== null && place(linked.exe, join(m.runDir, 'Vtb'));
           if (placed) {
             m.c.timings.build = (built.seconds + linked.seconds) / unit.members.length;
             // The shared executable holds every member of its unit: this picks the member's model.
@@ -87,7 +87,7 @@ export async function buildShared(
 function planUnits(members: Map<number, SharedMember>, slots: number, out: Map<number, SharedVerdict>): Unit[] {
   const byLib = new Map<string, Array<[number, SharedMember, number]>>();
   for (const [index, m] of members) {
-    const { total } = modelSources(join(m.prep.runDir, 'obj'), m.c.prefix);
+    const { total } = modelSources(join(m.runDir, 'obj'), m.c.prefix);
     if (total === 0 || total > SHARE_BYTES) {
       out.set(index, 'alone');
       continue;
@@ -128,7 +128,7 @@ async function compileUnit(
     src,
     unit.members
       .map(([index, m]) => {
-        const obj = join(m.prep.runDir, 'obj');
+        const obj = join(m.runDir, 'obj');
         const { classes } = modelSources(obj, m.c.prefix);
         return unitText(classes.map((f) => join(obj, f))) + shimText(m.c.prefix, `__m${index}`, join(obj, `${m.c.prefix}.h`));
       })
@@ -140,7 +140,7 @@ async function compileUnit(
     runtime.dir,
     dirname(assetPath('chorus_model.cpp', 'sim/verilator')),
     ...first.view.paths,
-    ...unit.members.map(([, m]) => join(m.prep.runDir, 'obj')),
+    ...unit.members.map(([, m]) => join(m.runDir, 'obj')),
     ...unit.members.flatMap(([, m]) => (m.lib ? [m.lib.dir] : [])),
   ];
   const cmd = toolchainCommand(
