@@ -36,7 +36,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { startScoreServer, parseExposition, descendants, processesNaming, claimStateDir } from '../src/core/run/service.js';
-import { compareGroups, EXPECTED, type Candidate, type Kind } from './serveGroup.js';
+import { afterRetryAfter, benchServer, compareGroups, EXPECTED, type Candidate, type Kind } from './serveGroup.js';
 
 interface Options {
   requests: number;
@@ -164,14 +164,7 @@ async function main(): Promise<number> {
   if (o.faults) return faults(o);
   const ds = designs(resolve(process.cwd()));
   if (o.group) return compareGroups(o, ds.length, (i) => request(i, ds) as Candidate);
-  const server = await startScoreServer({
-    port: 0,
-    host: '127.0.0.1',
-    workers: o.workers,
-    queueLimit: o.queueLimit,
-    graceS: 30,
-    maxTimeoutS: 120,
-  });
+  const server = await benchServer(o);
   process.stdout.write(
     `serve-load: ${o.requests} requests, ${o.clients} clients -> ${server.url} (${o.workers} workers, queue limit ${o.queueLimit}); ` +
       `${cpus().length} cores, load ${loadavg()[0].toFixed(2)}\n`,
@@ -216,9 +209,7 @@ async function main(): Promise<number> {
         }
         if (res.status === 429) {
           retried++;
-          const wait = Number(res.headers.get('retry-after') ?? '1');
-          // Jitter keeps 16 clients from retrying in lockstep.
-          await new Promise((r) => setTimeout(r, (Number.isFinite(wait) ? wait : 1) * 1000 * (0.5 + Math.random())));
+          await afterRetryAfter(res);
           continue;
         }
         answers[i]++;

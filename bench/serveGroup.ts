@@ -15,6 +15,18 @@ export interface Candidate {
 }
 export const EXPECTED: Record<Kind, string> = { good: 'success', broken: 'xrun_failed', timeout: 'timeout' };
 
+/** Waits what a 429's Retry-After says, with jitter (clients told the same must not come back in
+ * the same instant). */
+export function afterRetryAfter(res: Response): Promise<void> {
+  const wait = Number(res.headers.get('retry-after') ?? '1');
+  return new Promise((r) => setTimeout(r, (Number.isFinite(wait) ? wait : 1) * 1000 * (0.5 + Math.random())));
+}
+
+/** The service both loads run against: in-process, on loopback. */
+export function benchServer(o: { workers: number; queueLimit: number }): ReturnType<typeof startScoreServer> {
+  return startScoreServer({ port: 0, host: '127.0.0.1', workers: o.workers, queueLimit: o.queueLimit, graceS: 30, maxTimeoutS: 120 });
+}
+
 interface FormResult {
   form: string;
   requests: number;
@@ -49,8 +61,7 @@ async function load(url: string, clients: number, bodies: Array<{ body: unknown;
         }
         if (res.status === 429) {
           retried++;
-          const wait = Number(res.headers.get('retry-after') ?? '1');
-          await new Promise((r) => setTimeout(r, (Number.isFinite(wait) ? wait : 1) * 1000 * (0.5 + Math.random())));
+          await afterRetryAfter(res);
           continue;
         }
         const got = payload.results ?? [payload];
@@ -72,14 +83,7 @@ export async function compareGroups(
   designs: number,
   candidate: (i: number) => Candidate,
 ): Promise<number> {
-  const server = await startScoreServer({
-    port: 0,
-    host: '127.0.0.1',
-    workers: o.workers,
-    queueLimit: o.queueLimit,
-    graceS: 30,
-    maxTimeoutS: 120,
-  });
+  const server = await benchServer(o);
   try {
     // Warm-up: each design read once (the design cache), the runtime built; not timed.
     for (let d = 0; d < designs; d++) await load(server.url, 1, [{ body: candidate(d).body, kinds: [candidate(d).kind] }], 'warm-up');

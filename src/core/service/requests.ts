@@ -163,13 +163,18 @@ function testbenchNotDesign(
     ctx.addIssue({ code: 'custom', path, message: `'${name}' is also a design file name` });
 }
 
-export const scoreItemSchema = strictObject({
+/** The design a score request names (one item, or the one design of a group). */
+const scoreDesign = {
   design_files: designShape.design_files,
   top,
-  testbench: namedText(false, true).meta({ description: 'The candidate testbench; `name` is a plain file name.' }),
   include_files: designShape.include_files,
   defines: designShape.defines,
   params: designShape.params,
+};
+
+export const scoreItemSchema = strictObject({
+  ...scoreDesign,
+  testbench: namedText(false, true).meta({ description: 'The candidate testbench; `name` is a plain file name.' }),
   ...scoreSettings,
 }).superRefine((o, ctx) => {
   noCollisions(o, ctx);
@@ -189,8 +194,7 @@ export const MAX_GROUP = 64;
 /** `POST /v1/score` for a group: one design, several testbenches (RL's samples of one prompt),
  * scored together; each testbench gets the result it would get alone. */
 export const scoreGroupSchema = strictObject({
-  design_files: designShape.design_files,
-  top,
+  ...scoreDesign,
   testbenches: z
     .array(namedText(false, true), {
       error: (iss) => (iss.code === 'invalid_type' ? 'must be an array of {name, content}' : undefined),
@@ -198,9 +202,6 @@ export const scoreGroupSchema = strictObject({
     .min(1, 'must hold at least one testbench')
     .max(MAX_GROUP, `must hold at most ${MAX_GROUP} testbenches (send larger groups as several requests)`)
     .meta({ description: `The candidate testbenches, 1 to ${MAX_GROUP}; answered \`{results: [...]}\` in this order.` }),
-  include_files: designShape.include_files,
-  defines: designShape.defines,
-  params: designShape.params,
   ...scoreSettings,
 }).superRefine((o, ctx) => {
   noCollisions(o, ctx);
