@@ -26,6 +26,10 @@ import { candidateCxxFlags, modelSources, shimText, unitText } from './build.js'
 
 /** A member whose generated C++ is larger than this builds alone: it would hold its unit back. */
 const SHARE_BYTES = 400 * 1024;
+/** A unit holds at most this many members and about this much generated C++ (a unit of 16 small
+ * members compiles in a few seconds; a failed unit is built again member by member). */
+const UNIT_MEMBERS = 16;
+const UNIT_BYTES = 4 * 1024 * 1024;
 const MODEL_CALLS = [
   'chorus_model_new',
   'chorus_model_eval',
@@ -101,7 +105,13 @@ function planUnits(members: Map<number, SharedMember>, slots: number, out: Map<n
       for (const [index] of list) out.set(index, 'alone');
       continue;
     }
-    const n = Math.max(1, Math.min(slots, Math.floor(list.length / 2)));
+    // As many units as slots (each unit's fixed cost once per core), more when the members would
+    // make a unit too large to finish well inside one member's build limit.
+    const bytes = list.reduce((a, x) => a + x[2], 0);
+    const n = Math.max(
+      1,
+      Math.min(Math.floor(list.length / 2), Math.max(slots, Math.ceil(list.length / UNIT_MEMBERS), Math.ceil(bytes / UNIT_BYTES))),
+    );
     const these: Unit[] = Array.from({ length: n }, () => ({ members: [], bytes: 0, libObject: lib || undefined }));
     for (const [index, m, total] of [...list].sort((a, b) => b[2] - a[2])) {
       const u = these.reduce((a, b) => (b.bytes < a.bytes ? b : a));
