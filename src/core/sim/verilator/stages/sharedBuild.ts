@@ -140,7 +140,13 @@ async function compileUnit(
       .map(([index, m]) => {
         const obj = join(m.runDir, 'obj');
         const { classes } = modelSources(obj, m.c.prefix);
-        return unitText(classes.map((f) => join(obj, f))) + shimText(m.c.prefix, `__m${index}`, join(obj, `${m.c.prefix}.h`));
+        // Current Verilators' <prefix>__pch.h refuses a second model's (VL_PCH_INCLUDED): each
+        // member's files are a model of their own here.
+        return (
+          '#undef VL_PCH_INCLUDED\n' +
+          unitText(classes.map((f) => join(obj, f))) +
+          shimText(m.c.prefix, `__m${index}`, join(obj, `${m.c.prefix}.h`))
+        );
       })
       .join('') + dispatcher(unit.members.map(([index]) => index)),
   );
@@ -157,7 +163,13 @@ async function compileUnit(
     first.jail,
     tc.cxx,
     [...candidateCxxFlags(tc, runtime, []), '-c', '-o', object, src],
-    { writable: [groupDir], readOnly: [...new Set(readOnly)], hidden: first.view.hidden, cwd: groupDir, toolDirs: toolDirsOf(tc.cxx) },
+    {
+      writable: [groupDir],
+      readOnly: [...new Set(readOnly)],
+      hidden: first.view.hidden,
+      cwd: groupDir,
+      toolDirs: [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)],
+    },
     { memoryLimitMb: Math.min(...limits.map((l) => l.buildMemoryLimitMb ?? Infinity)) },
   );
   const signal = sharedSignal(unit.members.map(([, m]) => m.c.req.signal));
@@ -204,7 +216,7 @@ async function linkUnit(
       readOnly: [runtime.dir, ...unit.members.flatMap(([, m]) => (m.lib ? [m.lib.dir] : []))],
       hidden: first.view.hidden,
       cwd: groupDir,
-      toolDirs: toolDirsOf(tc.cxx),
+      toolDirs: [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)],
     },
     { memoryLimitMb: Math.min(...unit.members.map(([, m]) => m.c.limits.buildMemoryLimitMb ?? Infinity)) },
   );
