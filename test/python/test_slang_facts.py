@@ -223,6 +223,25 @@ def test_immediate_and_deferred_assertions_in_always_comb(tmp_path: Path) -> Non
     assert resp['clocks'] == [] and resp['resets'] == []
 
 
+def test_immediate_assertions_under_procedural_ifs_take_the_conditions_as_antecedent(tmp_path: Path) -> None:
+    resp = facts(request('guarded_assert.sv'), tmp_path)
+    first = only(resp['assertions'], line=18)
+    assert (first['antecedent'], first['implication'], first['consequent']) == ('!past_valid', '|->', '!v')
+    assert first['antecedentExpr'] == {'op': 'not', 'args': [{'op': 'id', 'name': 'past_valid', 'top': None, 'width': 1}]}
+    second = only(resp['assertions'], line=20)
+    assert second['antecedent'] == '(!(!past_valid)) && ($past(v && !rdy) && !rst)'
+    assert second['consequent'] == 'v && $stable(d)' and second['implication'] == '|->'
+    tree = second['antecedentExpr']
+    assert tree['op'] == 'and' and tree['args'][0]['op'] == 'not'  # the else branch: the first condition false
+    assert tree['args'][1]['op'] == 'and' and tree['args'][1]['args'][1] == {
+        'op': 'not',
+        'args': [{'op': 'id', 'name': 'rst', 'top': 'rst', 'width': 1}],
+    }
+    # Under a case item: an antecedent is said, none is modelled, so nothing treats `!v` as always required.
+    third = only(resp['assertions'], line=24)
+    assert third['antecedent'].startswith('(the enclosing statement') and third['antecedentExpr'] is None
+
+
 def test_onehot0_in_a_clocked_block(tmp_path: Path) -> None:
     resp = facts(request('onehot0.sv'), tmp_path)
     a = only(resp['assertions'], kind='concurrent')

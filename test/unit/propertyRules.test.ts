@@ -47,6 +47,22 @@ function prop(p: Partial<FactAssertion> & { consequentExpr: FactExpr }): FactAss
 }
 
 describe('property to stimulus rule', () => {
+  it('an antecedent conjunct the testbench cannot see (a formal past-valid flag) is dropped: the rule binds at least as often', () => {
+    const guard = and(not(not(id('f_past_valid', null))), and(call('$past', and(id('valid'), not(id('ready')))), not(id('start'))));
+    const r = propertyRule(prop({ kind: 'immediate', antecedentExpr: guard, consequentExpr: id('valid') }), roles, 0)!;
+    expect(r.level).toBe('oblige');
+    // ($past of an expression: of each signal in it.)
+    expect(r.statements).toEqual(["if (((chorus_past_clk_valid && !(chorus_past_clk_ready)) && !(start))) begin valid = 1'b1; end"]);
+    // Nothing the testbench can evaluate: no rule (never the consequent as if it always held).
+    expect(
+      propertyRule(prop({ kind: 'immediate', antecedentExpr: not(id('f_past_valid', null)), consequentExpr: not(id('valid')) }), roles, 0),
+    ).toBeNull();
+    // Under a negation a conjunct is not dropped: the whole antecedent is unusable.
+    expect(
+      propertyRule(prop({ antecedentExpr: not(and(id('f_past_valid', null), id('push'))), consequentExpr: id('valid') }), roles, 0),
+    ).toBeNull();
+  });
+
   it('|-> on an output (push |-> !full): the input is dropped while the output forbids it', () => {
     const r = propertyRule(prop({ antecedentExpr: id('push'), consequentExpr: not(id('full')) }), roles, 0);
     expect(r).toMatchObject({ level: 'gate', site: 'ip.sv:7', statements: ["if (full && push) begin push = '0; end"] });

@@ -63,6 +63,24 @@ function pastOf(e: FactExpr, c: Ctx): string | null {
   return name;
 }
 
+/** `e` with each signal read one edge earlier (`$past` of a leaf); calls are left alone, so a
+ * `$past` inside `$past` (two edges back) renders to nothing. */
+function pastOfEach(e: FactExpr): FactExpr {
+  switch (e.op) {
+    case 'id':
+      return { op: 'call', name: '$past', args: [e] };
+    case 'const':
+    case 'opaque':
+      return e;
+    case 'call':
+      return { op: 'opaque', text: e.name };
+    case 'select':
+      return { ...e, base: pastOfEach(e.base) };
+    default:
+      return { ...e, args: e.args.map(pastOfEach) };
+  }
+}
+
 /** SystemVerilog text of `e` over the top's ports, or null when it names anything else. */
 export function render(e: FactExpr, c: Ctx): string | null {
   switch (e.op) {
@@ -103,7 +121,8 @@ function renderCall(name: string, args: FactExpr[], c: Ctx): string | null {
       return "1'b0"; // two-state simulation: never unknown
     case '$past': {
       if (args.length > 1 && !(args[1].op === 'const' && /^(32'd)?1$/.test(args[1].value))) return null;
-      return pastOf(args[0], c);
+      // $past(f(x, y)) is f($past(x), $past(y)) for an expression of sampled values.
+      return args[0].op === 'id' ? pastOf(args[0], c) : render(pastOfEach(args[0]), c);
     }
     case '$stable':
     case '$changed':
@@ -240,6 +259,19 @@ function flipNegated(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
   return makeTrue(inner, c, roles);
 }
 
+/**
+ * The antecedent as the testbench can evaluate it: its top-level conjuncts that name only what the
+ * testbench sees, a design-internal one (a formal property's `f_past_valid`) dropped. Dropping a
+ * conjunct weakens the antecedent, so the rule binds at least whenever the property does: sound
+ * both for obliging the consequent and for avoiding a violation. Null when nothing is left.
+ */
+function evaluable(e: FactExpr, c: Ctx): FactExpr | null {
+  if (render(e, c) !== null) return e;
+  if (e.op !== 'and') return null;
+  const [l, r] = [evaluable(e.args[0], c), evaluable(e.args[1], c)];
+  return l && r ? { op: 'and', args: [l, r] } : (l ?? r);
+}
+
 function siteOf(a: FactAssertion): string {
   return `${a.file.slice(a.file.lastIndexOf('/') + 1)}:${a.line}`;
 }
@@ -272,9 +304,10 @@ export function propertyRule(a: FactAssertion, roles: Roles, index: number, pref
   const ports = new Map<string, PortInfo>([...roles.data, ...roles.outputs, ...roles.resets.map((r) => r.port)].map((p) => [p.name, p]));
   const c: Ctx = { ports, clock: clockOf(a, roles), past: new Map() };
   const site = siteOf(a);
-  const ante = a.antecedentExpr ?? null;
   const cons = a.consequentExpr ?? null;
-  if (!cons || (a.antecedent && !ante)) return null;
+  if (!cons || (a.antecedent && !a.antecedentExpr)) return null;
+  const ante = a.antecedentExpr ? evaluable(a.antecedentExpr, c) : null;
+  if (a.antecedentExpr && !ante) return null;
   const delay = a.kind === 'concurrent' ? a.delay : 0;
   if (delay > 0 && !c.clock) return null;
   const anteText = ante ? render(ante, c) : "1'b1";

@@ -876,6 +876,11 @@ class AssertionSite:
     stmt: Any
     block: EdgeBlock | None
     block_reset: ResetUse | None
+    # The procedural `if` conditions the assertion sits under (condition, taken branch), outermost
+    # first: they are its antecedent. `guard_unknown`: it sits under a condition not modelled here
+    # (a case item, a loop ...), so no antecedent can be written for it.
+    guards: tuple = ()
+    guard_unknown: bool = False
 
 
 @dataclass
@@ -1135,7 +1140,9 @@ class AssertionReader:
         stmt = site.stmt
         kind = 'deferred' if stmt.isDeferred or stmt.isFinal else 'immediate'
         fact = self._base(site, kind, action, block_clock(site), syntax_text(stmt.cond.syntax))
-        fact['consequentExpr'] = ExprTrees(self.tracer, site.inst).expr(stmt.cond)
+        trees = ExprTrees(self.tracer, site.inst)
+        fact['consequentExpr'] = trees.expr(stmt.cond)
+        self._guard(fact, site, trees)
         return AssertionResult(fact)
 
     def _concurrent(self, site: AssertionSite, action: str, with_fact: bool) -> AssertionResult:
@@ -1148,9 +1155,35 @@ class AssertionReader:
         if not with_fact:
             return AssertionResult(None, use, reset)
         fact = self._base(site, 'concurrent', action, clock, syntax_text(shape.text_node))
-        self._shape(fact, shape.body, ExprTrees(self.tracer, site.inst))
+        trees = ExprTrees(self.tracer, site.inst)
+        self._shape(fact, shape.body, trees)
+        self._guard(fact, site, trees)
         fact['disableIff'] = disable_text
         return AssertionResult(fact, use, reset)
+
+    @staticmethod
+    def _guard(fact: AssertionFact, site: AssertionSite, trees: ExprTrees) -> None:
+        """The enclosing `if` conditions joined to the antecedent (sampled with it): an assertion
+        under a condition not modelled keeps an antecedent text and no expression, so nothing acts
+        on its consequent as if it held unconditionally."""
+        if not site.guards and not site.guard_unknown:
+            return
+        texts = [syntax_text(c.syntax) if taken else f'!({syntax_text(c.syntax)})' for c, taken in site.guards]
+        exprs = [trees.expr(c) if taken else {'op': 'not', 'args': [trees.expr(c)]} for c, taken in site.guards]
+        known = not site.guard_unknown and (fact['antecedent'] is None or fact['antecedentExpr'] is not None)
+        if fact['antecedent'] is not None:
+            texts.append(fact['antecedent'])
+            if fact['antecedentExpr'] is not None:
+                exprs.append(fact['antecedentExpr'])
+        if site.guard_unknown:
+            texts.insert(0, "(the enclosing statement's condition)")
+        fact['antecedent'] = ' && '.join(f'({t})' if len(texts) > 1 else t for t in texts)
+        tree = exprs[0] if exprs else None
+        for e in exprs[1:]:
+            tree = {'op': 'and', 'args': [tree, e]}
+        fact['antecedentExpr'] = tree if known else None
+        if fact['implication'] is None:
+            fact['implication'] = '|->'
 
     @staticmethod
     def _shape(fact: AssertionFact, body: Any, trees: ExprTrees) -> None:
@@ -1197,17 +1230,39 @@ class AssertionReader:
 def assertion_sites(inst: Inst, blocks: dict[str, tuple[EdgeBlock, ResetUse | None]]) -> list[AssertionSite]:
     sites: list[AssertionSite] = []
 
-    def collect(root: Any, block: EdgeBlock | None, reset: ResetUse | None) -> None:
+    def collect(root: Any, block: EdgeBlock | None, reset: ResetUse | None, guards: tuple = (), unknown: bool = False) -> None:
         def on(node: Any) -> Any:
-            sites.append(AssertionSite(inst, node, block, reset))
+            sites.append(AssertionSite(inst, node, block, reset, guards, unknown))
             return Skip
 
         root.visit(lookup_table={StK.ConcurrentAssertion: on, StK.ImmediateAssertion: on})
 
+    def walk(stmt: Any, block: EdgeBlock | None, reset: ResetUse | None, guards: tuple, unknown: bool) -> None:
+        """The statement tree with the `if` conditions on the way down: `if (g) assert (c)` is
+        `g -> c`, never `c` alone (a formal property's `if (!f_past_valid) assert (...)`)."""
+        if stmt is None:
+            return
+        kind = stmt.kind
+        if kind in (StK.ImmediateAssertion, StK.ConcurrentAssertion):
+            sites.append(AssertionSite(inst, stmt, block, reset, guards, unknown))
+        elif kind == StK.Conditional and len(stmt.conditions) == 1 and stmt.conditions[0].pattern is None:
+            cond = stmt.conditions[0].expr
+            walk(stmt.ifTrue, block, reset, (*guards, (cond, True)), unknown)
+            walk(stmt.ifFalse, block, reset, (*guards, (cond, False)), unknown)
+        elif kind == StK.Block:
+            walk(stmt.body, block, reset, guards, unknown)
+        elif kind == StK.List:
+            for s in stmt.list:
+                walk(s, block, reset, guards, unknown)
+        elif kind == StK.Timed:
+            walk(stmt.stmt, block, reset, guards, unknown)
+        else:  # case items, loops, waits ...: conditions this reading does not model
+            collect(stmt, block, reset, guards, True)
+
     for proc in inst.procedures:
         block, reset = blocks.get(_key(proc), (None, None))
         if proc.body is not None:
-            collect(proc.body, block, reset)
+            walk(proc.body, block, reset, (), False)
     for routine in inst.subroutines:
         collect(routine, None, None)
     return sites
