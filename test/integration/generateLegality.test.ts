@@ -21,7 +21,7 @@ describe('built-in generator: legal stimulus', () => {
     [
       'FIFO: push/pop while full/empty (immediate assertions)',
       join(examples, 'fifo', 'sync_fifo.sv'),
-      /if \(full && push\) begin push = '0; end/,
+      /if \(rst_n && full && push\) begin push = '0; end/,
       0,
     ],
     [

@@ -163,18 +163,15 @@ function testbenchNotDesign(
     ctx.addIssue({ code: 'custom', path, message: `'${name}' is also a design file name` });
 }
 
-/** The design a score request names (one item, or the one design of a group). */
-const scoreDesign = {
-  design_files: designShape.design_files,
-  top,
-  include_files: designShape.include_files,
-  defines: designShape.defines,
-  params: designShape.params,
-};
+/** The design a score request names (one item, or the one design of a group), in two parts: the
+ * testbench (or testbenches) come between them, the order the fields have always been listed in. */
+const scoreDesign = { design_files: designShape.design_files, top };
+const scoreDesignRest = { include_files: designShape.include_files, defines: designShape.defines, params: designShape.params };
 
 export const scoreItemSchema = strictObject({
   ...scoreDesign,
   testbench: namedText(false, true).meta({ description: 'The candidate testbench; `name` is a plain file name.' }),
+  ...scoreDesignRest,
   ...scoreSettings,
 }).superRefine((o, ctx) => {
   noCollisions(o, ctx);
@@ -202,6 +199,7 @@ export const scoreGroupSchema = strictObject({
     .min(1, 'must hold at least one testbench')
     .max(MAX_GROUP, `must hold at most ${MAX_GROUP} testbenches (send larger groups as several requests)`)
     .meta({ description: `The candidate testbenches, 1 to ${MAX_GROUP}; answered \`{results: [...]}\` in this order.` }),
+  ...scoreDesignRest,
   ...scoreSettings,
 }).superRefine((o, ctx) => {
   noCollisions(o, ctx);
