@@ -44,6 +44,8 @@ export type SharedVerdict = { unit: number } | 'alone';
 
 interface Unit {
   members: Array<[number, SharedMember]>;
+  /** Each member's generated C++ files (its obj/ folder's, read once when the units are planned). */
+  classes: Map<number, string[]>;
   bytes: number;
   /** The DUT library object its members link (members of one unit link the same, or none). */
   libObject: string | undefined;
@@ -90,8 +92,11 @@ export async function buildShared(
 /** The members in units: by DUT library, balanced by size; too large or lonely ones alone. */
 function planUnits(members: Map<number, SharedMember>, slots: number, out: Map<number, SharedVerdict>): Unit[] {
   const byLib = new Map<string, Array<[number, SharedMember, number]>>();
+  const classes = new Map<number, string[]>();
   for (const [index, m] of members) {
-    const { total } = modelSources(join(m.runDir, 'obj'), m.c.prefix);
+    const sources = modelSources(join(m.runDir, 'obj'), m.c.prefix);
+    const total = sources.total;
+    classes.set(index, sources.classes);
     if (total === 0 || total > SHARE_BYTES) {
       out.set(index, 'alone');
       continue;
@@ -112,7 +117,7 @@ function planUnits(members: Map<number, SharedMember>, slots: number, out: Map<n
       1,
       Math.min(Math.floor(list.length / 2), Math.max(slots, Math.ceil(list.length / UNIT_MEMBERS), Math.ceil(bytes / UNIT_BYTES))),
     );
-    const these: Unit[] = Array.from({ length: n }, () => ({ members: [], bytes: 0, libObject: lib || undefined }));
+    const these: Unit[] = Array.from({ length: n }, () => ({ members: [], classes, bytes: 0, libObject: lib || undefined }));
     for (const [index, m, total] of [...list].sort((a, b) => b[2] - a[2])) {
       const u = these.reduce((a, b) => (b.bytes < a.bytes ? b : a));
       u.members.push([index, m]);
@@ -139,7 +144,7 @@ async function compileUnit(
     unit.members
       .map(([index, m]) => {
         const obj = join(m.runDir, 'obj');
-        const { classes } = modelSources(obj, m.c.prefix);
+        const classes = unit.classes.get(index) ?? [];
         // Current Verilators' <prefix>__pch.h refuses a second model's (VL_PCH_INCLUDED): each
         // member's files are a model of their own here.
         return (
@@ -150,22 +155,37 @@ async function compileUnit(
       })
       .join('') + dispatcher(unit.members.map(([index]) => index)),
   );
+  const ok = await unitStep(
+    unit,
+    groupDir,
+    tc,
+    [...candidateCxxFlags(tc, runtime, []), '-c', '-o', object, src],
+    [
+      runtime.dir,
+      dirname(assetPath('chorus_model.cpp', 'sim/verilator')),
+      ...unit.members[0][1].c.view.paths,
+      ...unit.members.map(([, m]) => join(m.runDir, 'obj')),
+    ],
+  );
+  return { ok, object, seconds: secondsSince(ts) };
+}
+
+/**
+ * One compile step of a unit in the jail: it writes the group folder only, reads `readOnly`, the
+ * toolchain and the members' DUT libraries, under the tightest of the members' limits, in a slot;
+ * cancelled when the members' common signal is. Whether it succeeded.
+ */
+async function unitStep(unit: Unit, groupDir: string, tc: Toolchain, args: string[], readOnly: string[]): Promise<boolean> {
   const first = unit.members[0][1].c;
   const limits = unit.members.map(([, m]) => m.c.limits);
-  const readOnly = [
-    runtime.dir,
-    dirname(assetPath('chorus_model.cpp', 'sim/verilator')),
-    ...first.view.paths,
-    ...unit.members.map(([, m]) => join(m.runDir, 'obj')),
-    ...unit.members.flatMap(([, m]) => (m.lib ? [m.lib.dir] : [])),
-  ];
+  const libs = unit.members.flatMap(([, m]) => (m.lib ? [m.lib.dir] : []));
   const cmd = toolchainCommand(
     first.jail,
     tc.cxx,
-    [...candidateCxxFlags(tc, runtime, []), '-c', '-o', object, src],
+    args,
     {
       writable: [groupDir],
-      readOnly: [...new Set(readOnly)],
+      readOnly: [...new Set([...readOnly, ...libs])],
       hidden: first.view.hidden,
       cwd: groupDir,
       toolDirs: [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)],
@@ -183,7 +203,7 @@ async function compileUnit(
     }),
   );
   if (first.jail.kind !== 'none') for (const [, m] of unit.members) m.c.sandbox.steps.add('c++');
-  return { ok: r.exitCode === 0 && !r.timedOut && !r.cancelled, object, seconds: secondsSince(ts) };
+  return r.exitCode === 0 && !r.timedOut && !r.cancelled;
 }
 
 /** The unit's executable (every member's model; CHORUS_MEMBER picks one), in the jail. */
@@ -196,39 +216,18 @@ async function linkUnit(
   runtime: RuntimeBuild,
 ): Promise<{ exe: string; seconds: number } | null> {
   const ts = performance.now();
-  const first = unit.members[0][1].c;
   const exe = join(groupDir, `unit${k}`);
-  const cmd = toolchainCommand(
-    first.jail,
-    tc.cxx,
-    [
-      ...(await linkerFlags(tc)),
-      '-o',
-      exe,
-      object,
-      ...(unit.libObject ? [unit.libObject] : []),
-      ...runtime.objects,
-      '-pthread',
-      '-latomic',
-    ],
-    {
-      writable: [groupDir],
-      readOnly: [runtime.dir, ...unit.members.flatMap(([, m]) => (m.lib ? [m.lib.dir] : []))],
-      hidden: first.view.hidden,
-      cwd: groupDir,
-      toolDirs: [...toolDirsOf(tc.verilator, tc.root), ...toolDirsOf(tc.cxx)],
-    },
-    { memoryLimitMb: Math.min(...unit.members.map(([, m]) => m.c.limits.buildMemoryLimitMb ?? Infinity)) },
-  );
-  const r = await first.share!.slot(() =>
-    runBounded(cmd.file, cmd.args, {
-      cwd: groupDir,
-      env: cmd.env,
-      timeoutS: Math.min(...unit.members.map(([, m]) => m.c.limits.buildTimeoutS)),
-      outputLimitBytes: 1024 * 1024,
-    }),
-  );
-  return r.exitCode === 0 && !r.timedOut && !r.cancelled ? { exe, seconds: secondsSince(ts) } : null;
+  const args = [
+    ...(await linkerFlags(tc)),
+    '-o',
+    exe,
+    object,
+    ...(unit.libObject ? [unit.libObject] : []),
+    ...runtime.objects,
+    '-pthread',
+    '-latomic',
+  ];
+  return (await unitStep(unit, groupDir, tc, args, [runtime.dir])) ? { exe, seconds: secondsSince(ts) } : null;
 }
 
 /** The shared executable as the member's own runDir/Vtb: a COPY, never a hard link. A run may
