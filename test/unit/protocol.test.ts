@@ -91,6 +91,14 @@ describe('parsing a reply', () => {
     expect(stripThink('<think>a</think>  rest')).toBe('rest');
   });
 
+  it('drops a reasoning block the length limit cut (no </think>) to the end of the reply', () => {
+    const cut = '<think>\nfirst try:\n```sv\nmodule tb; endmodule\n```\nbut then';
+    expect(stripThink(cut)).toBe('');
+    expect(stripThink(`ok\n${cut}`)).toBe('ok');
+    expect(parseReply(cut)).toMatchObject({ status: 'unparsable' });
+    expect(stripThink('<think>a</think>b<think>c')).toBe('b');
+  });
+
   it('falls back to module ... endmodule, and reports an unparsable reply instead of failing', () => {
     expect(parseReply('Here:\nmodule tb; initial $finish; endmodule\nthanks')).toMatchObject({
       status: 'success',

@@ -16,12 +16,14 @@ from .policy import Sample
 
 # PROTOCOL §2 (docs/protocol.md): a Qwen3 reply may open with a <think>...</think> block; it is
 # stripped before the reply is carried into the next round (the sampled tokens keep it: the
-# reasoning is still trained).
-THINK_RE = re.compile(r'<think>.*?</think>\s*', re.DOTALL | re.IGNORECASE)
+# reasoning is still trained). A block the length limit cut before its </think> is stripped to
+# the end: carried on, it would grow the next prompt by the whole budget of the reply.
+THINK_RE = re.compile(r'<think>.*?(?:</think>\s*|$)', re.DOTALL | re.IGNORECASE)
 
 
 def strip_think(text: str) -> str:
-    """The reply as the next round sees it: every <think>...</think> block removed, then trimmed."""
+    """The reply as the next round sees it: every <think>...</think> block removed (an unclosed one
+    to the end), then trimmed."""
     return THINK_RE.sub('', text).strip()
 
 

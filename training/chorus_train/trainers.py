@@ -241,12 +241,59 @@ def _trainer_classes():
         def __init__(self, *a, teachers=(), opd_state=None, **kw):
             self.teachers = list(teachers)
             self.opd_state = opd_state
+            self.chorus_step_tokens = 0.0  # loss tokens this rank fed the optimizer step being accumulated
+            self.chorus_skipped_steps = 0
+            self._chorus_step_skipped = False
             super().__init__(*a, **kw)
             dev = self.accelerator.device
             for t in self.teachers:  # `cuda` at load time is GPU 0 on every rank: place each rank's copy on its own device
                 if next(t.parameters()).device != dev:
                     t.to(dev)
             self.chorus_forwards = 0  # student forwards run by this rank for OPD (tests: equal on every rank)
+
+        def compute_loss(self, model, inputs, *a, **kw):
+            tm = inputs.get('tool_mask')
+            m = inputs['completion_mask'] if tm is None else inputs['completion_mask'] * tm  # TRL's loss mask
+            self.chorus_step_tokens += float(m.sum())
+            return super().compute_loss(model, inputs, *a, **kw)
+
+        def _step_has_rows(self) -> bool:
+            """Whether any rank fed the step a loss token; every rank asks at the same point of the
+            step, so the answer (and the collective) is the same everywhere."""
+            t = torch.tensor([self.chorus_step_tokens], dtype=torch.float64, device=self.accelerator.device)
+            if self.accelerator.num_processes > 1:
+                torch.distributed.all_reduce(t)
+            self.chorus_step_tokens = 0.0
+            return float(t[0]) > 0
+
+        def create_optimizer(self, *a, **kw):
+            """A step whose rows were all skipped (gate closed, `gate_closed: skip`) has no gradient,
+            but AdamW would still move the weights by its momentum: such a step, and its scheduler
+            step, are not taken."""
+            opt = super().create_optimizer(*a, **kw)
+            step = opt.step
+
+            def gated_step(*sa, **skw):
+                self._chorus_step_skipped = not self._step_has_rows()
+                if self._chorus_step_skipped:
+                    self.chorus_skipped_steps += 1
+                    return None
+                return step(*sa, **skw)
+
+            opt.step = gated_step
+            return opt
+
+        def create_scheduler(self, *a, **kw):
+            sched = super().create_scheduler(*a, **kw)
+            step = sched.step
+
+            def gated(*sa, **skw):
+                if self._chorus_step_skipped:
+                    return None
+                return step(*sa, **skw)
+
+            sched.step = gated
+            return sched
 
         def _student_logits(self, ids, att, T):
             with torch.no_grad(), self.accelerator.autocast():

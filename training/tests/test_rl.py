@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from chorus_train import dapo, rl, trl_engine
-from chorus_train.envs import Score, TokenRewardEnv
+from chorus_train.envs import Score, TokenRewardEnv, strip_think
 from chorus_train.policy import load_policy, make_batch, render, response_logits
 
 
@@ -24,6 +24,15 @@ def test_carry_worst_and_best():
     failed = Score(None, None, False, 'service_error', error='down')
     assert rl.pick_carry([failed, sc[2]], 'worst') == 1  # an unscored member is never carried
     assert rl.pick_carry([failed, failed], 'worst') is None
+
+
+def test_carried_reply_loses_its_reasoning_even_when_cut():
+    """A reply the length limit cut inside <think> carries nothing of its reasoning into the next
+    prompt (carried, it would add the whole reply budget to every later round)."""
+    assert strip_think('<think>plan</think>\n```sv\nmodule tb; endmodule\n```') == '```sv\nmodule tb; endmodule\n```'
+    assert strip_think('<think>' + 'reasoning ' * 5000) == ''
+    assert strip_think('ok <think>cut') == 'ok'
+    assert strip_think('<think>a</think>b<think>c') == 'b'
 
 
 def test_default_step_is_4_prompts_by_group_4():

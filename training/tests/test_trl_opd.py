@@ -315,3 +315,39 @@ def test_opd_data_offset_starts_after_the_rl_steps():
     got = list(S(**kw, offset=12))  # OPD after 3 RL steps of 4 prompts
     assert got[:20] == rl_order[12:32]
     assert list(S(**kw, offset=0)) == rl_order
+
+
+def test_a_step_whose_rounds_are_all_skipped_takes_no_optimizer_step(tiny_ckpts, tmp_path):
+    """gate_closed: skip on every row of a step leaves no gradient, and the step is not taken at all:
+    AdamW would otherwise move the weights by the momentum of the step before (here: a distilled
+    one). The weights after [distill, all skipped] equal those after [distill]."""
+    tok = load_policy(str(tiny_ckpts[0]))[1]
+    teacher = sharp_teacher(tiny_ckpts[0])
+    fn = _fixed_fn(tok)
+    tfn = lambda t, prompt, n, key: fn([prompt] * n, [(0, key[1], j) for j in range(n)])  # noqa: E731
+
+    def run_opd(out, steps):
+        student, _ = load_policy(str(tiny_ckpts[0]))
+        return trl_engine.train_opd(
+            ocfg(out, prompts_per_step=1, gate_closed='skip'),
+            [{'id': 'win'}, {'id': 'skip'}],
+            ScriptedEnv(),
+            student=student,
+            tok=tok,
+            teachers=[teacher],
+            steps=steps,
+            resume=False,
+            sample_fn=fn,
+            teacher_sample_fn=tfn,
+            log=lambda *_: None,
+            args_over={'shuffle_dataset': False},  # win, then skip
+        )
+
+    one = run_opd(tmp_path / 'one', 1)
+    two = run_opd(tmp_path / 'two', 2)
+    assert [[d['kind'] for d in h] for h in two['history']] == [['distill'], ['skip']]
+    start, _ = load_policy(str(tiny_ckpts[0]))
+    assert any(not torch.equal(x, z) for x, z in zip(one['model'].parameters(), start.parameters(), strict=True)), 'step 1 must move'
+    for (n, x), y in zip(two['model'].named_parameters(), one['model'].parameters(), strict=True):
+        assert torch.equal(x, y), f'{n}: a step with every round skipped moved the weights'
+    assert two['trainer'].chorus_skipped_steps == 1

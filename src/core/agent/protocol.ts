@@ -94,7 +94,9 @@ export function firstTurn(rtl: NamedText[], specs: NamedText[], instructions: st
 
 // ---- Parsing a reply (§2) ----
 
-const THINK = /<think>[\s\S]*?<\/think>\s*/gi;
+// An unclosed block (a reply the length limit cut inside its reasoning) is dropped to the end: what
+// follows `<think>` there is reasoning, never the answer.
+const THINK = /<think>[\s\S]*?(?:<\/think>\s*|$)/gi;
 
 /** Qwen3 replies may open with a reasoning block: drop it before parsing or carrying the reply on. */
 export function stripThink(reply: string): string {
