@@ -33,6 +33,11 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic, overload
 
+# The merge calls these kernels from two threads at once (the merge pass and the next tensor's
+# statistics): only a thread-safe layer (OpenMP or TBB) allows that; numba's own `workqueue` would
+# abort on the second concurrent launch.
+nb.config.THREADING_LAYER = 'threadsafe'
+
 METHODS = ('soup', 'linear', 'ties', 'dare_ties', 'della')
 TIES_FAMILY = ('ties', 'dare_ties', 'della')
 CHUNK = 1 << 16  # elements per parallel work item; DELLA's mean|delta| is summed chunk by chunk in this order
