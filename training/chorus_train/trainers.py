@@ -243,7 +243,6 @@ def _trainer_classes():
             self.opd_state = opd_state
             self.chorus_step_tokens = 0.0  # loss tokens this rank fed the optimizer step being accumulated
             self.chorus_skipped_steps = 0
-            self._chorus_step_skipped = False
             super().__init__(*a, **kw)
             dev = self.accelerator.device
             for t in self.teachers:  # `cuda` at load time is GPU 0 on every rank: place each rank's copy on its own device
@@ -268,32 +267,23 @@ def _trainer_classes():
 
         def create_optimizer(self, *a, **kw):
             """A step whose rows were all skipped (gate closed, `gate_closed: skip`) has no gradient,
-            but AdamW would still move the weights by its momentum: such a step, and its scheduler
-            step, are not taken."""
+            but AdamW would still move the weights by its momentum: such a step is not taken, and
+            accelerate is told so (`step_was_skipped`), so the Trainer skips its scheduler step too."""
             opt = super().create_optimizer(*a, **kw)
             step = opt.step
 
             def gated_step(*sa, **skw):
-                self._chorus_step_skipped = not self._step_has_rows()
-                if self._chorus_step_skipped:
+                skip = not self._step_has_rows()
+                wrapper = self.optimizer  # accelerate's AcceleratedOptimizer once prepared
+                if wrapper is not opt and hasattr(wrapper, '_is_overflow'):
+                    wrapper._is_overflow = skip
+                if skip:
                     self.chorus_skipped_steps += 1
                     return None
                 return step(*sa, **skw)
 
             opt.step = gated_step
             return opt
-
-        def create_scheduler(self, *a, **kw):
-            sched = super().create_scheduler(*a, **kw)
-            step = sched.step
-
-            def gated(*sa, **skw):
-                if self._chorus_step_skipped:
-                    return None
-                return step(*sa, **skw)
-
-            sched.step = gated
-            return sched
 
         def _student_logits(self, ids, att, T):
             with torch.no_grad(), self.accelerator.autocast():

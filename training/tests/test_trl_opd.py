@@ -351,3 +351,4 @@ def test_a_step_whose_rounds_are_all_skipped_takes_no_optimizer_step(tiny_ckpts,
     for (n, x), y in zip(two['model'].named_parameters(), one['model'].parameters(), strict=True):
         assert torch.equal(x, y), f'{n}: a step with every round skipped moved the weights'
     assert two['trainer'].chorus_skipped_steps == 1
+    assert two['trainer'].lr_scheduler.last_epoch == 1, 'the skipped step must not advance the scheduler'
