@@ -22,6 +22,7 @@ tensor key); the same inputs and arguments give byte-identical output files.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -617,14 +618,16 @@ def merge(spec: MergeSpec, out: Path, log=print) -> dict:
                 readers[base].read_into(key, first, raw)
                 bw.write(key, raw)
         bw.close()
-    except OSError as e:  # a full disk, most likely: say where, and leave no half-written shard behind
+    except OSError as e:  # leave no half-written shard behind; a full disk says where and how much
         bw.pool.shutdown(cancel_futures=True)
         if w._f:
             w._f.close()
         for p in out.glob('*.safetensors.part'):
             p.unlink()
-        need = w.total_size / 1e9
-        raise SystemExit(f'{out}: writing the merged checkpoint failed ({e}); it needs {need:.1f} GB free there') from None
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            need = w.total_size / 1e9
+            raise SystemExit(f'{out}: writing the merged checkpoint failed ({e}); it needs {need:.1f} GB free there') from None
+        raise
     finally:
         ahead.shutdown(cancel_futures=True)
         tm.close()
