@@ -20,6 +20,7 @@ const production = process.argv.includes('--production');
 mkdirSync('dist', { recursive: true });
 for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`src/core/sim/verilator/${f}`, `dist/${f}`);
 for (const f of ['slang_facts.py', 'slang_integrity.py']) copyFileSync(`src/core/sim/slang/${f}`, `dist/${f}`);
+copyFileSync('src/core/sim/formal/formal_reach.py', 'dist/formal_reach.py');
 
 const bundles = [
   // The extension host loads CommonJS (package.json is "type": "module"); only `vscode` is external.
@@ -91,6 +92,7 @@ if (process.argv.includes('--package') && !process.argv.includes('--watch')) {
     'chorus_model.cpp',
     'slang_facts.py',
     'slang_integrity.py',
+    'formal_reach.py',
   ])
     copyFileSync(`dist/${f}`, `${stage}/dist/${f}`);
   // The llama.cpp engine: node-llama-cpp with what it imports at run time and its linux-x64 CPU

@@ -9,6 +9,7 @@ import { nodeBundle } from './esbuild.config.mjs';
 mkdirSync('dist', { recursive: true });
 for (const f of ['chorus_main.cpp', 'chorus_model.cpp']) copyFileSync(`src/core/sim/verilator/${f}`, `dist/${f}`);
 for (const f of ['slang_facts.py', 'slang_integrity.py']) copyFileSync(`src/core/sim/slang/${f}`, `dist/${f}`);
+copyFileSync('src/core/sim/formal/formal_reach.py', 'dist/formal_reach.py');
 
 await build(nodeBundle({ entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', executable: true }));
 chmodSync('dist/cli.js', 0o755);

@@ -18,8 +18,8 @@ ruff_bin() {
   echo "$venv/bin/ruff"
 }
 RUFF=$(ruff_bin)
-# The engine's own Python (the slang front end's half and its tests), checked with training's rules.
-ENGINE_PY="src/core/sim/slang test/python"
+# The engine's own Python (the slang front end's and the formal engine's halves, and their tests), checked with training's rules.
+ENGINE_PY="src/core/sim/slang src/core/sim/formal test/python"
 
 if [[ $fix -eq 1 ]]; then
   npx prettier --write --log-level warn .

@@ -40,9 +40,10 @@ fi
 
 # Debian packages the engine needs: verilator + g++/make/perl/python3 (Verilator's toolchain),
 # bubblewrap (jails the simulation executable), util-linux/coreutils (prlimit, timeout);
-# python3-venv for the venvs of the PyPI wheel, the lint gate's ruff and the manifest tools.
+# python3-venv for the venvs of the PyPI wheel, the lint gate's ruff and the manifest tools;
+# berkeley-abc (ABC, whose PDR the formal engine proves and refutes coverage points with).
 need=()
-pkgs=(g++ make perl python3 python3-venv bubblewrap util-linux coreutils)
+pkgs=(g++ make perl python3 python3-venv bubblewrap util-linux coreutils berkeley-abc)
 if [ "$verilator_from" = apt ]; then pkgs+=(verilator); fi
 if command -v dpkg >/dev/null 2>&1; then
   for p in "${pkgs[@]}"; do

@@ -214,6 +214,8 @@ function reasonText(r: NonNullable<RunView['rounds'][number]['uncovered'][number
     'dead-param': 'parameter-dead',
     constant: 'constant',
     'unreachable-2state': 'unreachable (2-state)',
+    'unreachable-formal': 'proven unreachable (formal)',
+    witness: 'witness found, not yet covered',
   }[r.kind];
   return r.kind === 'not-hit' ? kind : `${kind}${r.enable ? ` (enable with ${r.enable})` : ''}: ${r.detail}`;
 }

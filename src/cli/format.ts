@@ -3,7 +3,15 @@ import type { SimResult } from '../core/run/types.js';
 import type { CoverageFigures } from '../core/run/types.js';
 import { formatDiagnostic, humanStatus, pct, safeText } from '../core/run/frontEnd.js';
 import { safeResult } from '../core/run/coverage.js';
-import { assertionCount, assertionSummary, cancelledRun, failureReason, thousands, uncoveredByReason } from '../core/run/coverage.js';
+import {
+  assertionCount,
+  assertionSummary,
+  cancelledRun,
+  failureReason,
+  formalLine,
+  thousands,
+  uncoveredByReason,
+} from '../core/run/coverage.js';
 
 function tallyText(f: CoverageFigures, k: 'block' | 'toggle' | 'line' | 'branch' | 'user' | 'expr' | 'cond'): string {
   const t = f.tallies[k];
@@ -54,6 +62,7 @@ export function formatSimResult(result: SimResult, opts: { color?: boolean; maxE
     // 2-state simulation, or reachable but not hit), toggles included, bounded per reason; then the
     // reachable ceiling beside (never instead of) the scored figure.
     lines.push(...uncoveredByReason(r.uncovered, r.coverage, 8));
+    if (r.formal) lines.push(formalLine(r.formal));
   }
   const errs = r.diagnostics.filter((d) => d.severity === 'error');
   const warns = r.diagnostics.filter((d) => d.severity === 'warning');

@@ -28,6 +28,8 @@ import type { StatusLine } from './progress.js';
 import { simulatorOption } from './simulatorOption.js';
 import { readSetting, settingOptions, settingsHelp } from './settingOptions.js';
 import type { ScoreMode } from '../core/run/simulators.js';
+import { formalBudget } from '../core/vocabulary/defaults.js';
+import type { FormalBudget } from '../core/vocabulary/types.js';
 
 export const HELP = `Usage: chorus generate <design files | folder | .core | Bender.yml> [options]
 
@@ -40,7 +42,7 @@ ${settingsHelp('generate', ['rounds', 'samples', 'history'])}  --spec <file>    
 ${settingsHelp('generate', ['coverageTarget', 'instance', 'seed', 'timeout'])}  --stream              echo the model's text to stderr as it is generated
 ${settingsHelp('generate', ['warmStart'])}  --keep-params         built-in generator: never scale down parameters that put terminal counts
                         out of reach (it says which it scaled; -G values are never scaled)
-${settingsHelp('generate', ['simulator', 'score'])}Output:
+${settingsHelp('generate', ['simulator', 'score', 'formalBudget', 'formalPointBudget'])}Output:
   --out <file>          also write the best testbench to this file (it is always in the run folder
                         as tb_<top>.sv)
   --force               overwrite --out if it exists
@@ -96,6 +98,7 @@ interface GenerateSettings {
   model: ModelConfig | null;
   simulator: string;
   score: ScoreMode;
+  formal: FormalBudget | undefined;
   history: HistoryMode;
 }
 
@@ -106,6 +109,7 @@ function generateSettings(o: CommandRun<typeof OPTIONS>['values'], cliDesign: Cl
     rounds: readSetting(o, 'rounds', 'generate'),
     simulator: simulatorOption(o.simulator),
     score: readSetting(o, 'score', 'generate', cliDesign.project?.score),
+    formal: formalBudget(readSetting(o, 'formalBudget', 'generate'), readSetting(o, 'formalPointBudget', 'generate')),
     samples: readSetting(o, 'samples', 'generate'),
     coverageTarget: readSetting(o, 'coverageTarget', 'generate'),
     seed: readSetting(o, 'seed', 'generate'),
@@ -131,7 +135,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
   } catch (e) {
     return fail((e as Error).message);
   }
-  const { rounds, samples, coverageTarget, seed, timeoutS, model, simulator, score, history } = settings;
+  const { rounds, samples, coverageTarget, seed, timeoutS, model, simulator, score, formal, history } = settings;
   // Every place this run writes, checked before any work starts.
   let plan;
   try {
@@ -171,6 +175,7 @@ async function generateCommand({ values: o, positionals, fail, signal, status }:
     keepParams: o['keep-params'] === true,
     limits: { timeoutS, buildMemoryLimitMb: plan.memoryLimitMb },
     ...(score !== DEFAULT_SCORE ? { score } : {}),
+    ...(formal ? { formal } : {}),
     ...(model
       ? {
           samples,

@@ -24,6 +24,8 @@ import { StageProgress } from './progress.js';
 import { simulatorOption } from './simulatorOption.js';
 import { readSetting, settingOptions, settingsHelp } from './settingOptions.js';
 import type { ScoreMode } from '../core/run/simulators.js';
+import { formalBudget } from '../core/vocabulary/defaults.js';
+import type { FormalBudget } from '../core/vocabulary/types.js';
 
 export const HELP = `Usage: chorus refine --tb <testbench.sv> [--log <sim.log>] <design files | folder | manifest> [--model <dir> | --endpoint <url> --model-name <n>]
 
@@ -41,7 +43,7 @@ ${DESIGN_HELP}${MODEL_HELP}${settingsHelp('refine', MODEL_SETTINGS)}Refinement:
   --log-kind <k>        auto (default) | xrun (a compile/run failure) | coverage | imc (a coverage
                         tool failure)
   --spec <file>         specification file shown to the model; repeatable
-${settingsHelp('refine', ['instance', 'seed', 'timeout', 'simulator', 'score'])}  --no-check            do not simulate the revision
+${settingsHelp('refine', ['instance', 'seed', 'timeout', 'simulator', 'score', 'formalBudget', 'formalPointBudget'])}  --no-check            do not simulate the revision
 Output:
   --out <file>          also write the revision to this file (it is always in the run folder as
                         <tb>_refined.sv; never overwrites without --force)
@@ -75,10 +77,11 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
   if (o.log && !existsSync(resolve(o.log))) return fail(`log ${resolve(o.log)} does not exist`);
   const kind = (o['log-kind'] ?? 'auto') as LogKind | 'auto';
   if (!['auto', 'xrun', 'coverage', 'imc'].includes(kind)) return fail(`--log-kind must be auto, xrun, coverage or imc, got '${kind}'`);
-  let model, seed: number | undefined, timeoutS: number, simulatorName: string, score: ScoreMode;
+  let model, seed: number | undefined, timeoutS: number, simulatorName: string, score: ScoreMode, formal: FormalBudget | undefined;
   try {
     simulatorName = simulatorOption(o.simulator);
     score = readSetting(o, 'score', 'refine', cliDesign.project?.score);
+    formal = formalBudget(readSetting(o, 'formalBudget', 'refine'), readSetting(o, 'formalPointBudget', 'refine'));
     model = modelConfig(o);
     // Unset, the refinement picks its own (the run's recorded seed): no default is forced here.
     seed = o.seed === undefined ? undefined : readSetting(o, 'seed', 'refine');
@@ -124,6 +127,7 @@ async function refineCommand({ values: o, positionals, fail, signal, status }: C
       seed,
       limits: { timeoutS, buildMemoryLimitMb: plan.memoryLimitMb },
       ...(score !== DEFAULT_SCORE ? { score } : {}),
+      ...(formal ? { formal } : {}),
       check: !o['no-check'],
     },
     (e) => {

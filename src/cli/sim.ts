@@ -32,6 +32,8 @@ import { RUN_OUTPUT_HELP, RUN_OUTPUT_OPTIONS, planRunOutput } from './runOutput.
 import { terminable } from './termination.js';
 import { StageProgress } from './progress.js';
 import type { ScoreMode } from '../core/run/simulators.js';
+import { formalBudget } from '../core/vocabulary/defaults.js';
+import type { FormalBudget } from '../core/vocabulary/types.js';
 
 export const HELP = `Usage: chorus sim --top <DUT module> --tb <testbench.sv> <design files | folder | .core | Bender.yml> [options]
 
@@ -41,7 +43,7 @@ ${DESIGN_HELP}Run:
 ${settingsHelp('sim', ['timeout'])}  --sim-time <ns>       simulated-time limit in ns (default ${DEFAULT_LIMITS.simTimeLimitNs}; 0 for none)
   --waivers <file>      coverage waivers: <file>:<line>[:<type>[:<label>]] <reason>
   --lcov <file>         also write the DUT coverage as an lcov tracefile
-${settingsHelp('sim', ['seed', 'simulator', 'score'])}  --keep                keep the scratch directory and print its path
+${settingsHelp('sim', ['seed', 'simulator', 'score', 'formalBudget', 'formalPointBudget'])}  --keep                keep the scratch directory and print its path
 Output:
 ${RUN_OUTPUT_HELP}  --json                print the result record as JSON on stdout
 `;
@@ -91,6 +93,7 @@ interface SimSettings {
   simulatorName: string;
   score: ScoreMode;
   waivers: Waiver[];
+  formal: FormalBudget | undefined;
   plan: ReturnType<typeof planRunOutput>;
 }
 
@@ -103,6 +106,7 @@ function readSimSettings(o: CommandRun<typeof OPTIONS>['values'], positionals: s
   const simTime = numberOption('sim-time', o['sim-time'], DEFAULT_LIMITS.simTimeLimitNs ?? 0);
   const seed = readSetting(o, 'seed', 'sim');
   const score = readSetting(o, 'score', 'sim', cliDesign.project?.score);
+  const formal = formalBudget(readSetting(o, 'formalBudget', 'sim'), readSetting(o, 'formalPointBudget', 'sim'));
   // Every place this run writes, checked before any work starts.
   const plan = planRunOutput(o, positionals, o.lcov ? [o.lcov] : []);
   let waivers: Waiver[] = [];
@@ -111,7 +115,7 @@ function readSimSettings(o: CommandRun<typeof OPTIONS>['values'], positionals: s
   } catch (e) {
     throw new Error(e instanceof WaiverError ? e.message : String(e));
   }
-  return { tbPaths, cliDesign, timeoutS, simTimeNs: simTime === 0 ? null : simTime, seed, simulatorName, score, waivers, plan };
+  return { tbPaths, cliDesign, timeoutS, simTimeNs: simTime === 0 ? null : simTime, seed, simulatorName, score, formal, waivers, plan };
 }
 
 async function sim({ values: o, positionals, fail, signal, status }: CommandRun<typeof OPTIONS>): Promise<number> {
@@ -137,6 +141,7 @@ async function sim({ values: o, positionals, fail, signal, status }: CommandRun<
       testbench: { name: basename(tbPath), content: testbenches[k] },
       limits: { timeoutS: st.timeoutS, simTimeLimitNs: st.simTimeNs, buildMemoryLimitMb: plan.memoryLimitMb },
       waivers: st.waivers,
+      ...(st.formal ? { formal: st.formal } : {}),
       seed: st.seed,
       keepRunDir: Boolean(o.keep),
       // lcov is written from the points the figure was computed from, never from a second

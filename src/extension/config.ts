@@ -8,6 +8,7 @@ import type { GenerateSettings, ModelConfig } from './worker/protocol.js';
 import { settingDef, settingProblem, type SettingName, type SettingValue } from '../core/vocabulary/settings.js';
 import { workerEnvFrom } from './worker/settings.js';
 import type { ProjectFile } from '../core/run/types.js';
+import { formalBudget } from '../core/vocabulary/defaults.js';
 
 export const SECRET_API_KEY = 'chorus.apiKey';
 /** The Hugging Face token for gated or private repositories ("CHORUS: Set Hugging Face Token"):
@@ -83,6 +84,7 @@ export function generateSettings(project?: Pick<ProjectFile, 'score'>): Generate
     simulator: setting('simulator', c),
     warmStart: setting('warmStart', c),
     score: project?.score ?? setting('score', c),
+    formal: formalBudget(setting('formalBudget', c), setting('formalPointBudget', c)),
     limits: { timeoutS: setting('timeout', c), buildTimeoutS: setting('buildTimeout', c) },
   };
 }

@@ -1,8 +1,8 @@
 // Turns raw simulator points into what every caller needs: the DUT-only point set, the scored
 // figure (with waivers), the per-instance hierarchy, and the uncovered points with source text.
-import { figures, isCovered, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type Exclusion, type UncoveredPoint, type UncoveredReason } from './model.js';
+import { figures, isCovered, type FormalSummary, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type Exclusion, type UncoveredPoint, type UncoveredReason } from './model.js';
 import { isWaived, type Waiver } from './waivers.js';
-import { twoStateUnreachable, type TwoStateReport } from './twoState.js';
+import { twoStateUnreachable, type Proof, type TwoStateReport } from './twoState.js';
 
 export interface InstanceCoverage {
   /** Instance path below the testbench, e.g. `uut` or `uut.u_fifo`. */
@@ -24,6 +24,8 @@ export interface DutCoverage {
   /** Uncovered points no 2-state simulation can reach (after waivers), and the figures without them.
    * Reported beside the scored figure, never part of it. */
   twoState: TwoStateReport;
+  /** The formal engine's work on this design, when it ran (formal/proofs.ts applyFormal). */
+  formal?: FormalSummary;
 }
 
 export interface AnalyzeOptions {
@@ -125,6 +127,23 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
   return { points, breakdown, instances, uncovered, dutInstances, twoState };
 }
 
+/**
+ * Reasons found after the analysis (the formal engine's) entered in `cov`: a point a source rule
+ * already proved keeps that proof; the ceiling and the uncovered list's reasons follow.
+ */
+export function withReasons(cov: DutCoverage, extra: Map<CoveragePoint, Proof>): void {
+  if (!extra.size) return;
+  const proven = cov.twoState.proven;
+  for (const [p, r] of extra) if (!proven.has(p)) proven.set(p, r);
+  const kept = cov.points.filter((p) => !p.waived);
+  cov.breakdown.ceiling = ceilingOf(kept, proven);
+  const byKey = new Map(kept.map((p) => [`${p.type}\0${p.file}\0${p.line}\0${p.label}\0${p.hier}`, p]));
+  for (const u of cov.uncovered) {
+    const p = byKey.get(`${u.type}\0${u.file}\0${u.line}\0${u.label}\0${u.hier}`);
+    if (p) u.reason = reasonOf(p, proven);
+  }
+}
+
 const NOT_HIT: UncoveredReason = { kind: 'not-hit', detail: 'reachable as far as the source analysis can tell; the stimulus did not get there' };
 
 /** An uncovered point's reason: its proof when one of the rules made one, else not hit. */
@@ -135,13 +154,13 @@ export function reasonOf(p: CoveragePoint, proven: Map<CoveragePoint, UncoveredR
 
 /** The reachable ceiling over the scored points: the figures without the proven ones. */
 function ceilingOf(kept: CoveragePoint[], proven: Map<CoveragePoint, UncoveredReason>): NonNullable<CoverageBreakdown['ceiling']> {
-  const byReason: Record<Exclusion, number> = { 'dead-param': 0, constant: 0, 'unreachable-2state': 0 };
+  const byReason: Record<Exclusion, number> = { 'dead-param': 0, constant: 0, 'unreachable-2state': 0, 'unreachable-formal': 0 };
   let excluded = 0;
   for (const p of kept) {
     const r = proven.get(p);
-    if (!r || r.kind === 'not-hit') continue;
+    if (!r || r.kind === 'not-hit' || r.kind === 'witness') continue;
     byReason[r.kind] += 1;
     excluded += 1;
   }
-  return { figures: figures(kept.filter((p) => !proven.has(p))), excluded, byReason };
+  return { figures: figures(kept.filter((p) => { const r = proven.get(p); return !r || r.kind === 'not-hit' || r.kind === 'witness'; })), excluded, byReason };
 }

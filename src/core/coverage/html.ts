@@ -128,6 +128,8 @@ const REASON_TITLE: Record<string, string> = {
   'dead-param': 'Dead under the chosen parameters (the -G that enables each is given)',
   constant: 'Tied off or constant',
   'unreachable-2state': 'Unreachable in 2-state simulation (reachable only with X or Z)',
+  'unreachable-formal': 'Proven unreachable by the formal engine (how, and what it assumes, per point)',
+  witness: 'Reachable: the formal engine found the inputs that reach it, not yet covered',
 };
 
 /** Where the page links: each source file's anchor (`f1`), and one for each of its lines (`f1-L12`). */

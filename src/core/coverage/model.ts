@@ -84,7 +84,7 @@ export interface CoverageCeiling {
 }
 
 /** Why a point no stimulus can cover is proven so (UncoveredReason's kinds but `not-hit`). */
-export type Exclusion = 'dead-param' | 'constant' | 'unreachable-2state';
+export type Exclusion = 'dead-param' | 'constant' | 'unreachable-2state' | 'unreachable-formal';
 
 /**
  * Why an uncovered point was not covered. Every kind but `not-hit` is a proof from the design's
@@ -94,10 +94,13 @@ export type Exclusion = 'dead-param' | 'constant' | 'unreachable-2state';
  * - `constant`: a signal bit that cannot change (tied to a constant, never assigned, written only
  *   at time 0, a field no assignment writes, an array slot no write's index can reach);
  * - `unreachable-2state`: reachable only with X or Z, which Verilator does not have;
+ * - `unreachable-formal`: proven unreachable by the formal engine (formal/reach.ts: a model
+ *   checker's proof on the elaborated design, under the assumptions its detail states);
+ * - `witness`: reachable, and the formal engine found the inputs that reach it (not yet covered);
  * - `not-hit`: reachable as far as the analysis knows; the stimulus did not get there.
  */
 export interface UncoveredReason {
-  kind: Exclusion | 'not-hit';
+  kind: Exclusion | 'witness' | 'not-hit';
   detail: string;
   enable?: string;
 }
@@ -178,4 +181,38 @@ export interface CovSummaryRow {
   Toggle: number | null;
   Block: number | null;
   Assertion: number | null;
+}
+
+// ---- the formal engine's answers, as the result record carries them (coverage/formal.ts) ----
+
+export interface Witness {
+  /** The design's inputs and their widths (clocks included: their value per frame is free). */
+  inputs: Array<[string, number]>;
+  /** One entry per clock cycle from the initial state: each input's value in that cycle, in hex
+   * (inputs may be wider than a JSON number holds). */
+  frames: Array<Record<string, string>>;
+}
+
+/** What the result record says about the engine's work on a run's design. */
+export interface FormalSummary {
+  engine: string;
+  ok: boolean;
+  message: string;
+  /** Uncovered points of this run, by verdict. */
+  proven: number;
+  witnessed: number;
+  notProven: number;
+  seconds: { model: number; pdr: number };
+  budget: { designS: number; pointS: number };
+  assumptions: string[];
+  /** Witnesses of uncovered points (at most MAX_WITNESSES, shortest first): stimulus for the next
+   * testbench (the generator replays them; a point counts only when a simulation covers it). */
+  witnesses?: PointWitness[];
+}
+
+export interface PointWitness {
+  file: string;
+  line: number;
+  label: string;
+  witness: Witness;
 }

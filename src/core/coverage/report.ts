@@ -1,7 +1,7 @@
 // What the coverage looks like to the outside: LLM4Cov summary rows (docs/protocol.md §6), and the
 // feedback text a model sees (an IMC-style per-instance table plus the uncovered source lines).
 import type { DutCoverage } from './analyze.js';
-import { displayLine, type CoverageBreakdown, type CoverageFigures, type CovSummaryRow, type Exclusion, type UncoveredPoint, type UncoveredReason } from './model.js';
+import { displayLine, type FormalSummary, type CoverageBreakdown, type CoverageFigures, type CovSummaryRow, type Exclusion, type UncoveredPoint, type UncoveredReason } from './model.js';
 import { renderImcTable, type ImcRow } from './imcTable.js';
 import { pct } from '../util/format.js';
 
@@ -110,8 +110,10 @@ const REASON_TITLE: Record<UncoveredReason['kind'], string> = {
   'dead-param': 'dead under the chosen parameters',
   constant: 'tied off / constant',
   'unreachable-2state': 'unreachable in 2-state simulation',
+  'unreachable-formal': 'proven unreachable (formal)',
+  witness: 'reachable: witness found, not yet covered',
 };
-const REASON_ORDER: Array<UncoveredReason['kind']> = ['not-hit', 'dead-param', 'constant', 'unreachable-2state'];
+const REASON_ORDER: Array<UncoveredReason['kind']> = ['not-hit', 'witness', 'dead-param', 'constant', 'unreachable-2state', 'unreachable-formal'];
 
 /** `file:line [kind label] source` of a block point, as coverageDetail shows it. */
 function blockText(u: UncoveredPoint): string {
@@ -154,11 +156,24 @@ export function uncoveredByReason(uncovered: UncoveredPoint[], breakdown?: Cover
   }
   const c = breakdown?.ceiling;
   if (breakdown && c && c.excluded > 0) {
-    const parts = REASON_ORDER.filter((k): k is Exclusion => k !== 'not-hit' && c.byReason[k as Exclusion] > 0).map((k) => `${c.byReason[k]} ${REASON_TITLE[k]}`);
+    const parts = REASON_ORDER.filter((k): k is Exclusion => k !== 'not-hit' && k !== 'witness' && c.byReason[k as Exclusion] > 0).map((k) => `${c.byReason[k]} ${REASON_TITLE[k]}`);
     lines.push(
       `reachable ceiling: coverage excluding the ${c.excluded} point${c.excluded === 1 ? '' : 's'} proven unreachable (${parts.join(', ')}): ${pct(c.figures.overall)} ` +
         `(block ${pct(c.figures.block)}, toggle ${pct(c.figures.toggle)}); the scored figure stays ${pct(breakdown.waived.overall)}`,
     );
   }
   return lines;
+}
+
+/** The formal engine's one line for a person: what it decided, how long it took, its limits and
+ * what its proofs assume (or why it did not run). */
+export function formalLine(f: FormalSummary): string {
+  if (!f.ok && f.proven + f.witnessed === 0) return `formal: ${f.message}`;
+  const secs = (f.seconds.model + f.seconds.pdr).toFixed(1);
+  return (
+    `formal (${f.engine}, ${secs} s; budget ${f.budget.designS} s per design, ${f.budget.pointS} s per point): ` +
+    `${f.proven} uncovered point${f.proven === 1 ? '' : 's'} proven unreachable, ${f.witnessed} reachable with a witness, ${f.notProven} not proven` +
+    (f.assumptions.length ? `; proofs assume ${f.assumptions.join(', ')}` : '') +
+    (f.message ? `; ${f.message}` : '')
+  );
 }

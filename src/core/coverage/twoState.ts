@@ -65,16 +65,17 @@ export interface TwoStateOptions {
   params?: Record<string, string>;
 }
 
-/** Why a point cannot be covered, as proven: the kind, the reason, and how to enable it. */
+/** Why a point cannot be covered, as proven: the kind, the reason, and how to enable it; or, from
+ * the formal engine (formal/proofs.ts), that it can (`witness`: reachable, not yet covered). */
 export interface Proof {
-  kind: Exclusion;
+  kind: Exclusion | 'witness';
   detail: string;
   enable?: string;
 }
 
 /** The order findings are tried in: a point dead under the parameters is reported as such
  * before any other proof, and a constant one before a 2-state one. */
-const KIND_ORDER: Record<Exclusion, number> = { 'dead-param': 0, constant: 1, 'unreachable-2state': 2 };
+const KIND_ORDER: Record<Exclusion, number> = { 'dead-param': 0, constant: 1, 'unreachable-2state': 2, 'unreachable-formal': 3 };
 
 /** A finding and the file of the module it is about. */
 type FileFinding = Finding & { file: string };

@@ -9,6 +9,7 @@ import type { ScaledParam } from './params.js';
 import type { ProtocolPlan } from './protocols/detect.js';
 import { emitProtocols } from './protocols/emit.js';
 import type { LegalityRule } from './legality.js';
+import type { PointWitness } from '../coverage/formal.js';
 
 export interface StimulusPlan {
   top: string;
@@ -49,6 +50,9 @@ export interface StimulusPlan {
   elite?: Array<{ round: number; seed: number; cycles: number }>;
   /** Input conditions the design's assertions forbid, learned from failures: applied in every step. */
   legality?: LegalityRule[];
+  /** Input sequences the formal engine found to reach points no round covered (formal/proofs.ts):
+   * replayed cycle by cycle, each from reset, before the other directed phases. */
+  witnesses?: PointWitness[];
 }
 
 /** The seed a round's random segment starts from (round 1 on), so that it can be replayed. */
@@ -415,10 +419,43 @@ function exhaustivePhase({ roles, dataBits }: Bench): string[] {
   return L;
 }
 
+/**
+ * The formal engine's witnesses, each a sequence of input values per clock cycle from the design's
+ * initial state: replayed from reset (the first right after the opening reset), the clocks left
+ * to their generators. Only the design's own input ports are driven (by name), each value cast to
+ * the port's width; a port the witness does not name keeps its value.
+ */
+function witnessPhase({ plan, roles }: Bench): string[] {
+  const L: string[] = [];
+  const ws = plan.witnesses ?? [];
+  if (!ws.length) return L;
+  const ports = new Map(
+    [...roles.data, ...roles.resets.map((r) => r.port)].filter((p) => p.unpackedDims.length === 0).map((p) => [p.name, p]),
+  );
+  L.push(`${ind(2)}// Phase W: input sequences the formal engine found to reach points no round covered, each from reset.`);
+  ws.forEach((w, k) => {
+    L.push(
+      `${ind(2)}// - ${oneLine(`${w.file.replace(/^.*\//, '')}:${w.line} (${w.label})`)}: ${w.witness.frames.length} cycle${w.witness.frames.length === 1 ? '' : 's'}`,
+    );
+    if (k > 0 && roles.resets.length) L.push(`${ind(2)}apply_reset(1);`);
+    for (const frame of w.witness.frames) {
+      const sets: string[] = [];
+      for (const [name, hex] of Object.entries(frame)) {
+        const p = ports.get(name);
+        if (!p || !/^[0-9a-f]+$/.test(hex)) continue;
+        sets.push(assignValue(p, p.name, `${p.width}'h${hex}`));
+      }
+      L.push(`${ind(2)}${[...sets, 'step();'].join(' ')}`);
+    }
+  });
+  return L;
+}
+
 /** Phases 2 to 6 of any other design: directed values, then random stimulus, held controls and
  * resets in the middle of activity. */
 function directedPhases(b: Bench): string[] {
   return [
+    ...witnessPhase(b),
     ...cornerPhase(b),
     ...equalOperandsPhase(b),
     ...arrayArrangementsPhase(b),

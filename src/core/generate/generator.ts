@@ -155,7 +155,9 @@ function pointKey(p: { file: string; line: number; type: string; label: string }
 /** The uncovered points a 2-state simulator can reach: the ones worth aiming at. */
 export function reachableUncovered(result: SimResult): SimResult['uncovered'] {
   const out = new Set((result.unreachable2State?.points ?? []).map(pointKey));
-  return out.size ? result.uncovered.filter((u) => !out.has(pointKey(u))) : result.uncovered;
+  // The formal engine's proofs too (formal/proofs.ts): never aimed at.
+  const open = result.uncovered.filter((u) => u.reason?.kind !== 'unreachable-formal');
+  return out.size ? open.filter((u) => !out.has(pointKey(u))) : open;
 }
 
 /** Whether round `a` should replace `b` as best: the one ranking (sim/ranking.ts), in which a
@@ -169,7 +171,14 @@ export function betterRound(a: SimResult, b: SimResult | undefined, coverageTarg
 export function aimsAtNothingNew(prev: StimulusPlan, next: StimulusPlan): boolean {
   const aims = (p: StimulusPlan): string =>
     JSON.stringify(
-      { constants: p.constants, legality: p.legality, respect: p.respectFlags, clocks: p.roles.clocks, elite: p.elite },
+      {
+        constants: p.constants,
+        legality: p.legality,
+        respect: p.respectFlags,
+        clocks: p.roles.clocks,
+        elite: p.elite,
+        witnesses: p.witnesses,
+      },
       (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v),
     );
   return aims(prev) === aims(next);
@@ -198,6 +207,19 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
   }
   const uncovered = reachableUncovered(result);
   const blocks = uncovered.filter((u) => u.type !== 'toggle');
+  // Witnesses of points still uncovered: replayed from the next round on (a point counts only
+  // when the simulation covers it). The ones already replayed stay: they are what covers their
+  // points now.
+  const open = new Set(blocks.map((u) => `${u.file}:${u.line}:${u.label}`));
+  const kept = prev.witnesses ?? [];
+  const key = (w: { file: string; line: number; label: string }): string => `${w.file}:${w.line}:${w.label}`;
+  const fresh = (result.formal?.witnesses ?? []).filter((w) => open.has(key(w)) && !kept.some((k) => key(k) === key(w)));
+  const merged = [...kept, ...fresh].slice(0, 16);
+  if (merged.length > kept.length) {
+    next.witnesses = merged;
+    const n = merged.length - kept.length;
+    notes.push(`${n} input sequence${n === 1 ? '' : 's'} from the formal engine replayed for points no round covered`);
+  }
   const toggles = uncovered.filter((u) => u.type === 'toggle');
   const failures = dutFailures(result);
   if (failures.length) {

@@ -2,7 +2,7 @@
 // "passed" (the target reached, ranking.ts), the overall figure, lcov export and waiver files.
 // Light: the extension host bundles it for its decorations and test results.
 export { displayLine, isCovered } from '../coverage/model.js';
-export { uncoveredByReason } from '../coverage/report.js';
+export { formalLine, uncoveredByReason } from '../coverage/report.js';
 export { toLcov } from '../coverage/lcov.js';
 export { WaiverError, loadWaivers } from '../coverage/waivers.js';
 export { cancelledRun, meetsTarget, overallCoverage } from '../sim/ranking.js';

@@ -6,7 +6,7 @@
 // at most rounds + 1 attempts, with the built-in generator and with a model alike (docs/protocol.md
 // §3). Both stop early at the target.
 import type { DesignInfo, DesignSpec } from '../design/types.js';
-import { withScore, type Simulator } from '../sim/simulator.js';
+import { withFormal, withScore, type Simulator } from '../sim/simulator.js';
 import { type SimLimits } from '../vocabulary/types.js';
 import type { SimResult } from '../sim/result.js';
 import type { ScoreMode } from '../vocabulary/types.js';
@@ -21,6 +21,7 @@ import type { AgentRound, SampleRun, TokenUsage } from '../agent/types.js';
 import type { HistoryMode } from '../vocabulary/types.js';
 import { GenerationCancelled, generateTestbench, type ScaledParam } from '../generate/generator.js';
 import { DEFAULT_INSTANCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_COVERAGE_TARGET } from '../vocabulary/defaults.js';
+import type { FormalBudget } from '../vocabulary/types.js';
 
 /** The model-free generator alone, for the benchmark that measures it against human testbenches. */
 export { generateTestbench } from '../generate/generator.js';
@@ -69,6 +70,8 @@ export interface GenerationRequest {
   /** How every candidate is scored (default `paper`): the built-in generator's and the model's
    * candidates alike, so the ranking and the reward of the whole run follow it. */
   score?: ScoreMode;
+  /** The formal engine's limits for every candidate's design (absent: not run). */
+  formal?: FormalBudget;
   /** Simulations at once across samples (default 1). */
   simConcurrency?: number;
 }
@@ -143,7 +146,7 @@ function resolveSimulator(s: GenerationRequest['simulator']): Simulator {
 
 /** The request's simulator, scoring every candidate in the request's mode. */
 function scoredSimulator(req: GenerationRequest): Simulator {
-  return withScore(resolveSimulator(req.simulator), req.score);
+  return withFormal(withScore(resolveSimulator(req.simulator), req.score), req.formal);
 }
 
 /** Runs one generation: the built-in generator when `model` is null, else the agent loop. */

@@ -27,6 +27,7 @@ import { assertionSummary, firedAssertions } from '../sim/assertions.js';
 import { cancelledRun } from '../sim/ranking.js';
 import { renameIdentifiers, scanUnits, testbenchTopOf, testbenchTops } from '../design/lexer.js';
 import { readSite, spliceStimulus, type SpliceSite } from '../generate/splice.js';
+import type { FormalBudget } from '../vocabulary/types.js';
 
 export interface RefinementRequest {
   /** The design, already loaded and introspected (run/design.ts loadDesign). */
@@ -59,6 +60,8 @@ export interface RefinementRequest {
   limits?: Partial<SimLimits>;
   /** How the testbench and the revision are scored (default `paper`). */
   score?: ScoreMode;
+  /** The formal engine's limits for the checks' design (absent: not run). */
+  formal?: FormalBudget;
   /** Simulate the model's revision (default true; the built-in generator always simulates). */
   check?: boolean;
 }
@@ -200,6 +203,7 @@ async function builtinRefinement(
       instance: req.instance,
       limits: req.limits,
       score: req.score,
+      ...(req.formal ? { formal: req.formal } : {}),
       from,
       // The revision keeps the testbench's module name (the tools and scripts that run it name it).
       ...(tbModule ? { tbModule } : {}),

@@ -1,5 +1,6 @@
 // The engine's result record: the LLM4Cov EDA schema (docs/protocol.md §6), so results can be compared
 // with the published harness and an Xcelium/IMC site can plug in, plus CHORUS's own fields.
+import type { FormalSummary } from '../coverage/formal.js';
 import { safeDeep } from '../util/untrusted.js';
 import type { Diagnostic, SimStage } from '../design/diagnostic.js';
 import type { CoverageBreakdown, CoveragePoint, CovSummaryRow, UncoveredPoint } from '../coverage/model.js';
@@ -41,6 +42,8 @@ export interface StageTimings {
   build?: number;
   run?: number;
   coverage?: number;
+  /** The formal engine on the design's points (cached per design: ~0 after its first run). */
+  formal?: number;
   total: number;
 }
 
@@ -122,6 +125,9 @@ export interface SimResult {
   dutAssertions?: DutAssertion[];
   /** Uncovered DUT points that a 2-state simulator can never reach (coverage/twoState.ts), and the
    * overall figure without them. Reported only: `coverage` and `reward` stay the scored figure. */
+  /** The formal engine's verdicts on the run's uncovered block points (present when it ran:
+   * SimRequest.formal): proofs, witnesses, what was not decided, its time and assumptions. */
+  formal?: FormalSummary;
   unreachable2State?: {
     count: number;
     /** mean(block, toggle) over the other points. */

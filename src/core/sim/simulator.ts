@@ -6,6 +6,7 @@ import type { DesignSpec, TestbenchSource } from '../design/types.js';
 import type { SimResult } from './result.js';
 import type { ScoreMode } from '../vocabulary/types.js';
 import type { Waiver } from '../coverage/waivers.js';
+import type { FormalBudget } from '../vocabulary/types.js';
 
 export interface SimRequest {
   design: DesignSpec;
@@ -15,6 +16,9 @@ export interface SimRequest {
   limits?: Partial<SimLimits>;
   /** Waivers applied to the coverage figure. */
   waivers?: Waiver[];
+  /** The formal engine's time limits for this design's uncovered points (formal/reach.ts;
+   * absent: not run). Its proofs and witnesses are reported beside the figure, never in it. */
+  formal?: FormalBudget;
   seed?: number;
   /** `auto` (default) reuses the compiled DUT across candidates when it is expensive to compile
    * and the testbench allows it; `flat` always verilates DUT and testbench together;
@@ -62,6 +66,25 @@ export function withScore(sim: Simulator, score: ScoreMode | undefined): Simulat
           simulateGroup: (reqs, opts) =>
             sim.simulateGroup!(
               reqs.map((req) => ({ score, ...req })),
+              opts,
+            ),
+        }
+      : {}),
+  };
+}
+
+/** `sim` with the formal engine's limits on every request that names none (absent: `sim`). */
+export function withFormal(sim: Simulator, formal: FormalBudget | undefined): Simulator {
+  if (!formal) return sim;
+  return {
+    name: sim.name,
+    info: () => sim.info(),
+    simulate: (req) => sim.simulate({ formal, ...req }),
+    ...(sim.simulateGroup
+      ? {
+          simulateGroup: (reqs, opts) =>
+            sim.simulateGroup!(
+              reqs.map((req) => ({ formal, ...req })),
               opts,
             ),
         }

@@ -5,7 +5,7 @@
 // may read it without an upward dependency, and the extension host reads it for its settings
 // without bundling the engine (the worker process runs that).
 import type { SimLimits } from './types.js';
-import type { ScoreMode, SamplingParams } from './types.js';
+import type { FormalBudget, ScoreMode, SamplingParams } from './types.js';
 
 /** The DUT's instance name in a testbench when neither the user nor the task names one. */
 export const DEFAULT_INSTANCE = 'uut';
@@ -77,3 +77,11 @@ export const DEFAULT_GGUF_QUANT = 'Q4_K_M';
 
 /** The ONNX weights picked from an ONNX export holding several (the local engine's default dtype). */
 export const DEFAULT_ONNX_DTYPE = 'q4';
+
+/** The formal engine's time limits (sim/formal/reach.ts): all of one design's points, and one point. */
+export const DEFAULT_FORMAL_BUDGET: Readonly<FormalBudget> = { designS: 20, pointS: 5 };
+
+/** The engine's limits from the two settings; 0 s for the design: off. */
+export function formalBudget(designS: number, pointS: number): FormalBudget | undefined {
+  return designS > 0 ? { designS, pointS } : undefined;
+}

@@ -9,7 +9,7 @@
 // (docs/architecture.md).
 //
 // Data only: no behaviour, and nothing imported but the defaults and closed lists beside it.
-import { DEFAULT_EVAL_SAMPLES, DEFAULT_GENERATE_SAMPLES, DEFAULT_INSTANCE, DEFAULT_LIMITS } from './defaults.js';
+import { DEFAULT_EVAL_SAMPLES, DEFAULT_FORMAL_BUDGET, DEFAULT_GENERATE_SAMPLES, DEFAULT_INSTANCE, DEFAULT_LIMITS } from './defaults.js';
 import { DEFAULT_ROUNDS, DEFAULT_SAMPLING, DEFAULT_SCORE, DEFAULT_SEED, DEFAULT_COVERAGE_TARGET } from './defaults.js';
 import { HISTORY_MODES, SCORE_MODES } from './types.js';
 
@@ -120,6 +120,29 @@ export const SETTINGS = [
     editor: 'chorus.simulator.timeoutSeconds',
     service: 'timeout_s',
     eval: 'key',
+  },
+  {
+    name: 'formalBudget',
+    type: 'number',
+    unit: 'seconds',
+    minimum: 0,
+    default: DEFAULT_FORMAL_BUDGET.designS,
+    summary:
+      "seconds the formal engine may spend on one design's uncovered points (default {default}; 0: off): proofs take points out of the reachable ceiling, witnesses mark them reachable",
+    description:
+      "Seconds the formal engine (Yosys + ABC's PDR) may spend on one design's uncovered `if`/`else`/`case` points, once per design and parameters (cached). A point it proves unreachable leaves the reachable ceiling (the scored figure never changes); a point it reaches gets a witness. 0 turns it off.",
+    cli: { flag: 'formal-budget', arg: 's', commands: ['generate', 'refine', 'sim'] },
+    editor: 'chorus.formal.designBudgetSeconds',
+  },
+  {
+    name: 'formalPointBudget',
+    type: 'number',
+    unit: 'seconds',
+    exclusiveMinimum: 0,
+    default: DEFAULT_FORMAL_BUDGET.pointS,
+    summary: 'seconds the formal engine may spend on one point (default {default}); a point it does not decide in time is "not proven"',
+    cli: { flag: 'formal-point-budget', arg: 's', commands: ['generate', 'refine', 'sim'] },
+    editor: 'chorus.formal.pointBudgetSeconds',
   },
   {
     name: 'buildTimeout',

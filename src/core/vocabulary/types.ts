@@ -42,3 +42,11 @@ export type ScoreMode = (typeof SCORE_MODES)[number];
  * (the paper's protocol); `full`, the whole conversation. */
 export const HISTORY_MODES = ['markov', 'full'] as const;
 export type HistoryMode = (typeof HISTORY_MODES)[number];
+
+/** The formal engine's time limits (the settings formalBudget and formalPointBudget). */
+export interface FormalBudget {
+  /** Seconds for all the points of one design together (ABC's -T). */
+  designS: number;
+  /** Seconds for one point (ABC's -H). */
+  pointS: number;
+}

@@ -49,9 +49,13 @@ const code = (t: string): string => `\`${t.replace(/`/g, "'")}\``;
 export function reasonWords(r: UncoveredReason | undefined): string {
   if (!r) return 'not covered';
   if (r.kind === 'not-hit') return 'not reached by the stimulus';
-  const what = { 'dead-param': 'parameter-dead', constant: 'cannot change', 'unreachable-2state': 'unreachable in two-state simulation' }[
-    r.kind
-  ];
+  const what = {
+    'dead-param': 'parameter-dead',
+    constant: 'cannot change',
+    'unreachable-2state': 'unreachable in two-state simulation',
+    'unreachable-formal': 'proven unreachable (formal)',
+    witness: 'reachable (witness found), not yet covered',
+  }[r.kind];
   return `${what}${r.enable ? ` (enable with ${code(r.enable)})` : ''}: ${r.detail}`;
 }
 

@@ -17,6 +17,7 @@ import type { ModelConfig } from '../../core/run/types.js';
 import type { ModelCheck } from '../../core/run/modelCheck.js';
 import type { PullProgress } from '../../core/run/types.js';
 import type { FileLineCoverage } from '../views/coverageData.js';
+import type { FormalBudget } from '../../core/vocabulary/types.js';
 
 /** The model as every front end configures it (core/llm/factory.ts); null: the built-in generator.
  * Its progress callbacks are never sent: the worker sets its own. */
@@ -40,6 +41,8 @@ export interface GenerateSettings {
   warmStart?: boolean;
   /** How runs are scored (core/sim/result.ts ScoreMode; default `paper`). */
   score?: ScoreMode;
+  /** The formal engine's limits (chorus.formal.*; absent: off). */
+  formal?: FormalBudget;
 }
 
 /** One round as the editor keeps it (history, dashboard, diffs). */

@@ -10,6 +10,10 @@
 import { rmSync } from 'node:fs';
 import type { Simulator, SimRequest, SimulatorInfo } from '../simulator.js';
 import type { SimResult } from '../result.js';
+import { isCovered } from '../../coverage/model.js';
+import type { DutCoverage } from '../../coverage/analyze.js';
+import { formalReach } from '../formal/reach.js';
+import { applyFormal, formalQuestion, notRun, type FormalSummary } from '../../coverage/formal.js';
 import { detectJail } from '../jail.js';
 import { untrackScratch } from '../../util/scratch.js';
 import { scanUnits } from '../../design/lexer.js';
@@ -188,6 +192,11 @@ export class VerilatorSimulator implements Simulator {
       if (bare) return finish(bare);
       const cov = readCoverage(c, { covText, lib: front.lib, files: prep.files, warnings, log: ran.run.all });
       if (cov instanceof Ending) return finish(cov);
+      if (req.formal && req.formal.designS > 0) {
+        const formalStart = performance.now();
+        cov.formal = await formalOf(req, cov, Boolean(front.lib));
+        c.timings.formal = secondsSince(formalStart);
+      }
       c.timings.coverage = secondsSince(covStart);
       return finish(classifyCovered(c, judged, ran, cov, req.keepRunDir && covText ? coveragePath(runDir) : undefined));
     } catch (e) {
@@ -213,4 +222,32 @@ function crashVerdict(r: SimResult): SimResult {
     reward: 0,
     err_msg: `${r.err_msg} (the same crash on a second run: the code makes the simulator crash; not a host fault)`,
   };
+}
+
+/**
+ * The formal engine's verdicts entered in `cov` (formal/proofs.ts), and its summary for the
+ * record. An engine that is not installed or fails is said in the summary (ok: false), never the
+ * run's failure, and never a diagnostic (those are the model's feedback).
+ */
+async function formalOf(req: SimRequest, cov: DutCoverage, library: boolean): Promise<FormalSummary | undefined> {
+  const question = formalQuestion(cov);
+  if (!question.length || !question.some((p) => !isCovered(p))) return undefined;
+  // The engine must elaborate the design with the parameters the run did. -G reaches the DUT
+  // only in the library build; in the flat build the testbench's instantiation decides, and a
+  // top Verilator renamed (`top__W4`) was instantiated with parameters of the testbench's own,
+  // which the engine does not take from a testbench: no claim is then made.
+  const topModules = new Set(cov.points.filter((p) => cov.dutInstances.includes(p.hier)).map((p) => p.module));
+  if ([...topModules].some((m) => m !== req.top))
+    return notRun(
+      'the formal engine did not run: the testbench instantiates the design with parameters of its own (give them with -G instead)',
+      req.formal!,
+    );
+  const design = library ? req.design : { ...req.design, params: {} };
+  try {
+    const report = await formalReach(design, req.top, question, { budget: req.formal, signal: req.signal });
+    return applyFormal(cov, report);
+  } catch (e) {
+    if (req.signal?.aborted) throw e;
+    return notRun(`the formal engine did not run: ${(e as Error).message}`, req.formal!);
+  }
 }

@@ -88,6 +88,7 @@ async function generate(req: GenerateRequest, signal: AbortSignal, progress: (e:
       warmStart: model !== null && s.warmStart === true,
       limits: s.limits,
       score: s.score,
+      ...(s.formal ? { formal: s.formal } : {}),
     };
     const run = await runGeneration(
       request,
@@ -143,6 +144,7 @@ async function simulate(req: SimulateRequest, signal: AbortSignal, progress: (e:
     limits: s.limits,
     seed: s.seed,
     score: s.score,
+    ...(s.formal ? { formal: s.formal } : {}),
     // The decorations show the points the figure was computed from (one idea of the DUT's files).
     wantPoints: true,
     signal,
@@ -187,6 +189,7 @@ async function refine(req: RefineRequest, signal: AbortSignal, progress: (e: Pro
         coverageTarget: s.coverageTarget,
         limits: s.limits,
         score: s.score,
+        ...(s.formal ? { formal: s.formal } : {}),
       },
       (e: RefinementEvent) => {
         if (e.type === 'progress' || e.type === 'note') progress({ kind: 'status', message: e.message });

@@ -136,7 +136,15 @@ export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, c
   // the run failed (xrun_failed at stage run, reward 0), with the coverage it reached in the record.
   const illegal = outcome.status === 'success' ? legalFailure(req.score, judged.dutAssertions) : undefined;
   // What the record of a run with coverage of the DUT carries, failed or not.
-  const covered = { diagnostics, coverage: cov.breakdown, unreachable2State, uncovered: cov.uncovered, cov_info, log: bounded(run.all) };
+  const covered = {
+    diagnostics,
+    coverage: cov.breakdown,
+    unreachable2State,
+    ...(cov.formal ? { formal: cov.formal } : {}),
+    uncovered: cov.uncovered,
+    cov_info,
+    log: bounded(run.all),
+  };
   const points = req.wantPoints ? { points: cov.points } : {};
   if (outcome.status !== 'success' || illegal) {
     return new Ending(illegal ? 'xrun_failed' : outcome.status, 'run', {

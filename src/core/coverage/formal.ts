@@ -1,0 +1,125 @@
+// The formal engine's answers (sim/formal/reach.ts runs it) as coverage reasons: a proof takes an
+// uncovered point out of the reachable ceiling (`unreachable-formal`), a witness marks it
+// reachable (`witness`); a point the engine did not decide keeps whatever the source rules said.
+// The scored figure never changes.
+import { isCovered, type CoveragePoint, type FormalSummary, type PointWitness } from './model.js';
+import type { Proof } from './twoState.js';
+import { withReasons, type DutCoverage } from './analyze.js';
+import type { FormalBudget } from '../vocabulary/types.js';
+import type { Witness } from './model.js';
+
+export type { FormalSummary, PointWitness, Witness } from './model.js';
+
+/** How the engine names itself in reports. */
+export const ENGINE = 'Yosys (read_slang) + ABC pdr';
+
+/** The kinds of block point the engine judges: statement arms Verilator names by their line. */
+const JUDGED = new Set(['if', 'elsif', 'else', 'case']);
+
+export type FormalVerdict = 'unreachable' | 'witness' | 'not-proven';
+
+
+export interface FormalPointResult {
+  verdict: FormalVerdict;
+  /** How it was decided, or why it was not. */
+  why: string;
+  /** For a witness: the cycle (from 0) in which the point's arm runs. */
+  frame?: number | null;
+}
+
+export interface FormalReport {
+  /** False when the engine could not read the design (every point is then not proven). */
+  ok: boolean;
+  message: string;
+  engine: string;
+  /** What the proofs assume of the simulation (printed with every claim). */
+  assumptions: string[];
+  clocks: Array<{ name: string; edge: string }>;
+  /** Several clocks: proofs stand, witnesses are not given (they would need each clock's timing). */
+  multiClock: boolean;
+  /** Keyed by pointKey(). */
+  points: Record<string, FormalPointResult>;
+  witnesses: Record<string, Witness>;
+  seconds: { model: number; pdr: number };
+  budget: FormalBudget;
+}
+
+/** A block point's key for the engine: one statement arm, whichever instance reports it. */
+export function pointKey(p: Pick<CoveragePoint, 'file' | 'line' | 'label'>): string {
+  return `${p.file}:${p.line}:${p.label}`;
+}
+
+/** True for the points the engine can judge. */
+export function judged(p: CoveragePoint): boolean {
+  return (p.type === 'line' || p.type === 'branch') && JUDGED.has(p.label);
+}
+
+
+
+
+const MAX_WITNESSES = 16;
+
+/** The points of a design the engine is asked about: every judged point, covered or not, so one
+ * answer (cached by design) serves every run of it, whatever each run covered. */
+export function formalQuestion(cov: DutCoverage): CoveragePoint[] {
+  return cov.points.filter((p) => !p.waived && judged(p));
+}
+
+/** The report's verdicts entered in `cov` (its ceiling and uncovered reasons), and the summary. */
+export function applyFormal(cov: DutCoverage, report: FormalReport): FormalSummary {
+  const secs = report.seconds.model + report.seconds.pdr;
+  const assumes = report.assumptions.length ? `; assumes ${report.assumptions.join(', ')}` : '';
+  const extra = new Map<CoveragePoint, Proof>();
+  let proven = 0;
+  let witnessed = 0;
+  let notProven = 0;
+  const witnesses = new Map<string, PointWitness>();
+  for (const p of cov.points) {
+    if (p.waived || isCovered(p) || !judged(p)) continue;
+    const v = report.points[pointKey(p)];
+    if (!v) continue;
+    if (v.verdict === 'unreachable') {
+      proven++;
+      extra.set(p, {
+        kind: 'unreachable-formal',
+        detail: `${v.why} on the elaborated design (${secs.toFixed(1)} s for the design)${assumes}`,
+      });
+    } else if (v.verdict === 'witness') {
+      witnessed++;
+      const at = typeof v.frame === 'number' ? ` in cycle ${v.frame} from reset` : '';
+      extra.set(p, { kind: 'witness', detail: `the formal engine found inputs that reach it${at}` });
+      const w = report.witnesses[pointKey(p)];
+      if (w) witnesses.set(pointKey(p), { file: p.file, line: p.line, label: p.label, witness: w });
+    } else notProven++;
+  }
+  withReasons(cov, extra);
+  return {
+    engine: report.engine,
+    ok: report.ok,
+    message: report.message,
+    proven,
+    witnessed,
+    notProven,
+    seconds: report.seconds,
+    budget: report.budget,
+    assumptions: report.assumptions,
+    ...(witnesses.size
+      ? { witnesses: [...witnesses.values()].sort((a, b) => a.witness.frames.length - b.witness.frames.length).slice(0, MAX_WITNESSES) }
+      : {}),
+  };
+}
+
+/** The summary of an engine that did not run (not installed, failed to start): every point not proven. */
+export function notRun(message: string, budget: { designS: number; pointS: number }): FormalSummary {
+  return {
+    engine: ENGINE,
+    ok: false,
+    message,
+    proven: 0,
+    witnessed: 0,
+    notProven: 0,
+    seconds: { model: 0, pdr: 0 },
+    budget,
+    assumptions: [],
+  };
+}

@@ -1,0 +1,173 @@
+"""Tests of src/core/sim/formal/formal_reach.py's instrumentation: where each coverage point's
+`assert (1'b0)` lands in the design text.
+
+The check must sit inside exactly the arm the point stands for, so that it fails exactly when the
+arm runs; a check one `begin`/`end` off proves the wrong thing. Each case instruments a small
+design written from the language reference, reparses the result with slang (it must still be
+valid SystemVerilog) and asks, for every label, which statement arm encloses it.
+Run: python -m pytest -p no:cacheprovider test/python
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyslang
+import pytest
+from pyslang import parsing, syntax
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / 'src' / 'core' / 'sim' / 'formal' / 'formal_reach.py'
+
+spec = importlib.util.spec_from_file_location('formal_reach', SCRIPT)
+assert spec is not None and spec.loader is not None
+formal_reach = importlib.util.module_from_spec(spec)
+sys.modules['formal_reach'] = formal_reach  # dataclasses look their module up there
+spec.loader.exec_module(formal_reach)
+
+SK = syntax.SyntaxKind
+
+
+def instrumented(tmp_path: Path, text: str, points: list[tuple[int, str]]) -> tuple[str, dict[str, str]]:
+    src = tmp_path / 'dut.sv'
+    src.write_text(text)
+    opts = pyslang.Bag([parsing.PreprocessorOptions()])
+    pts = [{'id': f'{line}:{label}', 'line': line, 'label': label} for line, label in points]
+    new, labels, placed = formal_reach.instrument(str(src), pts, opts)
+    assert new is not None
+    assert placed == len(labels)
+    return new, labels
+
+
+def enclosing_arms(text: str) -> dict[str, list[str]]:
+    """For each `chorus_reach_N` check: the chain of arms around it, innermost first, each as
+    `if@LINE`, `else@LINE` (the line of the `if` keyword) or `case@LINE` (the item's line)."""
+    tree = syntax.SyntaxTree.fromText(text)
+    assert not [d for d in tree.diagnostics if d.isError()], 'instrumented text does not parse'
+    sm = tree.sourceManager
+    found: dict[str, list[str]] = {}
+
+    def line(loc: Any) -> int:
+        return sm.getLineNumber(loc)
+
+    def on(node: Any) -> Any:
+        if not isinstance(node, syntax.SyntaxNode):
+            return True
+        if node.kind == SK.ImmediateAssertStatement and node.label is not None:
+            name = node.label.name.valueText
+            chain: list[str] = []
+            child, p = node, node.parent
+            while p is not None:
+                if p.kind == SK.ConditionalStatement:
+                    if p.elseClause is not None and contains(p.elseClause, child):
+                        chain.append(f'else@{line(p.ifKeyword.location)}')
+                    else:
+                        chain.append(f'if@{line(p.ifKeyword.location)}')
+                elif p.kind in (SK.StandardCaseItem, SK.DefaultCaseItem):
+                    chain.append(f'case@{line(p.sourceRange.start)}')
+                child, p = p, p.parent
+            found[name] = chain
+        return True
+
+    tree.root.visit(on)
+    return found
+
+
+def contains(outer: Any, inner: Any) -> bool:
+    a, b = outer.sourceRange, inner.sourceRange
+    return a.start.offset <= b.start.offset and b.end.offset <= a.end.offset
+
+
+def where(text: str, labels: dict[str, str]) -> dict[str, str]:
+    """Point id -> the innermost arm enclosing its check."""
+    arms = enclosing_arms(text)
+    return {pid: arms[label][0] for pid, label in labels.items()}
+
+
+IF_NO_ELSE = """module dut(input logic clk, input logic a, input logic b, output logic [1:0] q);
+  always_ff @(posedge clk)
+    if (a)
+      if (b) q <= 2'd1;
+      else q <= 2'd2;
+endmodule
+"""
+
+
+def test_if_without_else_gets_an_else_arm_and_its_then_arm_keeps_its_own_check(tmp_path: Path) -> None:
+    # line 3: `if (a)` has no else; its then arm (lines 4-5) is itself an if/else with points.
+    points = [(3, 'if'), (3, 'else'), (4, 'if'), (4, 'else')]
+    new, labels = instrumented(tmp_path, IF_NO_ELSE, points)
+    assert where(new, labels) == {'3:if': 'if@3', '3:else': 'else@3', '4:if': 'if@4', '4:else': 'else@4'}
+    # the inner checks are inside the outer then arm, not beside it
+    arms = enclosing_arms(new)
+    assert arms[labels['4:if']] == ['if@4', 'if@3']
+    assert arms[labels['4:else']] == ['else@4', 'if@3']
+
+
+ELSE_IF = """module dut(input logic clk, input logic [1:0] s, output logic [1:0] q);
+  always_ff @(posedge clk) begin
+    if (s == 2'd0) q <= 2'd0;
+    else if (s == 2'd1) q <= 2'd1;
+    else q <= 2'd3;
+  end
+endmodule
+"""
+
+
+def test_else_if_chain_labels_each_condition_on_its_own_line(tmp_path: Path) -> None:
+    # Verilator names the second condition's point `elsif` on line 4 and the final else `else`.
+    points = [(3, 'if'), (4, 'elsif'), (4, 'else')]
+    new, labels = instrumented(tmp_path, ELSE_IF, points)
+    assert where(new, labels) == {'3:if': 'if@3', '4:elsif': 'if@4', '4:else': 'else@4'}
+    assert enclosing_arms(new)[labels['4:else']] == ['else@4', 'else@3']
+
+
+CASE = """module dut(input logic [1:0] s, output logic [1:0] q);
+  always_comb begin
+    q = 2'd0;
+    case (s)
+      2'd0: q = 2'd1;
+      2'd1: begin
+        if (s[0]) q = 2'd2;
+      end
+      default: q = 2'd3;
+    endcase
+  end
+endmodule
+"""
+
+
+def test_case_items_and_default_and_an_if_inside_an_item(tmp_path: Path) -> None:
+    points = [(5, 'case'), (6, 'case'), (7, 'if'), (7, 'else'), (9, 'case')]
+    new, labels = instrumented(tmp_path, CASE, points)
+    assert where(new, labels) == {'5:case': 'case@5', '6:case': 'case@6', '7:if': 'if@7', '7:else': 'else@7', '9:case': 'case@9'}
+    assert enclosing_arms(new)[labels['7:else']] == ['else@7', 'case@6']
+
+
+NOT_JUDGED = """module dut(input logic clk, input logic [3:0] a, output logic [3:0] q);
+  function automatic logic [3:0] f(input logic [3:0] x);
+    if (x[0]) return x;
+    else return ~x;
+  endfunction
+  always_comb begin
+    q = 4'd0;
+    for (int i = 0; i < 4; i++)
+      if (a[i]) q = f(a);
+  end
+  initial if (a == 4'd0) $display("zero");
+endmodule
+"""
+
+
+@pytest.mark.parametrize('point', [(3, 'if'), (4, 'else'), (9, 'if'), (11, 'if')])
+def test_arms_in_functions_loops_and_initial_blocks_are_not_judged(tmp_path: Path, point: tuple[int, str]) -> None:
+    # A function arm is inlined per call, a loop arm per iteration, an initial arm runs once at
+    # time 0: one assertion there does not stand for Verilator's one point, so none is placed.
+    src = tmp_path / 'dut.sv'
+    src.write_text(NOT_JUDGED)
+    opts = pyslang.Bag([parsing.PreprocessorOptions()])
+    new, labels, placed = formal_reach.instrument(str(src), [{'id': 'p', 'line': point[0], 'label': point[1]}], opts)
+    assert (new, labels, placed) == (None, {}, 0)
