@@ -8,7 +8,10 @@
 //      seconds it took (the engine's model and PDR time);
 //   C. `chorus generate` with the formal engine: its witnesses replayed as stimulus; the scored
 //      figure, and how many of B's witnessed points the replay covered.
-// Soundness: every point B proves unreachable must be uncovered in A's and C's best rounds.
+// Soundness: every point B proves unreachable must be uncovered in A's and C's best rounds and in
+// D, A's testbench with its random phase stretched to 10^5 cycles (directed phases as they are).
+// Today's engine beside the new one: the ceiling with the source rules' proofs (A), with the
+// formal engine's alone, and with both (B).
 // Prints one row per design, the designs at target on each figure, the median time in proofs, and
 // writes every row to <out>/cvdp.json.
 //
@@ -37,11 +40,27 @@ interface Uncovered {
   reason?: { kind: string };
 }
 
+interface Tally {
+  covered: number;
+  total: number;
+}
+
 interface Record {
   status: string;
-  coverage?: { waived: { overall: number | null }; ceiling?: { figures: { overall: number | null }; excluded: number } };
+  coverage?: {
+    waived: { overall: number | null; tallies: { block: Tally; toggle: Tally } };
+    ceiling?: { figures: { overall: number | null }; excluded: number };
+  };
   uncovered?: Uncovered[];
-  formal?: { ok: boolean; message: string; proven: number; witnessed: number; notProven: number; seconds: { model: number; pdr: number } };
+  formal?: {
+    ok: boolean;
+    message: string;
+    proven: number;
+    witnessed: number;
+    notProven: number;
+    refuted?: unknown[];
+    seconds: { model: number; pdr: number };
+  };
   timings?: { formal?: number };
 }
 
@@ -51,7 +70,11 @@ interface Row {
   scored: number | null;
   ceilingRules: number | null;
   ceilingFormal: number | null;
+  /** The ceiling without the source rules: only the formal engine's proofs left out. */
+  ceilingFormalOnly: number | null;
   proven: number;
+  /** Points a source rule called unreachable that the engine reached. */
+  refuted: number;
   witnessed: number;
   notProven: number;
   formalSeconds: number;
@@ -60,6 +83,8 @@ interface Row {
   scoredWithReplay: number | null;
   replayed: number;
   unsound: string[];
+  /** Whether the claims were also checked against a run of LONG_CYCLES random cycles. */
+  longRun: boolean;
   error?: string;
 }
 
@@ -84,6 +109,27 @@ mkdirSync(outDir, { recursive: true });
 const key = (u: Pick<Uncovered, 'file' | 'line' | 'label'>): string => `${u.file.replace(/^.*\//, '')}:${u.line}:${u.label}`;
 const blocks = (r: Record | null): Uncovered[] =>
   (r?.uncovered ?? []).filter((u) => u.type !== 'toggle' && u.type !== 'expr' && u.type !== 'cond');
+const toggles = (r: Record | null): Uncovered[] => (r?.uncovered ?? []).filter((u) => u.type === 'toggle');
+
+/** The parameters a `chorus generate --json` run instantiated the design with (scaled down from
+ * the defaults), as `-G` flags: the sim of its testbench must elaborate the same design. */
+function paramsOf(stdout: string): string[] {
+  try {
+    const rec = JSON.parse(stdout) as { scaled_params?: Array<{ name: string; value: string }> };
+    return (rec.scaled_params ?? []).flatMap((p) => ['-G', `${p.name}=${p.value}`]);
+  } catch {
+    return [];
+  }
+}
+
+const LONG_CYCLES = 100_000;
+
+/** The generator's testbench with its uniform random phase ("Phase 4: N cycles of uniform random
+ * stimulus") run for LONG_CYCLES cycles; null when it has no such phase. */
+function stretched(tb: string): string | null {
+  const m = /(\/\/ Phase 4: )\d+( cycles of uniform random stimulus[^\n]*\n(?:[^\n]*\n){0,2}?\s*repeat \()\d+\)/.exec(tb);
+  return m ? tb.replace(m[0], `${m[1]}${LONG_CYCLES}${m[2]}${LONG_CYCLES})`) : null;
+}
 
 /** The best round's record of a `chorus generate --json` run (from its run folder). */
 function bestOf(stdout: string): Record | null {
@@ -109,7 +155,9 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
     scored: null,
     ceilingRules: null,
     ceilingFormal: null,
+    ceilingFormalOnly: null,
     proven: 0,
+    refuted: 0,
     witnessed: 0,
     notProven: 0,
     formalSeconds: 0,
@@ -118,6 +166,7 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
     scoredWithReplay: null,
     replayed: 0,
     unsound: [],
+    longRun: false,
   };
   const tbA = join(work, 'tb_today.sv');
   const a = await runBounded(process.execPath, [cli, 'generate', ...common, '--out', tbA, '--formal-budget', '0'], {
@@ -130,7 +179,21 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
   row.ceilingRules = recA.coverage.ceiling?.figures.overall ?? row.scored;
   const b = await runBounded(
     process.execPath,
-    [cli, 'sim', ...files, '--top', t.dut_module, '--tb', tbA, '--formal-budget', budget, '--out-dir', join(work, 'runs'), '--json'],
+    [
+      cli,
+      'sim',
+      ...files,
+      '--top',
+      t.dut_module,
+      ...paramsOf(a.stdout),
+      '--tb',
+      tbA,
+      '--formal-budget',
+      budget,
+      '--out-dir',
+      join(work, 'runs'),
+      '--json',
+    ],
     { cwd: work, timeoutS: 900 },
   );
   let recB: Record | null = null;
@@ -140,22 +203,16 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
     return { ...row, error: `sim: ${b.stderr.trim().split('\n').pop() ?? b.code}` };
   }
   row.ceilingFormal = recB.coverage?.ceiling?.figures.overall ?? recB.coverage?.waived.overall ?? null;
+  row.ceilingFormalOnly = formalOnly(recB);
   row.proven = recB.formal?.proven ?? 0;
+  row.refuted = recB.formal?.refuted?.length ?? 0;
   row.witnessed = recB.formal?.witnessed ?? 0;
   row.notProven = recB.formal?.notProven ?? 0;
   row.formalSeconds = recB.formal ? recB.formal.seconds.model + recB.formal.seconds.pdr : 0;
   row.formalOk = recB.formal?.ok ?? false;
   row.formalMessage = recB.formal?.message ?? 'no uncovered point the engine judges';
-  const claimed = new Set(
-    blocks(recB)
-      .filter((u) => u.reason?.kind === 'unreachable-formal')
-      .map(key),
-  );
-  const witnessed = new Set(
-    blocks(recB)
-      .filter((u) => u.reason?.kind === 'witness')
-      .map(key),
-  );
+  const claimed = new Set([...blocks(recB), ...toggles(recB)].filter((u) => u.reason?.kind === 'unreachable-formal').map(key));
+  const witnessed = new Set([...blocks(recB), ...toggles(recB)].filter((u) => u.reason?.kind === 'witness').map(key));
   const tbC = join(work, 'tb_formal.sv');
   const c = await runBounded(process.execPath, [cli, 'generate', ...common, '--out', tbC, '--formal-budget', budget], {
     cwd: work,
@@ -163,11 +220,62 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
   });
   const recC = bestOf(c.stdout);
   row.scoredWithReplay = recC?.coverage?.waived.overall ?? null;
-  const leftC = new Set(blocks(recC).map(key));
-  const leftA = new Set(blocks(recA).map(key));
+  const leftC = new Set([...blocks(recC), ...toggles(recC)].map(key));
+  const leftA = new Set([...blocks(recA), ...toggles(recA)].map(key));
   row.replayed = recC ? [...witnessed].filter((k) => !leftC.has(k)).length : 0;
   row.unsound = [...claimed].filter((k) => !leftA.has(k) || (recC && !leftC.has(k)));
+  // D: A's testbench with its uniform random phase stretched to LONG_CYCLES cycles (its directed
+  // phases as they are): a claimed point it covers is an unsound claim.
+  if (claimed.size) {
+    const long = stretched(readFileSync(tbA, 'utf8'));
+    if (long) {
+      const tbD = join(work, 'tb_long.sv');
+      writeFileSync(tbD, long);
+      const d = await runBounded(
+        process.execPath,
+        [
+          cli,
+          'sim',
+          ...files,
+          '--top',
+          t.dut_module,
+          ...paramsOf(a.stdout),
+          '--tb',
+          tbD,
+          '--formal-budget',
+          '0',
+          '--out-dir',
+          join(work, 'runs'),
+          '--json',
+        ],
+        { cwd: work, timeoutS: 900 },
+      );
+      try {
+        const recD = JSON.parse(d.stdout) as Record;
+        if (recD.coverage) {
+          const leftD = new Set([...blocks(recD), ...toggles(recD)].map(key));
+          row.longRun = true;
+          row.unsound.push(...[...claimed].filter((k) => !leftD.has(k) && !row.unsound.includes(k)));
+        }
+      } catch {
+        // no record: the long run says nothing
+      }
+    }
+  }
   return row;
+}
+
+/** The figure with only the formal engine's proofs left out (mean of block and toggle, as c). */
+function formalOnly(r: Record): number | null {
+  const t = r.coverage?.waived.tallies;
+  if (!t) return null;
+  const proven = (r.uncovered ?? []).filter((u) => u.reason?.kind === 'unreachable-formal');
+  const ratio = (x: Tally, n: number): number | null => (x.total - n > 0 ? x.covered / (x.total - n) : null);
+  const parts = [
+    ratio(t.block, proven.filter((u) => u.type !== 'toggle').length),
+    ratio(t.toggle, proven.filter((u) => u.type === 'toggle').length),
+  ].filter((x): x is number => x !== null);
+  return parts.length ? parts.reduce((a, b) => a + b, 0) / parts.length : null;
 }
 
 const pct = (x: number | null): string => (x === null ? '   -  ' : `${(100 * x).toFixed(1).padStart(5)}%`);
@@ -180,14 +288,14 @@ async function main(): Promise<void> {
     .sort()
     .map((d) => ({ dir: join(DATA, d), task: JSON.parse(readFileSync(join(DATA, d, 'task.json'), 'utf8')) as Task }));
   process.stdout.write(
-    `design                                  target  scored  ceil(rules) ceil(+formal)  proven witness undecided  formal s  scored(+replay) replayed\n`,
+    `design                                  target  scored  ceil(rules) ceil(formal) ceil(both)  proven witness undecided refuted  formal s  scored(+replay) replayed\n`,
   );
   const rows: Row[] = [];
   for (const { dir, task } of tasks) {
     const r = await runDesign(task, dir);
     rows.push(r);
     process.stdout.write(
-      `${r.id.padEnd(40)}${String(r.target).padStart(5)}% ${pct(r.scored)}  ${pct(r.ceilingRules)}      ${pct(r.ceilingFormal)}    ${String(r.proven).padStart(5)} ${String(r.witnessed).padStart(7)} ${String(r.notProven).padStart(9)}  ${r.formalSeconds.toFixed(1).padStart(7)}  ${pct(r.scoredWithReplay)}        ${String(r.replayed).padStart(5)}${r.error ? `  ERROR ${r.error}` : ''}${r.unsound.length ? `  UNSOUND ${r.unsound.join(' ')}` : ''}${!r.formalOk && r.formalMessage ? `  (${r.formalMessage.slice(0, 80)})` : ''}\n`,
+      `${r.id.slice(0, 39).padEnd(40)}${String(r.target).padStart(5)}% ${pct(r.scored)}  ${pct(r.ceilingRules)}      ${pct(r.ceilingFormalOnly)}      ${pct(r.ceilingFormal)}  ${String(r.proven).padStart(6)} ${String(r.witnessed).padStart(7)} ${String(r.notProven).padStart(9)} ${String(r.refuted).padStart(7)}  ${r.formalSeconds.toFixed(1).padStart(7)}  ${pct(r.scoredWithReplay)}        ${String(r.replayed).padStart(5)}${r.error ? `  ERROR ${r.error}` : ''}${r.unsound.length ? `  UNSOUND ${r.unsound.join(' ')}` : ''}${!r.formalOk && r.formalMessage ? `  (${r.formalMessage.slice(0, 80)})` : ''}\n`,
     );
   }
   const n = rows.length;
@@ -197,10 +305,12 @@ async function main(): Promise<void> {
   const unsound = rows.reduce((s, r) => s + r.unsound.length, 0);
   process.stdout.write(
     `\nat target of ${n}: scored ${count((r) => atTarget(r.scored, r.target))}, ceiling (rules) ${count((r) => atTarget(r.ceilingRules, r.target))}, ` +
-      `ceiling (rules + formal) ${count((r) => atTarget(r.ceilingFormal, r.target))}, scored with witness replay ${count((r) => atTarget(r.scoredWithReplay, r.target))}\n` +
+      `ceiling (formal alone) ${count((r) => atTarget(r.ceilingFormalOnly, r.target))}, ceiling (rules + formal) ${count((r) => atTarget(r.ceilingFormal, r.target))}, scored with witness replay ${count((r) => atTarget(r.scoredWithReplay, r.target))}\n` +
       `points proven unreachable by the formal engine: ${rows.reduce((s, r) => s + r.proven, 0)}; witnessed: ${rows.reduce((s, r) => s + r.witnessed, 0)} ` +
       `(covered by the replay: ${rows.reduce((s, r) => s + r.replayed, 0)}); not decided: ${rows.reduce((s, r) => s + r.notProven, 0)}; ` +
-      `median seconds in the engine per design: ${median.toFixed(1)}; unsound claims: ${unsound}\n`,
+      `median seconds in the engine per design: ${median.toFixed(1)}; unsound claims: ${unsound}; ` +
+      `source-rule claims the engine refuted: ${rows.reduce((s, r) => s + r.refuted, 0)}; ` +
+      `designs where the formal engine alone reaches a lower ceiling than the rules: ${count((r) => (r.ceilingFormalOnly ?? 0) < (r.ceilingRules ?? 0) - 1e-9)}\n`,
   );
   writeFileSync(join(outDir, 'cvdp.json'), JSON.stringify({ budgetS: Number(budget), rounds: Number(values.rounds), rows }, null, 1));
   process.exit(unsound ? 1 : 0);

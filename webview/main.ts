@@ -216,6 +216,7 @@ function reasonText(r: NonNullable<RunView['rounds'][number]['uncovered'][number
     'unreachable-2state': 'unreachable (2-state)',
     'unreachable-formal': 'proven unreachable (formal)',
     witness: 'witness found, not yet covered',
+    bounded: 'not reached in a bounded search',
   }[r.kind];
   return r.kind === 'not-hit' ? kind : `${kind}${r.enable ? ` (enable with ${r.enable})` : ''}: ${r.detail}`;
 }

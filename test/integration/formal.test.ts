@@ -45,7 +45,8 @@ describe('formal engine', () => {
     expect(r.unreachable2State?.points.some((p) => p.line === 21 || p.line === 30) ?? false).toBe(false);
     // The states the reset-only run never left are reachable, with a witness.
     for (const line of [16, 17, 18, 19, 20, 28, 29]) expect(reasonAt(r, line, 'case')).toBe('witness');
-    expect(r.formal).toMatchObject({ ok: true, proven: 2, notProven: 0 });
+    expect(r.formal).toMatchObject({ ok: true, notProven: 0 });
+    expect(r.uncovered.filter((u) => u.type !== 'toggle' && u.reason?.kind === 'unreachable-formal')).toHaveLength(2);
     expect(r.formal!.assumptions.join(' ')).toMatch(/registers start at zero/);
     // The ceiling leaves the two proven points out; the scored figure does not.
     expect(r.coverage!.ceiling!.byReason['unreachable-formal']).toBe(2);
@@ -79,6 +80,43 @@ describe('formal engine', () => {
     expect(formal.rounds.flatMap((r) => r.notes).join('\n')).toMatch(/input sequences? from the formal engine replayed/);
   });
 
+  it('toggle points: a bit that never moves is proven, one that moves is not, per module across its instances', async () => {
+    const r = await simulateFiles(
+      [join(dir, 'stuck_bits.sv')],
+      'tb.sv',
+      `module tb;
+  logic clk = 0, rst_n = 0, seen;
+  logic [3:0] d = 0, q, m0, m1;
+  stuck_bits uut (.*);
+  always #5 clk = ~clk;
+  initial begin
+    repeat (2) @(negedge clk); rst_n = 1;
+    repeat (400) begin @(negedge clk); d = 4'($urandom); end
+    $finish;
+  end
+endmodule
+`,
+      { formal: budget },
+    );
+    expect(r.status).toBe('success');
+    const toggles = r.uncovered.filter((u) => u.type === 'toggle');
+    const claimed = toggles
+      .filter((u) => u.reason?.kind === 'unreachable-formal')
+      .map((u) => `${u.hier.split('.').pop()}.${u.label}`)
+      .sort();
+    // The stuck bits of the top, and q[0] = r[0] ^ mode[0], both d[0] of the cycle before: always
+    // 0, which no reading of the text says. masker's o[3] moves in u1, so u0's stuck o[3] is not
+    // claimed.
+    expect(claimed).toEqual(['uut.m0[3]', 'uut.mode[1]', 'uut.q[0]', 'uut.q[3]', 'uut.r[3]']);
+    for (const u of toggles.filter((t) => t.reason?.kind === 'unreachable-formal'))
+      expect(u.reason!.detail).toMatch(/the bit stays 0, so it never toggles/);
+    // `seen` rises and never falls (one way only): uncovered, reachable, never claimed.
+    expect(toggles.find((u) => u.label === 'seen')?.reason?.kind).toBe('witness');
+    expect(toggles.find((u) => u.label === 'o[3]' && u.hier.endsWith('u0'))?.reason?.kind).toBe('witness');
+    // A bit driven by the testbench is an input of the top: never asked, never claimed.
+    expect(toggles.filter((u) => /^d\[/.test(u.label)).every((u) => u.reason?.kind !== 'unreachable-formal')).toBe(true);
+  });
+
   it('never claims a point from a bounded search: a 20-bit terminal count is "not proven" (or reached), never unreachable', async () => {
     const r = await simulateFiles(
       [join(dir, 'wide_counter.sv')],
@@ -93,8 +131,16 @@ endmodule
       { formal: { designS: 6, pointS: 3 } },
     );
     expect(r.status).toBe('success');
-    // cnt == 20'hFFFFF is reachable (after 2^20 - 1 cycles): anything but a proof.
-    expect(reasonAt(r, 25, 'if')).not.toBe('unreachable-formal');
+    // cnt == 20'hFFFFF is reachable (after 2^20 - 1 cycles): anything but a proof. Within the
+    // budget, PDR finds no proof and the bounded search no witness: "not reached in N cycles".
+    expect(reasonAt(r, 22, 'if')).toBe('bounded');
+    const bounded = r.uncovered.find((u) => u.line === 22 && u.label === 'if' && u.type !== 'toggle')!;
+    expect(bounded.reason!.detail).toMatch(
+      /^not reached in \d+ cycles from reset by the formal engine's bounded search \(BMC\); not proven/,
+    );
+    expect(r.coverage!.ceiling!.byReason['unreachable-formal']).toBe(
+      r.uncovered.filter((u) => u.reason?.kind === 'unreachable-formal').length,
+    );
     expect(r.formal!.notProven).toBeGreaterThanOrEqual(1);
   });
 
@@ -130,7 +176,12 @@ endmodule
       formal: budget,
     });
     expect(at12.err_msg).toBe('');
-    expect(reasonAt(at12, 7, 'if')).not.toBe('unreachable-formal');
+    // The testbench's instantiation (the parameters slang's elaboration of it read) is what the
+    // engine elaborates: the arm is reached.
+    expect(at12.formal).toMatchObject({ ok: true });
+    expect(reasonAt(at12, 7, 'if')).toBe('witness');
+    const own4 = await simulateFiles([f], 'tb.sv', tb('pdepth #(.N(4))'), { formal: budget });
+    expect(reasonAt(own4, 7, 'if')).toBe('unreachable-formal');
   });
 
   it('a design the engine cannot read is "not proven" everywhere, and the run is unaffected', async () => {

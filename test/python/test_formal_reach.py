@@ -31,7 +31,7 @@ spec.loader.exec_module(formal_reach)
 SK = syntax.SyntaxKind
 
 
-def instrumented(tmp_path: Path, text: str, points: list[tuple[int, str]]) -> tuple[str, dict[str, str]]:
+def instrumented(tmp_path: Path, text: str, points: list[tuple[int, str]]) -> tuple[str, dict[str, list[str]]]:
     src = tmp_path / 'dut.sv'
     src.write_text(text)
     opts = pyslang.Bag([parsing.PreprocessorOptions()])
@@ -81,10 +81,11 @@ def contains(outer: Any, inner: Any) -> bool:
     return a.start.offset <= b.start.offset and b.end.offset <= a.end.offset
 
 
-def where(text: str, labels: dict[str, str]) -> dict[str, str]:
-    """Point id -> the innermost arm enclosing its check."""
+def where(text: str, labels: dict[str, list[str]]) -> dict[str, str]:
+    """Point id -> the innermost arm enclosing its (one) check."""
     arms = enclosing_arms(text)
-    return {pid: arms[label][0] for pid, label in labels.items()}
+    assert all(len(ls) == 1 for ls in labels.values())
+    return {pid: arms[ls[0]][0] for pid, ls in labels.items()}
 
 
 IF_NO_ELSE = """module dut(input logic clk, input logic a, input logic b, output logic [1:0] q);
@@ -103,8 +104,8 @@ def test_if_without_else_gets_an_else_arm_and_its_then_arm_keeps_its_own_check(t
     assert where(new, labels) == {'3:if': 'if@3', '3:else': 'else@3', '4:if': 'if@4', '4:else': 'else@4'}
     # the inner checks are inside the outer then arm, not beside it
     arms = enclosing_arms(new)
-    assert arms[labels['4:if']] == ['if@4', 'if@3']
-    assert arms[labels['4:else']] == ['else@4', 'if@3']
+    assert arms[labels['4:if'][0]] == ['if@4', 'if@3']
+    assert arms[labels['4:else'][0]] == ['else@4', 'if@3']
 
 
 ELSE_IF = """module dut(input logic clk, input logic [1:0] s, output logic [1:0] q);
@@ -122,7 +123,7 @@ def test_else_if_chain_labels_each_condition_on_its_own_line(tmp_path: Path) -> 
     points = [(3, 'if'), (4, 'elsif'), (4, 'else')]
     new, labels = instrumented(tmp_path, ELSE_IF, points)
     assert where(new, labels) == {'3:if': 'if@3', '4:elsif': 'if@4', '4:else': 'else@4'}
-    assert enclosing_arms(new)[labels['4:else']] == ['else@4', 'else@3']
+    assert enclosing_arms(new)[labels['4:else'][0]] == ['else@4', 'else@3']
 
 
 CASE = """module dut(input logic [1:0] s, output logic [1:0] q);
@@ -144,7 +145,7 @@ def test_case_items_and_default_and_an_if_inside_an_item(tmp_path: Path) -> None
     points = [(5, 'case'), (6, 'case'), (7, 'if'), (7, 'else'), (9, 'case')]
     new, labels = instrumented(tmp_path, CASE, points)
     assert where(new, labels) == {'5:case': 'case@5', '6:case': 'case@6', '7:if': 'if@7', '7:else': 'else@7', '9:case': 'case@9'}
-    assert enclosing_arms(new)[labels['7:else']] == ['else@7', 'case@6']
+    assert enclosing_arms(new)[labels['7:else'][0]] == ['else@7', 'case@6']
 
 
 NOT_JUDGED = """module dut(input logic clk, input logic [3:0] a, output logic [3:0] q);
@@ -170,4 +171,64 @@ def test_arms_in_functions_loops_and_initial_blocks_are_not_judged(tmp_path: Pat
     src.write_text(NOT_JUDGED)
     opts = pyslang.Bag([parsing.PreprocessorOptions()])
     new, labels, placed = formal_reach.instrument(str(src), [{'id': 'p', 'line': point[0], 'label': point[1]}], opts)
+    assert (new, labels, placed) == (None, {}, 0)
+
+
+TOGGLES = """module sub(input logic clk, input logic [3:0] d, output logic [3:0] q);
+  logic [3:0] held;
+  always_ff @(posedge clk) held <= d;
+  assign q = held;
+endmodule
+module top(input logic clk, input logic [3:0] a, output logic [3:0] o);
+  typedef struct packed { logic [1:0] f; logic g; } s_t;
+  s_t s;
+  logic [7:4] v;
+  always_ff @(posedge clk) begin
+    s <= a[2:0];
+    v <= a;
+  end
+  generate if (1) begin : g
+    logic z;
+  end endgenerate
+  sub u0(.clk, .d(a), .q(o));
+endmodule
+"""
+
+
+def toggle(line: int, signal: str) -> dict:
+    return {'id': f'{line}:{signal}', 'line': line, 'label': 'toggle', 'signal': signal}
+
+
+def test_toggle_bits_get_a_pair_of_checks_at_the_end_of_their_own_module(tmp_path: Path) -> None:
+    src = tmp_path / 'dut.sv'
+    src.write_text(TOGGLES)
+    opts = pyslang.Bag([parsing.PreprocessorOptions()])
+    owner: dict[str, str] = {}
+    pts = [toggle(9, 'v[4]'), toggle(8, 's.f[1]'), toggle(2, 'held[3]'), toggle(1, 'q[0]')]
+    new, labels, placed = formal_reach.instrument(str(src), pts, opts, 'top', 'chorus_reach_0_', owner)
+    assert new is not None and placed == 4
+    tree = syntax.SyntaxTree.fromText(new)
+    assert not [d for d in tree.diagnostics if d.isError()]
+    # each bit: "never 1" then "never 0", in the module that declares it
+    assert {pid: [owner[x] for x in ls] for pid, ls in labels.items()} == {
+        '9:v[4]': ['top', 'top'],
+        '8:s.f[1]': ['top', 'top'],
+        '2:held[3]': ['sub', 'sub'],
+        '1:q[0]': ['sub', 'sub'],
+    }
+    never1, never0 = labels['8:s.f[1]']
+    assert f"{never1}: assert ((s.f[1]) == '0);" in new and f"{never0}: assert ((s.f[1]) == '1);" in new
+    sub_end, top_end = new.index('endmodule'), new.rindex('endmodule')
+    held = new.index("((held[3]) == '0)")
+    assert held < sub_end and new.index("((v[4]) == '0)") > sub_end and new.index("((v[4]) == '0)") < top_end
+
+
+@pytest.mark.parametrize('signal', ['a[1]', 'g.z', 'z', 'nosuch[0]', '\\esc[0]', 'v[4]+1'])
+def test_toggle_bits_not_judged(tmp_path: Path, signal: str) -> None:
+    # The top's inputs (free: always reachable), names of generate scopes, undeclared names and
+    # text that is not a bit name get no check.
+    src = tmp_path / 'dut.sv'
+    src.write_text(TOGGLES)
+    opts = pyslang.Bag([parsing.PreprocessorOptions()])
+    new, labels, placed = formal_reach.instrument(str(src), [toggle(15 if 'z' in signal else 6, signal)], opts, 'top')
     assert (new, labels, placed) == (None, {}, 0)

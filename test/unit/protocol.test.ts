@@ -195,6 +195,58 @@ describe('feedback turn', () => {
     expect(imc).toContain('Fix the coverage run failure (imc stage) by editing the testbench.');
   });
 
+  it("the formal engine's witnesses: one more field, clocks left out, later cycles only what changes; none: byte-identical", () => {
+    const formal = (frames: Array<Record<string, string>>): SimResult['formal'] => ({
+      engine: 'e',
+      ok: true,
+      message: '',
+      proven: 0,
+      witnessed: 1,
+      notProven: 0,
+      refuted: [],
+      seconds: { model: 0, pdr: 0 },
+      budget: { designS: 20, pointS: 5 },
+      assumptions: [],
+      clocks: ['clk'],
+      witnesses: [
+        {
+          file: '/rtl/lock.sv',
+          line: 20,
+          label: 'elsif',
+          witness: {
+            inputs: [
+              ['clk', 1],
+              ['rst_n', 1],
+              ['key', 8],
+            ],
+            frames,
+          },
+        },
+      ],
+    });
+    const cov = { summary: [], detail: 'coverage table', runtime_sec: 1 };
+    const reply = { status: 'success', testbench: 'm', filename: 'tb.sv', source: 'fence' } as const;
+    const t = feedbackTurn(
+      reply,
+      base({
+        cov_info: cov,
+        formal: formal([
+          { clk: '0', rst_n: '0', key: '0' },
+          { clk: '1', rst_n: '1', key: '5a' },
+          { clk: '0', rst_n: '1', key: '5a' },
+        ]),
+      }),
+    );
+    expect(t).toContain(
+      "- coverage: coverage table\n- formal_witnesses: a model checker found input sequences, one value per clock cycle from reset, that reach code no round covered: lock.sv:20 (elsif) is reached by cycle 0: rst_n=1'h0 key=8'h0, cycle 1: rst_n=1'h1 key=8'h5a, cycle 2: (same)\n\nInstruction for next round:",
+    );
+    // Without witnesses (or with only long ones) the turn is the reference's, byte for byte.
+    const plain = feedbackTurn(reply, base({ cov_info: cov }));
+    const long = feedbackTurn(reply, base({ cov_info: cov, formal: formal(Array.from({ length: 40 }, () => ({ rst_n: '1', key: '0' }))) }));
+    expect(long).toBe(plain);
+    expect(plain).not.toContain('formal_witnesses');
+  });
+
   it('an unparsable reply gets the reference training wording, with the format reminder', () => {
     const t = feedbackTurn({ status: 'unparsable', reason: 'no code' }, null);
     expect(

@@ -261,6 +261,35 @@ export function feedbackFromLog(log: string, kind: LogKind = classifyLog(log), m
   return [parse, eda, instructionBlock(instruction)].join('\n\n');
 }
 
+/** Witnesses the hint shows: the first few (code arms before toggle bits), short ones only. */
+const HINT_WITNESSES = 3;
+const HINT_CYCLES = 12;
+
+/**
+ * The formal engine's witnesses as one line for the model: for each uncovered point it reached,
+ * the input values per clock cycle from reset that reach it (clocks left out; after the first
+ * cycle only the inputs that change). Null when there is none short enough to be read.
+ */
+export function witnessHint(result: SimResult): string | null {
+  const f = result.formal;
+  const clocks = new Set(f?.clocks ?? []);
+  const shown = (f?.witnesses ?? []).filter((w) => w.witness.frames.length <= HINT_CYCLES).slice(0, HINT_WITNESSES);
+  if (!shown.length) return null;
+  const parts = shown.map((w) => {
+    const width = new Map(w.witness.inputs);
+    let prev: Record<string, string> = {};
+    const cycles = w.witness.frames.map((frame, i) => {
+      const sets = Object.entries(frame)
+        .filter(([name, hex]) => !clocks.has(name) && (i === 0 || prev[name] !== hex))
+        .map(([name, hex]) => `${name}=${width.get(name) ?? ''}'h${hex}`);
+      prev = frame;
+      return `cycle ${i}: ${sets.join(' ') || '(same)'}`;
+    });
+    return `${w.file.replace(/^.*\//, '')}:${w.line} (${w.label}) is reached by ${cycles.join(', ')}`;
+  });
+  return `a model checker found input sequences, one value per clock cycle from reset, that reach code no round covered: ${parts.join('; ')}`;
+}
+
 /** A testbench written back as a reply in the checkpoints' format (for a user's own testbench). */
 export function replyFor(testbench: string, filename: string): string {
   return `filename: ${filename}\n\`\`\`systemverilog\n${testbench.trim()}\n\`\`\``;
@@ -295,6 +324,10 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
   const asserted: Array<[string, string]> = broke
     ? [['dut_assertions', safeText(`${broke}. Drive the design only as its assertions allow.`)]]
     : [];
+  // The formal engine's witnesses of code no round covered (docs/protocol.md §3): one more field,
+  // only when it found some, so every other turn is unchanged.
+  const hint = witnessHint(result);
+  const witnessed: Array<[string, string]> = hint ? [['formal_witnesses', safeText(hint)]] : [];
   let eda: string;
   let instruction: string;
   if (result.status === 'success') {
@@ -303,6 +336,7 @@ export function feedbackTurn(parsed: ParsedReply, result: SimResult | null): str
       ['stage', 'success'],
       ['coverage', safeText(result.cov_info?.detail ?? '')],
       ...asserted,
+      ...witnessed,
     ]);
     instruction = INSTRUCTIONS.success;
   } else if (result.status === 'imc_merge_failed' || result.status === 'imc_report_summary_failed') {

@@ -24,7 +24,7 @@ export interface DutCoverage {
   /** Uncovered points no 2-state simulation can reach (after waivers), and the figures without them.
    * Reported beside the scored figure, never part of it. */
   twoState: TwoStateReport;
-  /** The formal engine's work on this design, when it ran (formal/proofs.ts applyFormal). */
+  /** The formal engine's work on this design, when it ran (coverage/formal.ts applyFormal). */
   formal?: FormalSummary;
 }
 
@@ -128,13 +128,14 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
 }
 
 /**
- * Reasons found after the analysis (the formal engine's) entered in `cov`: a point a source rule
- * already proved keeps that proof; the ceiling and the uncovered list's reasons follow.
+ * Reasons found after the analysis (the formal engine's) entered in `cov`: they replace what a
+ * source rule said of the same point (an exact proof, or a witness that refutes the rule); the
+ * ceiling and the uncovered list's reasons follow.
  */
 export function withReasons(cov: DutCoverage, extra: Map<CoveragePoint, Proof>): void {
   if (!extra.size) return;
   const proven = cov.twoState.proven;
-  for (const [p, r] of extra) if (!proven.has(p)) proven.set(p, r);
+  for (const [p, r] of extra) proven.set(p, r);
   const kept = cov.points.filter((p) => !p.waived);
   cov.breakdown.ceiling = ceilingOf(kept, proven);
   const byKey = new Map(kept.map((p) => [`${p.type}\0${p.file}\0${p.line}\0${p.label}\0${p.hier}`, p]));
@@ -158,9 +159,9 @@ function ceilingOf(kept: CoveragePoint[], proven: Map<CoveragePoint, UncoveredRe
   let excluded = 0;
   for (const p of kept) {
     const r = proven.get(p);
-    if (!r || r.kind === 'not-hit' || r.kind === 'witness') continue;
+    if (!r || r.kind === 'not-hit' || r.kind === 'witness' || r.kind === 'bounded') continue;
     byReason[r.kind] += 1;
     excluded += 1;
   }
-  return { figures: figures(kept.filter((p) => { const r = proven.get(p); return !r || r.kind === 'not-hit' || r.kind === 'witness'; })), excluded, byReason };
+  return { figures: figures(kept.filter((p) => { const r = proven.get(p); return !r || r.kind === 'not-hit' || r.kind === 'witness' || r.kind === 'bounded'; })), excluded, byReason };
 }

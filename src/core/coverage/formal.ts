@@ -15,9 +15,11 @@ export const ENGINE = 'Yosys (read_slang) + ABC pdr';
 
 /** The kinds of block point the engine judges: statement arms Verilator names by their line. */
 const JUDGED = new Set(['if', 'elsif', 'else', 'case']);
+/** A toggle bit the engine judges: Verilator's name for it is the SystemVerilog expression of the
+ * bit (`v[4]`, `mem[0][3]`, `s.f[0]`); names through generate scopes or escaped are not judged. */
+const TOGGLE_SIGNAL = /^[A-Za-z_][\w$]*(?:\[\d+\]|\.[A-Za-z_][\w$]*)*$/;
 
 export type FormalVerdict = 'unreachable' | 'witness' | 'not-proven';
-
 
 export interface FormalPointResult {
   verdict: FormalVerdict;
@@ -25,6 +27,8 @@ export interface FormalPointResult {
   why: string;
   /** For a witness: the cycle (from 0) in which the point's arm runs. */
   frame?: number | null;
+  /** Not proven: the cycles from reset a bounded search covered without reaching it. */
+  bound?: number;
 }
 
 export interface FormalReport {
@@ -44,18 +48,16 @@ export interface FormalReport {
   budget: FormalBudget;
 }
 
-/** A block point's key for the engine: one statement arm, whichever instance reports it. */
+/** A point's key for the engine: one statement arm or signal bit, whichever instance reports it. */
 export function pointKey(p: Pick<CoveragePoint, 'file' | 'line' | 'label'>): string {
   return `${p.file}:${p.line}:${p.label}`;
 }
 
 /** True for the points the engine can judge. */
 export function judged(p: CoveragePoint): boolean {
+  if (p.type === 'toggle') return TOGGLE_SIGNAL.test(p.label);
   return (p.type === 'line' || p.type === 'branch') && JUDGED.has(p.label);
 }
-
-
-
 
 const MAX_WITNESSES = 16;
 
@@ -73,7 +75,8 @@ export function applyFormal(cov: DutCoverage, report: FormalReport): FormalSumma
   let proven = 0;
   let witnessed = 0;
   let notProven = 0;
-  const witnesses = new Map<string, PointWitness>();
+  const witnesses = new Map<string, { point: PointWitness; toggle: boolean }>();
+  const refuted: FormalSummary['refuted'] = [];
   for (const p of cov.points) {
     if (p.waived || isCovered(p) || !judged(p)) continue;
     const v = report.points[pointKey(p)];
@@ -85,12 +88,25 @@ export function applyFormal(cov: DutCoverage, report: FormalReport): FormalSumma
         detail: `${v.why} on the elaborated design (${secs.toFixed(1)} s for the design)${assumes}`,
       });
     } else if (v.verdict === 'witness') {
+      const rule = cov.twoState.proven.get(p);
+      // A toggle witness shows the bit at 1 and at 0, not that it moves both ways (a bit set once
+      // and never cleared, a loop index left at its last value): it neither refutes a source
+      // rule's proof nor replaces it.
+      if (p.type === 'toggle' && rule) continue;
       witnessed++;
+      if (rule && rule.kind !== 'witness')
+        refuted.push({ file: p.file, line: p.line, label: p.label, rule: rule.kind });
       const at = typeof v.frame === 'number' ? ` in cycle ${v.frame} from reset` : '';
-      extra.set(p, { kind: 'witness', detail: `the formal engine found inputs that reach it${at}` });
+      const detail = p.type === 'toggle' ? `the formal engine: ${v.why}${v.frame ? at : ''}` : `the formal engine found inputs that reach it${at}`;
+      extra.set(p, { kind: 'witness', detail });
       const w = report.witnesses[pointKey(p)];
-      if (w) witnesses.set(pointKey(p), { file: p.file, line: p.line, label: p.label, witness: w });
-    } else notProven++;
+      if (w) witnesses.set(pointKey(p), { point: { file: p.file, line: p.line, label: p.label, witness: w }, toggle: p.type === 'toggle' });
+    } else {
+      notProven++;
+      // A bounded search says less than a source rule's proof: it never replaces one.
+      if (typeof v.bound === 'number' && !cov.twoState.proven.has(p))
+        extra.set(p, { kind: 'bounded', detail: `not reached in ${v.bound} cycles from reset by the formal engine's bounded search (BMC); not proven, so it stays in the ceiling` });
+    }
   }
   withReasons(cov, extra);
   return {
@@ -100,11 +116,19 @@ export function applyFormal(cov: DutCoverage, report: FormalReport): FormalSumma
     proven,
     witnessed,
     notProven,
+    refuted,
     seconds: report.seconds,
     budget: report.budget,
     assumptions: report.assumptions,
+    ...(report.clocks.length ? { clocks: report.clocks.map((c) => c.name) } : {}),
     ...(witnesses.size
-      ? { witnesses: [...witnesses.values()].sort((a, b) => a.witness.frames.length - b.witness.frames.length).slice(0, MAX_WITNESSES) }
+      ? {
+          // Arms first (a toggle is often set on the way to one), then the shortest.
+          witnesses: [...witnesses.values()]
+            .sort((a, b) => Number(a.toggle) - Number(b.toggle) || a.point.witness.frames.length - b.point.witness.frames.length)
+            .slice(0, MAX_WITNESSES)
+            .map((w) => w.point),
+        }
       : {}),
   };
 }
@@ -118,6 +142,7 @@ export function notRun(message: string, budget: { designS: number; pointS: numbe
     proven: 0,
     witnessed: 0,
     notProven: 0,
+    refuted: [],
     seconds: { model: 0, pdr: 0 },
     budget,
     assumptions: [],

@@ -65,6 +65,8 @@ td.note{white-space:normal;color:#8a4b00;font-family:system-ui,sans-serif;font-s
 tr.hit td.code{background:#e6ffed}
 tr.miss td.code{background:#ffeef0}
 tr.excl td.code{background:#eef2ff}
+tr.wit td.code{background:#fff4d6}
+tr.bnd td.code{background:#f1f1f1}
 ul.why li{margin:.1em 0}
 .legend span{display:inline-block;padding:0 .5em;margin-right:.5em;border:1px solid #ccc}
 `;
@@ -78,6 +80,9 @@ interface LineInfo {
   excluded: boolean;
   /** An uncovered point here some stimulus could reach. */
   notHit: boolean;
+  /** The formal engine's mark on an uncovered point here: reached by a witness, or not reached
+   * by its bounded search (neither is a proof). */
+  formal?: 'witness' | 'bounded';
 }
 
 function lineInfo(map: Map<number, LineInfo>, line: number): LineInfo {
@@ -130,6 +135,7 @@ const REASON_TITLE: Record<string, string> = {
   'unreachable-2state': 'Unreachable in 2-state simulation (reachable only with X or Z)',
   'unreachable-formal': 'Proven unreachable by the formal engine (how, and what it assumes, per point)',
   witness: 'Reachable: the formal engine found the inputs that reach it, not yet covered',
+  bounded: 'Not reached in N cycles by a bounded search (not proven: it stays in the ceiling)',
 };
 
 /** Where the page links: each source file's anchor (`f1`), and one for each of its lines (`f1-L12`). */
@@ -281,8 +287,11 @@ function sourceLineInfo(input: CoveragePageInput, file: string): Map<number, Lin
     if (u.file !== file) continue;
     const l = lineInfo(lines, u.type !== 'toggle' && u.span ? u.span[0] : u.line);
     l.notes.push(reasonText(u));
-    if (u.reason && u.reason.kind !== 'not-hit') l.excluded = true;
-    else l.notHit = true;
+    const kind = u.reason?.kind ?? 'not-hit';
+    if (kind === 'not-hit') l.notHit = true;
+    else if (kind === 'witness') l.formal = 'witness';
+    else if (kind === 'bounded') l.formal = l.formal ?? 'bounded';
+    else l.excluded = true;
   }
   return lines;
 }
@@ -291,11 +300,18 @@ function sourceLineInfo(input: CoveragePageInput, file: string): Map<number, Lin
 function sourceRow(a: string, n: number, text: string, l: LineInfo | undefined): string {
   const e = escapeHtml;
   // A line whose only misses are proven out of reach is shown as such, not as a miss.
+  // Three marks from the formal engine: proven (excl), witness found (wit), bounded (bnd).
   const cls = !l
     ? ''
-    : l.notHit || (l.missed && !l.excluded)
+    : l.notHit
       ? 'miss'
-      : l.excluded
+      : l.formal === 'witness'
+        ? 'wit'
+        : l.formal === 'bounded'
+          ? 'bnd'
+          : l.missed && !l.excluded
+            ? 'miss'
+            : l.excluded
         ? 'excl'
         : l.hits !== null || l.togTotal
           ? 'hit'
@@ -315,7 +331,8 @@ function sourcesSection(input: CoveragePageInput, anchors: Anchors): string[] {
   const out = [
     '<h2 id="sources">Sources</h2>',
     '<p class="legend"><span style="background:#e6ffed">covered</span><span style="background:#ffeef0">not covered</span>' +
-      '<span style="background:#eef2ff">cannot be covered (reason given)</span> hits: line/branch hits at the line; toggles: covered/total bits declared there</p>',
+      '<span style="background:#eef2ff">cannot be covered (reason given)</span><span style="background:#fff4d6">reachable: witness found, not yet covered</span>' +
+      '<span style="background:#f1f1f1">not reached in N cycles (bounded search, not proven)</span> hits: line/branch hits at the line; toggles: covered/total bits declared there</p>',
   ];
   for (const src of input.sources) {
     const lines = sourceLineInfo(input, src.file);

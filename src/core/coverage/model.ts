@@ -97,10 +97,12 @@ export type Exclusion = 'dead-param' | 'constant' | 'unreachable-2state' | 'unre
  * - `unreachable-formal`: proven unreachable by the formal engine (formal/reach.ts: a model
  *   checker's proof on the elaborated design, under the assumptions its detail states);
  * - `witness`: reachable, and the formal engine found the inputs that reach it (not yet covered);
+ * - `bounded`: the formal engine found no proof in time, and no input sequence of N cycles from
+ *   reset reaches it (a bounded search: no claim, the point stays in the ceiling);
  * - `not-hit`: reachable as far as the analysis knows; the stimulus did not get there.
  */
 export interface UncoveredReason {
-  kind: Exclusion | 'witness' | 'not-hit';
+  kind: Exclusion | 'witness' | 'bounded' | 'not-hit';
   detail: string;
   enable?: string;
 }
@@ -202,9 +204,14 @@ export interface FormalSummary {
   proven: number;
   witnessed: number;
   notProven: number;
+  /** Uncovered points a source rule called unreachable that the engine reached (a witness): the
+   * rule was wrong there, and the witness stands. */
+  refuted: Array<{ file: string; line: number; label: string; rule: string }>;
   seconds: { model: number; pdr: number };
   budget: { designS: number; pointS: number };
   assumptions: string[];
+  /** The design's clock inputs as the engine saw them (a witness gives them no values to keep). */
+  clocks?: string[];
   /** Witnesses of uncovered points (at most MAX_WITNESSES, shortest first): stimulus for the next
    * testbench (the generator replays them; a point counts only when a simulation covers it). */
   witnesses?: PointWitness[];

@@ -112,8 +112,9 @@ const REASON_TITLE: Record<UncoveredReason['kind'], string> = {
   'unreachable-2state': 'unreachable in 2-state simulation',
   'unreachable-formal': 'proven unreachable (formal)',
   witness: 'reachable: witness found, not yet covered',
+  bounded: 'not reached in a bounded search (not proven)',
 };
-const REASON_ORDER: Array<UncoveredReason['kind']> = ['not-hit', 'witness', 'dead-param', 'constant', 'unreachable-2state', 'unreachable-formal'];
+const REASON_ORDER: Array<UncoveredReason['kind']> = ['not-hit', 'witness', 'bounded', 'dead-param', 'constant', 'unreachable-2state', 'unreachable-formal'];
 
 /** `file:line [kind label] source` of a block point, as coverageDetail shows it. */
 function blockText(u: UncoveredPoint): string {
@@ -156,7 +157,7 @@ export function uncoveredByReason(uncovered: UncoveredPoint[], breakdown?: Cover
   }
   const c = breakdown?.ceiling;
   if (breakdown && c && c.excluded > 0) {
-    const parts = REASON_ORDER.filter((k): k is Exclusion => k !== 'not-hit' && k !== 'witness' && c.byReason[k as Exclusion] > 0).map((k) => `${c.byReason[k]} ${REASON_TITLE[k]}`);
+    const parts = REASON_ORDER.filter((k): k is Exclusion => k !== 'not-hit' && k !== 'witness' && k !== 'bounded' && c.byReason[k as Exclusion] > 0).map((k) => `${c.byReason[k]} ${REASON_TITLE[k]}`);
     lines.push(
       `reachable ceiling: coverage excluding the ${c.excluded} point${c.excluded === 1 ? '' : 's'} proven unreachable (${parts.join(', ')}): ${pct(c.figures.overall)} ` +
         `(block ${pct(c.figures.block)}, toggle ${pct(c.figures.toggle)}); the scored figure stays ${pct(breakdown.waived.overall)}`,
@@ -173,6 +174,10 @@ export function formalLine(f: FormalSummary): string {
   return (
     `formal (${f.engine}, ${secs} s; budget ${f.budget.designS} s per design, ${f.budget.pointS} s per point): ` +
     `${f.proven} uncovered point${f.proven === 1 ? '' : 's'} proven unreachable, ${f.witnessed} reachable with a witness, ${f.notProven} not proven` +
+    // A source rule the engine refuted is a bug in the rule: said, with the first such point.
+    (f.refuted?.length
+      ? `; ${f.refuted.length} point${f.refuted.length === 1 ? '' : 's'} a source rule called unreachable reached (the witness stands), e.g. ${f.refuted[0].file.replace(/^.*\//, '')}:${f.refuted[0].line} ${f.refuted[0].label} (${f.refuted[0].rule})`
+      : '') +
     (f.assumptions.length ? `; proofs assume ${f.assumptions.join(', ')}` : '') +
     (f.message ? `; ${f.message}` : '')
   );

@@ -66,9 +66,10 @@ export interface TwoStateOptions {
 }
 
 /** Why a point cannot be covered, as proven: the kind, the reason, and how to enable it; or, from
- * the formal engine (formal/proofs.ts), that it can (`witness`: reachable, not yet covered). */
+ * the formal engine (coverage/formal.ts), that it can (`witness`: reachable, not yet covered) or
+ * that a bounded search did not reach it (`bounded`: no claim). */
 export interface Proof {
-  kind: Exclusion | 'witness';
+  kind: Exclusion | 'witness' | 'bounded';
   detail: string;
   enable?: string;
 }

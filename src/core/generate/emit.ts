@@ -50,7 +50,7 @@ export interface StimulusPlan {
   elite?: Array<{ round: number; seed: number; cycles: number }>;
   /** Input conditions the design's assertions forbid, learned from failures: applied in every step. */
   legality?: LegalityRule[];
-  /** Input sequences the formal engine found to reach points no round covered (formal/proofs.ts):
+  /** Input sequences the formal engine found to reach points no round covered (coverage/formal.ts):
    * replayed cycle by cycle, each from reset, before the other directed phases. */
   witnesses?: PointWitness[];
 }

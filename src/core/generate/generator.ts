@@ -155,9 +155,10 @@ function pointKey(p: { file: string; line: number; type: string; label: string }
 /** The uncovered points a 2-state simulator can reach: the ones worth aiming at. */
 export function reachableUncovered(result: SimResult): SimResult['uncovered'] {
   const out = new Set((result.unreachable2State?.points ?? []).map(pointKey));
-  // The formal engine's proofs too (formal/proofs.ts): never aimed at.
+  // The formal engine's proofs too (coverage/formal.ts): never aimed at; its witnesses always
+  // are, whatever a source rule said of the point.
   const open = result.uncovered.filter((u) => u.reason?.kind !== 'unreachable-formal');
-  return out.size ? open.filter((u) => !out.has(pointKey(u))) : open;
+  return out.size ? open.filter((u) => u.reason?.kind === 'witness' || !out.has(pointKey(u))) : open;
 }
 
 /** Whether round `a` should replace `b` as best: the one ranking (sim/ranking.ts), in which a
@@ -210,7 +211,7 @@ export function refinePlan(prev: StimulusPlan, result: SimResult, info: DesignIn
   // Witnesses of points still uncovered: replayed from the next round on (a point counts only
   // when the simulation covers it). The ones already replayed stay: they are what covers their
   // points now.
-  const open = new Set(blocks.map((u) => `${u.file}:${u.line}:${u.label}`));
+  const open = new Set(uncovered.map((u) => `${u.file}:${u.line}:${u.label}`));
   const kept = prev.witnesses ?? [];
   const key = (w: { file: string; line: number; label: string }): string => `${w.file}:${w.line}:${w.label}`;
   const fresh = (result.formal?.witnesses ?? []).filter((w) => open.has(key(w)) && !kept.some((k) => key(k) === key(w)));

@@ -26,6 +26,11 @@ export interface BranchArm {
 export interface LineMark {
   line: number;
   state: 'covered' | 'partial' | 'uncovered';
+  /** Set when every point the line missed is explained (a reason other than "not reached"): the
+   * formal engine's three marks, shown apart from a plain miss. `unreachable`: proven (how, in
+   * the hover); `witness`: reachable, inputs found, not yet covered; `bounded`: not reached in N
+   * cycles by a bounded search (not proven). */
+  formal?: 'unreachable' | 'witness' | 'bounded';
   /** Hover text (markdown): the state, then one bullet per point not covered. */
   hover: string;
 }
@@ -55,6 +60,7 @@ export function reasonWords(r: UncoveredReason | undefined): string {
     'unreachable-2state': 'unreachable in two-state simulation',
     'unreachable-formal': 'proven unreachable (formal)',
     witness: 'reachable (witness found), not yet covered',
+    bounded: 'not reached in a bounded search (not proven)',
   }[r.kind];
   return `${what}${r.enable ? ` (enable with ${code(r.enable)})` : ''}: ${r.detail}`;
 }
@@ -78,6 +84,8 @@ interface MarkAcc {
   total: number;
   count: number;
   missed: string[];
+  /** The reasons of the missed points. */
+  kinds: Set<UncoveredReason['kind']>;
   /** Set on a line with no point of its own, inside a block that never ran. */
   inside?: string;
 }
@@ -98,7 +106,7 @@ export function coverageByFile(points: CoveragePoint[], uncovered: UncoveredPoin
   >();
   const mark = (m: Map<number, MarkAcc>, line: number): MarkAcc => {
     let a = m.get(line);
-    if (!a) m.set(line, (a = { hit: 0, total: 0, count: 0, missed: [] }));
+    if (!a) m.set(line, (a = { hit: 0, total: 0, count: 0, missed: [], kinds: new Set() }));
     return a;
   };
   for (const p of points) {
@@ -117,7 +125,9 @@ export function coverageByFile(points: CoveragePoint[], uncovered: UncoveredPoin
     m.count += p.count;
     if (covered) m.hit += 1;
     else {
-      m.missed.push(missedWords(p, reasons.get(pointKey(p))));
+      const reason = reasons.get(pointKey(p));
+      m.missed.push(missedWords(p, reason));
+      m.kinds.add(reason?.kind ?? 'not-hit');
       if (p.type !== 'toggle' && p.span && p.span[1] > p.span[0])
         f.spans.push([p.span[0], p.span[1], `${p.label} at line ${displayLine(p)}`]);
     }
@@ -148,10 +158,14 @@ export function coverageByFile(points: CoveragePoint[], uncovered: UncoveredPoin
     for (const l of lines) l.covered = l.pointsCovered === l.pointsTotal;
     // The body of a block that never ran: its lines without points of their own are marked too.
     for (const [from, to, what] of f.spans)
-      for (let n = from + 1; n <= to; n++) if (!f.marks.has(n)) f.marks.set(n, { hit: 0, total: 0, count: 0, missed: [], inside: what });
+      for (let n = from + 1; n <= to; n++)
+        if (!f.marks.has(n)) f.marks.set(n, { hit: 0, total: 0, count: 0, missed: [], kinds: new Set(), inside: what });
     const marks = [...f.marks.entries()]
       .sort(([a], [b]) => a - b)
-      .map(([line, a]): LineMark => ({ line, state: markState(a), hover: markHover(a) }));
+      .map(([line, a]): LineMark => {
+        const formal = formalMark(a);
+        return { line, state: markState(a), ...(formal ? { formal } : {}), hover: markHover(a) };
+      });
     out.push({
       file,
       lines,
@@ -161,6 +175,14 @@ export function coverageByFile(points: CoveragePoint[], uncovered: UncoveredPoin
     });
   }
   return out;
+}
+
+/** The line's mark when no missed point on it is a plain miss: witness before bounded before proven. */
+function formalMark(a: MarkAcc): LineMark['formal'] {
+  if (a.inside !== undefined || a.kinds.size === 0 || a.kinds.has('not-hit')) return undefined;
+  if (a.kinds.has('witness')) return 'witness';
+  if (a.kinds.has('bounded')) return 'bounded';
+  return 'unreachable';
 }
 
 function markState(a: MarkAcc): LineMark['state'] {

@@ -1,4 +1,5 @@
-// Coverage in the editor: line decorations (covered / partly / not covered, hover with counts)
+// Coverage in the editor: line decorations (covered / partly / not covered, and a line whose misses
+// are all explained: proven unreachable, witness found, not reached in N cycles; hover with counts)
 // and VS Code's native test-coverage API (FileCoverage with statement and branch details: a line
 // and branch metric, labelled as such beside the scored figure).
 import * as vscode from 'vscode';
@@ -9,6 +10,7 @@ export class CoverageDecorations implements vscode.Disposable {
   private readonly covered: vscode.TextEditorDecorationType;
   private readonly partial: vscode.TextEditorDecorationType;
   private readonly uncovered: vscode.TextEditorDecorationType;
+  private readonly formal: Record<NonNullable<FileLineCoverage['marks'][number]['formal']>, vscode.TextEditorDecorationType>;
   private byFile = new Map<string, FileLineCoverage>();
   private readonly subs: vscode.Disposable[] = [];
 
@@ -25,6 +27,11 @@ export class CoverageDecorations implements vscode.Disposable {
     this.covered = make('chorus.coveredLineBackground', 'covered.svg');
     this.partial = make('chorus.partialLineBackground', 'partial.svg');
     this.uncovered = make('chorus.uncoveredLineBackground', 'uncovered.svg');
+    this.formal = {
+      unreachable: make('chorus.unreachableLineBackground', 'unreachable.svg'),
+      witness: make('chorus.witnessLineBackground', 'witness.svg'),
+      bounded: make('chorus.boundedLineBackground', 'bounded.svg'),
+    };
     this.subs.push(vscode.window.onDidChangeVisibleTextEditors((eds) => eds.forEach((e) => this.apply(e))));
   }
 
@@ -47,6 +54,11 @@ export class CoverageDecorations implements vscode.Disposable {
     const cov: vscode.DecorationOptions[] = [];
     const part: vscode.DecorationOptions[] = [];
     const unc: vscode.DecorationOptions[] = [];
+    const formal = {
+      unreachable: [] as vscode.DecorationOptions[],
+      witness: [] as vscode.DecorationOptions[],
+      bounded: [] as vscode.DecorationOptions[],
+    };
     for (const m of f?.marks ?? []) {
       if (m.line < 1 || m.line > editor.document.lineCount) continue;
       // The hover names points and reasons from the design's text and the simulation: shown as
@@ -55,17 +67,20 @@ export class CoverageDecorations implements vscode.Disposable {
       hover.isTrusted = false;
       hover.supportHtml = false;
       const o: vscode.DecorationOptions = { range: new vscode.Range(m.line - 1, 0, m.line - 1, 0), hoverMessage: hover };
-      (m.state === 'covered' ? cov : m.state === 'partial' ? part : unc).push(o);
+      if (m.formal) formal[m.formal].push(o);
+      else (m.state === 'covered' ? cov : m.state === 'partial' ? part : unc).push(o);
     }
     editor.setDecorations(this.covered, cov);
     editor.setDecorations(this.partial, part);
     editor.setDecorations(this.uncovered, unc);
+    for (const k of ['unreachable', 'witness', 'bounded'] as const) editor.setDecorations(this.formal[k], formal[k]);
   }
 
   dispose(): void {
     this.covered.dispose();
     this.partial.dispose();
     this.uncovered.dispose();
+    Object.values(this.formal).forEach((d) => d.dispose());
     this.subs.forEach((s) => s.dispose());
   }
 }

@@ -157,6 +157,31 @@ describe('per-line coverage', () => {
     expect(at(11)).toMatchObject({ state: 'covered' });
     expect(at(4)!.hover).toMatch(/`mode\[2\]` never toggled — parameter-dead \(enable with `-G WIDTH=4`\): WIDTH is 2/);
   });
+
+  it('marks a line whose misses the formal engine explains apart: proven, witness found, not reached in N cycles', () => {
+    const u = (line: number, kind: 'unreachable-formal' | 'witness' | 'bounded' | 'not-hit', label = 'case') => ({
+      type: 'line' as const,
+      file: '/d/a.sv',
+      line,
+      label,
+      hier: 'tb.uut',
+      count: 0,
+      reason: { kind, detail: `${kind} detail` },
+    });
+    const files = coverageByFile(
+      [20, 21, 22, 23, 24].flatMap((line) => [pt({ line, label: 'case', count: 0 })]).concat([pt({ line: 24, label: 'if', count: 0 })]),
+      [u(20, 'unreachable-formal'), u(21, 'witness'), u(22, 'bounded'), u(23, 'not-hit'), u(24, 'witness'), u(24, 'not-hit', 'if')],
+    );
+    const at = (n: number) => files[0].marks.find((m) => m.line === n)!;
+    expect(at(20).formal).toBe('unreachable');
+    expect(at(21).formal).toBe('witness');
+    expect(at(22).formal).toBe('bounded');
+    // A plain miss on the line keeps it a plain miss.
+    expect(at(23).formal).toBeUndefined();
+    expect(at(24).formal).toBeUndefined();
+    expect(at(22).hover).toMatch(/not reached in a bounded search \(not proven\): bounded detail/);
+    for (const n of [20, 21, 22, 23]) expect(at(n).state).toBe('uncovered');
+  });
 });
 
 describe('history and dashboard data', () => {

@@ -23,7 +23,7 @@ Request:  {"files", "includeDirs", "defines", "params", "top",
            "points": [{"id", "file", "line", "label"}],  label: if | elsif | else | case
            "designBudgetS", "pointBudgetS", "abc": path of berkeley-abc}
 Response: {"ok", "message", "engine", "clocks": [{"name", "edge"}], "multiClock",
-           "points": {id: {"verdict": "unreachable"|"witness"|"not-proven", "why", "frame"}},
+           "points": {id: {"verdict": "unreachable"|"witness"|"not-proven", "why", "frame", "bound"}},
            "witnesses": {id: {"frames": [{input: value}], "inputs": [[name, width]]}},
            "seconds": {"model", "pdr"}, "assumptions": [...]}
 It reads the files named and the files they include, writes only under its own scratch folder
@@ -140,16 +140,131 @@ def arms_of(tree: Any, sm: Any) -> dict[tuple[int, str], list[Arm]]:
     return out
 
 
-def instrument(path: str, points: list[dict], opts: Any) -> tuple[str | None, dict[str, str], int]:
-    """The file's text with an assertion in each point's arm, the label given each point, and
-    how many points were placed. Points whose arm is not found (or not unique) get no label."""
+# A toggle point's signal, as Verilator names it: a declared name, then indices and struct
+# members (`v[4]`, `mem[0][3]`, `p2[1][2]`, `s.f[0]`): the same text is the SystemVerilog
+# expression for that bit. Names with generate scopes, escapes or anything else are not judged.
+TOGGLE_SIGNAL = re.compile(r'([A-Za-z_][A-Za-z0-9_$]*)((?:\[\d+\]|\.[A-Za-z_][A-Za-z0-9_$]*)*)')
+# Between a module and a declaration in it: another scope (the name is not the module's own).
+SCOPES = {
+    SK.GenerateBlock,
+    SK.LoopGenerate,
+    SK.IfGenerate,
+    SK.CaseGenerate,
+    SK.FunctionDeclaration,
+    SK.TaskDeclaration,
+    SK.SequentialBlockStatement,
+    SK.ParallelBlockStatement,
+    SK.ClassDeclaration,
+    SK.InterfaceDeclaration,
+    SK.ProgramDeclaration,
+    SK.ModuleDeclaration,
+    # names that are not signals: struct and union members, types, parameters
+    SK.StructType,
+    SK.UnionType,
+    SK.TypedefDeclaration,
+    SK.ParameterDeclaration,
+    SK.ParameterDeclarationStatement,
+}
+
+
+@dataclass
+class Module:
+    node: Any  # the ModuleDeclaration
+    name: str
+    first: int  # first and last line
+    last: int
+    names: set  # signals declared in its own scope
+    inputs: set  # its input ports
+
+
+def modules_of(tree: Any, sm: Any) -> list[Module]:
+    mods: list[Module] = []
+
+    def on(node: Any) -> Any:
+        if not isinstance(node, syntax.SyntaxNode):
+            return True
+        if node.kind == SK.ModuleDeclaration:
+            a, b = line_of(sm, node.sourceRange.start), line_of(sm, node.endmodule.location)
+            if a is not None and b is not None:
+                mods.append(Module(node, node.header.name.valueText, a, b, set(), set()))
+        elif node.kind == SK.Declarator:
+            p, port = node.parent, None
+            while p is not None and p.kind != SK.ModuleDeclaration and p.kind not in SCOPES:
+                if p.kind in (SK.ImplicitAnsiPort, SK.PortDeclaration):
+                    port = p
+                p = p.parent
+            if p is not None and p.kind == SK.ModuleDeclaration:
+                mod = next((m for m in mods if m.node is p), None)
+                if mod is not None:
+                    name = node.name.valueText
+                    mod.names.add(name)
+                    direction = getattr(port.header, 'direction', None) if port is not None else None
+                    if direction is not None and direction.valueText == 'input':
+                        mod.inputs.add(name)
+        return True
+
+    tree.root.visit(on)
+    return mods
+
+
+def instrument(
+    path: str,
+    points: list[dict],
+    opts: Any,
+    top: str = '',
+    prefix: str = 'chorus_reach_',
+    owner: dict[str, str] | None = None,
+    free: set[str] | None = None,
+) -> tuple[str | None, dict[str, list[str]], int]:
+    """The file's text with checks for the points, the labels given each point, and how many
+    points were placed. A block point gets one check, `assert (1'b0)` inside its arm (it fails
+    exactly when the arm runs); a toggle point two, `assert (bit == '0)` and `assert (bit == '1)`
+    in an `always_comb` at the end of its module (one proven: the bit never moves). Points whose
+    arm or signal is not found (or not unique) get no label. Labels are `prefix` and a number
+    (one prefix per file keeps them unique in the design); `owner` gets each label's module,
+    `free` the toggle points that are the top's inputs (the testbench moves them at will)."""
     sm = pyslang.SourceManager()
     tree = syntax.SyntaxTree.fromFile(path, sm, opts)
     text = open(path, encoding='utf-8', errors='surrogateescape').read()
     arms = arms_of(tree, sm)
+    modules = modules_of(tree, sm)
+    owner = {} if owner is None else owner
     edits: list[Edit] = []
-    labels: dict[str, str] = {}
+    labels: dict[str, list[str]] = {}
+    toggles: dict[int, list[str]] = {}  # module index -> its checks
+    n = 0
+
+    def fresh() -> str:
+        nonlocal n
+        n += 1
+        return f'{prefix}{n - 1}'
+
+    def module_at(line: int) -> int | None:
+        found = [i for i, mod in enumerate(modules) if mod.first <= line <= mod.last]
+        return found[0] if len(found) == 1 else None
+
     for p in points:
+        if p['label'] == 'toggle':
+            m = TOGGLE_SIGNAL.fullmatch(p.get('signal', ''))
+            at = module_at(p['line'])
+            if not m or at is None:
+                continue
+            mod = modules[at]
+            base = m.group(1)
+            if mod.name == top and base in mod.inputs:
+                if free is not None:
+                    free.add(p['id'])
+                continue
+            if base not in mod.names:
+                continue
+            if sm.isMacroLoc(mod.node.endmodule.location):
+                continue
+            bit = p['signal']
+            never1, never0 = fresh(), fresh()
+            owner[never1] = owner[never0] = mod.name
+            toggles.setdefault(at, []).append(f"{never1}: assert (({bit}) == '0); {never0}: assert (({bit}) == '1);")
+            labels[p['id']] = [never1, never0]
+            continue
         found = arms.get((p['line'], p['label']), [])
         if len(found) != 1:
             continue
@@ -158,7 +273,10 @@ def instrument(path: str, points: list[dict], opts: Any) -> tuple[str | None, di
         if not sm.isFileLoc(rng.start) or sm.isMacroLoc(rng.start) or sm.isMacroLoc(rng.end):
             continue
         a, b = rng.start.offset, rng.end.offset
-        label = f'chorus_reach_{len(labels)}'
+        label = fresh()
+        where = module_at(p['line'])
+        if where is not None:
+            owner[label] = modules[where].name
         check = f"{label}: assert (1'b0);"
         width = b - a
         if arm.missing_else:
@@ -167,7 +285,10 @@ def instrument(path: str, points: list[dict], opts: Any) -> tuple[str | None, di
         else:
             edits.append(Edit(a, f'begin {check} ', (1, -width, 1)))
             edits.append(Edit(b, ' end', (0, width, 0)))
-        labels[p['id']] = label
+        labels[p['id']] = [label]
+    for i, checks in toggles.items():
+        at = modules[i].node.endmodule.location.offset  # type: ignore[index]
+        edits.append(Edit(at, 'always_comb begin ' + ' '.join(checks) + ' end\n', (2, 0, 0)))
     if not edits:
         return None, labels, 0
     edits.sort(key=lambda e: (e.offset, *e.order))
@@ -242,9 +363,9 @@ setundef -anyseq
 setundef -zero -init
 setattr -unset keep
 delete -output
-opt -full
+debug opt -full
 techmap
-opt -fast
+debug opt -fast
 memory_map -formal
 formalff -clk2ff -ff2anyinit
 simplemap
@@ -283,7 +404,15 @@ def build_model(req: dict, files: list[str], work: str, clocking: str) -> tuple[
         first = errors[0] if errors else (lines or ['Yosys failed'])[-1]
         return None, first.strip()[:400]
     with open(os.path.join(work, 'model.ywa')) as f:
-        return json.load(f), ''
+        ywa = json.load(f)
+    # opt_merge keeps one of several identical checks (two arms under one condition, two names
+    # of one bit): the others answer as the one kept. Its debug lines (the `debug` before each
+    # opt) name both.
+    ywa['merged'] = dict(MERGED.findall(log))
+    return ywa, ''
+
+
+MERGED = re.compile(r"Cell `\\?([^'\s]*chorus_reach_[^'\s]*)' is identical to cell `\\?([^'\s]*chorus_reach_[^'\s]*)'")
 
 
 def quote(s: str) -> str:
@@ -294,34 +423,102 @@ def quote(s: str) -> str:
     return s
 
 
-def run_abc(abc: str, work: str, design_s: float, point_s: float) -> tuple[dict[int, int], str, float]:
-    """ABC's PDR on every output: {output: 1 proved, 0 failed (CEX written), -1 undecided}."""
+def run_abc(abc: str, work: str, script: str, seconds: float) -> tuple[dict[int, int], str, str, float]:
+    """ABC on the model: (status per output: 1 proved, 0 failed, -1 undecided; its output; an
+    error or ''; seconds). `script` runs after the model is read and ends by writing its status."""
     t = time.monotonic()
-    cmd = (
-        f'read_aiger {work}/model.aig; fold; strash; '
-        f'pdr -a -x -T {max(1, int(design_s))} -H {max(1, int(point_s * 1000))}; '
-        f'write_cex -a {work}/cex.aiw; print_status -s'
-    )
+    cmd = f'read_aiger {work}/model.aig; fold; strash; {script}; print_status -s'
     try:
-        r = subprocess.run(
-            [abc, '-c', cmd],
-            capture_output=True,
-            text=True,
-            timeout=design_s + 30,
-            cwd=work,
-        )
+        r = subprocess.run([abc, '-c', cmd], capture_output=True, text=True, timeout=seconds + 30, cwd=work)
     except subprocess.TimeoutExpired:
-        return {}, 'ABC did not stop within its time limit', time.monotonic() - t
+        return {}, '', 'ABC did not stop within its time limit', time.monotonic() - t
     status: dict[int, int] = {}
     for line in r.stdout.splitlines():
         if re.fullmatch(r'(\s*-?\d+=-?\d+)+\s*', line):
             for k, v in re.findall(r'(-?\d+)=(-?\d+)', line):
                 status[int(k)] = int(v)
-    return (
-        status,
-        '' if status else (r.stdout + r.stderr).strip().splitlines()[-1:][0] if (r.stdout + r.stderr).strip() else 'no status',
-        time.monotonic() - t,
-    )
+    text = (r.stdout + r.stderr).strip()
+    err = '' if status else (text.splitlines()[-1] if text else 'no status')
+    return status, r.stdout, err, time.monotonic() - t
+
+
+def run_pdr(abc: str, work: str, design_s: float, point_s: float) -> tuple[dict[int, int], str, float]:
+    """PDR on every output, each with its own limit: proofs (checked invariants) and witnesses."""
+    script = f'pdr -a -x -T {max(1, int(design_s))} -H {max(1, int(point_s * 1000))}; write_cex -a {work}/cex.aiw'
+    status, _, err, secs = run_abc(abc, work, script, design_s)
+    return status, err, secs
+
+
+MAX_BMC_FRAMES = 1000
+
+
+def prune_aiger(src: str, dst: str, keep: list[int]) -> bool:
+    """A copy of the binary AIGER model with only the bad-state properties in `keep` (in that
+    order); False when the file is not the shape Yosys writes (then no copy is made)."""
+    data = open(src, 'rb').read()
+    pos = data.find(b'\n')
+    head = data[:pos].split()
+    if len(head) != 10 or head[0] != b'aig':
+        return False
+    _m, _i, n_latch, n_out, n_and, n_bad, n_c, n_j, n_f = (int(x) for x in head[1:])
+    if n_c or n_j or n_f:
+        return False
+    lines: list[bytes] = []
+    at = pos + 1
+    for _ in range(n_latch + n_out + n_bad):
+        nl = data.find(b'\n', at)
+        lines.append(data[at : nl + 1])
+        at = nl + 1
+    start = at
+    for _ in range(2 * n_and):  # each AND gate: two delta-coded varints
+        while data[at] & 0x80:
+            at += 1
+        at += 1
+    fixed = lines[: n_latch + n_out]
+    bad = lines[n_latch + n_out :]
+    header = b' '.join([*head[:6], str(len(keep)).encode(), b'0', b'0', b'0']) + b'\n'
+    with open(dst, 'wb') as f:
+        f.write(header + b''.join(fixed) + b''.join(bad[k] for k in keep) + data[start:at])
+    return True
+
+
+def run_bmc(abc: str, work: str, outputs: list[int], seconds: float) -> tuple[dict[int, int], dict[int, int], float]:
+    """Bounded model checking of `outputs` from the initial state, one ABC run per output it
+    breaks (the search starts over without it): (the frame each broken output fails in, the
+    cycles searched in full for the others: "not reached in N cycles", which is no proof)."""
+    t = time.monotonic()
+    open_ = list(outputs)
+    failed: dict[int, int] = {}
+    bound: dict[int, int] = {}
+    while open_:
+        left = seconds - (time.monotonic() - t)
+        if left < 1 or not prune_aiger(os.path.join(work, 'model.aig'), os.path.join(work, 'bmc.aig'), open_):
+            break
+        cmd = f'read_aiger {work}/bmc.aig; fold; strash; bmc3 -F {MAX_BMC_FRAMES} -T {max(1, int(left))}'
+        try:
+            r = subprocess.run([abc, '-c', cmd], capture_output=True, text=True, timeout=left + 30, cwd=work)
+        except subprocess.TimeoutExpired:
+            break
+        hit = re.search(r'Output +(\d+) of miter .* was asserted in frame +(\d+)', r.stdout)
+        if hit:
+            k, frame = int(hit.group(1)), int(hit.group(2))
+            if k >= len(open_):
+                break
+            # Frames before `frame` hold for every output (BMC checks them all, frame by frame).
+            for o in open_:
+                bound[o] = max(bound.get(o, 0), frame)
+            failed[open_[k]] = frame
+            open_.pop(k)
+            continue
+        done = re.search(r'No output asserted in +(\d+) +frames', r.stdout)
+        timeout = re.search(r'Reached timeout .* in frame +(\d+)', r.stdout)
+        frames = int(done.group(1)) if done else max(0, int(timeout.group(1)) - 1) if timeout else 0
+        for o in open_:
+            bound[o] = max(bound.get(o, 0), frames)
+        break
+    for o in failed:
+        bound.pop(o, None)
+    return failed, {o: n for o, n in bound.items() if n > 0}, time.monotonic() - t
 
 
 def read_cex(path: str) -> dict[int, list[str]]:
@@ -370,26 +567,24 @@ def witness(bits: list[str], ywa: dict) -> dict | None:
     return {'inputs': [[n, w] for n, w in names.items()], 'frames': frames}
 
 
-def main() -> int:
-    req = json.load(open(sys.argv[1])) if len(sys.argv) > 1 and sys.argv[1] != '-' else json.load(sys.stdin)
-    t0 = time.monotonic()
-    work = tempfile.mkdtemp(prefix='chorus-formal-')
-    pp = parsing.PreprocessorOptions()
-    pp.predefines = list(req.get('defines', []))
-    pp.additionalIncludePaths = list(req.get('includeDirs', []))
-    opts = pyslang.Bag([pp])
+def prepare(
+    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str]
+) -> tuple[list[str], dict[str, list[str]], list[str]]:
+    """The design's files with the points' checks (instrumented copies where a file has points),
+    the labels of each point, and the include folders (the originals' folders added); `owner`
+    gets the module of each label, `free` the toggle points of the top's inputs."""
     by_file: dict[str, list[dict]] = {}
-    for p in req['points']:
+    for p in points:
         by_file.setdefault(os.path.realpath(p['file']), []).append(p)
     files: list[str] = []
-    label_of: dict[str, str] = {}
+    label_of: dict[str, list[str]] = {}
     include_dirs = list(req.get('includeDirs', []))
     for i, f in enumerate(req['files']):
         pts = by_file.get(os.path.realpath(f), [])
         new = None
         if pts:
             try:
-                new, labels, _ = instrument(f, pts, opts)
+                new, labels, _ = instrument(f, pts, opts, req['top'], f'chorus_reach_{i}_', owner, free)
             except Exception:  # noqa: BLE001 - a file slang cannot parse: its points are not proven
                 new, labels = None, {}
             label_of.update(labels)
@@ -398,14 +593,49 @@ def main() -> int:
             continue
         # The copy keeps its name (messages and `include "..."` relative to it still resolve
         # through the original's folder, given as an include folder).
-        d = os.path.join(work, f'src{i}')
-        os.makedirs(d)
+        d = tempfile.mkdtemp(prefix=f'src{i}-', dir=work)
         copy = os.path.join(d, os.path.basename(f))
         with open(copy, 'w', encoding='utf-8', errors='surrogateescape') as fh:
             fh.write(new)
         files.append(copy)
         if os.path.dirname(f) not in include_dirs:
             include_dirs.append(os.path.dirname(f))
+    return files, label_of, include_dirs
+
+
+def model(
+    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str]
+) -> tuple[dict | None, str, dict[str, list[str]], bool]:
+    """The AIGER model of the instrumented design: (its map, error, labels, several clocks)."""
+    files, label_of, include_dirs = prepare(req, points, work, opts, owner, free)
+    if not label_of:
+        return None, '', {}, False
+    mreq = {**req, 'includeDirs': include_dirs}
+    ywa, err = build_model(mreq, files, work, 'async2sync')
+    if ywa is not None and len(ywa.get('clocks', [])) > 1:
+        # Several clocks (or both edges of one): each may tick alone, so one model step per
+        # clock event (clk2fflogic); a single global step would miss interleavings.
+        ywa, err = build_model(mreq, files, work, 'clk2fflogic')
+        return ywa, err, label_of, True
+    return ywa, err, label_of, False
+
+
+def check_name(path: list[str]) -> tuple[str, str]:
+    """An assertion's (instance, label): flattening names a submodule's check `u0.label` (one
+    path element holding the dots)."""
+    full = '.'.join(x.lstrip('\\') for x in path)
+    inst, _, label = full.rpartition('.')
+    return inst, label
+
+
+def main() -> int:
+    req = json.load(open(sys.argv[1])) if len(sys.argv) > 1 and sys.argv[1] != '-' else json.load(sys.stdin)
+    t0 = time.monotonic()
+    work = tempfile.mkdtemp(prefix='chorus-formal-')
+    pp = parsing.PreprocessorOptions()
+    pp.predefines = list(req.get('defines', []))
+    pp.additionalIncludePaths = list(req.get('includeDirs', []))
+    opts = pyslang.Bag([pp])
     resp: dict[str, Any] = {
         'ok': True,
         'message': '',
@@ -418,24 +648,32 @@ def main() -> int:
         'seconds': {'model': 0.0, 'pdr': 0.0},
     }
     for p in req['points']:
-        resp['points'][p['id']] = {
-            'verdict': 'not-proven',
-            'why': 'its statement arm was not found in the source',
-        }
-    if not label_of:
-        resp['seconds']['model'] = time.monotonic() - t0
+        what = 'its signal was not found in its module' if p['label'] == 'toggle' else 'its statement arm was not found in the source'
+        resp['points'][p['id']] = {'verdict': 'not-proven', 'why': what}
+    owner: dict[str, str] = {}
+    free: set[str] = set()
+    ywa, err, label_of, multi = model(req, req['points'], work, opts, owner, free)
+    for pid in free:
+        resp['points'][pid] = {'verdict': 'witness', 'why': 'an input of the top: the testbench sets it at will', 'frame': None}
+    toggles = [p for p in req['points'] if p['label'] == 'toggle']
+    if ywa is None and err and toggles and any(p['id'] in label_of for p in toggles):
+        # A toggle check the front end rejects (a bit select it does not take) must not cost the
+        # block points their proofs: the design again without them.
+        toggle_err = err
+        blocks = [p for p in req['points'] if p['label'] != 'toggle']
+        owner.clear()
+        ywa, err, label_of, multi = model(req, blocks, work, opts, owner, set())
+        for p in toggles:
+            resp['points'][p['id']] = {'verdict': 'not-proven', 'why': f'Yosys could not read its check: {toggle_err}'}
+        if not blocks:
+            err = toggle_err
+    resp['seconds']['model'] = time.monotonic() - t0
+    if not label_of and not err:
         print(json.dumps(resp))
         return 0
-    mreq = {**req, 'includeDirs': include_dirs}
-    ywa, err = build_model(mreq, files, work, 'async2sync')
+    resp['multiClock'] = multi
     clocks = ywa.get('clocks', []) if ywa else []
-    if ywa is not None and len(clocks) > 1:
-        # Several clocks (or both edges of one): each may tick alone, so one model step per
-        # clock event (clk2fflogic); a single global step would miss interleavings.
-        ywa, err = build_model(mreq, files, work, 'clk2fflogic')
-        resp['multiClock'] = True
     resp['clocks'] = [{'name': '.'.join(x.lstrip('\\') for x in c['path']), 'edge': c['edge']} for c in clocks]
-    resp['seconds']['model'] = time.monotonic() - t0
     if ywa is None:
         resp['ok'] = False
         resp['message'] = f'Yosys could not read the design: {err}'
@@ -443,50 +681,128 @@ def main() -> int:
             resp['points'][pid] = {'verdict': 'not-proven', 'why': resp['message']}
         print(json.dumps(resp))
         return 0
-    outputs: dict[str, list[int]] = {}
+    # Each check's outputs, one per instance of its module: label -> {instance: output}.
+    outputs: dict[str, dict[str, int]] = {}
+    index: dict[str, int] = {}
     for k, path in enumerate(ywa.get('asserts', [])):
-        name = path[-1].lstrip('\\') if path else ''
-        outputs.setdefault(name, []).append(k)
-    status, err, secs = run_abc(
-        req['abc'],
-        work,
-        float(req.get('designBudgetS', 20)),
-        float(req.get('pointBudgetS', 5)),
-    )
-    resp['seconds']['pdr'] = secs
+        inst, name = check_name(path)
+        outputs.setdefault(name, {})[inst] = k
+        index['.'.join(x.lstrip('\\') for x in path)] = k
+    merged: dict[str, str] = ywa.get('merged', {})
+    for gone in merged:
+        kept, seen = merged[gone], {gone}
+        while kept in merged and kept not in seen:
+            seen.add(kept)
+            kept = merged[kept]
+        if kept in index:
+            inst, name = check_name([gone])
+            outputs.setdefault(name, {})[inst] = index[kept]
+    # The design's budget covers the model too: PDR gets most of what is left (at least a
+    # second), a bounded search of what PDR left undecided the rest.
+    budget = float(req.get('designBudgetS', 20))
+    left = budget - (time.monotonic() - t0)
+    status, err, secs = run_pdr(req['abc'], work, max(1.0, 0.75 * left), float(req.get('pointBudgetS', 5)))
     cex = read_cex(os.path.join(work, 'cex.aiw'))
-    for pid, label in label_of.items():
-        outs = outputs.get(label, [])
-        if not outs:
-            resp['points'][pid] = {
-                'verdict': 'not-proven',
-                'why': 'Yosys dropped its check (no instance of the module under the top)',
-            }
+    ours = {o for per in outputs.values() for o in per.values()}
+    open_ = {o for o in ours if status.get(o) not in (0, 1)}
+    left = budget - (time.monotonic() - t0)
+    bound: dict[int, int] = {}
+    if open_ and left >= 1 and not multi:
+        failed, bound, bsecs = run_bmc(req['abc'], work, sorted(open_), left)
+        secs += bsecs
+        for o in failed:
+            status[o] = 0
+    resp['seconds']['pdr'] = secs
+    # Modules with an instance under the top: some check of theirs is in the model.
+    alive = {owner[label] for label in outputs if label in owner}
+    for pid, labels in label_of.items():
+        per = [outputs.get(label, {}) for label in labels]
+        insts = sorted(set().union(*per))
+        if not insts:
+            if len(labels) == 1 and owner.get(labels[0]) in alive:
+                # The module is elaborated but its arm's check is gone from every instance:
+                # elaboration (parameters, generate) or Yosys's constant propagation removed the
+                # arm as never run. Exact, not a bound.
+                resp['points'][pid] = {
+                    'verdict': 'unreachable',
+                    'why': 'proven by elaboration: under these parameters no instance runs the arm (Yosys removed it)',
+                }
+            else:
+                resp['points'][pid] = {
+                    'verdict': 'not-proven',
+                    'why': 'Yosys dropped its check (no instance of the module under the top)',
+                }
             continue
-        st = [status.get(o, -1) for o in outs]
-        failed = [o for o in outs if status.get(o) == 0]
-        if failed:
-            bits = cex.get(failed[0])
-            resp['points'][pid] = {
-                'verdict': 'witness',
-                'why': 'PDR found an input sequence that reaches it',
-                'frame': len(bits) - 1 if bits else None,
-            }
-            w = witness(bits, ywa) if bits and not resp['multiClock'] else None
-            if w:
-                resp['witnesses'][pid] = w
-        elif all(s == 1 for s in st):
-            resp['points'][pid] = {
-                'verdict': 'unreachable',
-                'why': f'proven by PDR (ABC) in every one of its {len(outs)} instance(s)' if len(outs) > 1 else 'proven by PDR (ABC)',
-            }
+        if len(labels) == 1:
+            outs = [per[0][i] for i in insts]
+            verdict = block_verdict(outs, status, cex)
+            if verdict['verdict'] == 'not-proven' and all(o in bound or status.get(o) == 1 for o in outs):
+                # No instance reaches it within the bound: said as such, never as a proof.
+                verdict['bound'] = min(bound[o] for o in outs if o in bound)
         else:
-            resp['points'][pid] = {
-                'verdict': 'not-proven',
-                'why': err or 'PDR ran out of time',
-            }
+            verdict = toggle_verdict(per, insts, status, cex)
+        if verdict['verdict'] == 'not-proven':
+            verdict['why'] = err or verdict['why']
+            if 'bound' in verdict:
+                verdict['why'] = (
+                    f'not reached in {verdict["bound"]} cycles from reset by a bounded search (BMC); PDR found no proof in time'
+                )
+        bits = verdict.pop('bits', None)
+        resp['points'][pid] = verdict
+        w = witness(bits, ywa) if bits and not multi else None
+        if w:
+            resp['witnesses'][pid] = w
     print(json.dumps(resp))
     return 0
+
+
+def block_verdict(outs: list[int], status: dict[int, int], cex: dict[int, list[str]]) -> dict:
+    """An arm's check in every instance: reached in one (a witness), or proven in all."""
+    failed = [o for o in outs if status.get(o) == 0]
+    if failed:
+        bits = cex.get(failed[0])
+        return {
+            'verdict': 'witness',
+            'why': 'PDR found an input sequence that reaches it',
+            'frame': len(bits) - 1 if bits else None,
+            'bits': bits,
+        }
+    if all(status.get(o) == 1 for o in outs):
+        many = f' in every one of its {len(outs)} instances' if len(outs) > 1 else ''
+        return {'verdict': 'unreachable', 'why': f'proven by PDR (ABC){many}'}
+    return {'verdict': 'not-proven', 'why': 'PDR ran out of time'}
+
+
+def toggle_verdict(per: list[dict[str, int]], insts: list[str], status: dict[int, int], cex: dict[int, list[str]]) -> dict:
+    """A bit's two checks (never 1, never 0) in every instance. Unreachable: in each instance one
+    of them proven (the bit never moves, so it cannot toggle). A witness: in some instance both
+    failed (the bit takes both values); its trace is the longer one (the other is often the
+    initial value). A check missing from an instance that has its twin was removed by Yosys as
+    always true (constant propagation), which proves it as well as PDR."""
+    never1, never0 = per
+    stuck: list[str] = []
+    for i in insts:
+        o1, o0 = never1.get(i), never0.get(i)
+        # A check Yosys removed from an instance that kept its twin was constant true there.
+        if o1 is None or status.get(o1) == 1:
+            stuck.append('0')
+        elif o0 is None or status.get(o0) == 1:
+            stuck.append('1')
+        elif o1 is not None and o0 is not None and status.get(o1) == 0 and status.get(o0) == 0:
+            traces = [cex.get(o1) or [], cex.get(o0) or []]
+            bits = max(traces, key=len)
+            return {
+                'verdict': 'witness',
+                'why': 'PDR found input sequences that set the bit to 1 and to 0',
+                'frame': len(bits) - 1 if bits else None,
+                'bits': bits or None,
+            }
+        else:
+            return {'verdict': 'not-proven', 'why': 'PDR ran out of time'}
+    values = sorted(set(stuck))
+    stays = f'stays {values[0]}' if len(values) == 1 else 'stays constant'
+    many = f' in every one of its {len(insts)} instances' if len(insts) > 1 else ''
+    return {'verdict': 'unreachable', 'why': f'proven by PDR (ABC): the bit {stays}{many}, so it never toggles'}
 
 
 if __name__ == '__main__':

@@ -63,7 +63,8 @@ interface Request {
   defines: string[];
   params: string[];
   top: string;
-  points: Array<{ id: string; file: string; line: number; label: string }>;
+  /** label: the arm (`if`/`elsif`/`else`/`case`) or `toggle`, then with the bit as `signal`. */
+  points: Array<{ id: string; file: string; line: number; label: string; signal?: string }>;
   designBudgetS: number;
   pointBudgetS: number;
   abc: string;
@@ -82,7 +83,11 @@ function request(spec: DesignSpec, top: string, points: CoveragePoint[], budget:
     defines: [...defines, 'VERILATOR=1'],
     params: Object.entries(spec.params).map(([k, v]) => `${k}=${v}`),
     top,
-    points: [...keys].map(([id, p]) => ({ id, file: resolve(p.file), line: p.line, label: p.label })),
+    points: [...keys].map(([id, p]) =>
+      p.type === 'toggle'
+        ? { id, file: resolve(p.file), line: p.line, label: 'toggle', signal: p.label }
+        : { id, file: resolve(p.file), line: p.line, label: p.label },
+    ),
     designBudgetS: budget.designS,
     pointBudgetS: budget.pointS,
     abc,

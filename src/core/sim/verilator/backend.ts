@@ -194,7 +194,7 @@ export class VerilatorSimulator implements Simulator {
       if (cov instanceof Ending) return finish(cov);
       if (req.formal && req.formal.designS > 0) {
         const formalStart = performance.now();
-        cov.formal = await formalOf(req, cov, Boolean(front.lib));
+        cov.formal = await formalOf(req, cov, Boolean(front.lib), c.elaborated.dutParams);
         c.timings.formal = secondsSince(formalStart);
       }
       c.timings.coverage = secondsSince(covStart);
@@ -225,24 +225,32 @@ function crashVerdict(r: SimResult): SimResult {
 }
 
 /**
- * The formal engine's verdicts entered in `cov` (formal/proofs.ts), and its summary for the
+ * The formal engine's verdicts entered in `cov` (coverage/formal.ts), and its summary for the
  * record. An engine that is not installed or fails is said in the summary (ok: false), never the
  * run's failure, and never a diagnostic (those are the model's feedback).
  */
-async function formalOf(req: SimRequest, cov: DutCoverage, library: boolean): Promise<FormalSummary | undefined> {
+async function formalOf(
+  req: SimRequest,
+  cov: DutCoverage,
+  library: boolean,
+  instanceParams: string[] | undefined,
+): Promise<FormalSummary | undefined> {
   const question = formalQuestion(cov);
   if (!question.length || !question.some((p) => !isCovered(p))) return undefined;
   // The engine must elaborate the design with the parameters the run did. -G reaches the DUT
-  // only in the library build; in the flat build the testbench's instantiation decides, and a
-  // top Verilator renamed (`top__W4`) was instantiated with parameters of the testbench's own,
-  // which the engine does not take from a testbench: no claim is then made.
+  // only in the library build; in the flat build the testbench's instantiation decides: a top
+  // Verilator renamed (`top__W4`) was instantiated with parameters of the testbench's own, which
+  // slang's elaboration of the same testbench read (the check stage); without them (instances
+  // that differ, values that are not integers) no claim is made.
   const topModules = new Set(cov.points.filter((p) => cov.dutInstances.includes(p.hier)).map((p) => p.module));
-  if ([...topModules].some((m) => m !== req.top))
+  const renamed = [...topModules].some((m) => m !== req.top);
+  if (renamed && !instanceParams)
     return notRun(
-      'the formal engine did not run: the testbench instantiates the design with parameters of its own (give them with -G instead)',
+      'the formal engine did not run: the testbench instantiates the design with parameters it could not take (instances that differ, or values that are not integers; give them with -G instead)',
       req.formal!,
     );
-  const design = library ? req.design : { ...req.design, params: {} };
+  const given = Object.fromEntries((instanceParams ?? []).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+  const design = renamed ? { ...req.design, params: given } : library ? req.design : { ...req.design, params: {} };
   try {
     const report = await formalReach(design, req.top, question, { budget: req.formal, signal: req.signal });
     return applyFormal(cov, report);

@@ -89,6 +89,10 @@ export interface Candidate {
    * member: CHORUS_MEMBER, which picks its model in the shared executable): for protection.sandbox, filled
    * in by the steps as they run. */
   readonly sandbox: { steps: Set<SandboxStep>; runLibs?: SharedLibraries; runEnv?: Record<string, string> };
+  /** What slang's elaboration of the testbench said of the design (the check stage fills it in):
+   * `dutParams`, the parameters the testbench gave every instance of the design's top (the same
+   * in all, integers only), as `NAME=VALUE`; unset when they differ or are not plain integers. */
+  readonly elaborated: { dutParams?: string[] };
 }
 
 /**
@@ -128,6 +132,7 @@ export function candidate(
     timings: { total: 0 },
     t0: opts.t0,
     sandbox: { steps: new Set() },
+    elaborated: {},
   };
 }
 

@@ -24,7 +24,7 @@ import { checkJsonNetlist, checkXmlNetlist } from '../netlistCheck.js';
 import type { Toolchain } from '../toolchain.js';
 import { bounded, type Candidate, crashEnding, Ending, errorText, rejection, secondsSince, toolchainMessage } from './candidate.js';
 import type { Prepared } from './prepare.js';
-import { integrityDiagnostics, readIntegrity, type IntegrityResult } from '../../slang/integrity.js';
+import { integrityDiagnostics, readIntegrity, type IntegrityReading, type IntegrityResult } from '../../slang/integrity.js';
 import { designFacts } from '../../slang/frontEnd.js';
 import type { DesignFacts } from '../../../design/facts.js';
 
@@ -201,6 +201,19 @@ function unreadableCheck(tbName: string, why: string): Ending {
   ]);
 }
 
+/** The parameters the testbench gives the design's top, when every instance has the same ones and
+ * each is a plain integer (what another tool can be told with -G); undefined otherwise. */
+function instanceParams(reading: IntegrityReading): string[] | undefined {
+  const sets = reading.dutInstances.map((i) =>
+    i.params
+      .filter((p) => p.overridden && !p.local)
+      .map((p) => (p.type || p.value === null || !/^-?\d+$/.test(p.value) ? null : `${p.name}=${p.value}`)),
+  );
+  if (!sets.length || sets.some((s) => s.includes(null))) return undefined;
+  const first = JSON.stringify(sets[0]);
+  return sets.every((s) => JSON.stringify(s) === first) ? (sets[0] as string[]) : undefined;
+}
+
 /** The integrity reading as refusals, or the Ending when it could not be made. */
 function reachOf(reach: IntegrityResult, c: Candidate, tbPath: string, facts: DesignFacts | null): Ending | Diagnostic[] {
   if (!reach.ok) {
@@ -211,6 +224,7 @@ function reachOf(reach: IntegrityResult, c: Candidate, tbPath: string, facts: De
     const first = reach.reading.diagnostics[0];
     return unreadableCheck(c.tbName, `slang could not elaborate the testbench${first ? ` (${first.message})` : ''}`);
   }
+  c.elaborated.dutParams = instanceParams(reach.reading);
   return integrityDiagnostics(reach.reading, {
     tbName: c.tbName,
     tbPath,
