@@ -1,10 +1,33 @@
 // Per-machine cache directory for artifacts that are identical across runs (Verilator's runtime
 // objects, precompiled headers). Override with CHORUS_CACHE_DIR.
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export function cacheRoot(): string {
   if (process.env.CHORUS_CACHE_DIR) return process.env.CHORUS_CACHE_DIR;
   const xdg = process.env.XDG_CACHE_HOME;
   return join(xdg && xdg.length ? xdg : join(homedir(), '.cache'), 'chorus');
+}
+
+/** A cached JSON entry, or undefined when there is none (or a torn one). */
+export function readCacheEntry<T>(file: string): T | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes a JSON entry whole (a reader never sees half of one); a read-only cache only costs the
+ * work again next time. */
+export function writeCacheEntry(file: string, value: unknown): void {
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(value));
+    renameSync(tmp, file);
+  } catch {
+    // nothing cached: the next run does the work again
+  }
 }

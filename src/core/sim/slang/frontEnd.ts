@@ -8,14 +8,14 @@
 // that view do not exist for it. Results are cached by the content of the files read (included
 // files too) and the options, in memory and on disk, so a design is read once per machine.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { DesignSpec } from '../../design/types.js';
 import { combineReadings, type DesignFacts, type DesignReading } from '../../design/facts.js';
 import { DesignError } from '../../design/errors.js';
 import { assetPath } from '../../util/assets.js';
-import { cacheRoot } from '../../util/cache.js';
+import { cacheRoot, readCacheEntry, writeCacheEntry } from '../../util/cache.js';
 import { runBounded } from '../../util/proc.js';
 import { designView, detectJail, toolchainCommand, toolDirsOf } from '../jail.js';
 import { ToolchainError } from '../verilator/toolchain.js';
@@ -117,29 +117,17 @@ function cacheFile(key: string): string {
 function lookup(key: string): CacheEntry | null {
   const m = memory.get(key);
   if (m && stillValid(m)) return m;
-  try {
-    const e = JSON.parse(readFileSync(cacheFile(key), 'utf8')) as CacheEntry;
-    if (stillValid(e)) {
-      memory.set(key, e);
-      return e;
-    }
-  } catch {
-    // no entry, or a torn one: read again
+  const e = readCacheEntry<CacheEntry>(cacheFile(key));
+  if (e && stillValid(e)) {
+    memory.set(key, e);
+    return e;
   }
   return null;
 }
 
 function store(key: string, e: CacheEntry): void {
   memory.set(key, e);
-  const f = cacheFile(key);
-  try {
-    mkdirSync(dirname(f), { recursive: true });
-    const tmp = `${f}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(e));
-    renameSync(tmp, f);
-  } catch {
-    // a read-only cache costs a second reading, nothing else
-  }
+  writeCacheEntry(cacheFile(key), e);
 }
 
 export interface ReadOptions {
