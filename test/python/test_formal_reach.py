@@ -232,3 +232,20 @@ def test_toggle_bits_not_judged(tmp_path: Path, signal: str) -> None:
     opts = pyslang.Bag([parsing.PreprocessorOptions()])
     new, labels, placed = formal_reach.instrument(str(src), [toggle(15 if 'z' in signal else 6, signal)], opts, 'top')
     assert (new, labels, placed) == (None, {}, 0)
+
+
+def test_a_witness_names_every_input_first_then_only_what_changes() -> None:
+    # ABC's trace: one line of input bits per frame; the map says which bit is which input's.
+    ywa = {
+        'inputs': [
+            {'path': ['\\rst_n'], 'offset': 0, 'input': 0},
+            {'path': ['\\key'], 'offset': 0, 'input': 1},
+            {'path': ['\\key'], 'offset': 1, 'input': 2},
+        ]
+    }
+    w = formal_reach.witness(['000', '110', '110', '111'], ywa)
+    assert w == {
+        'inputs': [['rst_n', 1], ['key', 2]],
+        'frames': [{'rst_n': '0', 'key': '0'}, {'rst_n': '1', 'key': '1'}, {}, {'key': '3'}],
+    }
+    assert formal_reach.witness(['0'] * (formal_reach.MAX_FRAMES + 1), ywa) is None

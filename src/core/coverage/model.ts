@@ -190,8 +190,9 @@ export interface CovSummaryRow {
 export interface Witness {
   /** The design's inputs and their widths (clocks included: their value per frame is free). */
   inputs: Array<[string, number]>;
-  /** One entry per clock cycle from the initial state: each input's value in that cycle, in hex
-   * (inputs may be wider than a JSON number holds). */
+  /** One entry per clock cycle from the initial state: the inputs' values in that cycle, in hex
+   * (inputs may be wider than a JSON number holds); the first names every input, each later one
+   * only those that change (an input it does not name keeps its value). */
   frames: Array<Record<string, string>>;
 }
 

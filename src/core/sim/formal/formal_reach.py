@@ -547,15 +547,18 @@ MAX_FRAMES = 256
 
 
 def witness(bits: list[str], ywa: dict) -> dict | None:
-    """A counterexample as stimulus: each top-level input's value per frame, as hex text (inputs
-    can be wider than a JSON number holds). None when it is longer than MAX_FRAMES cycles."""
+    """A counterexample as stimulus: the top-level inputs' values per frame, as hex text (inputs
+    can be wider than a JSON number holds); the first frame names every input, each later one only
+    the inputs that change (the others keep their value), so a long trace stays small. None when
+    it is longer than MAX_FRAMES cycles."""
     if len(bits) > MAX_FRAMES:
         return None
     names: dict[str, int] = {}
     for i in ywa['inputs']:
         n = '.'.join(x.lstrip('\\') for x in i['path'])
         names[n] = max(names.get(n, 0), i['offset'] + 1)
-    frames = []
+    frames: list[dict[str, str]] = []
+    last: dict[str, str] = {}
     for line in bits:
         vals: dict[str, int] = {}
         for i in ywa['inputs']:
@@ -563,7 +566,9 @@ def witness(bits: list[str], ywa: dict) -> dict | None:
             if k < len(line) and line[k] == '1':
                 n = '.'.join(x.lstrip('\\') for x in i['path'])
                 vals[n] = vals.get(n, 0) | (1 << i['offset'])
-        frames.append({n: format(vals.get(n, 0), 'x') for n in names})
+        full = {n: format(vals.get(n, 0), 'x') for n in names}
+        frames.append({n: v for n, v in full.items() if not frames or last.get(n) != v})
+        last = full
     return {'inputs': [[n, w] for n, w in names.items()], 'frames': frames}
 
 
