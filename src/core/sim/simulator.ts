@@ -50,22 +50,17 @@ export interface SimRequest {
 /** The stages a backend may announce through SimRequest.onStage. */
 export type SimStageName = 'check' | 'build' | 'run' | 'coverage';
 
-/**
- * `sim` with every request scored in `score` mode (a request that names its own mode keeps it):
- * how the flows hand the mode to code that simulates on its own (the built-in generator).
- * `paper` or none: `sim` itself, unchanged.
- */
-export function withScore(sim: Simulator, score: ScoreMode | undefined): Simulator {
-  if (score === undefined || score === DEFAULT_SCORE) return sim;
+/** `sim` with `defaults` under every request (what a request says itself wins), groups alike. */
+function withDefaults(sim: Simulator, defaults: Partial<SimRequest>): Simulator {
   return {
     name: sim.name,
     info: () => sim.info(),
-    simulate: (req) => sim.simulate({ score, ...req }),
+    simulate: (req) => sim.simulate({ ...defaults, ...req }),
     ...(sim.simulateGroup
       ? {
           simulateGroup: (reqs, opts) =>
             sim.simulateGroup!(
-              reqs.map((req) => ({ score, ...req })),
+              reqs.map((req) => ({ ...defaults, ...req })),
               opts,
             ),
         }
@@ -73,23 +68,18 @@ export function withScore(sim: Simulator, score: ScoreMode | undefined): Simulat
   };
 }
 
+/**
+ * `sim` with every request scored in `score` mode (a request that names its own mode keeps it):
+ * how the flows hand the mode to code that simulates on its own (the built-in generator).
+ * `paper` or none: `sim` itself, unchanged.
+ */
+export function withScore(sim: Simulator, score: ScoreMode | undefined): Simulator {
+  return score === undefined || score === DEFAULT_SCORE ? sim : withDefaults(sim, { score });
+}
+
 /** `sim` with the formal engine's limits on every request that names none (absent: `sim`). */
 export function withFormal(sim: Simulator, formal: FormalBudget | undefined): Simulator {
-  if (!formal) return sim;
-  return {
-    name: sim.name,
-    info: () => sim.info(),
-    simulate: (req) => sim.simulate({ formal, ...req }),
-    ...(sim.simulateGroup
-      ? {
-          simulateGroup: (reqs, opts) =>
-            sim.simulateGroup!(
-              reqs.map((req) => ({ formal, ...req })),
-              opts,
-            ),
-        }
-      : {}),
-  };
+  return formal ? withDefaults(sim, { formal }) : sim;
 }
 
 /**
