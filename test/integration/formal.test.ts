@@ -184,6 +184,36 @@ endmodule
     expect(reasonAt(own4, 7, 'if')).toBe('unreachable-formal');
   });
 
+  it('a changed include file is a new answer, never a cached one', async () => {
+    const d = scratchDir('chorus-formal-');
+    const f = join(d, 'inc_limit.sv');
+    writeFileSync(
+      f,
+      `\`include "limit.svh"
+module inc_limit (input logic clk, rst_n, output logic hit);
+  logic [3:0] c;
+  always_ff @(posedge clk)
+    if (!rst_n) begin c <= '0; hit <= 1'b0; end
+    else begin
+      c <= (c == \`LIMIT - 1) ? '0 : c + 1'b1;
+      if (c == 4'd9) hit <= 1'b1;
+    end
+endmodule
+`,
+    );
+    const tb = `module tb; logic clk = 0, rst_n = 0, hit; inc_limit uut (.*); always #5 clk = ~clk;
+  initial begin repeat (2) @(negedge clk); rst_n = 1; repeat (3) @(negedge clk); $finish; end endmodule
+`;
+    const run = async (limit: number): Promise<SimResult> => {
+      writeFileSync(join(d, 'limit.svh'), `\`define LIMIT ${limit}\n`);
+      const { design, info } = await loadDesign({ files: [f], includeDirs: [d] });
+      return sim.simulate({ design, top: info.top, testbench: { name: 'tb.sv', content: tb }, formal: budget });
+    };
+    // The count wraps at 4: 9 is never reached. At 12 it is, and the header alone changed.
+    expect(reasonAt(await run(4), 8, 'if')).toBe('unreachable-formal');
+    expect(reasonAt(await run(12), 8, 'if')).toBe('witness');
+  });
+
   it('a design the engine cannot read is "not proven" everywhere, and the run is unaffected', async () => {
     const d = scratchDir('chorus-formal-');
     const f = join(d, 'realacc.sv');

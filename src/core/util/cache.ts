@@ -1,5 +1,6 @@
 // Per-machine cache directory for artifacts that are identical across runs (Verilator's runtime
 // objects, precompiled headers). Override with CHORUS_CACHE_DIR.
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -29,5 +30,14 @@ export function writeCacheEntry(file: string, value: unknown): void {
     renameSync(tmp, file);
   } catch {
     // nothing cached: the next run does the work again
+  }
+}
+
+/** A file's content hash (sha256, hex) for cache keys; null when it cannot be read. */
+export function contentHash(file: string): string | null {
+  try {
+    return createHash('sha256').update(readFileSync(file)).digest('hex');
+  } catch {
+    return null;
   }
 }

@@ -7,18 +7,18 @@
 // coverage/formal.ts. It needs the front end's venv with yowasp-yosys (scripts/install-slang.sh)
 // and ABC (Debian: berkeley-abc; scripts/setup.sh).
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import type { DesignSpec } from '../../design/types.js';
 import type { CoveragePoint } from '../../coverage/model.js';
 import { ENGINE, judged, pointKey, type FormalReport } from '../../coverage/formal.js';
 import { assetPath } from '../../util/assets.js';
-import { cacheRoot, readCacheEntry, writeCacheEntry } from '../../util/cache.js';
+import { cacheRoot, contentHash, readCacheEntry, writeCacheEntry } from '../../util/cache.js';
 import { runBounded } from '../../util/proc.js';
 import { DEFAULT_FORMAL_BUDGET } from '../../vocabulary/defaults.js';
 import type { FormalBudget } from '../../vocabulary/types.js';
 import { designView, detectJail, toolchainCommand, toolDirsOf } from '../jail.js';
-import { slangPython } from '../slang/frontEnd.js';
+import { designRequest, readDesign, slangPython } from '../slang/frontEnd.js';
 import { ToolchainError } from '../verilator/toolchain.js';
 
 /** Bumped when the cache entry's shape changes (formal_reach.py's own text is in the key too). */
@@ -45,17 +45,10 @@ export function yowaspCache(python: string): string {
   return join(dirname(dirname(dirname(python))), 'yowasp');
 }
 
-const sha = (s: string | Buffer): string => createHash('sha256').update(s).digest('hex');
 const memory = new Map<string, FormalReport>();
 let scriptHash: string | undefined;
 
-function fileHash(f: string): string {
-  try {
-    return sha(readFileSync(f));
-  } catch {
-    return 'missing';
-  }
-}
+const fileHash = (f: string): string => contentHash(f) ?? 'missing';
 
 interface Request {
   files: string[];
@@ -73,15 +66,11 @@ interface Request {
 function request(spec: DesignSpec, top: string, points: CoveragePoint[], budget: FormalBudget, abc: string): Request {
   const keys = new Map<string, CoveragePoint>();
   for (const p of points) if (judged(p)) keys.set(pointKey(p), p);
-  // As Verilator compiles the design: VERILATOR defined (what runs is what Verilator built).
-  const defines = Object.entries(spec.defines)
-    .filter(([k]) => k !== 'VERILATOR')
-    .map(([k, v]) => (v === null ? k : `${k}=${v}`));
+  const { defines, ...design } = designRequest(spec);
   return {
-    files: [...spec.files, ...spec.libraryFiles].map((f) => resolve(f)),
-    includeDirs: spec.includeDirs.map((d) => resolve(d)),
+    ...design,
+    // As Verilator compiles the design: VERILATOR defined (what runs is what Verilator built).
     defines: [...defines, 'VERILATOR=1'],
-    params: Object.entries(spec.params).map(([k, v]) => `${k}=${v}`),
     top,
     points: [...keys].map(([id, p]) =>
       p.type === 'toggle'
@@ -94,15 +83,27 @@ function request(spec: DesignSpec, top: string, points: CoveragePoint[], budget:
   };
 }
 
-function cacheKey(req: Request): string {
+/** The answer's key: the request, the script, and the content of every file the design reads
+ * (its files and, as the front end's cached reading names them, the files they include: a
+ * changed header can change what is reachable). */
+function cacheKey(req: Request, includes: string[]): string {
   scriptHash ??= fileHash(assetPath('formal_reach.py', 'sim/formal'));
   const h = createHash('sha256');
   // ABC's path is the host's business, not the answer's.
   h.update(JSON.stringify({ FORMAL_FORMAT, scriptHash, req: { ...req, abc: undefined } }));
-  // Included files are not hashed: the points' own files and the design files are; a changed
-  // header alone keeps an answer until a design file changes (the points' lines move with it).
-  for (const f of req.files) h.update(`\0${f}\0${fileHash(f)}`);
+  for (const f of [...req.files, ...includes]) h.update(`\0${f}\0${fileHash(f)}`);
   return h.digest('hex').slice(0, 40);
+}
+
+/** The files the design includes, from the front end's reading (cached: the run's check stage
+ * made it); null when it cannot be had (the answer is then not cached). */
+async function includedFiles(spec: DesignSpec, top: string, signal?: AbortSignal): Promise<string[] | null> {
+  try {
+    const readings = await readDesign(spec, { top, signal });
+    return [...new Set(readings.flatMap((r) => r.includes.map((i) => i.file)))].sort();
+  } catch {
+    return null;
+  }
 }
 
 function cacheFile(key: string): string {
@@ -142,8 +143,9 @@ export async function formalReach(spec: DesignSpec, top: string, points: Coverag
     );
   const abc = abcPath();
   const req = request(spec, top, points, budget, abc);
-  const key = cacheKey(req);
-  const hit = lookup(key);
+  const includes = await includedFiles(spec, top, opts.signal);
+  const key = includes ? cacheKey(req, includes) : null;
+  const hit = key ? lookup(key) : undefined;
   if (hit) return hit;
   const script = assetPath('formal_reach.py', 'sim/formal');
   const jail = await detectJail();
@@ -198,6 +200,6 @@ export async function formalReach(spec: DesignSpec, top: string, points: Coverag
     return report;
   }
   const report: FormalReport = { ...parsed, budget };
-  store(key, report);
+  if (key) store(key, report);
   return report;
 }

@@ -8,14 +8,14 @@
 // that view do not exist for it. Results are cached by the content of the files read (included
 // files too) and the options, in memory and on disk, so a design is read once per machine.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { DesignSpec } from '../../design/types.js';
 import { combineReadings, type DesignFacts, type DesignReading } from '../../design/facts.js';
 import { DesignError } from '../../design/errors.js';
 import { assetPath } from '../../util/assets.js';
-import { cacheRoot, readCacheEntry, writeCacheEntry } from '../../util/cache.js';
+import { cacheRoot, contentHash, readCacheEntry, writeCacheEntry } from '../../util/cache.js';
 import { runBounded } from '../../util/proc.js';
 import { designView, detectJail, toolchainCommand, toolDirsOf } from '../jail.js';
 import { ToolchainError } from '../verilator/toolchain.js';
@@ -58,16 +58,22 @@ interface Request {
   top: string | null;
 }
 
-function requests(spec: DesignSpec, top: string | undefined): [Request, Request] {
-  const defines = Object.entries(spec.defines)
-    .filter(([k]) => k !== 'VERILATOR')
-    .map(([k, v]) => (v === null ? k : `${k}=${v}`));
-  const base = {
+/** How a slang tool is told the design: absolute files and include folders, `NAME=VALUE`
+ * parameters, and the defines other than VERILATOR (each reading says whether it is defined). */
+export function designRequest(spec: DesignSpec): { files: string[]; includeDirs: string[]; params: string[]; defines: string[] } {
+  return {
     files: [...spec.files, ...spec.libraryFiles].map((f) => resolve(f)),
     includeDirs: spec.includeDirs.map((d) => resolve(d)),
     params: Object.entries(spec.params).map(([k, v]) => `${k}=${v}`),
-    top: top ?? spec.top ?? null,
+    defines: Object.entries(spec.defines)
+      .filter(([k]) => k !== 'VERILATOR')
+      .map(([k, v]) => (v === null ? k : `${k}=${v}`)),
   };
+}
+
+function requests(spec: DesignSpec, top: string | undefined): [Request, Request] {
+  const { defines, ...rest } = designRequest(spec);
+  const base = { ...rest, top: top ?? spec.top ?? null };
   // Verilator defines VERILATOR (and VERILATOR_TIMING... on some versions, which no design's
   // assertions depend on); any other simulator does not.
   return [
@@ -76,15 +82,7 @@ function requests(spec: DesignSpec, top: string | undefined): [Request, Request]
   ];
 }
 
-const sha = (s: string | Buffer): string => createHash('sha256').update(s).digest('hex');
-
-function fileHash(f: string): string | null {
-  try {
-    return sha(readFileSync(f));
-  } catch {
-    return null;
-  }
-}
+const fileHash = contentHash;
 
 interface CacheEntry {
   format: number;
