@@ -22,6 +22,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runBounded } from './ip/proc.js';
+import { bestResult, parseRecord } from './ip/generate.js';
 
 const DATA = resolve('bench/data/cvdp-cid012-dev');
 
@@ -93,7 +94,7 @@ const { values } = parseArgs({
     designs: { type: 'string' },
     rounds: { type: 'string', default: '3' },
     'formal-budget': { type: 'string', default: '20' },
-    out: { type: 'string', default: 'bench/results' },
+    out: { type: 'string', default: '/tmp/chorus-bench-cvdp' },
     cli: { type: 'string', default: 'dist/cli.js' },
   },
 });
@@ -114,12 +115,7 @@ const toggles = (r: Record | null): Uncovered[] => (r?.uncovered ?? []).filter((
 /** The parameters a `chorus generate --json` run instantiated the design with (scaled down from
  * the defaults), as `-G` flags: the sim of its testbench must elaborate the same design. */
 function paramsOf(stdout: string): string[] {
-  try {
-    const rec = JSON.parse(stdout) as { scaled_params?: Array<{ name: string; value: string }> };
-    return (rec.scaled_params ?? []).flatMap((p) => ['-G', `${p.name}=${p.value}`]);
-  } catch {
-    return [];
-  }
+  return (parseRecord(stdout)?.scaled_params ?? []).flatMap((p) => ['-G', `${p.name}=${p.value}`]);
 }
 
 const LONG_CYCLES = 100_000;
@@ -133,15 +129,8 @@ function stretched(tb: string): string | null {
 
 /** The best round's record of a `chorus generate --json` run (from its run folder). */
 function bestOf(stdout: string): Record | null {
-  try {
-    const rec = JSON.parse(stdout) as { run_dir?: string; best?: { sample: number; round: number } };
-    const summary = rec.run_dir ? join(rec.run_dir, 'summary.json') : '';
-    if (!rec.best || !existsSync(summary)) return null;
-    const s = JSON.parse(readFileSync(summary, 'utf8')) as { rounds: Array<{ sample: number; round: number; result: Record }> };
-    return s.rounds.find((x) => x.sample === rec.best!.sample && x.round === rec.best!.round)?.result ?? null;
-  } catch {
-    return null;
-  }
+  const record = parseRecord(stdout);
+  return record ? (bestResult<Record>(record)?.result ?? null) : null;
 }
 
 async function runDesign(t: Task, dir: string): Promise<Row> {

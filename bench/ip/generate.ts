@@ -73,11 +73,12 @@ export async function generate(q: GenerateRequest): Promise<GenerateOutcome> {
   return { ...base, ...bestRound(record), verdict: record.verdict?.failure, scaledParams: record.scaled_params };
 }
 
-interface RunRecord {
+/** What `chorus generate --json` prints (the fields the benches read). */
+export interface RunRecord {
   run_dir?: string;
   best?: { sample: number; round: number };
   rounds?: { sample: number; round: number }[];
-  scaled_params?: unknown[];
+  scaled_params?: Array<{ name: string; value: string }>;
   verdict?: { passed?: boolean; failure?: string };
 }
 
@@ -86,32 +87,43 @@ interface Figures {
   tallies: Record<string, { covered: number; total: number }>;
 }
 
+/** The best round's result record and the number of rounds, from the run folder's summary.json;
+ * null when the run has no best round or no summary. */
+export function bestResult<T>(record: RunRecord): { result: T; rounds: number } | null {
+  const summaryPath = record.run_dir ? join(record.run_dir, 'summary.json') : '';
+  if (!record.best || !existsSync(summaryPath)) return null;
+  try {
+    const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as { rounds: { sample: number; round: number; result: T }[] };
+    const best = summary.rounds.find((x) => x.sample === record.best!.sample && x.round === record.best!.round);
+    return best ? { result: best.result, rounds: summary.rounds.length } : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Coverage, ceiling and points of the best round, from the run folder's summary.json. */
 function bestRound(record: RunRecord): Partial<GenerateOutcome> {
-  const summaryPath = record.run_dir ? join(record.run_dir, 'summary.json') : '';
-  if (!record.best || !existsSync(summaryPath)) return { error: 'no best round in the run record' };
-  const summary = JSON.parse(readFileSync(summaryPath, 'utf8')) as {
-    rounds: {
-      sample: number;
-      round: number;
-      result: { tbTop?: string; status?: string; err_msg?: string; coverage?: { waived: Figures; ceiling?: { figures: Figures } } };
-    }[];
-  };
-  const best = summary.rounds.find((x) => x.sample === record.best!.sample && x.round === record.best!.round);
-  const cov = best?.result.coverage;
+  const best = bestResult<{
+    tbTop?: string;
+    status?: string;
+    err_msg?: string;
+    coverage?: { waived: Figures; ceiling?: { figures: Figures } };
+  }>(record);
+  if (!best) return { error: 'no best round in the run record' };
+  const cov = best.result.coverage;
   if (!cov)
-    return { error: `no round measured coverage (best round: ${best?.result.status}: ${best?.result.err_msg?.split('\n')[0] ?? ''})` };
+    return { error: `no round measured coverage (best round: ${best.result.status}: ${best.result.err_msg?.split('\n')[0] ?? ''})` };
   const t = cov.waived.tallies;
   return {
     tbTop: best.result.tbTop,
     coverage: cov.waived.overall,
     ceiling: cov.ceiling?.figures.overall,
     points: (t.block?.total ?? 0) + (t.toggle?.total ?? 0),
-    rounds: summary.rounds.length,
+    rounds: best.rounds,
   };
 }
 
-function parseRecord(stdout: string): RunRecord | null {
+export function parseRecord(stdout: string): RunRecord | null {
   try {
     return JSON.parse(stdout) as RunRecord;
   } catch {
