@@ -1,7 +1,8 @@
 // Legal stimulus from the property, checked the way an engineer would: the built-in generator
 // writes a testbench for each fixture (written from the language reference: `|->` on outputs,
 // `|=>` with `$stable`, `$past`, `disable iff`, `|-> ##2`, `$onehot0`, an enum-typed input, an
-// active-low synchronous reset, assertions a macro hides from Verilator, two clock domains), and
+// active-low synchronous reset, assertions a macro hides from Verilator, two clock domains, checks
+// over internal nets, per-element checks of a generate loop, sums of concatenations), and
 // the best one is rebuilt by PLAIN Verilator (`--binary --timing --assert`, no CHORUS code), as
 // Verilator compiles the design and without VERILATOR defined (as any other simulator would), and
 // run: the design's assertions never fire. Roles come from the design's use (the slang front end).
@@ -55,6 +56,21 @@ describe('legal stimulus from the property, rebuilt by plain Verilator', () => {
     ['$onehot0 on a select input', 'onehot_sel.sv', /sel = sel & \(~sel \+ 1'b1\);/],
     ['|=> on an input, and a forbidden encoding', 'delay_ack.sv', /if \(chorus_ante_\d+\[0\]\) begin done = 1'b1; end/],
     ['assertions a macro hides from Verilator', 'hidden_macro.sv', /rd = '0;/],
+    [
+      'a property over internal nets, read through their continuous assignments',
+      'credit_gate.sv',
+      /if \(\(credit_o == '0\) && !\(give_i\) && take_i\) begin take_i = '0; end/,
+    ],
+    [
+      'per-input checks of a generate loop over packed-array ports',
+      'sel_array.sv',
+      /if \(valid_i\[1\]\) begin if \(!\(sel_i\[3:2\] < 32'd3\)\) sel_i\[3:2\] = sel_i\[3:2\] % 32'd3; end/,
+    ],
+    [
+      'a sum of concatenations compared as written',
+      'bound_sum.sv',
+      /\(\(\{1'd0, q_o\} \+ \{1'd0, delta_i\}\) > \{1'd0, bound_i\}\) && en_i\) begin en_i = '0; end/,
+    ],
   ];
   for (const [name, file, rule] of cases) {
     it(`${name}: no assertion fires with or without VERILATOR`, async () => {

@@ -211,6 +211,70 @@ def test_overlapping_implication_with_two_cycle_delay(tmp_path: Path) -> None:
     assert assume['functions'] == ['$isunknown'] and assume['delay'] == 0
 
 
+LEGAL = ROOT / 'test' / 'fixtures' / 'legal'
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_generate_loop_checks_are_one_fact_per_element_over_flat_port_bits(tmp_path: Path) -> None:
+    resp = facts({'files': [str(LEGAL / 'sel_array.sv')], 'top': None}, tmp_path)
+    existing = [a for a in resp['assertions'] if a['line'] == 23]
+    # One fact per generate iteration: each constrains other bits of the ports.
+    assert [a['antecedentExpr'] for a in existing] == [
+        {'op': 'select', 'base': {'op': 'id', 'name': 'valid_i', 'top': 'valid_i', 'width': 2}, 'text': f'[{i}]', 'width': 1}
+        for i in (0, 1)
+    ]
+    # sel_i is `logic [1:0][1:0]`: element i is bits [2i+1:2i] of the flat port.
+    assert [a['consequentExpr']['args'][0]['text'] for a in existing] == ['[1:0]', '[3:2]']
+    assert existing[0]['consequentExpr']['args'][1] == {'op': 'const', 'value': "32'd3", 'width': 32}
+
+
+def test_internal_net_is_read_through_its_continuous_assignment(tmp_path: Path) -> None:
+    resp = facts({'files': [str(LEGAL / 'credit_gate.sv')], 'top': None}, tmp_path)
+    a = only(resp['assertions'], line=21)
+    take = {'op': 'id', 'name': 'take_i', 'top': 'take_i', 'width': 1}
+    give = {'op': 'id', 'name': 'give_i', 'top': 'give_i', 'width': 1}
+    dec = {'op': 'cast', 'width': 1, 'args': [{'op': 'bitand', 'args': [take, {'op': 'bitnot', 'args': [give]}]}]}
+    assert a['consequentExpr'] == {'op': 'not', 'args': [{'op': 'and', 'args': [
+        {'op': 'eq', 'args': [{'op': 'id', 'name': 'credit_o', 'top': 'credit_o', 'width': 2}, {'op': 'const', 'value': "'0"}]},
+        dec,
+    ]}]}  # fmt: skip
+
+
+def test_constants_keep_their_value_and_selects_follow_connections(tmp_path: Path) -> None:
+    src = write(
+        tmp_path,
+        'wrap.sv',
+        """
+module leaf (input logic clk, input logic [1:0] v, input logic w, input logic [3:0] n);
+  a: assert property (@(posedge clk) v != 2'd3 && n < 5'd3);
+  b: assert property (@(posedge clk) w);
+  logic multi;
+  assign multi = v[0];
+  assign multi = v[1];
+  c: assert property (@(posedge clk) multi);
+endmodule
+module wrap (input logic clk, input logic [7:0] bus, input logic [1:0] narrow);
+  leaf u (.clk(clk), .v(bus[5:4]), .w(narrow), .n(bus[3:0]));
+endmodule
+""",
+    )
+    resp = facts({'files': [src], 'top': 'wrap'}, tmp_path)
+    a = only(resp['assertions'], line=3)
+    v, n = a['consequentExpr']['args'][0]['args'][0], a['consequentExpr']['args'][1]['args'][0]
+    assert (v['base']['top'], v['text'], n['text']) == ('bus', '[5:4]', '[3:0]')
+    # 5'd3 is 3 (slang prints it 5'b11).
+    assert a['consequentExpr']['args'][1]['args'][1]['value'] == "5'd3"
+    # A width-changing connection is not the port: no top name.
+    assert only(resp['assertions'], line=4)['consequentExpr']['top'] is None
+    # A net with two drivers is not replaced by either.
+    assert only(resp['assertions'], line=8)['consequentExpr'] == {'op': 'id', 'name': 'multi', 'top': None, 'width': 1}
+
+
 def test_immediate_and_deferred_assertions_in_always_comb(tmp_path: Path) -> None:
     resp = facts(request('immediate_comb.sv'), tmp_path)
     immediate = only(resp['assertions'], kind='immediate')

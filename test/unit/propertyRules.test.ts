@@ -122,6 +122,79 @@ describe('property to stimulus rule', () => {
     expect(propertyRule(p, roles, 0, true)).toMatchObject({ level: 'gate', statements: ["if (push) begin push = '0; end"] });
   });
 
+  it('constant bits of packed ports (a generate loop over `valid[i]`, `sel[i]`): read, set and remembered as bits', () => {
+    const bits = (name: string, text: string, width: number): FactExpr => ({ op: 'select', base: id(name), text, width });
+    const k = (value: string, width = 32): FactExpr => ({ op: 'const', value, width });
+    const inRange = propertyRule(
+      prop({ antecedentExpr: bits('valid', '[0]', 1), consequentExpr: { op: 'lt', args: [bits('data', '[3:2]', 2), k("32'd3")] } }),
+      roles,
+      0,
+    )!;
+    // `valid` is 1 bit in these roles: [0] is its only bit.
+    expect(inRange.statements).toEqual(["if (valid[0]) begin if (!(data[3:2] < 32'd3)) data[3:2] = data[3:2] % 32'd3; end"]);
+    const held = propertyRule(
+      prop({
+        antecedentExpr: and(bits('data', '[0]', 1), not(bits('sel', '[1]', 1))),
+        consequentExpr: call('$stable', { op: 'bitand', args: [bits('data', '[7:4]', 4), k("4'd9", 4)] }),
+        implication: '|=>',
+        delay: 1,
+      }),
+      roles,
+      2,
+    )!;
+    expect(held.statements).toEqual(['if (chorus_ante_2[0]) begin data[7:4] = chorus_past_clk_data_7_4_; end']);
+    expect(held.declarations).toContain("logic [3:0] chorus_past_clk_data_7_4_ = '0;");
+    expect(held.declarations).toContain('always @(posedge clk) chorus_past_clk_data_7_4_ <= data[7:4];');
+    // `x <= y` for a design-internal y: x at zero while the antecedent holds; `x < y`: no rule.
+    const limit = id('max_step', null);
+    expect(
+      propertyRule(prop({ antecedentExpr: id('start'), consequentExpr: { op: 'le', args: [id('op'), limit] } }), roles, 0)!.statements,
+    ).toEqual(["if (start) begin op = '0; end"]);
+    expect(propertyRule(prop({ antecedentExpr: id('start'), consequentExpr: { op: 'lt', args: [id('op'), limit] } }), roles, 0)).toBeNull();
+    // Bits outside the port, and `x < 0` (nothing satisfies it): no rule from them.
+    expect(propertyRule(prop({ consequentExpr: bits('data', '[8]', 1) }), roles, 0)).toBeNull();
+    expect(propertyRule(prop({ consequentExpr: { op: 'lt', args: [id('op'), k("32'd0")] } }), roles, 0)).toBeNull();
+  });
+
+  it("an inlined 1-bit driver (`1'(push & ~valid)`) splits like `&&`; sums, concatenations and casts render as written", () => {
+    const w1 = (name: string): FactExpr => ({ op: 'id', name, top: name, width: 1 });
+    const w4 = (name: string): FactExpr => ({ op: 'id', name, top: name, width: 4 });
+    const dec: FactExpr = { op: 'cast', width: 1, args: [{ op: 'bitand', args: [w1('push'), { op: 'bitnot', args: [w1('valid')] }] }] };
+    const never = not(and(w1('full'), dec));
+    expect(propertyRule(prop({ consequentExpr: never }), roles, 0)!.statements).toEqual([
+      "if (full && !(valid) && push) begin push = '0; end",
+    ]);
+    const zero: FactExpr = { op: 'const', value: "1'd0", width: 1 };
+    const sum: FactExpr = {
+      op: 'gt',
+      args: [
+        {
+          op: 'add',
+          args: [
+            { op: 'concat', args: [zero, w4('data')] },
+            { op: 'cast', width: 5, args: [w4('sel')] },
+          ],
+        },
+        { op: 'cond', args: [w1('ready'), { op: 'const', value: "5'd7", width: 5 }, { op: 'const', value: "5'd9", width: 5 }] },
+      ],
+    };
+    expect(propertyRule(prop({ consequentExpr: not(and(w1('start'), sum)) }), roles, 0)!.statements).toEqual([
+      "if ((({1'd0, data} + 5'(sel)) > (ready ? 5'd7 : 5'd9)) && start) begin start = '0; end",
+    ]);
+    // A 4-bit cast is not a truth value: it is compared, never split or flipped.
+    const wide: FactExpr = { op: 'cast', width: 4, args: [{ op: 'bitand', args: [w4('data'), w4('sel')] }] };
+    expect(propertyRule(prop({ consequentExpr: not(wide) }), roles, 0)).toBeNull();
+  });
+
+  it('a negated conjunction (`!(push && start)`) is avoided, never met by driving its parts; `!(op < K)` is `op >= K`', () => {
+    const r = propertyRule(prop({ consequentExpr: not(and(id('push'), id('start'))) }), roles, 0)!;
+    expect(r).toMatchObject({ level: 'gate', statements: ["if (start && push) begin push = '0; end"] });
+    const k: FactExpr = { op: 'const', value: "2'd2", width: 2 };
+    expect(propertyRule(prop({ consequentExpr: not({ op: 'lt', args: [id('op'), k] }) }), roles, 0)!.statements).toEqual([
+      "if (!(op >= 2'd2)) op = 2'd2;",
+    ]);
+  });
+
   it('look-alikes: an internal signal, an opaque sequence, a cover: no rule', () => {
     expect(propertyRule(prop({ antecedentExpr: id('state_q', null), consequentExpr: not(id('full')) }), roles, 0)).toBeNull();
     expect(propertyRule(prop({ consequentExpr: { op: 'opaque', text: 'a [*3]' } }), roles, 0)).toBeNull();

@@ -13,9 +13,35 @@
 export type FactExpr =
   | { op: 'id'; name: string; top: string | null; width?: number }
   | { op: 'const'; value: string; width?: number }
-  | { op: 'not' | 'and' | 'or' | 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge' | 'bitand' | 'bitor' | 'bitnot' | 'xor'; args: FactExpr[] }
+  | {
+      op:
+        | 'not'
+        | 'and'
+        | 'or'
+        | 'eq'
+        | 'ne'
+        | 'lt'
+        | 'le'
+        | 'gt'
+        | 'ge'
+        | 'bitand'
+        | 'bitor'
+        | 'bitnot'
+        | 'xor'
+        | 'add'
+        | 'sub'
+        | 'mul'
+        | 'shl'
+        | 'shr';
+      args: FactExpr[];
+    }
+  /** `{a, b}`; `c ? a : b` (args [c, a, b]). */
+  | { op: 'concat' | 'cond'; args: FactExpr[] }
+  /** A design-internal signal replaced by its driver (`assign dec = take & ~give`), at its width. */
+  | { op: 'cast'; width: number; args: FactExpr[] }
   | { op: 'call'; name: string; args: FactExpr[] }
-  | { op: 'select'; base: FactExpr; text: string }
+  /** Constant bits of a top port, in the flat numbering the testbench declares the port with. */
+  | { op: 'select'; base: FactExpr; text: string; width?: number }
   | { op: 'opaque'; text: string };
 
 export interface FactPort {
@@ -120,7 +146,10 @@ export interface DesignFacts {
   disagreements: string[];
 }
 
-const siteKey = (a: FactAssertion): string => `${a.file}:${a.line}:${a.column}`;
+// A site in a generate loop or a module instantiated twice is one assertion per set of ports it
+// constrains (`valid_i[i] |-> ...` for each i): the trees are part of the key.
+const siteKey = (a: FactAssertion): string =>
+  `${a.file}:${a.line}:${a.column}:${JSON.stringify([a.antecedentExpr ?? null, a.consequentExpr ?? null])}`;
 
 /**
  * The union of the assertions of the two readings: one entry per source site, `seenWith` naming

@@ -482,11 +482,24 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prevLevel
   return freezeRule(site, namedInputs(st, roles), `the condition of the assertion at ${site} is not understood`);
 }
 
-/** The design's assertion (the front end's facts) a failure site is, with its index. */
+/** How many lines an assertion macro's arguments may span: a failure inside a macro reports the
+ * line its expansion ends on (`__LINE__`), the front end the line the macro call starts on. */
+const MACRO_SPAN = 12;
+
+/** The design's assertion (the front end's facts) a failure site is, with its index: the one that
+ * starts on the failing line, else the assertion macro call the line is inside of. */
 function factAt(f: DutFailure, info: DesignInfo): { a: FactAssertion; i: number } | null {
   const all = info.facts?.assertions ?? [];
-  const i = all.findIndex((a) => a.line === f.line && (a.file === f.file || basename(a.file) === basename(f.file)));
-  return i < 0 ? null : { a: all[i], i };
+  const sameFile = (a: FactAssertion): boolean => a.file === f.file || basename(a.file) === basename(f.file);
+  const i = all.findIndex((a) => a.line === f.line && sameFile(a));
+  if (i >= 0) return { a: all[i], i };
+  let best = -1;
+  all.forEach((a, k) => {
+    if (!sameFile(a) || a.line > f.line) return;
+    if (best < 0 || a.line > all[best].line) best = k;
+  });
+  const a = best < 0 ? null : all[best];
+  return a && a.fromMacro && f.line - a.line <= MACRO_SPAN ? { a, i: best } : null;
 }
 
 /** Rules for a run's failures, given the rules already in force (ineffective ones escalate). */

@@ -32,8 +32,8 @@ const pastName = (port: string, clock: string): string => `chorus_past_${ident(c
 interface Ctx {
   ports: Map<string, PortInfo>;
   clock: { port: string; edge: 'pos' | 'neg' } | null;
-  /** Past values the rendering needs: port -> register name. */
-  past: Map<string, string>;
+  /** Past values the rendering needs: leaf text (`sel`, `sel[3:2]`) -> register and width. */
+  past: Map<string, { reg: string; width: number }>;
 }
 
 const BIN: Record<string, string> = {
@@ -48,19 +48,87 @@ const BIN: Record<string, string> = {
   bitand: '&',
   bitor: '|',
   xor: '^',
+  add: '+',
+  sub: '-',
+  mul: '*',
+  shl: '<<',
+  shr: '>>',
 };
 
-/** The top port an expression names directly, or null. */
-function portOf(e: FactExpr, c: Ctx): PortInfo | null {
-  return e.op === 'id' && e.top ? (c.ports.get(e.top) ?? null) : null;
+/** A top port, or constant bits of a packed one (`sel[3:2]`, in the flat numbering the testbench
+ * declares ports with), that an expression names: what the testbench reads, and for a data input
+ * sets, as `text`. */
+interface Leaf {
+  port: PortInfo;
+  text: string;
+  width: number;
 }
 
+function leafOf(e: FactExpr, c: Ctx): Leaf | null {
+  if (e.op === 'id') {
+    const p = e.top ? c.ports.get(e.top) : undefined;
+    return p ? { port: p, text: p.name, width: p.width } : null;
+  }
+  if (e.op !== 'select' || e.base.op !== 'id' || !e.base.top) return null;
+  const m = /^\[(\d+)(?::(\d+))?\]$/.exec(e.text);
+  const p = c.ports.get(e.base.top);
+  if (!m || !p || p.unpackedDims.length) return null;
+  const hi = Number(m[1]);
+  const lo = m[2] === undefined ? hi : Number(m[2]);
+  if (hi < lo || hi >= p.width) return null;
+  return { port: p, text: `${p.name}${e.text}`, width: hi - lo + 1 };
+}
+
+/** The register holding the value `e` (a leaf) had at the previous edge of the property's clock. */
 function pastOf(e: FactExpr, c: Ctx): string | null {
-  const p = portOf(e, c);
-  if (!p || !c.clock) return null;
-  const name = pastName(p.name, c.clock.port);
-  c.past.set(p.name, name);
-  return name;
+  const l = leafOf(e, c);
+  return l ? pastOfLeaf(l, c) : null;
+}
+
+/** A 1-bit value: where `&`, `|`, `^`, `~` are the logical operators and a 1-bit cast changes
+ * nothing. */
+function oneBit(e: FactExpr): boolean {
+  switch (e.op) {
+    case 'id':
+    case 'select':
+    case 'const':
+      return e.width === 1;
+    case 'not':
+    case 'and':
+    case 'or':
+    case 'eq':
+    case 'ne':
+    case 'lt':
+    case 'le':
+    case 'gt':
+    case 'ge':
+      return true;
+    case 'bitand':
+    case 'bitor':
+    case 'xor':
+    case 'bitnot':
+      return e.args.every(oneBit);
+    case 'cast':
+      return e.width === 1;
+    case 'call':
+      return ['$onehot', '$onehot0', '$stable', '$changed', '$rose', '$fell', '$isunknown'].includes(e.name);
+    default:
+      return false;
+  }
+}
+
+/** `e` without the 1-bit casts of 1-bit values an inlined driver brings (`1'(take & ~give)`). */
+function unwrap(e: FactExpr): FactExpr {
+  while (e.op === 'cast' && e.width === 1 && oneBit(e.args[0])) e = e.args[0];
+  return e;
+}
+
+/** The numeric value of a constant (`4'd9`, `12`, `'0`), or null. */
+function constValue(e: FactExpr): bigint | null {
+  if (e.op !== 'const') return null;
+  if (e.value === "'0") return 0n;
+  const m = /^(?:\d+'s?d)?(\d+)$/.exec(e.value);
+  return m ? BigInt(m[1]) : null;
 }
 
 /** `e` with each signal read one edge earlier (`$past` of a leaf); calls are left alone, so a
@@ -68,14 +136,13 @@ function pastOf(e: FactExpr, c: Ctx): string | null {
 function pastOfEach(e: FactExpr): FactExpr {
   switch (e.op) {
     case 'id':
+    case 'select':
       return { op: 'call', name: '$past', args: [e] };
     case 'const':
     case 'opaque':
       return e;
     case 'call':
       return { op: 'opaque', text: e.name };
-    case 'select':
-      return { ...e, base: pastOfEach(e.base) };
     default:
       return { ...e, args: e.args.map(pastOfEach) };
   }
@@ -85,17 +152,14 @@ function pastOfEach(e: FactExpr): FactExpr {
 export function render(e: FactExpr, c: Ctx): string | null {
   switch (e.op) {
     case 'id':
-      return e.top && c.ports.has(e.top) ? e.top : null;
+    case 'select':
+      return leafOf(e, c)?.text ?? null;
     case 'const':
       return e.value;
     case 'not':
     case 'bitnot': {
       const a = render(e.args[0], c);
       return a === null ? null : `${e.op === 'not' ? '!' : '~'}(${a})`;
-    }
-    case 'select': {
-      const b = render(e.base, c);
-      return b === null || !/^\[[0-9: +-]+\]$/.test(e.text) ? null : `${b}${e.text}`;
     }
     case 'call':
       return renderCall(e.name, e.args, c);
@@ -104,6 +168,9 @@ export function render(e: FactExpr, c: Ctx): string | null {
     default: {
       const parts = e.args.map((a) => render(a, c));
       if (parts.some((p) => p === null)) return null;
+      if (e.op === 'cast') return `${e.width}'(${parts[0]})`;
+      if (e.op === 'concat') return `{${parts.join(', ')}}`;
+      if (e.op === 'cond') return `(${parts[0]} ? ${parts[1]} : ${parts[2]})`;
       return `(${parts.join(` ${BIN[e.op]} `)})`;
     }
   }
@@ -122,36 +189,76 @@ function renderCall(name: string, args: FactExpr[], c: Ctx): string | null {
     case '$past': {
       if (args.length > 1 && !(args[1].op === 'const' && /^(32'd)?1$/.test(args[1].value))) return null;
       // $past(f(x, y)) is f($past(x), $past(y)) for an expression of sampled values.
-      return args[0].op === 'id' ? pastOf(args[0], c) : render(pastOfEach(args[0]), c);
+      return leafOf(args[0], c) ? pastOf(args[0], c) : render(pastOfEach(args[0]), c);
     }
     case '$stable':
     case '$changed':
     case '$rose':
     case '$fell': {
-      const p = pastOf(args[0], c);
+      const p = leafOf(args[0], c) ? pastOf(args[0], c) : render(pastOfEach(args[0]), c);
       if (!p) return null;
       if (name === '$stable') return `(${a} == ${p})`;
       if (name === '$changed') return `(${a} != ${p})`;
-      return name === '$rose' ? `(${a}[0] && !${p}[0])` : `(!${a}[0] && ${p}[0])`;
+      return name === '$rose' ? `(${bit0(a)} && !${bit0(p)})` : `(!${bit0(a)} && ${bit0(p)})`;
     }
     default:
       return null;
   }
 }
 
-/** An input the stimulus may set: a data input (not a clock or reset) of the top. */
-function settable(e: FactExpr, c: Ctx, roles: Roles): PortInfo | null {
-  const p = portOf(e, c);
-  return p && roles.data.includes(p) && p.unpackedDims.length === 0 ? p : null;
+/** Bit 0 of a rendered value: a name or select is indexed, anything else masked. */
+const bit0 = (v: string): string => (/^[A-Za-z_]\w*$/.test(v) ? `${v}[0]` : `((${v}) & 1'b1)`);
+
+/** An input the stimulus may set: a data input (not a clock or reset) of the top, or constant
+ * bits of one. */
+function settable(e: FactExpr, c: Ctx, roles: Roles): Leaf | null {
+  const l = leafOf(unwrap(e), c);
+  return l && roles.data.includes(l.port) && l.port.unpackedDims.length === 0 ? l : null;
+}
+
+/** The leaves of `e` when every one is a settable input and nothing else but constants and
+ * operators is in it (`data & MASK`); else null. */
+function settableLeaves(e: FactExpr, c: Ctx, roles: Roles): Leaf[] | null {
+  if (e.op === 'id' || e.op === 'select') {
+    const l = settable(e, c, roles);
+    return l ? [l] : null;
+  }
+  if (e.op === 'const') return [];
+  if (e.op === 'call' || e.op === 'opaque') return null;
+  const out: Leaf[] = [];
+  for (const a of e.args) {
+    const ls = settableLeaves(a, c, roles);
+    if (!ls) return null;
+    out.push(...ls);
+  }
+  return out;
+}
+
+const NEGATED: Partial<Record<FactExpr['op'], 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge'>> = {
+  eq: 'ne',
+  ne: 'eq',
+  lt: 'ge',
+  ge: 'lt',
+  gt: 'le',
+  le: 'gt',
+};
+
+/** `!e` pushed one level in: `!!x` is x, `!(a < b)` is `a >= b`; null where it does not simplify. */
+function negate(e: FactExpr): FactExpr | null {
+  e = unwrap(e);
+  if (isNot(e)) return unwrap(e.args[0]);
+  const n = NEGATED[e.op];
+  return n && 'args' in e ? { op: n, args: e.args } : null;
 }
 
 /**
  * Statements that make `e` true by setting inputs only, or null. Conjunctions set each part; a
- * disjunction its first part that can be made true; `!x`, `x == K`, `$stable(x)`, `$onehot0(x)`
- * and `$onehot(x)` of an input each have one assignment that satisfies them.
+ * disjunction its first part that can be made true; `!x`, `x == K`, `x < K`, `$stable(x)`,
+ * `$onehot0(x)` and `$onehot(x)` of an input each have one assignment that satisfies them.
  */
 export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
-  if (e.op === 'and') {
+  e = unwrap(e);
+  if (e.op === 'and' || (e.op === 'bitand' && oneBit(e))) {
     const out: string[] = [];
     for (const a of e.args) {
       const s = makeTrue(a, c, roles);
@@ -160,7 +267,7 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
     }
     return out;
   }
-  if (e.op === 'or') {
+  if (e.op === 'or' || (e.op === 'bitor' && oneBit(e))) {
     for (const a of e.args) {
       const s = makeTrue(a, c, roles);
       if (s) return s;
@@ -168,10 +275,12 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
     return null;
   }
   const p = settable(e, c, roles);
-  if (p) return p.width === 1 ? [`${p.name} = 1'b1;`] : null;
+  if (p) return p.width === 1 ? [`${p.text} = 1'b1;`] : null;
   if (isNot(e)) {
     const q = settable(e.args[0], c, roles);
-    return q ? [`${q.name} = '0;`] : null;
+    if (q) return [`${q.text} = '0;`];
+    const n = negate(e.args[0]);
+    return n ? makeTrue(n, c, roles) : null;
   }
   if (e.op === 'eq' || e.op === 'ne') {
     const [l, r] = e.args;
@@ -179,34 +288,83 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
     const other = settable(l, c, roles) ? r : l;
     const k = other.op === 'const' ? other.value : null;
     if (!q || k === null) return null;
-    return e.op === 'eq' ? [`${q.name} = ${k};`] : [`if (${q.name} == ${k}) ${q.name} = ${q.name} + 1'b1;`];
+    return e.op === 'eq' ? [`${q.text} = ${k};`] : [`if (${q.text} == ${k}) ${q.text} = ${q.text} + 1'b1;`];
   }
+  if (e.op === 'lt' || e.op === 'le' || e.op === 'gt' || e.op === 'ge') return bound(e.op, e.args[0], e.args[1], c, roles);
   if (e.op === 'call') {
+    if (e.name === '$stable' && e.args[0]) {
+      // $stable(x & MASK): each input in it keeps its previous value.
+      const leaves = settableLeaves(e.args[0], c, roles);
+      if (!leaves || !leaves.length) return null;
+      const out: string[] = [];
+      for (const l of leaves) {
+        const reg = pastOfLeaf(l, c);
+        if (!reg) return null;
+        out.push(`${l.text} = ${reg};`);
+      }
+      return out;
+    }
     const q = e.args[0] ? settable(e.args[0], c, roles) : null;
     if (!q) return null;
-    if (e.name === '$stable') {
-      const p = pastOf(e.args[0], c);
-      return p ? [`${q.name} = ${p};`] : null;
-    }
-    if (e.name === '$onehot0') return [`${q.name} = ${q.name} & (~${q.name} + 1'b1);`];
-    if (e.name === '$onehot') return [`${q.name} = (${q.name} == '0) ? 1 : ${q.name} & (~${q.name} + 1'b1);`];
+    if (e.name === '$onehot0') return [`${q.text} = ${q.text} & (~${q.text} + 1'b1);`];
+    if (e.name === '$onehot') return [`${q.text} = (${q.text} == '0) ? 1 : ${q.text} & (~${q.text} + 1'b1);`];
   }
   return null;
+}
+
+/** The register holding a leaf's value at the previous edge of the property's clock. */
+function pastOfLeaf(l: Leaf, c: Ctx): string | null {
+  if (!c.clock || l.port.unpackedDims.length) return null;
+  const reg = pastName(l.text, c.clock.port);
+  c.past.set(l.text, { reg, width: l.width });
+  return reg;
+}
+
+/** `x < K` (and `<=`, `>`, `>=`, either side) for an input x and a constant K: a value in range,
+ * drawn from x itself where it can be (`x % K`) so the stimulus still varies. `x <= y` for any y:
+ * x at zero. */
+function bound(op: 'lt' | 'le' | 'gt' | 'ge', l: FactExpr, r: FactExpr, c: Ctx, roles: Roles): string[] | null {
+  let x = settable(l, c, roles);
+  let k = r;
+  if (!x) {
+    x = settable(r, c, roles);
+    k = l;
+    op = ({ lt: 'gt', le: 'ge', gt: 'lt', ge: 'le' } as const)[op];
+  }
+  if (!x) return null;
+  const n = constValue(k);
+  // `x <= y` for a y the testbench cannot see (a design-internal limit): an unsigned x at zero
+  // meets it whatever y is.
+  if (n === null) return op === 'le' && !x.port.signed ? [`${x.text} = '0;`] : null;
+  if (k.op !== 'const') return null;
+  const K = k.value;
+  const max = (1n << BigInt(x.width)) - 1n;
+  const cond = `!(${x.text} ${BIN[op]} ${K})`;
+  switch (op) {
+    case 'lt':
+      return n === 0n ? null : [`if (${cond}) ${x.text} = ${x.text} % ${K};`];
+    case 'le':
+      return [`if (${cond}) ${x.text} = ${x.text} % (${K} + 1);`];
+    case 'gt':
+      return n >= max ? null : [`if (${cond}) ${x.text} = ${K} + 1;`];
+    case 'ge':
+      return n > max ? null : [`if (${cond}) ${x.text} = ${K};`];
+  }
 }
 
 /** `!x`, or `~x` of one bit (the same thing): the forms a negation takes in a property. */
 function isNot(e: FactExpr): e is { op: 'not' | 'bitnot'; args: FactExpr[] } {
   if (e.op === 'not') return true;
-  if (e.op !== 'bitnot') return false;
-  const a = e.args[0];
-  return a.op === 'id' && a.width === 1;
+  return e.op === 'bitnot' && oneBit(e.args[0]);
 }
 
 /** Conjunctions of `e` (negated when `neg`), each a list of parts: at most 8, or null. */
 function dnf(e: FactExpr, neg: boolean): FactExpr[][] | null {
+  e = unwrap(e);
   if (isNot(e)) return dnf(e.args[0], !neg);
-  if (e.op === 'and' || e.op === 'or') {
-    const conj = (e.op === 'and') !== neg;
+  const logical = e.op === 'and' || e.op === 'or' || ((e.op === 'bitand' || e.op === 'bitor') && oneBit(e));
+  if (logical && 'args' in e) {
+    const conj = (e.op === 'and' || e.op === 'bitand') !== neg;
     const parts = e.args.map((a) => dnf(a, neg));
     if (parts.some((p) => p === null)) return null;
     const ps = parts as FactExpr[][][];
@@ -254,7 +412,7 @@ function avoid(v: FactExpr, c: Ctx, roles: Roles): string[] | null {
 /** `!x` of a 1-bit input made false: x high. */
 function flipNegated(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
   if (!isNot(e)) return null;
-  const inner = e.args[0];
+  const inner = unwrap(e.args[0]);
   if (isNot(inner)) return makeTrue({ op: 'not', args: [inner.args[0]] }, c, roles);
   return makeTrue(inner, c, roles);
 }
@@ -286,10 +444,9 @@ function clockOf(a: FactAssertion, roles: Roles): Ctx['clock'] {
 function pastDeclarations(c: Ctx): string[] {
   if (!c.clock) return [];
   const out: string[] = [];
-  for (const [port, reg] of c.past) {
-    const p = c.ports.get(port)!;
-    out.push(`logic ${p.width > 1 ? `[${p.width - 1}:0] ` : ''}${reg} = '0;`);
-    out.push(`always @(${c.clock.edge}edge ${c.clock.port}) ${reg} <= ${port};`);
+  for (const [leaf, { reg, width }] of c.past) {
+    out.push(`logic ${width > 1 ? `[${width - 1}:0] ` : ''}${reg} = '0;`);
+    out.push(`always @(${c.clock.edge}edge ${c.clock.port}) ${reg} <= ${leaf};`);
   }
   return out;
 }
@@ -313,7 +470,7 @@ export function propertyRule(a: FactAssertion, roles: Roles, index: number, pref
   const anteText = ante ? render(ante, c) : "1'b1";
   if (anteText === null) return null;
   const oblige = preferAvoid ? null : makeTrue(cons, c, roles);
-  if (oblige && render(cons, c) !== null) {
+  if (oblige) {
     if (delay === 0) {
       return {
         site,

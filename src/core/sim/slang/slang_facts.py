@@ -369,6 +369,9 @@ class Inst:
     subroutines: list[Any] = field(default_factory=list)
     children: list[ast.InstanceSymbol] = field(default_factory=list)
     default_clocking: Any = None
+    # A net or variable driven whole by one continuous assignment (or a net's initializer): its
+    # driver expression, by the signal's key.
+    drivers: dict[str, Any] = field(default_factory=dict)
 
     @property
     def path(self) -> str:
@@ -407,6 +410,17 @@ def _scan_scope(scope: Any, inst: Inst) -> None:
         elif kind == SK.ClockingBlock and inst.default_clocking is None:
             if _is_default_clocking(member):
                 inst.default_clocking = member
+        elif kind == SK.ContinuousAssign:
+            left = member.assignment.left
+            if left.kind == EK.NamedValue:
+                _add_driver(inst, _key(left.symbol), member.assignment.right)
+        elif kind == SK.Net and member.initializer is not None:  # wire x = expr;
+            _add_driver(inst, _key(member), member.initializer)
+
+
+def _add_driver(inst: Inst, key: str, driver: Any) -> None:
+    # Two drivers of one signal (a multiply-driven net): neither is its value.
+    inst.drivers[key] = None if key in inst.drivers else driver
 
 
 def _scan_array(array: Any, inst: Inst) -> None:
@@ -483,6 +497,27 @@ class PortTracer:
             symbol = base_symbol(conn.expression) if conn is not None else None
             inst = inst.parent
         return None
+
+    def top_slice(self, symbol: Any, inst: Inst) -> tuple[Any, int, int] | None:
+        """The top port a signal of an instance is, and which of its bits (lowest, width), when
+        every connection on the way up is a signal or a constant part of one (`.v(bus[3])`)."""
+        typ = symbol.type if symbol.kind in SIGNAL_SYMBOLS else None
+        if typ is None or not typ.isIntegral:
+            return None
+        lo, width = 0, int(typ.bitWidth)
+        while True:
+            port = self._ports.get(inst.path, {}).get(_key(symbol))
+            if port is None:
+                return None
+            if inst.parent is None:
+                return port, lo, width
+            conn = inst.symbol.getPortConnection(port)
+            piece = flat_bits(conn.expression) if conn is not None else None
+            if piece is None or piece[2] != int(port.type.bitWidth):
+                return None
+            symbol, outer, _ = piece
+            lo += outer
+            inst = inst.parent
 
     def top_name(self, symbol: Any, inst: Inst) -> str | None:
         port = self.top_port(symbol, inst)
@@ -1006,6 +1041,11 @@ BINARY_OPS = {
     ast.BinaryOperator.BinaryAnd: 'bitand',
     ast.BinaryOperator.BinaryOr: 'bitor',
     ast.BinaryOperator.BinaryXor: 'xor',
+    ast.BinaryOperator.Add: 'add',
+    ast.BinaryOperator.Subtract: 'sub',
+    ast.BinaryOperator.Multiply: 'mul',
+    ast.BinaryOperator.LogicalShiftLeft: 'shl',
+    ast.BinaryOperator.LogicalShiftRight: 'shr',
 }
 TREE_CALLS = {'$past', '$stable', '$changed', '$rose', '$fell', '$onehot', '$onehot0', '$countones', '$isunknown'}
 PROPERTY_OPS = {ast.BinaryAssertionOperator.And: 'and', ast.BinaryAssertionOperator.Or: 'or'}
@@ -1017,35 +1057,157 @@ def _opaque(node: Any) -> dict:
 
 def _constant_tree(expr: Any) -> dict | None:
     """A constant (literal, parameter, enum member) as a sized literal the testbench can write."""
+    if expr.kind == EK.UnbasedUnsizedIntegerLiteral:  # '0, '1: the context gives the width
+        bit = str(expr.literalValue)
+        return {'op': 'const', 'value': f"'{bit}"} if bit in ('0', '1') else None
     value = expr.constant
+    if value is None and expr.kind == EK.IntegerLiteral:
+        value = expr.value  # a literal slang did not fold (1'b0 inside a concatenation)
     if value is None and expr.kind == EK.NamedValue and expr.symbol.kind in (SK.Parameter, SK.EnumValue):
         value = expr.symbol.value  # a parameter's or enum member's elaborated value
     if value is None or expr.kind == EK.NamedValue and expr.symbol.kind in SIGNAL_SYMBOLS:
         return None
-    width = int(expr.type.bitWidth) if expr.type is not None else 0
-    try:
-        number = int(str(value.convertToInt()).split("'")[-1].lstrip('sdbh') or '0')
-    except (ValueError, AttributeError):
+    number = _int_value(value)
+    if number is None:
         return None
+    width = int(expr.type.bitWidth) if expr.type is not None else 0
     if width <= 0:
         return {'op': 'const', 'value': str(number)}
     return {'op': 'const', 'value': f"{width}'d{number}", 'width': width}
 
 
+def _int_value(value: Any) -> int | None:
+    """A constant's value as a non-negative integer; None for X/Z, negatives and non-integers.
+    Read from the SVInt, never from its printed form (5'd3 prints as 5'b11)."""
+    raw = value.value if isinstance(value, pyslang.ConstantValue) else value
+    if not isinstance(raw, pyslang.SVInt) or raw.hasUnknown:
+        return None
+    number = int(raw)
+    return number if number >= 0 else None
+
+
+def _select_index(expr: Any) -> int | None:
+    """A select's index, when elaboration made it a constant (a literal, a genvar, a parameter)."""
+    expr = strip_conversions(expr)
+    if expr is None:
+        return None
+    value = expr.constant
+    if value is None and expr.kind == EK.IntegerLiteral:
+        value = expr.value
+    if value is None and expr.kind == EK.NamedValue and expr.symbol.kind == SK.Parameter:
+        value = expr.symbol.value
+    return _int_value(value) if value is not None else None
+
+
+def flat_bits(expr: Any) -> tuple[Any, int, int] | None:
+    """The signal an expression is a constant part of, as (symbol, lowest bit, width) of the
+    signal's packed bits: `v[2]`, `sel[i][1:0]` in a generate loop, `s.field`, `d[i+:2]`. None for
+    anything else (a variable index, an unpacked array, a width-changing conversion)."""
+    if expr is None:
+        return None
+    kind = expr.kind
+    if kind == EK.Conversion:
+        same = expr.type is not None and expr.operand.type is not None and expr.type.bitWidth == expr.operand.type.bitWidth
+        return flat_bits(expr.operand) if same else None
+    if kind == EK.Assignment:  # an output port's connection: actual = port
+        return flat_bits(expr.left)
+    if kind == EK.NamedValue:
+        typ = expr.symbol.type if expr.symbol.kind in SIGNAL_SYMBOLS else None
+        return (expr.symbol, 0, int(typ.bitWidth)) if typ is not None and typ.isIntegral else None
+    if kind not in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
+        return None
+    base = flat_bits(expr.value)
+    vtype = expr.value.type
+    if base is None or vtype is None or not vtype.isIntegral:
+        return None
+    symbol, lo, _ = base
+    width = int(expr.type.bitWidth)
+    if kind == EK.MemberAccess:
+        offset = getattr(expr.member, 'bitOffset', None)
+        return (symbol, lo + int(offset), width) if offset is not None else None
+    if not vtype.hasFixedRange:
+        return None
+    rng = vtype.fixedRange
+    left, right, count = int(rng.left), int(rng.right), int(rng.width)
+    elem = int(vtype.bitWidth) // count
+    if kind == EK.ElementSelect:
+        k = _select_index(expr.selector)
+        if k is None or not min(left, right) <= k <= max(left, right):
+            return None
+        return symbol, lo + abs(k - right) * elem, width
+    a, b = _select_index(expr.left), _select_index(expr.right)
+    if a is None or b is None:
+        return None
+    sk = expr.selectionKind
+    if sk == ast.RangeSelectionKind.IndexedUp:
+        ends = (a, a + b - 1)
+    elif sk == ast.RangeSelectionKind.IndexedDown:
+        ends = (a - b + 1, a)
+    else:
+        ends = (a, b)
+    if any(not min(left, right) <= i <= max(left, right) for i in ends):
+        return None
+    return symbol, lo + min(abs(i - right) for i in ends) * elem, width
+
+
 class ExprTrees:
     """Bound expressions of one instance as FactExpr trees (design/facts.ts), their signals traced
-    to the top's ports where the wiring is direct. Anything not modelled is `opaque`."""
+    to the top's ports (or constant parts of them) where every connection on the way is a signal or
+    a constant part of one. A design-internal net driven by one continuous assignment is replaced
+    by its driver, cast to the net's width, so that a property over `decrement` where
+    `assign decrement = take & ~give` is a property over the ports. Anything not modelled is
+    `opaque`."""
+
+    MAX_INLINE_DEPTH = 4
 
     def __init__(self, tracer: PortTracer, inst: Inst):
         self.tracer, self.inst = tracer, inst
+        self._inlining: list[str] = []
+
+    def signal(self, e: Any) -> dict | None:
+        """A signal or a constant part of one, as the top port bits it is wired from."""
+        piece = flat_bits(e)
+        if piece is None:
+            return None
+        symbol, lo, width = piece
+        traced = self.tracer.top_slice(symbol, self.inst)
+        if traced is None:
+            return None
+        port, plo, _ = traced
+        full = int(port.type.bitWidth)
+        base = {'op': 'id', 'name': e.symbol.name if e.kind == EK.NamedValue else symbol.name, 'top': port.name, 'width': full}
+        lo += plo
+        if lo == 0 and width == full:
+            return base
+        text = f'[{lo}]' if width == 1 else f'[{lo + width - 1}:{lo}]'
+        return {'op': 'select', 'base': base, 'text': text, 'width': width}
+
+    def inlined(self, e: Any) -> dict | None:
+        key = _key(e.symbol)
+        driver = self.inst.drivers.get(key)
+        if driver is None or key in self._inlining or len(self._inlining) >= self.MAX_INLINE_DEPTH:
+            return None
+        self._inlining.append(key)
+        try:
+            tree = self.expr(driver)
+        finally:
+            self._inlining.pop()
+        return {'op': 'cast', 'width': int(e.type.bitWidth), 'args': [tree]}
 
     def expr(self, e: Any) -> dict:
         e = strip_conversions(e)
         if e is None:
             return {'op': 'opaque', 'text': ''}
+        if e.kind in (EK.NamedValue, EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
+            traced = self.signal(e)
+            if traced is not None:
+                return traced
         if e.kind == EK.NamedValue and e.symbol.kind in SIGNAL_SYMBOLS:
+            inlined = self.inlined(e)
+            if inlined is not None:
+                return inlined
             width = int(e.type.bitWidth) if e.type is not None else 1
-            return {'op': 'id', 'name': e.symbol.name, 'top': self.tracer.top_name(e.symbol, self.inst), 'width': width}
+            return {'op': 'id', 'name': e.symbol.name, 'top': None, 'width': width}
         const = _constant_tree(e)
         if const is not None:
             return const
@@ -1055,6 +1217,10 @@ class ExprTrees:
             return {'op': 'or', 'args': [{'op': 'not', 'args': [self.expr(e.left)]}, self.expr(e.right)]}
         if e.kind == EK.BinaryOp and e.op in BINARY_OPS:
             return {'op': BINARY_OPS[e.op], 'args': [self.expr(e.left), self.expr(e.right)]}
+        if e.kind == EK.Concatenation:
+            return {'op': 'concat', 'args': [self.expr(a) for a in e.operands]}
+        if e.kind == EK.ConditionalOp and len(e.conditions) == 1 and e.conditions[0].pattern is None:
+            return {'op': 'cond', 'args': [self.expr(e.conditions[0].expr), self.expr(e.left), self.expr(e.right)]}
         if e.kind == EK.Call and e.isSystemCall and e.subroutineName in TREE_CALLS:
             args = [self.expr(a) for a in e.arguments if a is not None]
             return {'op': 'call', 'name': e.subroutineName, 'args': args}
@@ -1078,10 +1244,9 @@ class ExprTrees:
 
 @dataclass
 class AssertionResult:
-    """An assertion's fact (None where only its uses were asked for), and the clock and reset
-    uses it is evidence of."""
+    """An assertion's fact, and the clock and reset uses it is evidence of."""
 
-    fact: AssertionFact | None
+    fact: AssertionFact
     clock: ClockUse | None = None
     reset: ResetUse | None = None
 
@@ -1091,15 +1256,14 @@ class AssertionReader:
         self.src = src
         self.tracer = tracer
 
-    def read(self, site: AssertionSite, with_fact: bool) -> AssertionResult | None:
-        """with_fact false: another instance of the same module already gave the fact."""
+    def read(self, site: AssertionSite) -> AssertionResult | None:
         stmt = site.stmt
         action = ACTIONS.get(stmt.assertionKind)
         if action is None:
             return None  # restrict / expect
         if isinstance(stmt, ast.ImmediateAssertionStatement):
-            return self._immediate(site, action, with_fact)
-        return self._concurrent(site, action, with_fact)
+            return self._immediate(site, action)
+        return self._concurrent(site, action)
 
     def _base(self, site: AssertionSite, kind: str, action: str, clock: EdgeEvent | None, text: str) -> AssertionFact:
         loc = _start(site.stmt)
@@ -1134,9 +1298,7 @@ class AssertionReader:
         name = self.tracer.top_name(clock.symbol, inst) or clock.symbol.name
         return ClockRef(signal=name, edge=clock.edge)
 
-    def _immediate(self, site: AssertionSite, action: str, with_fact: bool) -> AssertionResult:
-        if not with_fact:
-            return AssertionResult(None)
+    def _immediate(self, site: AssertionSite, action: str) -> AssertionResult:
         stmt = site.stmt
         kind = 'deferred' if stmt.isDeferred or stmt.isFinal else 'immediate'
         fact = self._base(site, kind, action, block_clock(site), syntax_text(stmt.cond.syntax))
@@ -1145,15 +1307,13 @@ class AssertionReader:
         self._guard(fact, site, trees)
         return AssertionResult(fact)
 
-    def _concurrent(self, site: AssertionSite, action: str, with_fact: bool) -> AssertionResult:
+    def _concurrent(self, site: AssertionSite, action: str) -> AssertionResult:
         shape = peel_property(site.stmt.propertySpec)
         clock = clock_of(shape.clock) or block_clock(site)
         if clock is None and site.inst.default_clocking is not None:
             clock = clock_of(site.inst.default_clocking.event)
         disable_text, reset = self._disable(shape.disable, site.inst)
         use = ClockUse(clock.symbol, site.inst, clock.edge) if clock is not None else None
-        if not with_fact:
-            return AssertionResult(None, use, reset)
         fact = self._base(site, 'concurrent', action, clock, syntax_text(shape.text_node))
         trees = ExprTrees(self.tracer, site.inst)
         self._shape(fact, shape.body, trees)
@@ -1301,6 +1461,10 @@ class DesignFacts:
     assertions: list[AssertionFact]
 
 
+def _tree_key(fact: AssertionFact) -> str:
+    return json.dumps([fact['antecedentExpr'], fact['consequentExpr'], fact['clock'], fact['disableIff']], sort_keys=True)
+
+
 def design_facts(top: ast.InstanceSymbol, src: Sources) -> DesignFacts:
     instances = walk_hierarchy(top)
     tracer = PortTracer(instances)
@@ -1324,14 +1488,18 @@ def design_facts(top: ast.InstanceSymbol, src: Sources) -> DesignFacts:
             clock_uses += [ClockUse(event.symbol, inst, event.edge)] if event else []
         for site in assertion_sites(inst, blocks):
             loc = _start(site.stmt)
-            key = (inst.module, loc.buffer.id, loc.offset)  # one entry per site of a module
-            result = reader.read(site, with_fact=key not in seen_assertions)
+            result = reader.read(site)
             if result is None:
                 continue
-            seen_assertions.add(key)
             clock_uses += [result.clock] if result.clock is not None else []
             reset_uses += [result.reset] if result.reset is not None else []
-            assertions += [result.fact] if result.fact is not None else []
+            # One entry per site of a module, and one more for each instance or generate iteration
+            # where it constrains other ports (`valid_i[i] |-> ...` is a rule per i).
+            fact = result.fact
+            key = (inst.module, loc.buffer.id, loc.offset, _tree_key(fact))
+            if key not in seen_assertions:
+                seen_assertions.add(key)
+                assertions.append(fact)
     resets = reset_facts(reset_uses, tracer)
     clocks = clock_facts(clock_uses, {r['signal'] for r in resets}, tracer)
     return DesignFacts(module_facts(instances, src), clocks, resets, assertions)
