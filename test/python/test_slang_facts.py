@@ -275,6 +275,41 @@ endmodule
     assert only(resp['assertions'], line=8)['consequentExpr'] == {'op': 'id', 'name': 'multi', 'top': None, 'width': 1}
 
 
+def test_procedural_loops_with_constant_bounds_are_unrolled(tmp_path: Path) -> None:
+    src = write(
+        tmp_path,
+        'rules.sv',
+        """
+module rules #(parameter int N = 3) (input logic [N-1:0][3:0] a, input logic c, input logic [1:0] k);
+  always_comb begin
+    if (!c) begin
+      for (int unsigned i = 0; i < N; i++) begin
+        chk: assert (a[i] != 4'd15);
+        for (int unsigned j = i + 1; j < N; j++) pair: assert (a[i] != a[j]);
+      end
+      for (int i = 0; i < k; i++) open_bound: assert (a[i] != 0);
+    end
+  end
+endmodule
+""",
+    )
+    resp = facts({'files': [src], 'top': None}, tmp_path)
+    texts = lambda line: [  # noqa: E731
+        [x.get('text') for x in a['consequentExpr']['args']] for a in resp['assertions'] if a['line'] == line
+    ]
+    assert texts(6) == [['[3:0]', None], ['[7:4]', None], ['[11:8]', None]]
+    # The inner loop starts at i + 1: the three distinct pairs.
+    assert texts(7) == [['[3:0]', '[7:4]'], ['[3:0]', '[11:8]'], ['[7:4]', '[11:8]']]
+    assert all(
+        a['antecedentExpr'] == {'op': 'not', 'args': [{'op': 'id', 'name': 'c', 'top': 'c', 'width': 1}]}
+        for a in resp['assertions']
+        if a['line'] in (6, 7)
+    )
+    # A bound the design sets at run time: not unrolled, and no antecedent is claimed for it.
+    bounded = only(resp['assertions'], line=9)
+    assert bounded['antecedentExpr'] is None and "(the enclosing statement's condition)" in bounded['antecedent']
+
+
 def test_immediate_and_deferred_assertions_in_always_comb(tmp_path: Path) -> None:
     resp = facts(request('immediate_comb.sv'), tmp_path)
     immediate = only(resp['assertions'], kind='immediate')

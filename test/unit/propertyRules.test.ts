@@ -195,6 +195,16 @@ describe('property to stimulus rule', () => {
     ]);
   });
 
+  it('a disjunction is met only when none of its parts holds (random legal values are kept)', () => {
+    const k: FactExpr = { op: 'const', value: "2'd1", width: 2 };
+    const r = propertyRule(
+      prop({ antecedentExpr: id('valid'), consequentExpr: { op: 'or', args: [{ op: 'eq', args: [id('op'), k] }, id('start')] } }),
+      roles,
+      0,
+    )!;
+    expect(r.statements).toEqual(["if (valid) begin if (!((op == 2'd1) || start)) begin op = 2'd1; end end"]);
+  });
+
   it('look-alikes: an internal signal, an opaque sequence, a cover: no rule', () => {
     expect(propertyRule(prop({ antecedentExpr: id('state_q', null), consequentExpr: not(id('full')) }), roles, 0)).toBeNull();
     expect(propertyRule(prop({ consequentExpr: { op: 'opaque', text: 'a [*3]' } }), roles, 0)).toBeNull();

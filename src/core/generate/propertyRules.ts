@@ -253,7 +253,7 @@ function negate(e: FactExpr): FactExpr | null {
 
 /**
  * Statements that make `e` true by setting inputs only, or null. Conjunctions set each part; a
- * disjunction its first part that can be made true; `!x`, `x == K`, `x < K`, `$stable(x)`,
+ * disjunction that does not hold already its first part that can be made true; `!x`, `x == K`, `x < K`, `$stable(x)`,
  * `$onehot0(x)` and `$onehot(x)` of an input each have one assignment that satisfies them.
  */
 export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
@@ -270,7 +270,10 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
   if (e.op === 'or' || (e.op === 'bitor' && oneBit(e))) {
     for (const a of e.args) {
       const s = makeTrue(a, c, roles);
-      if (s) return s;
+      if (!s) continue;
+      // Only when no part holds already: the inputs keep their random values where they are legal.
+      const whole = render(e, c);
+      return whole === null ? s : [`if (!${whole}) begin ${s.join(' ')} end`];
     }
     return null;
   }

@@ -916,6 +916,8 @@ class AssertionSite:
     # (a case item, a loop ...), so no antecedent can be written for it.
     guards: tuple = ()
     guard_unknown: bool = False
+    # The values of the procedural loop variables at this unrolled iteration, by symbol key.
+    env: tuple = ()
 
 
 @dataclass
@@ -1086,11 +1088,14 @@ def _int_value(value: Any) -> int | None:
     return number if number >= 0 else None
 
 
-def _select_index(expr: Any) -> int | None:
-    """A select's index, when elaboration made it a constant (a literal, a genvar, a parameter)."""
+def _select_index(expr: Any, env: dict[str, int] | None = None) -> int | None:
+    """A select's index, when elaboration made it a constant (a literal, a genvar, a parameter) or
+    it is a loop variable of an unrolled iteration (`env`)."""
     expr = strip_conversions(expr)
     if expr is None:
         return None
+    if env and expr.kind == EK.NamedValue and _key(expr.symbol) in env:
+        return env[_key(expr.symbol)]
     value = expr.constant
     if value is None and expr.kind == EK.IntegerLiteral:
         value = expr.value
@@ -1099,7 +1104,7 @@ def _select_index(expr: Any) -> int | None:
     return _int_value(value) if value is not None else None
 
 
-def flat_bits(expr: Any) -> tuple[Any, int, int] | None:
+def flat_bits(expr: Any, env: dict[str, int] | None = None) -> tuple[Any, int, int] | None:
     """The signal an expression is a constant part of, as (symbol, lowest bit, width) of the
     signal's packed bits: `v[2]`, `sel[i][1:0]` in a generate loop, `s.field`, `d[i+:2]`. None for
     anything else (a variable index, an unpacked array, a width-changing conversion)."""
@@ -1108,15 +1113,15 @@ def flat_bits(expr: Any) -> tuple[Any, int, int] | None:
     kind = expr.kind
     if kind == EK.Conversion:
         same = expr.type is not None and expr.operand.type is not None and expr.type.bitWidth == expr.operand.type.bitWidth
-        return flat_bits(expr.operand) if same else None
+        return flat_bits(expr.operand, env) if same else None
     if kind == EK.Assignment:  # an output port's connection: actual = port
-        return flat_bits(expr.left)
+        return flat_bits(expr.left, env)
     if kind == EK.NamedValue:
         typ = expr.symbol.type if expr.symbol.kind in SIGNAL_SYMBOLS else None
         return (expr.symbol, 0, int(typ.bitWidth)) if typ is not None and typ.isIntegral else None
     if kind not in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
         return None
-    base = flat_bits(expr.value)
+    base = flat_bits(expr.value, env)
     vtype = expr.value.type
     if base is None or vtype is None or not vtype.isIntegral:
         return None
@@ -1131,11 +1136,11 @@ def flat_bits(expr: Any) -> tuple[Any, int, int] | None:
     left, right, count = int(rng.left), int(rng.right), int(rng.width)
     elem = int(vtype.bitWidth) // count
     if kind == EK.ElementSelect:
-        k = _select_index(expr.selector)
+        k = _select_index(expr.selector, env)
         if k is None or not min(left, right) <= k <= max(left, right):
             return None
         return symbol, lo + abs(k - right) * elem, width
-    a, b = _select_index(expr.left), _select_index(expr.right)
+    a, b = _select_index(expr.left, env), _select_index(expr.right, env)
     if a is None or b is None:
         return None
     sk = expr.selectionKind
@@ -1160,13 +1165,14 @@ class ExprTrees:
 
     MAX_INLINE_DEPTH = 4
 
-    def __init__(self, tracer: PortTracer, inst: Inst):
+    def __init__(self, tracer: PortTracer, inst: Inst, env: dict[str, int] | None = None):
         self.tracer, self.inst = tracer, inst
+        self.env = env or {}  # loop variables of an unrolled iteration
         self._inlining: list[str] = []
 
     def signal(self, e: Any) -> dict | None:
         """A signal or a constant part of one, as the top port bits it is wired from."""
-        piece = flat_bits(e)
+        piece = flat_bits(e, self.env)
         if piece is None:
             return None
         symbol, lo, width = piece
@@ -1198,6 +1204,8 @@ class ExprTrees:
         e = strip_conversions(e)
         if e is None:
             return {'op': 'opaque', 'text': ''}
+        if e.kind == EK.NamedValue and _key(e.symbol) in self.env:
+            return {'op': 'const', 'value': f"32'd{self.env[_key(e.symbol)]}", 'width': 32}
         if e.kind in (EK.NamedValue, EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
             traced = self.signal(e)
             if traced is not None:
@@ -1302,7 +1310,7 @@ class AssertionReader:
         stmt = site.stmt
         kind = 'deferred' if stmt.isDeferred or stmt.isFinal else 'immediate'
         fact = self._base(site, kind, action, block_clock(site), syntax_text(stmt.cond.syntax))
-        trees = ExprTrees(self.tracer, site.inst)
+        trees = ExprTrees(self.tracer, site.inst, dict(site.env))
         fact['consequentExpr'] = trees.expr(stmt.cond)
         self._guard(fact, site, trees)
         return AssertionResult(fact)
@@ -1315,7 +1323,7 @@ class AssertionReader:
         disable_text, reset = self._disable(shape.disable, site.inst)
         use = ClockUse(clock.symbol, site.inst, clock.edge) if clock is not None else None
         fact = self._base(site, 'concurrent', action, clock, syntax_text(shape.text_node))
-        trees = ExprTrees(self.tracer, site.inst)
+        trees = ExprTrees(self.tracer, site.inst, dict(site.env))
         self._shape(fact, shape.body, trees)
         self._guard(fact, site, trees)
         fact['disableIff'] = disable_text
@@ -1387,42 +1395,109 @@ class AssertionReader:
         return ResetUse(symbol, inst, active_low, False, f'default disable iff ({text}) in {inst.module}', False)
 
 
+MAX_UNROLL = 64
+
+
+def eval_int(expr: Any, env: dict[str, int]) -> int | None:
+    """A loop bound or initializer as an integer: literals, parameters, loop variables of the
+    enclosing iterations, + - *; None for anything else."""
+    expr = strip_conversions(expr)
+    if expr is None:
+        return None
+    if expr.kind == EK.NamedValue and _key(expr.symbol) in env:
+        return env[_key(expr.symbol)]
+    if expr.kind == EK.BinaryOp and expr.op in (ast.BinaryOperator.Add, ast.BinaryOperator.Subtract, ast.BinaryOperator.Multiply):
+        a, b = eval_int(expr.left, env), eval_int(expr.right, env)
+        if a is None or b is None:
+            return None
+        return a + b if expr.op == ast.BinaryOperator.Add else a - b if expr.op == ast.BinaryOperator.Subtract else a * b
+    return _select_index(expr)
+
+
+STOPS = {
+    ast.BinaryOperator.LessThan: lambda v, k: v < k,
+    ast.BinaryOperator.LessThanEqual: lambda v, k: v <= k,
+    ast.BinaryOperator.GreaterThan: lambda v, k: v > k,
+    ast.BinaryOperator.GreaterThanEqual: lambda v, k: v >= k,
+    ast.BinaryOperator.Inequality: lambda v, k: v != k,
+}
+STEPS = {
+    ast.UnaryOperator.Postincrement: 1,
+    ast.UnaryOperator.Preincrement: 1,
+    ast.UnaryOperator.Postdecrement: -1,
+    ast.UnaryOperator.Predecrement: -1,
+}
+
+
+def loop_values(loop: Any, env: dict[str, int]) -> tuple[str, list[int]] | None:
+    """`for (int i = A; i < B; i++)` with constant A and B (given the enclosing loops' values): the
+    loop variable's key and its values; None for any other shape or more than MAX_UNROLL."""
+    if len(loop.loopVars) != 1 or loop.initializers or len(loop.steps) != 1 or loop.stopExpr is None:
+        return None
+    var = loop.loopVars[0]
+    key = _key(var)
+    start = eval_int(var.initializer, env) if var.initializer is not None else None
+    stop, step = strip_conversions(loop.stopExpr), strip_conversions(loop.steps[0])
+    if start is None or stop.kind != EK.BinaryOp or stop.op not in STOPS or step.kind != EK.UnaryOp or step.op not in STEPS:
+        return None
+    left, operand = strip_conversions(stop.left), strip_conversions(step.operand)
+    if left.kind != EK.NamedValue or _key(left.symbol) != key or operand.kind != EK.NamedValue or _key(operand.symbol) != key:
+        return None
+    bound = eval_int(stop.right, env)
+    if bound is None:
+        return None
+    values, v = [], start
+    while STOPS[stop.op](v, bound):
+        if len(values) == MAX_UNROLL:
+            return None
+        values.append(v)
+        v += STEPS[step.op]
+    return key, values
+
+
 def assertion_sites(inst: Inst, blocks: dict[str, tuple[EdgeBlock, ResetUse | None]]) -> list[AssertionSite]:
     sites: list[AssertionSite] = []
 
-    def collect(root: Any, block: EdgeBlock | None, reset: ResetUse | None, guards: tuple = (), unknown: bool = False) -> None:
+    def collect(
+        root: Any, block: EdgeBlock | None, reset: ResetUse | None, guards: tuple = (), unknown: bool = False, env: tuple = ()
+    ) -> None:
         def on(node: Any) -> Any:
-            sites.append(AssertionSite(inst, node, block, reset, guards, unknown))
+            sites.append(AssertionSite(inst, node, block, reset, guards, unknown, env))
             return Skip
 
         root.visit(lookup_table={StK.ConcurrentAssertion: on, StK.ImmediateAssertion: on})
 
-    def walk(stmt: Any, block: EdgeBlock | None, reset: ResetUse | None, guards: tuple, unknown: bool) -> None:
+    def walk(stmt: Any, block: EdgeBlock | None, reset: ResetUse | None, guards: tuple, unknown: bool, env: tuple) -> None:
         """The statement tree with the `if` conditions on the way down: `if (g) assert (c)` is
-        `g -> c`, never `c` alone (a formal property's `if (!f_past_valid) assert (...)`)."""
+        `g -> c`, never `c` alone (a formal property's `if (!f_past_valid) assert (...)`). A `for`
+        loop with constant bounds is unrolled: `for (i...) assert (c(i))` is each c(i)."""
         if stmt is None:
             return
         kind = stmt.kind
         if kind in (StK.ImmediateAssertion, StK.ConcurrentAssertion):
-            sites.append(AssertionSite(inst, stmt, block, reset, guards, unknown))
+            sites.append(AssertionSite(inst, stmt, block, reset, guards, unknown, env))
         elif kind == StK.Conditional and len(stmt.conditions) == 1 and stmt.conditions[0].pattern is None:
             cond = stmt.conditions[0].expr
-            walk(stmt.ifTrue, block, reset, (*guards, (cond, True)), unknown)
-            walk(stmt.ifFalse, block, reset, (*guards, (cond, False)), unknown)
+            walk(stmt.ifTrue, block, reset, (*guards, (cond, True)), unknown, env)
+            walk(stmt.ifFalse, block, reset, (*guards, (cond, False)), unknown, env)
         elif kind == StK.Block:
-            walk(stmt.body, block, reset, guards, unknown)
+            walk(stmt.body, block, reset, guards, unknown, env)
         elif kind == StK.List:
             for s in stmt.list:
-                walk(s, block, reset, guards, unknown)
+                walk(s, block, reset, guards, unknown, env)
         elif kind == StK.Timed:
-            walk(stmt.stmt, block, reset, guards, unknown)
-        else:  # case items, loops, waits ...: conditions this reading does not model
-            collect(stmt, block, reset, guards, True)
+            walk(stmt.stmt, block, reset, guards, unknown, env)
+        elif kind == StK.ForLoop and (unrolled := loop_values(stmt, dict(env))) is not None:
+            key, values = unrolled
+            for v in values:
+                walk(stmt.body, block, reset, guards, unknown, (*env, (key, v)))
+        else:  # case items, other loops, waits ...: conditions this reading does not model
+            collect(stmt, block, reset, guards, True, env)
 
     for proc in inst.procedures:
         block, reset = blocks.get(_key(proc), (None, None))
         if proc.body is not None:
-            walk(proc.body, block, reset, (), False)
+            walk(proc.body, block, reset, (), False, ())
     for routine in inst.subroutines:
         collect(routine, None, None)
     return sites
