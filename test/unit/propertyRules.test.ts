@@ -205,6 +205,13 @@ describe('property to stimulus rule', () => {
     expect(r.statements).toEqual(["if (valid) begin if (!((op == 2'd1) || start)) begin op = 2'd1; end end"]);
   });
 
+  it('$fell/$rose of a 1-bit input compare the input itself (a scalar takes no bit select); of a wider one, bit 0', () => {
+    const r = propertyRule(prop({ antecedentExpr: call('$fell', id('start')), consequentExpr: not(id('push')) }), roles, 0)!;
+    expect(r.statements).toEqual(["if ((!start && chorus_past_clk_start)) begin push = '0; end"]);
+    const w = propertyRule(prop({ antecedentExpr: call('$rose', id('data')), consequentExpr: not(id('push')) }), roles, 0)!;
+    expect(w.statements).toEqual(["if ((data[0] && !chorus_past_clk_data[0])) begin push = '0; end"]);
+  });
+
   it('look-alikes: an internal signal, an opaque sequence, a cover: no rule', () => {
     expect(propertyRule(prop({ antecedentExpr: id('state_q', null), consequentExpr: not(id('full')) }), roles, 0)).toBeNull();
     expect(propertyRule(prop({ consequentExpr: { op: 'opaque', text: 'a [*3]' } }), roles, 0)).toBeNull();

@@ -199,7 +199,10 @@ function renderCall(name: string, args: FactExpr[], c: Ctx): string | null {
       if (!p) return null;
       if (name === '$stable') return `(${a} == ${p})`;
       if (name === '$changed') return `(${a} != ${p})`;
-      return name === '$rose' ? `(${bit0(a)} && !${bit0(p)})` : `(!${bit0(a)} && ${bit0(p)})`;
+      // $rose/$fell look at bit 0; a 1-bit value is its own bit 0 (and a scalar takes no select).
+      const one = leafOf(args[0], c)?.width === 1;
+      const [x, y] = one ? [a, p] : [bit0(a), bit0(p)];
+      return name === '$rose' ? `(${x} && !${y})` : `(!${x} && ${y})`;
     }
     default:
       return null;
