@@ -56,6 +56,9 @@ def _metrics_callback(out: Path, rollout: ChorusRollout, opd_state: OPDState | N
                     'loss': logs.get('loss'),
                     'zero_adv_groups': sum(1 for g in groups if g[2]),
                     'score_failures': sum(g[3] for g in groups),
+                    'masked_rows': rollout.masked_rows,
+                    'overlong_rows': rollout.overlong_rows,
+                    'max_prompt_tokens': rollout.max_prompt,
                     'seconds': logs.get('step_time'),
                 }
                 log(
@@ -78,12 +81,25 @@ def _metrics_callback(out: Path, rollout: ChorusRollout, opd_state: OPDState | N
                     'loss': logs.get('loss'),
                     'tokens': None,
                     'score_failures': sum(g[3] for g in groups),
+                    'masked_rows': rollout.masked_rows,
+                    'overlong_rows': rollout.overlong_rows,
+                    'max_prompt_tokens': rollout.max_prompt,
                     'seconds': logs.get('step_time'),
                     **opd_state.step_stats,
                 }
                 opd_state.teacher_scores = []
                 log(
                     f'opd step {row["step"]}: distilled {row["distilled"]} gate-closed {row["gate_closed"]} rl {row["rl_fallback"]} mean a {row["mean_a"]:.3f}'
+                )
+            if rollout.overlong_rows:
+                log(
+                    f'step {row["step"]}: {rollout.overlong_rows} of {rollout.step_rows} rows left out, their prompt passes the cap '
+                    f'of {rollout.cfg.prompt_cap} tokens (max_context - max_new_tokens) even without older turns'
+                )
+            if rollout.masked_rows:  # never fatal, never silent
+                log(
+                    f'step {row["step"]}: {rollout.masked_rows} of {rollout.step_rows} rows masked, the reward service gave no '
+                    f'answer ({"; ".join(rollout.mask_reasons[:2])})'
                 )
             with open(path, 'a', newline='') as f:
                 csv.DictWriter(f, fieldnames=fields).writerow({k: row.get(k) for k in fields})

@@ -64,6 +64,7 @@ def cmd_rl(argv: list[str]) -> None:
     ap.add_argument('--updates', type=int, default=None)
     ap.add_argument('--steps', type=int, default=None, help='stop after this many rollout steps (smoke runs)')
     ap.add_argument('--max-new-tokens', type=int, default=None)
+    ap.add_argument('--seed', type=int, default=None, help="the prompt draw's seed (default: the stage's, see rl.yaml)")
     ap.add_argument('--no-resume', action='store_true')
     ap.add_argument('--dry-run', action='store_true')
     a = ap.parse_args(argv)
@@ -82,6 +83,7 @@ def cmd_rl(argv: list[str]) -> None:
                 'carry': a.carry,
                 'updates': a.updates,
                 'max_new_tokens': a.max_new_tokens,
+                'seed': a.seed,
             }.items()
             if v is not None
         },
@@ -92,13 +94,13 @@ def cmd_rl(argv: list[str]) -> None:
         return
     from . import rl
     from .envs import ServiceEnv
-    from .reward_client import connect
+    from .reward_client import connect_for_job
     from .trl_engine import end_distributed, train_rl  # the training runs on TRL's GRPOTrainer
 
     tasks = rl.load_tasks(cfg.data)
-    with connect(cfg.service or None) as client:
+    with connect_for_job(cfg.service or None, timeout_s=cfg.ddp_timeout_s) as client:  # the given URLs, or one service per node
         train_rl(cfg, tasks, ServiceEnv(client, cfg.timeout_s), steps=a.steps, resume=not a.no_resume)
-    end_distributed()
+        end_distributed()  # every rank done with the service before its node's first rank stops it
 
 
 def cmd_opd(argv: list[str]) -> None:
@@ -127,6 +129,7 @@ def cmd_opd(argv: list[str]) -> None:
     )
     ap.add_argument('--data', default=None)
     ap.add_argument('--out', default=None)
+    ap.add_argument('--seed', type=int, default=None, help="the prompt draw's seed (the recipe: the student's RL stage's)")
     ap.add_argument('--service', action='append', default=None)
     ap.add_argument('--steps', type=int, default=None)
     ap.add_argument('--no-resume', action='store_true')
@@ -146,6 +149,7 @@ def cmd_opd(argv: list[str]) -> None:
                 'data_offset_steps': a.data_offset_steps,
                 'data': a.data,
                 'out': a.out,
+                'seed': a.seed,
                 'service': a.service,
             }.items()
             if v is not None
@@ -155,13 +159,13 @@ def cmd_opd(argv: list[str]) -> None:
     if a.dry_run:
         return
     from .envs import ServiceEnv
-    from .reward_client import connect
+    from .reward_client import connect_for_job
     from .rl import load_tasks
     from .trl_engine import end_distributed, train_opd  # on TRL's GRPOTrainer (ChorusOPDTrainer)
 
-    with connect(cfg.service or None) as client:
+    with connect_for_job(cfg.service or None, timeout_s=cfg.ddp_timeout_s) as client:  # the given URLs, or one service per node
         train_opd(cfg, load_tasks(cfg.data), ServiceEnv(client, cfg.timeout_s), steps=a.steps, resume=not a.no_resume)
-    end_distributed()
+        end_distributed()  # every rank done with the service before its node's first rank stops it
 
 
 def cmd_data(argv: list[str]) -> None:
@@ -196,7 +200,11 @@ def cmd_eval(argv: list[str]) -> None:
 
 
 def cmd_chain(argv: list[str]) -> None:
-    """The whole reproduction as one plan: RL on the three stages, the merges, OPD, export."""
+    """The whole reproduction as one plan: RL on the three stages, the merges, OPD, export. On several nodes
+    run it on every node (NODE_RANK, MASTER_ADDR as for the launches): the launches join one job, and the
+    merges and the export run once, on node 0, while the other nodes wait (run_chain)."""
+    import os
+
     from .recipes import chain_plan
 
     ap = argparse.ArgumentParser(prog='chorus-train chain', description='the CHORUS chain: RL x3 -> merge -> OPD -> export')
@@ -205,15 +213,67 @@ def cmd_chain(argv: list[str]) -> None:
     a = ap.parse_args(argv)
     plan, commands = chain_plan(_load_recipe(a.config), a.config)
     print(plan)
-    for c in commands:
+    for c, _ in commands:
         print('$ ' + c)
     if a.dry_run:
         return
+    nodes = json.loads(plan.removeprefix('plan: '))['nodes']
+    run_chain(
+        commands,
+        node_rank=int(os.environ.get('NODE_RANK', '0')),
+        nodes=nodes,
+        addr=os.environ.get('MASTER_ADDR', '127.0.0.1'),
+        port=int(os.environ.get('CHORUS_CHAIN_PORT', '29501')),
+    )
+
+
+def _shell(command: str) -> int:
     import subprocess
 
-    for c in commands:
-        print(f'==> {c}', flush=True)
-        subprocess.run(c, shell=True, check=True)
+    return subprocess.run(command, shell=True).returncode
+
+
+def run_chain(
+    commands: list[tuple[str, bool]],
+    node_rank: int = 0,
+    nodes: int = 1,
+    addr: str = '127.0.0.1',
+    port: int = 29501,
+    run=_shell,
+    timeout_s: float = 7 * 86400,
+) -> None:
+    """The chain's commands in order on this node. A launch (once=False) runs on every node. A once-per-job
+    command (the merges, the export: they write shared files) runs on node 0 only; the other nodes wait
+    for its exit status before their next command, through a TCP store on node 0 (MASTER_ADDR:port, the
+    launches use 29500): a barrier that needs no shared file system. A failure stops every node, named."""
+    store = None
+    if nodes > 1:
+        from datetime import timedelta
+
+        import torch.distributed as dist
+
+        store = dist.TCPStore(addr, port, world_size=nodes, is_master=node_rank == 0, timeout=timedelta(seconds=timeout_s))
+    for i, (command, once) in enumerate(commands):
+        if once and node_rank != 0:
+            print(f'==> node {node_rank}: waiting for node 0: {command}', flush=True)
+            rc = int(store.get(f'chorus-chain-{i}'))
+            store.set(f'chorus-chain-{i}-seen-{node_rank}', '1')
+            if rc:
+                raise SystemExit(f'node 0 failed (exit {rc}): {command}')
+            continue
+        print(f'==> {command}', flush=True)
+        rc = run(command)
+        if once and store is not None:
+            store.set(f'chorus-chain-{i}', str(rc))
+            if rc:  # the store lives in this process: keep it until every node has read the failure
+                store.wait([f'chorus-chain-{i}-seen-{n}' for n in range(1, nodes)])
+        if rc:
+            raise SystemExit(f'failed (exit {rc}): {command}')
+    if store is not None:  # node 0 keeps the store up until every node has read its last answer
+        if node_rank == 0:
+            store.wait([f'chorus-chain-done-{n}' for n in range(1, nodes)])
+        else:
+            store.set(f'chorus-chain-done-{node_rank}', '1')
 
 
 COMMANDS = {'chain': cmd_chain, 'data': cmd_data, 'rl': cmd_rl, 'merge': cmd_merge, 'opd': cmd_opd, 'export': cmd_export, 'eval': cmd_eval}

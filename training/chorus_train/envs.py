@@ -51,6 +51,9 @@ class Score:
 
 
 class Env(Protocol):
+    """first_turn and feedback may raise ServiceUnavailable (the rollout masks the rows that needed the
+    turn); score returns a failed Score for a member it could not score. Nothing else is raised."""
+
     def first_turn(self, task: dict) -> list[dict]: ...
     def score(self, task: dict, samples: list[Sample]) -> list[Score]: ...
     def feedback(self, task: dict, sample: Sample, score: Score) -> str: ...
@@ -92,8 +95,23 @@ def rescore_failed(env: Env, task: dict, samples: list[Sample], scores: list[Sco
     return out
 
 
+class ServiceUnavailable(RuntimeError):
+    """The reward service gave no answer to a call the environment needs (after the client's retries and
+    failover, or it refused the request): the rollout masks the rows that needed it (no prompt, no
+    reward, no loss tokens) and counts them; a rank never dies of it."""
+
+
+def _task_name(task: dict) -> str:
+    return str(task.get('id', task.get('top', '?')))
+
+
 class ServiceEnv:
-    """Tasks are records {design_files, top, coverage_target? (percent), instance?, specs?, id?}."""
+    """Tasks are records {design_files, top, coverage_target? (percent), instance?, specs?, id?}.
+
+    Every call goes through the client's retries and failover (reward_client.RewardClient.request);
+    what still fails comes back as a failed Score (`score`) or as ServiceUnavailable (`first_turn`,
+    `feedback`: the rows that needed the turn are masked by the rollout), never as the client's own
+    exception."""
 
     def __init__(self, client, timeout_s: float = run_settings.default('timeout')):
         self.client = client
@@ -102,11 +120,21 @@ class ServiceEnv:
 
     def first_turn(self, task: dict) -> list[dict]:
         key = task.get('id') or id(task)
-        if key not in self._first:
-            self._first[key] = self.client.first_turn(
-                task['design_files'], task.get('top'), task.get('instance'), task.get('instruction'), task.get('specs')
-            )
+        if key not in self._first:  # a failure is not cached: the next step asks again
+            try:
+                self._first[key] = self.client.first_turn(
+                    task['design_files'], task.get('top'), task.get('instance'), task.get('instruction'), task.get('specs')
+                )
+            except Exception as e:  # noqa: BLE001 - any client failure: the task's rows are masked, the rank lives
+                raise ServiceUnavailable(f'first turn of task {_task_name(task)}: {e}') from e
         return self._first[key]
+
+    def _parse(self, text: str) -> dict | str:
+        """The service's parse of a reply, or the reason there is none (a str)."""
+        try:
+            return self.client.parse_reply(text)
+        except Exception as e:  # noqa: BLE001 - no parse: the member is unscored (failed), not unparsable
+            return f'parse-reply: {e}'
 
     def score(self, task: dict, samples: list[Sample]) -> list[Score]:
         """The prompt's samples as ONE group request (the service shares the work between them and
@@ -114,7 +142,10 @@ class ServiceEnv:
         out: list[Score | None] = [None] * len(samples)
         testbenches, where = [], []
         for i, s in enumerate(samples):
-            parsed = self.client.parse_reply(s.text)
+            parsed = self._parse(s.text)
+            if isinstance(parsed, str):
+                out[i] = Score(None, None, False, 'service_error', None, None, error=parsed)
+                continue
             if parsed.get('status') != 'success' or not parsed.get('testbench'):
                 out[i] = Score(0.0, 0.0, False, 'unparsable', None, parsed)
                 continue
@@ -137,14 +168,13 @@ class ServiceEnv:
 
     def feedback(self, task: dict, sample: Sample, score: Score) -> str:
         if score.record is None or score.error is not None:
-            return (
-                self.client.refine_prompt(None, reply=strip_think(sample.text))['content']
-                if score.status == 'unparsable'
-                else self.client.refine_prompt(
-                    {'status': 'exception', 'err_msg': score.error or 'no result'}, reply=strip_think(sample.text)
-                )['content']
-            )
-        return self.client.refine_prompt(score.record, reply=strip_think(sample.text))['content']
+            result = None if score.status == 'unparsable' else {'status': 'exception', 'err_msg': score.error or 'no result'}
+        else:
+            result = score.record
+        try:
+            return self.client.refine_prompt(result, reply=strip_think(sample.text))['content']
+        except Exception as e:  # noqa: BLE001 - no feedback turn: the refinement rows are masked, the rank lives
+            raise ServiceUnavailable(f'feedback turn of task {_task_name(task)}: {e}') from e
 
 
 @dataclass

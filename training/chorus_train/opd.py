@@ -253,5 +253,8 @@ OPD_METRICS = [
     'loss',
     'tokens',
     'score_failures',
+    'masked_rows',
+    'overlong_rows',  # rows left out because their prompt passed the context cap (max_context - max_new_tokens)
+    'max_prompt_tokens',
     'seconds',
 ]

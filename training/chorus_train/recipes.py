@@ -10,6 +10,7 @@ from pathlib import Path
 from .merge import MergeSpec
 from .opd import OPDConfig
 from .rl import RLConfig
+from .trainers import prompt_draw
 
 # parameter counts of the model families the recipes name (for the memory estimates)
 KNOWN_PARAMS = {'qwen3-4b': 4.02e9, 'qwen3-1.7b': 1.72e9, 'qwen3-0.6b': 0.6e9, 'tiny': 2.5e6}
@@ -49,15 +50,20 @@ def cluster_shape(cluster: dict) -> tuple[int, int, int]:
 
 
 def rl_config(recipe: dict, stage: str | None, overrides: dict) -> RLConfig:
+    """The rl section with `stage`'s settings over it. A stage that names no seed gets the section's seed
+    plus its index among the stages: each expert draws its own prompts by default (the experts that
+    the merge and OPD combine are meant to differ, paper §5.2), never the same 4,000 by accident."""
     sec = dict(recipe.get('rl', {}))
     stages = sec.pop('stages', {})
+    if not stage and stages and not overrides.get('model'):
+        stage = next(iter(stages))
     if stage:
         if stage not in stages:
             raise SystemExit(f'stage {stage!r} not in the recipe (stages: {", ".join(stages) or "none"})')
+        base_seed = int(sec.get('seed', 0))
         sec.update(stages[stage])
-    elif stages and not overrides.get('model'):
-        stage = next(iter(stages))
-        sec.update(stages[stage])
+        if 'seed' not in stages[stage]:
+            sec['seed'] = base_seed + list(stages).index(stage)
     sec.update(overrides)
     return RLConfig.from_dict(sec)
 
@@ -159,6 +165,115 @@ def memory_estimate(
     return out
 
 
+def context_plan(cfg, shape: dict, seqs_per_round: int, rollout_gpus: int, cluster: dict, params: float) -> dict:
+    """The prompt bound and what it costs the rollout engine: the largest prompt a row may have (the recipe's
+    context less the reply budget: rl.fit_prompt cuts older turns to it), vLLM's max_model_len (the
+    context), and the KV cache of one round's sequences on a rollout GPU if every one is as long as the
+    context, against what vLLM may take (`vllm_gpu_memory_utilization` x `gpu_memory_gib`, less its bf16
+    weights)."""
+    kv_token = 2 * shape['num_hidden_layers'] * shape['num_key_value_heads'] * shape['head_dim'] * 2  # K and V, bf16
+    per_gpu = math.ceil(seqs_per_round / max(rollout_gpus, 1))
+    need = kv_token * cfg.max_context * per_gpu
+    out = {
+        'max_context': cfg.max_context,
+        'largest_prompt_tokens': cfg.prompt_cap,
+        'vllm_max_model_len': cfg.max_context,
+        'sequences_per_rollout_gpu': per_gpu,
+        'kv_cache_largest_round_per_gpu': _gb(need),
+    }
+    if cfg.rollout_engine == 'vllm':
+        gib = float(cluster.get('gpu_memory_gib', 80))
+        util = float(cluster.get('vllm_gpu_memory_utilization', 0.3))  # TRL 1.16's default
+        avail = util * gib * 2**30 - 2 * params
+        out['kv_cache_available_per_gpu'] = _gb(max(avail, 0))
+        if need > avail:
+            out['kv_note'] = (
+                "the largest round does not fit vLLM's share: vLLM queues the rest (slower), or raise vllm_gpu_memory_utilization"
+            )
+        if getattr(cfg, 'vllm_mode', 'colocate') == 'server':
+            out['vllm_server_flag'] = f'trl vllm-serve --max_model_len {cfg.max_context}'
+    return out
+
+
+def checkpoint_disk(cfg, params: float, strategy: str, steps: int) -> dict:
+    """Disk of a stage's checkpoints. Each holds the model in the compute dtype (bf16: masters.py, what merge,
+    OPD and export read), AdamW's two fp32 moments (8 B/param) and the fp32 masters' low bits (2 B/param,
+    chorus_resume/) for an exact resume; under DeepSpeed its own checkpoint (fp32 masters and moments, 12
+    B/param) beside a 16-bit model. The Trainer keeps the newest `keep_checkpoints` and writes the next
+    before it removes the oldest: the peak is one more."""
+    model_b = 2 if cfg.dtype == 'bfloat16' else 4
+    deepspeed = strategy in ('zero2', 'deepspeed-zero2', 'zero3', 'deepspeed-zero3')
+    resume_b = 12 if deepspeed else 8 + (2 if model_b == 2 else 0)
+    per = params * (model_b + resume_b)
+    saves = math.ceil(steps / cfg.save_every) if cfg.save_every else 0
+    kept = min(saves, max(int(cfg.keep_checkpoints or 0), 1))
+    return {
+        'model_file': _gb(params * model_b) + (' (bf16)' if model_b == 2 else ' (fp32)'),
+        'resume_state': _gb(params * resume_b),
+        'per_checkpoint': _gb(per),
+        'checkpoints_written': saves,
+        'checkpoints_kept': kept,
+        'disk_peak': _gb(per * (kept + 1 if saves > kept else kept)),
+    }
+
+
+# Throughput figures for the step-time check (ASSUMED: no accelerator here, and no public benchmark of this
+# exact setup is cited): a recipe's `cluster` may replace each one with a measured figure
+# (scripts/gpu_smoke.sh prints the rollout tokens/s and the step seconds).
+ASSUMED_DECODE_TOKENS_PER_S = 150.0  # one sequence in vLLM, ~4B bf16 on one H100: below the ~400/s bandwidth
+# bound (8 GB of weights read per token at 3.35 TB/s), for KV reads at long context and sampling
+ASSUMED_TEACHER_TOKENS_PER_S = 30.0  # one sequence in HF generate (OPD's teachers: opd_state.py): a kernel
+# launch per op per token, no CUDA graphs
+ASSUMED_TRAIN_TFLOPS = 150.0  # effective bf16 TFLOP/s per GPU in the update (H100 dense peak ~989; FSDP, recompute)
+
+
+def step_time(cfg, cluster: dict, params: float, gpus: int, rows: int, teachers: int = 0) -> dict:
+    """A step's wall time at its worst, against the collective timeout (`ddp_timeout_s`): each round waits for
+    its longest reply (max_new_tokens decoded one after another), for the rank that samples a block's
+    teachers (one teacher after the other, HF generate), and for one simulation (the service's timeout_s);
+    then the update (8 x params FLOPs per token: forward, backward, recompute; OPD adds the student's and a
+    teacher's forward on distilled rows) over every row at the full context."""
+    dec = float(cluster.get('decode_tokens_per_s', ASSUMED_DECODE_TOKENS_PER_S))
+    tdec = float(cluster.get('teacher_tokens_per_s', ASSUMED_TEACHER_TOKENS_PER_S))
+    tflops = float(cluster.get('train_tflops_per_gpu', ASSUMED_TRAIN_TFLOPS))
+    decode_s = cfg.max_new_tokens / dec
+    teacher_s = teachers * cfg.max_new_tokens / tdec
+    round_s = decode_s + teacher_s + float(cfg.timeout_s)
+    train_s = (8 + (4 if teachers else 0)) * params * rows * cfg.max_context / (max(gpus, 1) * tflops * 1e12)
+    step_s = cfg.agentic_rounds * round_s + train_s
+    timeout = int(getattr(cfg, 'ddp_timeout_s', 1800))
+    basis = [
+        f'decode {dec:g} tokens/s per sequence ({"cluster.decode_tokens_per_s" if "decode_tokens_per_s" in cluster else "assumed"})',
+        f'training {tflops:g} TFLOP/s per GPU ({"cluster.train_tflops_per_gpu" if "train_tflops_per_gpu" in cluster else "assumed"})',
+    ]
+    if teachers:
+        basis.insert(
+            1,
+            f'teachers {tdec:g} tokens/s per sequence ({"cluster.teacher_tokens_per_s" if "teacher_tokens_per_s" in cluster else "assumed"})',
+        )
+    return {
+        'round_s': round(round_s),
+        'decode_s': round(decode_s),
+        **({'teachers_s': round(teacher_s)} if teachers else {}),
+        'simulation_s': cfg.timeout_s,
+        'update_s': round(train_s),
+        'step_s': round(step_s),
+        'ddp_timeout_s': timeout,
+        'fits': step_s < timeout,
+        'basis': '; '.join(basis),
+    }
+
+
+def refuse_slow(name: str, st: dict) -> None:
+    """A recipe whose step cannot end inside the collective timeout stops here (the dry run and the run alike)."""
+    if not st['fits']:
+        raise SystemExit(
+            f'{name}: a step may take ~{st["step_s"]} s ({st["basis"]}), past the collective timeout of {st["ddp_timeout_s"]} s '
+            '(a rank waiting that long in a gather stops the job): raise ddp_timeout_s in the recipe, or shorten the step '
+            '(max_new_tokens, teachers), or set the measured cluster.decode_tokens_per_s / teacher_tokens_per_s'
+        )
+
+
 def gpu_hours(step_gpu_s: float, steps: int, gpus: int) -> dict:
     h = step_gpu_s * steps / 3600
     return {'gpu_hours': round(h, 1), 'wall_hours_if_linear': round(h / max(gpus, 1), 1), 'basis': REFERENCE_BASIS}
@@ -173,12 +288,18 @@ def _data_math(data: str, drawn: int, offset: int = 0) -> dict:
     (TRL's RepeatSampler: a seeded permutation, whole batches), so a stage repeats no prompt while
     offset + drawn <= records."""
     p = Path(data) if data else None
-    n = sum(1 for line in p.open() if line.strip()) if p and p.is_file() else PAPER_RECORDS
+    n = data_records(data)
     out = {'data_records': n, 'data_records_basis': 'file' if p and p.is_file() else 'paper (11,488)', 'prompts_drawn': drawn}
     out['epochs'] = round((offset + drawn) / n, 3) if n else None
     if n and offset + drawn > n:
         out['data_note'] = f'{offset + drawn} prompts from {n} records: the stage wraps into a second epoch'
     return out
+
+
+def data_records(data: str) -> int:
+    """Records in the tasks file when it is here, else the paper's 11,488 (what a dry run plans with)."""
+    p = Path(data) if data else None
+    return sum(1 for line in p.open() if line.strip()) if p and p.is_file() else PAPER_RECORDS
 
 
 def plan_rl(cfg: RLConfig, cluster: dict) -> str:
@@ -227,12 +348,17 @@ def plan_rl(cfg: RLConfig, cluster: dict) -> str:
             rollout_tokens=per_round * (prompt_budget + cfg.max_new_tokens),
         ),
         'max_tokens_per_step': seqs * cfg.max_new_tokens,
+        'context': context_plan(cfg, _shape(cfg.model), per_round, rollout_gpus, cluster, p),
+        'seed': cfg.seed,
         **_data_math(cfg.data, steps * cfg.prompts_per_step),
+        'checkpoints': checkpoint_disk(cfg, p, strategy, cfg.updates),
+        'step_time': step_time(cfg, cluster, p, gpus, seqs),
         'out': cfg.out,
         'estimate': gpu_hours(float(cluster.get('step_gpu_s', REFERENCE_STEP_GPU_S)), steps, gpus),
     }
     if gpus and seqs % gpus and strategy != 'none':
         plan['note'] = f'{seqs} sequences per step over {gpus} GPUs: micro-batches are uneven (DP ranks take prompts; see README)'
+    refuse_slow(f'rl ({cfg.out})', plan['step_time'])
     return 'plan: ' + json.dumps(plan, indent=2)
 
 
@@ -264,10 +390,15 @@ def plan_opd(cfg: OPDConfig, cluster: dict) -> str:
         'gate_closed': cfg.gate_closed,
         'opd_lambda': cfg.opd_lambda,
         'data_offset_prompts': cfg.data_offset_steps * cfg.prompts_per_step,
+        # the student's samples go through vLLM; the teachers' through HF generate on each rank (opd_state.py)
+        'context': context_plan(cfg, _shape(cfg.student), cfg.prompts_per_step * cfg.student_samples, gpus, cluster, p),
+        'seed': cfg.seed,
         **_data_math(cfg.data, cfg.updates * cfg.prompts_per_step, cfg.data_offset_steps * cfg.prompts_per_step),
         'lr': cfg.lr,
         'adam_betas': [cfg.adam_beta1, cfg.adam_beta2],
         'temperature': cfg.temperature,
+        'checkpoints': checkpoint_disk(cfg, p, strategy, cfg.updates),
+        'step_time': step_time(cfg, cluster, p, gpus, cfg.prompts_per_step * cfg.agentic_rounds * cfg.student_samples, len(cfg.teachers)),
         'memory': memory_estimate(
             p,
             gpus,
@@ -281,6 +412,7 @@ def plan_opd(cfg: OPDConfig, cluster: dict) -> str:
         'out': cfg.out,
         'estimate': gpu_hours(float(cluster.get('step_gpu_s', REFERENCE_STEP_GPU_S)) * factor, cfg.updates, gpus),
     }
+    refuse_slow(f'opd ({cfg.out})', plan['step_time'])
     return 'plan: ' + json.dumps(plan, indent=2)
 
 
@@ -320,8 +452,24 @@ def _launch(cluster: dict, args: str) -> str:
     )
 
 
-def chain_plan(recipe: dict, path) -> tuple[str, list[str]]:
-    """The chain recipe -> (plan JSON with per-stage estimates and totals, launch commands)."""
+def _draw_summary(name: str, seed: int, plan: dict, draws: dict[str, set]) -> dict:
+    """A stage's seed, prompts drawn (distinct) and how many of them each earlier stage drew too."""
+    mine = draws[name]
+    return {
+        'seed': seed,
+        'prompts_drawn': plan['prompts_drawn'],
+        'distinct_prompts': len(mine),
+        'overlap_prompts': {k: len(mine & v) for k, v in draws.items() if k != name},
+    }
+
+
+EVERY_NODE, ONCE = 'every node', 'once per job (node 0; the other nodes wait for it)'
+
+
+def chain_plan(recipe: dict, path) -> tuple[str, list[tuple[str, bool]]]:
+    """The chain recipe -> (plan JSON with per-stage estimates and totals, [(command, once per job)]): the
+    distributed launches run on every node (each joins the job with its NODE_RANK); the merges and the
+    export, which write shared files, run once per job (cli.run_chain)."""
     c = recipe.get('chain')
     if not c:
         raise SystemExit(f'{path}: no `chain` section (rl, stages, merge, opd, export)')
@@ -329,31 +477,69 @@ def chain_plan(recipe: dict, path) -> tuple[str, list[str]]:
     rel = lambda f: str(root / f)  # noqa: E731
     rl_recipe = load_recipe(root / c['rl'])
     opd_recipe = load_recipe(root / c['opd'])
-    stages, total, commands = [], 0.0, []
+    stages, total, commands, draws = [], 0.0, [], {}
     for st in c.get('stages', ['stage0', 'stage1', 'stage2']):
-        p = json.loads(plan_rl(rl_config(rl_recipe, st, {}), rl_recipe.get('cluster', {})).removeprefix('plan: '))
+        cfg = rl_config(rl_recipe, st, {})
+        p = json.loads(plan_rl(cfg, rl_recipe.get('cluster', {})).removeprefix('plan: '))
+        draws[f'rl {st}'] = set(prompt_draw(p['data_records'], cfg.seed, cfg.prompts_per_step, p['rollout_steps']))
         stages.append(
             {
                 'stage': f'rl {st}',
                 'gpus': p['gpus'],
                 'updates': p['updates'],
                 'sequences_per_step': p['sequences_per_step'],
+                'runs_on': EVERY_NODE,
+                **_draw_summary(f'rl {st}', cfg.seed, p, draws),
+                'context': p['context'],
                 'memory': p['memory'],
+                'checkpoints': p['checkpoints'],
+                'step_time': p['step_time'],
                 'estimate': p['estimate'],
             }
         )
         total += p['estimate']['gpu_hours']
-        commands.append(_launch(rl_recipe.get('cluster', {}), f'rl --config {rel(c["rl"])} --stage {st}'))
+        commands.append((_launch(rl_recipe.get('cluster', {}), f'rl --config {rel(c["rl"])} --stage {st}'), False))
     merges = merge_specs(load_recipe(root / c['merge']))
-    stages.append({'stage': 'merge', 'merges': len(merges), 'where': 'CPU (streams; about 1 GiB of memory whatever the model size)'})
-    commands.append(f'python -m chorus_train merge --config {rel(c["merge"])}')
-    p = json.loads(plan_opd(opd_config(opd_recipe, {}), opd_recipe.get('cluster', {})).removeprefix('plan: '))
-    stages.append({'stage': 'opd', 'gpus': p['gpus'], 'updates': p['updates'], 'memory': p['memory'], 'estimate': p['estimate']})
+    mp = _params('', rl_recipe.get('cluster', {}))
+    stages.append(
+        {
+            'stage': 'merge',
+            'merges': len(merges),
+            'runs_on': ONCE,
+            'where': 'CPU (streams; about 1 GiB of memory whatever the model size)',
+            'reads': f'{len(merges)} x 3 bf16 model files of {_gb(mp * 2)}',
+            'checkpoints': {'per_checkpoint': _gb(mp * 2) + ' (bf16 model)', 'disk_peak': _gb(mp * 2 * len(merges))},
+        }
+    )
+    commands.append((f'python -m chorus_train merge --config {rel(c["merge"])}', True))
+    ocfg = opd_config(opd_recipe, {})
+    p = json.loads(plan_opd(ocfg, opd_recipe.get('cluster', {})).removeprefix('plan: '))
+    draws['opd'] = set(prompt_draw(p['data_records'], ocfg.seed, ocfg.prompts_per_step, ocfg.updates, p['data_offset_prompts']))
+    stages.append(
+        {
+            'stage': 'opd',
+            'gpus': p['gpus'],
+            'updates': p['updates'],
+            'runs_on': EVERY_NODE,
+            **_draw_summary('opd', ocfg.seed, p, draws),
+            'context': p['context'],
+            'memory': p['memory'],
+            'checkpoints': p['checkpoints'],
+            'step_time': p['step_time'],
+            'estimate': p['estimate'],
+        }
+    )
     total += p['estimate']['gpu_hours']
-    commands.append(_launch(opd_recipe.get('cluster', {}), f'opd --config {rel(c["opd"])}'))
+    commands.append((_launch(opd_recipe.get('cluster', {}), f'opd --config {rel(c["opd"])}'), False))
     ex = c.get('export', {})
     if ex:
-        commands.append(f'python -m chorus_train export {ex["checkpoint"]} {ex["out"]}')
-        stages.append({'stage': 'export', 'where': 'CPU, minutes'})
-    plan = {'chain': str(path), 'stages': stages, 'total_gpu_hours_estimate': round(total, 1), 'basis': REFERENCE_BASIS}
+        commands.append((f'python -m chorus_train export {ex["checkpoint"]} {ex["out"]}', True))
+        stages.append({'stage': 'export', 'runs_on': ONCE, 'where': 'CPU, minutes'})
+    plan = {
+        'chain': str(path),
+        'nodes': cluster_shape(rl_recipe.get('cluster', {}))[0],
+        'stages': stages,
+        'total_gpu_hours_estimate': round(total, 1),
+        'basis': REFERENCE_BASIS,
+    }
     return 'plan: ' + json.dumps(plan, indent=2), commands

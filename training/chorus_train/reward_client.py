@@ -10,15 +10,19 @@ candidates as a group, `{..., testbenches: [...]}`).
     rc = RewardClient(['http://10.0.0.5:8080', 'http://10.0.0.6:8080'])   # round-robin
 
 429 answers are retried after their Retry-After (or `retry_after_s`), with jitter. Connection
-errors, answers cut off mid-body and 502/503/504 (draining, or a service failure such as a killed
-simulation or a full disk: never the testbench's fault) take that URL out of the rotation until its
-`/readyz` answers 200 again, and the request goes to the next URL after a backoff with full jitter.
-Every try of one request carries the same `Idempotency-Key`, so a service that already answered it
-replays that answer instead of scoring twice.
+errors (refused, reset), timeouts, answers cut off mid-body and 502/503/504 (draining, or a service
+failure such as a killed simulation or a full disk: never the testbench's fault) take that URL out
+of the rotation until its `/readyz` answers 200 again, and the request goes to the next URL after a
+backoff with full jitter; any other 5xx (an internal error) is tried again, on the next URL, after
+a backoff. This holds for every endpoint, not only `/v1/score`. Every try of one request carries
+the same `Idempotency-Key`, so a service that already answered it replays that answer instead of
+scoring twice. What still has no answer after `retries` is raised; the training environment
+(envs.ServiceEnv) turns that into a masked sample, never a dead rank.
 """
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import os
@@ -57,7 +61,7 @@ class RewardClient:
         self.retries = retries
         self.max_backoff_s = max_backoff_s
         self.proc: subprocess.Popen | None = None
-        self.stats = {'requests': 0, 'retries_429': 0, 'retries_conn': 0}
+        self.stats = {'requests': 0, 'retries_429': 0, 'retries_conn': 0, 'retries_5xx': 0}
         # URL -> (time of the next /readyz probe, failed probes): out of the rotation until a probe passes.
         self._down: dict[str, tuple[float, int]] = {}
         self.down_s = 1.0
@@ -214,9 +218,19 @@ class RewardClient:
                     if all(u in self._down for u in self.urls):
                         time.sleep(self._backoff(failures))
                     continue
+                if e.code >= 500 and attempt < self.retries:
+                    # An internal error (500): the service is up (no reason to take it out of the rotation)
+                    # but this try failed; every endpoint is a pure function of its body (and /v1/score
+                    # replays by its Idempotency-Key), so trying again is safe.
+                    self.stats['retries_5xx'] += 1
+                    failures += 1
+                    last = ServiceError(e.code, payload, url)
+                    time.sleep(self._backoff(failures))
+                    continue
                 raise ServiceError(e.code, payload, url) from None
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError) as e:
-                # Unreachable, reset, or an answer cut off mid-body (not JSON): try again.
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError, http.client.HTTPException) as e:
+                # Unreachable (refused), reset, timed out, or an answer cut off mid-body (IncompleteRead,
+                # or not JSON): try again.
                 if attempt >= self.retries:
                     raise
                 self.stats['retries_conn'] += 1
@@ -342,3 +356,45 @@ def connect(urls: list[str] | str | None, **kw) -> RewardClient:
     if urls:
         return RewardClient(urls, **kw)
     return RewardClient.start(**kw)
+
+
+def connect_for_job(urls: list[str] | str | None, start=None, timeout_s: float = 1800, **kw) -> RewardClient:
+    """The reward service of a distributed run: the given URL(s) for every rank (one address for the job), or
+    else ONE service per node, started by the node's first rank (LOCAL_RANK 0), its URL handed to the
+    node's other ranks through the process group (accelerate's PartialState, which the trainer then
+    reuses): not one `chorus serve` per rank, each with its own simulation workers on the same cores.
+    Only the node's first rank owns (and on close stops) the service: close it after a barrier
+    (trl_engine.end_distributed) so that no rank still asks it. `timeout_s`: the process group's collective
+    timeout, the recipe's ddp_timeout_s (the group made here is the one the trainer keeps). `start`
+    replaces RewardClient.start (tests)."""
+    start = start or RewardClient.start
+    world = int(os.environ.get('WORLD_SIZE', '1'))
+    if urls or world == 1:
+        return RewardClient(urls, **kw) if urls else start(**kw)
+    from datetime import timedelta
+
+    import torch.distributed as dist
+    from accelerate import PartialState
+
+    # the process group (gloo on CPU, NCCL on GPUs) as the trainer would create it, its timeout included:
+    # TrainingArguments re-creates PartialState later but keeps an initialized process group as it is
+    PartialState(timeout=timedelta(seconds=timeout_s))
+    local_world = int(os.environ.get('LOCAL_WORLD_SIZE', world))
+    node = int(os.environ.get('RANK', '0')) // local_world
+    own, err = None, ''
+    if int(os.environ.get('LOCAL_RANK', '0')) == 0:
+        try:
+            own = start(**kw)
+        except Exception as e:  # noqa: BLE001 - every rank must reach the gather below, then all stop
+            err = f'{type(e).__name__}: {e}'
+    got: list = [None] * dist.get_world_size()
+    dist.all_gather_object(got, (node, own.urls[0] if own else None, err))
+    mine = [(u, e) for n, u, e in got if n == node and (u or e)]
+    if not mine or not mine[0][0]:
+        if own is not None:
+            own.close()
+        why = mine[0][1] if mine else 'no rank with LOCAL_RANK 0 on this node'
+        raise SystemExit(
+            f'node {node}: the reward service did not start ({why}); build it (node scripts/build.mjs --cli-only) or pass --service URL'
+        )
+    return own if own is not None else RewardClient(mine[0][0], **kw)

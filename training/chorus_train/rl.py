@@ -42,6 +42,9 @@ METRICS = [
     'loss',
     'zero_adv_groups',
     'score_failures',
+    'masked_rows',  # rows left out because the reward service gave no answer (scores, first or feedback turns)
+    'overlong_rows',  # rows left out because their prompt passed the context cap (max_context - max_new_tokens)
+    'max_prompt_tokens',
     'seconds',
 ]
 
@@ -86,6 +89,22 @@ def carry_messages(msgs: list[dict], env: Env, task: dict, sample: Sample, score
     and the service's feedback turn for it."""
     fb = env.feedback(task, sample, score)
     return msgs + [{'role': 'assistant', 'content': strip_think(sample.text)}, {'role': 'user', 'content': fb}]
+
+
+def fit_prompt(tok, msgs: list[dict], cap: int) -> tuple[list[dict], list[int] | None]:
+    """The conversation and its prompt ids within `cap` tokens. Too long: the OLDEST assistant / feedback
+    pairs are dropped whole (never half a turn), keeping the first turn (system and first user message)
+    and the latest pair: the reference's bounded form of a conversation (its markov snapshot,
+    [system, user, assistant, feedback]). Still too long (the first turn and the latest pair alone
+    pass the cap): (msgs, None), and the caller leaves the rows out."""
+    from .policy import render
+
+    head = next((i + 1 for i, m in enumerate(msgs) if m.get('role') == 'user'), len(msgs))  # through the first user turn
+    ids = render(tok, msgs)
+    while len(ids) > cap and len(msgs) - head > 2:
+        msgs = msgs[:head] + msgs[head + 2 :]
+        ids = render(tok, msgs)
+    return msgs, (ids if len(ids) <= cap else None)
 
 
 def _mean(xs) -> float:

@@ -8,13 +8,22 @@ the block are the direct group, rows G..2G-1 the refinement group. TRL splits th
 processes in contiguous slices, so a rank may hold a task's direct group and another its
 refinement group: the rounds run in lockstep, the scored members gathered after each round, so
 every rank carries the same member (as rl.rollout_batch did).
+
+The reward service may fail any call (reward_client retries and fails over first): a member without a
+score is re-scored, then masked; a task block whose first turn or feedback turn this rank cannot get
+is not sampled on this rank (its rows are empty and masked). Every masked row is counted over all
+ranks (`masked_rows`, with the first reasons): a metric and a line in the step log, never a dead rank.
+
+Every prompt fits the recipe's context (`prompt_cap` = max_context - max_new_tokens, rl.fit_prompt): the
+oldest assistant / feedback pairs are dropped whole; a block whose prompt still does not fit is not
+sampled (its rows masked, counted as `overlong_rows`).
 """
 
 from __future__ import annotations
 
-from .envs import Env, rescore_failed
-from .policy import Sample, render
-from .rl import carry_messages, pick_carry
+from .envs import Env, ServiceUnavailable, rescore_failed
+from .policy import Sample
+from .rl import carry_messages, fit_prompt, pick_carry
 
 # ---------------------------------------------------------------------------------------------
 # the environment: TRL's rollout_func
@@ -37,6 +46,11 @@ class ChorusRollout:
         self.gen_seconds = 0.0  # time in the engine's generation, and the tokens it returned (gpu_smoke)
         self.gen_tokens = 0
         self.gen_rows = 0  # sequences this rank asked the engine for, filler rows included (tests)
+        self.masked_rows = 0  # the last step's rows over ALL ranks left out because the reward service gave no answer
+        self.mask_reasons: list[str] = []  # the first reason on each rank that masked a row
+        self.step_rows = 0  # the last step's rows over all ranks
+        self.overlong_rows = 0  # the last step's rows over all ranks left out because their prompt passed the cap
+        self.max_prompt = 0  # the longest prompt rendered in the last step, all ranks (tokens)
 
     # ---- helpers that touch the engine
     def _gather(self, trainer, items: list) -> list:
@@ -52,9 +66,10 @@ class ChorusRollout:
         round with as many rows as the busiest rank (filler rows, discarded): vLLM server mode (prompts
         gathered to rank 0, results broadcast), colocated vLLM with tensor parallelism (all-gather in
         the TP group), HF generate on a sharded policy (FSDP, DeepSpeed ZeRO-3 gather parameters in every
-        forward). Colocated vLLM with TP 1 and HF generate under plain DDP are per-rank: no filler (a
-        rank decodes only its own rows; the weight sync, collective when sharded, runs at the start of
-        every step on every rank: ChorusRollout.__call__)."""
+        forward). Colocated vLLM with TP 1 and HF generate under plain DDP decode per rank: a rank decodes
+        its own rows, and one filler row only in a round where it has none (it still takes part in the
+        call: `_generate_rows`); the weight sync runs at the start of every step on every rank
+        (ChorusRollout.__call__)."""
         if trainer.accelerator.num_processes == 1:
             return False
         args = trainer.args
@@ -79,11 +94,19 @@ class ChorusRollout:
         return ids, lps
 
     def _generate_rows(self, trainer, prompt_ids: list[list[int]], keys: list[tuple]) -> tuple[list[list[int]], list | None]:
+        """Every rank calls the engine in every round where ANY rank has rows (the ranks agree on it by a gather),
+        a rank with none of its own on one filler row: a collective inside the engine (vLLM's weight sync when
+        it wakes from sleep mode, a tensor-parallel gather, a sharded forward) then finds every rank, where a
+        rank without rows that skipped the call would leave the others waiting forever. Where generation is
+        itself lockstep (`lockstep`) every rank pads to the busiest rank's rows."""
         if self.sample_fn is not None:
             return (self.sample_fn(prompt_ids, keys) if prompt_ids else []), None
         need = len(prompt_ids)
-        if self.lockstep(trainer):
-            need = max(self._gather(trainer, [len(prompt_ids)]))
+        if trainer.accelerator.num_processes > 1:
+            busiest = max(self._gather(trainer, [need]))
+            if busiest == 0:  # no rank has a row this round: no rank calls the engine (agreed)
+                return [], None
+            need = busiest if self.lockstep(trainer) else max(need, 1)
         if need == 0:
             return [], None
         filler = prompt_ids[0] if prompt_ids else [self.tok.eos_token_id]
@@ -122,13 +145,30 @@ class ChorusRollout:
         rows: dict[int, dict] = {}  # this rank's rows: global index -> record
         facts: list[tuple] = []
         live = set(blocks)
+        unprompted: dict[int, str] = {}  # block -> why THIS rank has no conversation for it (the service failed a turn)
+        overlong: set[tuple[int, int]] = set()  # (block, round) whose prompt passes the cap even cut down
+        cap = self.cfg.prompt_cap
+        self.max_prompt = 0
         for rnd in range(R):
             mine = [g for g in range(base, base + n) if (g % (R * G)) // G == rnd and g // (R * G) in live]
             for g in mine:
                 b = g // (R * G)
-                if msgs[b] is None:
-                    msgs[b] = list(self.env.first_turn(self.tasks[task_of[g]]))
-            p_ids = [render(self.tok, msgs[g // (R * G)]) for g in mine]
+                if msgs[b] is None and b not in unprompted:
+                    try:
+                        msgs[b] = list(self.env.first_turn(self.tasks[task_of[g]]))
+                    except ServiceUnavailable as e:  # no prompt: this rank's rows of the block stay empty (masked)
+                        unprompted[b] = str(e)
+            mine = [g for g in mine if g // (R * G) not in unprompted]
+            prompt_of: dict[int, list[int]] = {}  # block -> this round's prompt ids, within the cap
+            for b in sorted({g // (R * G) for g in mine}):
+                msgs[b], ids = fit_prompt(self.tok, msgs[b], cap)
+                if ids is None:
+                    overlong.add((b, rnd))
+                else:
+                    prompt_of[b] = ids
+                    self.max_prompt = max(self.max_prompt, len(ids))
+            mine = [g for g in mine if g // (R * G) in prompt_of]
+            p_ids = [prompt_of[g // (R * G)] for g in mine]
             keys = [(task_of[g], rnd, g % G) for g in mine]
             comp, lps = self._generate(trainer, p_ids, keys)
             samples = {}
@@ -176,11 +216,14 @@ class ChorusRollout:
                     if k is not None:  # nothing scored: nothing to refine from, the block's later rows stay empty
                         nxt.add(b)
                         later = any((g % (R * G)) // G > rnd and g // (R * G) == b for g in range(base, base + n))
-                        if later:  # only the ranks that sample a later round ask the service for the feedback turn
+                        if later and b not in unprompted:  # only the ranks that sample a later round ask for the feedback turn
                             task = self.tasks[task_of[members[k][0]]]
-                            if msgs[b] is None:
-                                msgs[b] = list(self.env.first_turn(task))
-                            msgs[b] = carry_messages(msgs[b], self.env, task, members[k][1], scores[k])
+                            try:
+                                if msgs[b] is None:
+                                    msgs[b] = list(self.env.first_turn(task))
+                                msgs[b] = carry_messages(msgs[b], self.env, task, members[k][1], scores[k])
+                            except ServiceUnavailable as e:  # no refinement prompt: the later rows stay empty (masked)
+                                unprompted[b] = str(e)
             live = nxt
         self.facts = facts
         out = {'prompt_ids': [], 'completion_ids': [], 'logprobs': [], 'env_mask': [], 'chorus_reward': []}
@@ -207,7 +250,28 @@ class ChorusRollout:
         if not any_lp:
             out['logprobs'] = None  # HF generate: TRL recomputes the old log-probs when it needs them
         self.last = {'rows': rows, 'base': base, 'task_of': task_of}
+        self._count_masked(trainer, out['env_mask'], base, rows, unprompted, overlong, len(task_of))
         return out
+
+    def _count_masked(self, trainer, env_mask: list, base: int, rows: dict, unprompted: dict, overlong: set, total: int) -> None:
+        """The step's left-out rows over all ranks (collectives: every rank calls it once per step). A row is
+        left out because its prompt passed the cap (`overlong_rows`: its block and round, or an earlier
+        round of its block, had no prompt within the cap on some rank), or else because the service gave
+        no answer (`masked_rows`): its score failed after the re-score, or its block had no prompt on its
+        rank (first turn or feedback turn failed, or no member of the round before was scored to carry)."""
+        R, G = self.rounds, self.group
+        over = set(self._gather(trainer, sorted(overlong)))
+        dropped = [base + i for i, m in enumerate(env_mask) if not m[0]]
+        long_rows = [g for g in dropped if any((g // (R * G), r) in over for r in range((g % (R * G)) // G + 1))]
+        why = list(unprompted.values()) + [
+            str(r['score'].error or r['score'].status) for r in rows.values() if r.get('score') is not None and r['score'].failed
+        ]
+        got = self._gather(trainer, [(len(dropped) - len(long_rows), len(long_rows), why[0] if why else '', self.max_prompt)])
+        self.masked_rows = sum(x[0] for x in got)
+        self.overlong_rows = sum(x[1] for x in got)
+        self.mask_reasons = [x[2] for x in got if x[2]]
+        self.max_prompt = max(x[3] for x in got)  # over all ranks
+        self.step_rows = total
 
 
 def chorus_reward(prompts=None, completions=None, chorus_reward=None, **_):

@@ -20,6 +20,11 @@ class TrainerSettings:
     temperature: float = 1.0
     top_p: float = 1.0
     max_new_tokens: int = 16384
+    # The context every sequence must fit: prompt + reply. 40,960 is the reference's "40k total context"
+    # (run-qwen3-4B-2xH100.sh) and Qwen3-4B's max_position_embeddings; with 16,384 new tokens a prompt
+    # may hold 24,576 (`prompt_cap`). vLLM's max_model_len is set to it (an SFT checkpoint of a
+    # long-context base would otherwise make vLLM size its KV cache for 262,144).
+    max_context: int = 40960
     micro_batch: int = 4
     grad_clip: float = 1.0
     # Adam as the reference (slime --adam-beta1 0.9 --adam-beta2 0.95, weight decay 0)
@@ -38,6 +43,10 @@ class TrainerSettings:
     # vLLM rollouts: TRL 1.16 turns on an importance-sampling correction (sequence mask at 3.0) by
     # default; the reference's DAPO had none (docs/protocol.md §8), so it is off unless asked for.
     is_correction: bool = False
+    # The collective timeout (torch.distributed / TRL's ddp_timeout; HF's default 1,800 s): a rank that waits
+    # longer for the others in one collective (a round's gather while another rank still decodes or its
+    # teachers sample) stops the job. The dry run refuses a recipe whose estimated step passes it.
+    ddp_timeout_s: int = 1800
     data: str = ''
     service: list[str] = field(default_factory=list)
     timeout_s: float = 60.0
@@ -55,10 +64,21 @@ class TrainerSettings:
 
         return torch.optim.AdamW(params, lr=self.lr, weight_decay=weight_decay, betas=(self.adam_beta1, self.adam_beta2))
 
+    @property
+    def prompt_cap(self) -> int:
+        """The most prompt tokens a row may have: the context less the reply's budget."""
+        return self.max_context - self.max_new_tokens
+
     @classmethod
     def from_dict(cls, d: dict):
         """A recipe section -> settings; a misspelled key stops the run instead of being ignored."""
         unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise SystemExit(f'unknown {cls.SECTION} settings: {", ".join(sorted(unknown))}')
-        return cls(**d)
+        out = cls(**d)
+        if out.prompt_cap <= 0:
+            raise SystemExit(
+                f'{cls.SECTION}: max_context {out.max_context} leaves no room for a prompt beside max_new_tokens '
+                f'{out.max_new_tokens}: raise max_context or lower max_new_tokens'
+            )
+        return out

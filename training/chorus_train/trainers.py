@@ -17,6 +17,7 @@ from dataclasses import asdict
 
 import torch
 
+from . import masters
 from . import opd as O
 
 os.environ.setdefault('TRL_EXPERIMENTAL_SILENCE', '1')
@@ -140,12 +141,37 @@ def grpo_args(
         log_completions=False,
         use_vllm=use_vllm,
         vllm_mode=getattr(cfg, 'vllm_mode', 'colocate'),
+        # colocated vLLM's max_model_len: the recipe's context, not the checkpoint's max_position_embeddings
+        # (a server takes it at launch: `trl vllm-serve --max_model_len`, printed by the dry run)
+        vllm_max_model_length=int(cfg.max_context) if use_vllm else None,
         **({'vllm_server_base_url': cfg.vllm_server} if getattr(cfg, 'vllm_server', '') else {}),
         save_only_model=False,
         dataloader_num_workers=0,
+        ddp_timeout=int(getattr(cfg, 'ddp_timeout_s', 1800)),
     )
     kw.update(over)
     return GRPOConfig(**kw)
+
+
+def prompt_draw(records: int, seed: int, prompts_per_step: int, steps: int, offset: int = 0) -> list[int]:
+    """The task indices a run draws, step after step: the order of the trainer's sampler
+    (OffsetRepeatSampler over TRL's RepeatSampler, seeded with the run's seed): a seeded
+    permutation of the records, the first one rotated `offset` tasks in (OPD), cut into whole steps
+    (a last partial step of an epoch is dropped), then the next permutation of the same generator.
+    tests/test_recipes.py checks it against the sampler itself."""
+    if records < prompts_per_step:
+        raise SystemExit(f'{records} records cannot fill a step of {prompts_per_step} prompts')
+    g = torch.Generator()
+    g.manual_seed(int(seed))
+    want, out, first = steps * prompts_per_step, [], True
+    while len(out) < want:
+        idx = torch.randperm(records, generator=g).tolist()
+        if first and offset:
+            o = offset % records
+            idx = idx[o:] + idx[:o]
+        first = False
+        out += idx[: len(idx) // prompts_per_step * prompts_per_step]
+    return out[:want]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,9 +213,10 @@ def _trainer_classes():
 
         Sampler = OffsetRepeatSampler
 
-        def __init__(self, *a, chorus_rounds: int = 2, adv_eps: float | None = None, data_offset: int = 0, **kw):
+        def __init__(self, *a, chorus_rounds: int = 2, adv_eps: float | None = None, data_offset: int = 0, save_bf16: bool = False, **kw):
             self.chorus_rounds = chorus_rounds
             self.chorus_adv_eps = adv_eps
+            self.chorus_save_bf16 = save_bf16  # checkpoints: a bf16 model + the masters' low bits in the optimizer state (masters.py)
             self.chorus_data_offset = data_offset  # tasks to skip in the seeded order (OPD: data_offset_steps x prompts)
             self._chorus_inputs = None
             self._chorus_rewards = None
@@ -207,6 +234,30 @@ def _trainer_classes():
                 seed=self.args.seed,
                 offset=self.chorus_data_offset,
             )
+
+        # ---- checkpoints: bf16 model weights for what reads them, exact fp32 masters for a resume (masters.py)
+        def _save(self, output_dir=None, state_dict=None):
+            if not self.chorus_save_bf16 or not self.args.should_save:
+                return super()._save(output_dir, state_dict)
+            out = output_dir if output_dir is not None else self.args.output_dir
+            if state_dict is None:
+                state_dict = self.accelerator.unwrap_model(self.model).state_dict()
+            model, low = masters.split_state_dict(state_dict)
+            super()._save(output_dir, model)
+            if not self.is_deepspeed_enabled:  # DeepSpeed's checkpoint holds its own fp32 masters
+                masters.write_residual(out, low)
+            masters.mark_bf16_config(out)
+
+        def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+            super()._load_from_checkpoint(resume_from_checkpoint, model)
+            if self.is_deepspeed_enabled:
+                return
+            full = None
+            if self.is_fsdp_enabled:  # whole parameters on every rank while the low bits go in (not run here: no GPU)
+                from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+                full = FSDP.summon_full_params(self.model_wrapped, writeback=True)
+            masters.restore_masters(self.accelerator.unwrap_model(self.model), resume_from_checkpoint, full)
 
         def _calculate_rewards(self, *a, **kw):
             r = super()._calculate_rewards(*a, **kw)  # gathered over every rank: [N, reward functions]

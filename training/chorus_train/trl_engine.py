@@ -88,17 +88,53 @@ def _fp32_master(model, log=print):
 
 def _save_final(trainer, out: Path, extra=None) -> None:
     """A COMPLETE checkpoint at the last step (model, optimizer, scheduler, RNG, trainer_state.json), unless
-    TRL just wrote one: a `--steps` run that ends between save boundaries must leave a checkpoint the
-    next run can resume from."""
+    the Trainer wrote it: a `--steps` run that ends between save boundaries must leave a checkpoint the
+    next run can resume from. The Trainer itself saves at max_steps (transformers' DefaultFlowCallback),
+    so this saves only when it did not: one final save, not two of the same checkpoint."""
     step = trainer.state.global_step
     d = out / f'checkpoint-{step}'
-    # decided from the step, never from the file system: every rank must take the same branch
-    # (_save_checkpoint is collective under FSDP / DeepSpeed), and rank 0 may still be writing
-    saved = str(getattr(trainer.args.save_strategy, 'value', trainer.args.save_strategy)) == 'steps' and step % trainer.args.save_steps == 0
-    if step and not saved:
+    # decided from the Trainer's own record of its saves (on_save runs on every rank), never from the file
+    # system: every rank must take the same branch (_save_checkpoint is collective under FSDP / DeepSpeed),
+    # and rank 0 may still be writing
+    if step and getattr(trainer, 'chorus_saved_step', None) != step:
         trainer._save_checkpoint(trainer.model, trial=None)
-    if extra is not None and trainer.is_world_process_zero() and d.exists():
-        extra(d)
+        trainer.chorus_saved_step = step
+        if extra is not None and trainer.is_world_process_zero() and d.exists():
+            extra(d)
+
+
+def _saves_callback(trainer):
+    """Records the step of the Trainer's last save on the trainer (every rank): _save_final reads it."""
+    from transformers import TrainerCallback
+
+    class Saves(TrainerCallback):
+        def on_save(self, args, state, control, **kw):
+            trainer.chorus_saved_step = state.global_step
+
+    return Saves()
+
+
+MANIFEST = 'chorus_manifest.json'  # the run's seed and prompt draw, written when it starts (rank 0)
+
+
+def _write_manifest(out: Path, cfg, tasks: list[dict], prompts: int, steps: int, offset: int, kind: str) -> None:
+    """What this run draws, before it draws it: the seed, the data, and the task ids of every planned step in
+    order (trainers.prompt_draw: the sampler's own order), so two experts' prompts can be compared from
+    their run folders (`chain --dry-run` prints the same overlap from the recipes)."""
+    from .trainers import prompt_draw
+
+    draw = prompt_draw(len(tasks), cfg.seed, prompts, steps, offset)
+    m = {
+        'kind': kind,
+        'seed': cfg.seed,
+        'data': getattr(cfg, 'data', ''),
+        'data_records': len(tasks),
+        'prompts_per_step': prompts,
+        'rollout_steps': steps,
+        'data_offset_prompts': offset,
+        'prompt_draw': [tasks[i].get('id', i) for i in draw],
+    }
+    (out / MANIFEST).write_text(json.dumps(m) + '\n')
 
 
 def _build(cfg, tasks, env, model, tok, *, group, rounds, prompts, steps, resume, sample_fn, opd_state, teachers, log, use_vllm, args_over):
@@ -139,12 +175,16 @@ def _build(cfg, tasks, env, model, tok, *, group, rounds, prompts, steps, resume
         chorus_rounds=rounds,
         adv_eps=getattr(cfg, 'adv_eps', None),
         data_offset=int(getattr(cfg, 'data_offset_steps', 0) or 0) * prompts if opd_state is not None else 0,
+        save_bf16=cfg.dtype == 'bfloat16',  # the compute dtype is what merge, OPD and export read
         callbacks=[_metrics_callback(out, rollout, opd_state, log)],
     )
     trainer = OPDT(teachers=teachers, opd_state=opd_state, **kw) if opd_state is not None else Plain(**kw)
+    if trainer.is_world_process_zero():
+        _write_manifest(out, cfg, tasks, prompts, -(-cfg.updates // mini), kw['data_offset'], 'opd' if opd_state is not None else 'rl')
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # our metrics line per step replaces the raw log dicts
+    trainer.add_callback(_saves_callback(trainer))
     return trainer, ck, tok
 
 

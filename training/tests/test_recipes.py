@@ -126,6 +126,57 @@ def test_chain_dry_run(chain):
     assert (
         ('--num_machines 2' in cmds[0] and '--num_processes 16' in cmds[0]) if chain == 'chain_2x8.yaml' else '--num_processes 8' in cmds[0]
     )
+    # experts that differ: each RL stage its own seed and draw; the overlaps are those of the sampler's order
+    from chorus_train.trainers import prompt_draw
+
+    st = {s['stage']: s for s in plan['stages']}
+    assert [st[f'rl stage{i}']['seed'] for i in range(3)] == [0, 1, 2] and st['opd']['seed'] == 2
+    draws = {f'rl stage{i}': set(prompt_draw(11488, i, 4, 1000)) for i in range(3)}
+    draws['opd'] = set(prompt_draw(11488, 2, 4, 100, 4000))
+    for name, d in draws.items():
+        assert st[name]['prompts_drawn'] == len(d) == st[name]['distinct_prompts']
+        assert st[name]['overlap_prompts'] == {
+            k: len(d & v) for k, v in draws.items() if k != name and list(draws).index(k) < list(draws).index(name)
+        }
+    assert 0 < st['rl stage1']['overlap_prompts']['rl stage0'] < 4000  # independent draws, not the same 4,000
+    assert st['opd']['overlap_prompts']['rl stage2'] == 0  # OPD reads the student's order after its RL prompts
+    # long prompts, bounded: the largest prompt and the KV cache it needs at the recipe's batch
+    per_gpu = 1 if chain == 'chain_2x8.yaml' else 2  # 16 sequences per round over 16 / 8 rollout GPUs
+    for name in ('rl stage0', 'opd'):
+        ctx = st[name]['context']
+        assert (ctx['largest_prompt_tokens'], ctx['vllm_max_model_len'], ctx['sequences_per_rollout_gpu']) == (24576, 40960, per_gpu)
+        kv = 2 * 36 * 8 * 128 * 2 * 40960 * per_gpu  # Qwen3-4B: K and V, 36 layers, 8 KV heads of 128, bf16
+        assert ctx['kv_cache_largest_round_per_gpu'] == f'{kv / 2**30:.1f} GiB'
+    # checkpoints: a bf16 model file (2 B/param) + fp32 moments (8) + the masters' low bits (2), FSDP
+    gib = lambda b: f'{4.02e9 * b / 2**30:.1f} GiB'  # noqa: E731
+    ck = st['rl stage0']['checkpoints']
+    assert (ck['model_file'], ck['per_checkpoint'], ck['checkpoints_written'], ck['checkpoints_kept']) == (
+        gib(2) + ' (bf16)',
+        gib(12),
+        20,
+        3,
+    )
+    assert ck['disk_peak'] == gib(48) and st['opd']['checkpoints']['checkpoints_written'] == 4
+    assert st['merge']['checkpoints']['disk_peak'] == gib(2 * 7)
+    # the estimated step time against the collective timeout, per training stage
+    for name in ('rl stage0', 'rl stage1', 'rl stage2', 'opd'):
+        t = st[name]['step_time']
+        assert t['fits'] and 0 < t['step_s'] < t['ddp_timeout_s']
+
+
+def test_each_rl_stage_has_its_own_seed():
+    """The recipe's stages draw with seeds 0, 1, 2; a stage that names none gets the section's seed plus its
+    index (never the same draw by default); --seed overrides; OPD uses the student's (stage 2's) seed."""
+    from chorus_train.recipes import load_recipe, opd_config, rl_config
+
+    rec = load_recipe(RECIPES / 'rl.yaml')
+    assert [rl_config(rec, f'stage{i}', {}).seed for i in range(3)] == [0, 1, 2]
+    r = {'rl': {'seed': 10, 'stages': {'a': {'model': 'x'}, 'b': {'model': 'y'}}}}
+    assert [rl_config(r, s, {}).seed for s in 'ab'] == [10, 11] and rl_config(r, None, {}).seed == 10
+    assert rl_config(r, 'b', {'seed': 3}).seed == 3
+    o = opd_config(load_recipe(RECIPES / 'opd.yaml'), {})
+    assert o.seed == rl_config(rec, 'stage2', {}).seed and 'rl-stage2' in o.student
+    assert rl_config(load_recipe(RECIPES / 'rl_best_carry.yaml'), None, {}).seed == 2  # the ablation draws as stage2
 
 
 def test_unknown_setting_is_refused(tmp_path):
@@ -204,3 +255,42 @@ def test_gpu_requirements_match_the_named_stack():
     readme = (root / 'README.md').read_text()
     assert 'requirements-gpu.txt' in readme and 'vllm==0.31.0' in readme
     assert (root / 'scripts' / 'check_gpu_requirements.sh').exists()
+
+
+def test_step_time_is_checked_against_the_collective_timeout():
+    """Teachers that keep up: the plan estimates a step at its worst (each round's longest reply decoded token by
+    token, OPD's teachers one after the other in HF generate, one simulation; then the update) from the
+    tokens/s it states (assumed, or the recipe's measured cluster figures) and refuses a recipe whose step
+    passes ddp_timeout_s, which the GRPOConfig carries."""
+    from chorus_train import trainers
+    from chorus_train.recipes import load_recipe, opd_config, plan_opd, plan_rl, rl_config
+
+    rec = load_recipe(RECIPES / 'rl.yaml')
+    cfg = rl_config(rec, 'stage0', {})
+    st = json.loads(plan_rl(cfg, rec['cluster']).removeprefix('plan: '))['step_time']
+    rnd = 16384 / 150 + 60
+    upd = 8 * 4.02e9 * 32 * 40960 / (8 * 150e12)
+    assert (st['round_s'], st['update_s'], st['step_s'], st['ddp_timeout_s'], st['fits']) == (
+        round(rnd),
+        round(upd),
+        round(2 * rnd + upd),
+        1800,
+        True,
+    )
+    assert 'assumed' in st['basis']
+    with pytest.raises(SystemExit, match='ddp_timeout_s'):
+        plan_rl(cfg, {**rec['cluster'], 'decode_tokens_per_s': 5})  # a measured figure that cannot keep up: refused
+    orec = load_recipe(RECIPES / 'opd.yaml')
+    ocfg = opd_config(orec, {})
+    st = json.loads(plan_opd(ocfg, orec['cluster']).removeprefix('plan: '))['step_time']
+    rnd = 16384 / 150 + 2 * 16384 / 30 + 60
+    upd = 12 * 4.02e9 * 32 * 40960 / (8 * 150e12)
+    assert (st['teachers_s'], st['step_s'], st['ddp_timeout_s']) == (round(2 * 16384 / 30), round(2 * rnd + upd), 3600)
+    with pytest.raises(SystemExit, match='past the collective timeout of 1800 s'):
+        plan_opd(opd_config(orec, {'ddp_timeout_s': 1800}), orec['cluster'])  # HF's default timeout: the step cannot fit
+    fast = json.loads(
+        plan_opd(opd_config(orec, {'ddp_timeout_s': 1800}), {**orec['cluster'], 'teacher_tokens_per_s': 150}).removeprefix('plan: ')
+    )
+    assert fast['step_time']['fits'] and 'cluster.teacher_tokens_per_s' in fast['step_time']['basis']
+    a = trainers.grpo_args(ocfg, group=4, rounds=2, prompts=4, world=8, steps_total=1)
+    assert a.ddp_timeout == 3600

@@ -19,7 +19,7 @@ pytest.importorskip('trl')
 WORKER = Path(__file__).with_name('trl_ddp_worker.py')
 
 
-def run(args: list[str], nproc: int) -> None:
+def run(args: list[str], nproc: int, timeout: float = 900) -> None:
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'TOKENIZERS_PARALLELISM': 'false', 'HF_HUB_OFFLINE': '1', 'CUDA_VISIBLE_DEVICES': ''}
     for k in ('WORLD_SIZE', 'RANK', 'LOCAL_RANK'):
         env.pop(k, None)
@@ -40,7 +40,10 @@ def run(args: list[str], nproc: int) -> None:
             str(WORKER),
             *args,
         ]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f'{nproc} ranks did not finish in {timeout:.0f} s (a rank waiting in a collective the others never call): {e}')
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
 
@@ -69,12 +72,29 @@ def test_two_ranks_take_the_same_trl_step_as_one(tiny_ckpts, tmp_path, mode):
 def test_colocate_style_generation_decodes_no_filler_rows(tiny_ckpts, tmp_path):
     """Generation that is per-rank (HF generate under plain DDP here; colocated vLLM with TP 1 on a GPU):
     with the direct group on rank 0 and the refinement group on rank 1, each rank decodes its own 4
-    rows, not 4 + 4 filler rows padded to the busiest rank."""
+    rows and one filler row in the round where it has none (it still takes part in the engine's call:
+    test_every_rank_takes_part_in_every_generate_call), not 4 + 4 filler rows padded to the busiest rank."""
     two = tmp_path / 'two'
     two.mkdir()
     run([str(tiny_ckpts[0]), str(two), 'count'], 2)
     rows = [json.loads((two / f'rank{r}.json').read_text())['gen_rows'] for r in (0, 1)]
-    assert rows == [4, 4], rows
+    assert rows == [5, 5], rows
+
+
+def test_every_rank_takes_part_in_every_generate_call(tiny_ckpts, tmp_path):
+    """The direct group on rank 0, the refinement group on rank 1, generation through the engine's call with a
+    collective inside (an all-reduce, as in vLLM's weight sync from sleep mode): rank 1 has no row in round
+    0 and rank 0 none in round 1, yet both call the engine in both rounds (one filler row where it has
+    none), so the step finishes. A rank that skipped its empty round hangs the other (the timeout)."""
+    two = tmp_path / 'two'
+    two.mkdir()
+    run([str(tiny_ckpts[0]), str(two), 'lockstep'], 2, timeout=240)
+    ranks = [json.loads((two / f'rank{r}.json').read_text()) for r in (0, 1)]
+    assert [r['gen_calls'] for r in ranks] == [[4, 1], [1, 4]], ranks
+    # the worker made the process group first, for one reward service on the node (connect_for_job), and the
+    # trainer ran on it
+    assert [r['started'] for r in ranks] == [1, 0] and ranks[0]['service'] == ranks[1]['service']
+    assert [r['health'] for r in ranks] == ['ok', 'ok']
 
 
 def test_opd_ranks_run_the_same_student_forwards(tiny_ckpts, tmp_path):

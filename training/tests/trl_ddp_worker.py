@@ -2,11 +2,16 @@
 
 usage: trl_ddp_worker.py CHECKPOINT OUT rl|split|opd|count [TEACHER]   (final weights: OUT/final.pt from rank 0;
 OUT/rank{R}.json: the sequences each rank asked the engine for, and OPD's student forwards)
+       trl_ddp_worker.py CHECKPOINT OUT service LIVE_URL DEAD_URL | lockstep
+(`service`: 3 tasks x 2 rounds x group 4 against the real ServiceEnv and client, pointed at a refused URL
+and at tests/fake_reward_service.py; rank{R}.json adds the masked rows, the client's retries and the log;
+`lockstep`: `split` through a fake engine call that all-reduces over the ranks; rank{R}.json adds the
+rows of each call)
 `rl`: 2 prompts x 2 rounds x group 4, each rank holds one whole task; `split`: 1 prompt, rank 0 holds
 the direct group and rank 1 the refinement group (the carry crosses ranks); `opd`: one OPD step of 2
 prompts, one gated open (distilled) and one closed, the ranks splitting them (rank 1 has no distilled
 rows); `count`: `split` with the engine's own generation (HF generate under plain DDP) instead of
-scripted replies, to count the sequences each rank decodes (no filler rows: 4 per rank).
+scripted replies, to count the sequences each rank decodes (4 per rank, and one filler row in the round a rank has none).
 Replies are a function of (task, round, member), so every layout draws the same rollouts.
 """
 
@@ -21,7 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from chorus_train import opd, rl, trl_engine  # noqa: E402
-from chorus_train.envs import TokenRewardEnv  # noqa: E402
+from chorus_train.envs import ServiceEnv, TokenRewardEnv  # noqa: E402
 from chorus_train.policy import load_policy  # noqa: E402
 
 WORDS = [
@@ -56,15 +61,109 @@ class GateEnv(TokenRewardEnv):
         return out
 
 
+def service_run(model, tok, out: Path, live: str, dead: str) -> tuple[dict, dict]:
+    """One RL step through ServiceEnv and RewardClient against the faulty fake service (and a URL that
+    refuses every connection), replies marked with their (task, round, member)."""
+    from chorus_train.reward_client import RewardClient
+
+    tasks = [
+        {'id': f'task{i}', 'top': top, 'design_files': [{'name': f'{top}.sv', 'content': f'module {top}; endmodule'}]}
+        for i, top in enumerate(('ma', 'mb', 'mc'))
+    ]
+
+    def fn(prompt_ids, keys):
+        return [
+            tok(f'```systemverilog\nmodule tb_{t}_{r}_{j}; endmodule\n```', add_special_tokens=False)['input_ids'] + [tok.eos_token_id]
+            for t, r, j in keys
+        ]
+
+    client = RewardClient([dead, live], timeout_s=2.0, retries=12, max_backoff_s=0.05)
+    client.down_s = 0.02
+    c = rl.RLConfig(
+        out=str(out / 'run'),
+        lr=1e-3,
+        updates=10,
+        group_size=4,
+        prompts_per_step=3,
+        agentic_rounds=2,
+        max_new_tokens=24,
+        micro_batch=2,
+        save_every=0,
+        seed=3,
+        grad_clip=0.0,
+    )
+    logs: list[str] = []
+    res = trl_engine.train_rl(c, tasks, ServiceEnv(client), model=model, tok=tok, steps=1, resume=False, sample_fn=fn, log=logs.append)
+    ro = res['trainer'].rollout_func
+    return res, {'masked_rows': ro.masked_rows, 'step_rows': ro.step_rows, 'client': client.stats, 'log': logs}
+
+
+def lockstep_run(model, tok, out: Path) -> tuple[dict, dict]:
+    """`split` (rank 0: the direct group, rank 1: the refinement group) through the engine's generation call,
+    replaced by a fake holding the collective a real engine has inside (an all-reduce over every rank, as
+    vLLM's weight sync on waking from sleep mode or a tensor-parallel gather): a rank that skipped the
+    call in a round where it has no rows would leave the other waiting forever."""
+    import torch.distributed as dist
+    from trl import GRPOTrainer
+
+    calls: list[int] = []
+    reply = tok('wire w;', add_special_tokens=False)['input_ids'] + [tok.eos_token_id]
+
+    def generate(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        t = torch.ones(1)
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(t)
+        calls.append(len(prompt_ids))
+        return [list(reply) for _ in prompt_ids], None
+
+    GRPOTrainer._generate_single_turn = generate
+    # the process group made before the trainer, as `chorus-train rl` without --service does (one reward
+    # service per node, reward_client.connect_for_job): the trainer must run on it
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fake_reward_service import FakeService
+
+    from chorus_train.reward_client import RewardClient, connect_for_job
+
+    started: list = []
+
+    def start(**kw):
+        started.append(FakeService())
+        return RewardClient(started[-1].url, **kw)
+
+    client = connect_for_job(None, start=start, timeout_s=600)
+    c = rl.RLConfig(
+        out=str(out / 'run'),
+        lr=1e-3,
+        updates=10,
+        group_size=4,
+        prompts_per_step=1,
+        agentic_rounds=2,
+        max_new_tokens=8,
+        micro_batch=2,
+        save_every=0,
+        seed=3,
+        grad_clip=0.0,
+    )
+    env = TokenRewardEnv(set(range(100)))
+    tasks = [{'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a testbench for m{i}.'}]} for i in range(2)]
+    res = trl_engine.train_rl(c, tasks, env, model=model, tok=tok, steps=1, resume=False, log=lambda *_: None)
+    return res, {'gen_calls': calls, 'service': client.urls[0], 'started': len(started), 'health': client.health().get('status')}
+
+
 def main() -> None:
     torch.set_num_threads(1)
     ck, out, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     model, tok = load_policy(ck)
+    extra: dict = {}
     emb = model.get_input_embeddings().weight.detach().float()
     good = set(torch.nonzero(emb @ torch.randn(emb.shape[1], generator=torch.Generator().manual_seed(0)) > 0).flatten().tolist())
     tasks = [{'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a testbench for m{i}.'}]} for i in range(2)]
     quiet = lambda *_: None  # noqa: E731
-    if mode == 'opd':
+    if mode == 'lockstep':
+        res, extra = lockstep_run(model, tok, out)
+    elif mode == 'service':
+        res, extra = service_run(model, tok, out, sys.argv[4], sys.argv[5])
+    elif mode == 'opd':
         teacher, _ = load_policy(sys.argv[4])
         teacher.eval().requires_grad_(False)
         c = opd.OPDConfig(
@@ -128,7 +227,7 @@ def main() -> None:
         )
     tr = res['trainer']
     (out / f'rank{res["rank"]}.json').write_text(
-        json.dumps({'gen_rows': tr.rollout_func.gen_rows, 'forwards': getattr(tr, 'chorus_forwards', 0)})
+        json.dumps({'gen_rows': tr.rollout_func.gen_rows, 'forwards': getattr(tr, 'chorus_forwards', 0), **extra})
     )
     if res['rank'] == 0:
         torch.save({k: v.detach().cpu() for k, v in res['model'].state_dict().items()}, out / 'final.pt')
