@@ -10,7 +10,8 @@ are the engine's: rollout tokens/s, update seconds, weight-sync seconds. It also
 steps at the recipe's lr 1e-6 MOVE the weights (fp32 master weights: >= 99% of the non-embedding
 parameters change; pure bf16 would round ~98% of the updates away) and ends with a short table.
 Under `torchrun --nproc_per_node 2` (gpu_smoke.sh does it when 2 GPUs exist) each rank runs on its
-own GPU and rank 0 reports. OPD's teachers sample with HF generate (vLLM teachers are not built).
+own GPU and rank 0 reports. OPD's teachers sample with HF generate, one batched call per teacher and round
+(vLLM teachers are not built). gpu_smoke.sh runs the GPU checks (gpu_checks.py) before this.
 """
 
 from __future__ import annotations

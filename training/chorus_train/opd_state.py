@@ -25,19 +25,32 @@ class OPDState:
         self.step_stats: dict = {}
         self.rollout: ChorusRollout | None = None
         self.teacher_scores: list = []
+        self.teacher_calls = 0  # batched HF generate calls the teachers made on this rank (one per teacher and round)
 
-    def _teacher_samples(self, t: int, prompt: list[int], key: tuple, tok) -> list[Sample]:
+    def _teacher_samples(self, t: int, prompts: list[list[int]], keys: list[tuple], tok) -> list[list[Sample]]:
+        """Teacher `t`'s `teacher_samples` replies to each of `prompts` (one list per prompt). HF generate runs
+        ONCE for all of them (left-padded, with the attention mask; the sampling settings of the student's
+        rollouts: temperature, top-p, max_new_tokens), not once per prompt: a teacher answers every task
+        block this rank heads in a round in one batched call (tests/test_trl_opd.py counts the calls)."""
         n = self.cfg.teacher_samples
-        if self.teacher_sample_fn is not None:
-            comps = self.teacher_sample_fn(t, prompt, n, key)
-            got = [Sample(list(prompt), list(c), tok.decode(c, skip_special_tokens=True)) for c in comps]
+        if not prompts:
+            return []
+        if self.teacher_sample_fn is not None:  # tests: scripted replies, per prompt
+            got = []
+            for prompt, key in zip(prompts, keys, strict=True):
+                comps = self.teacher_sample_fn(t, prompt, n, key)
+                got.append([Sample(list(prompt), list(c), tok.decode(c, skip_special_tokens=True)) for c in comps])
         else:  # teachers sample with HF generate on their own copies (vLLM servers per teacher: not built)
             from .policy import HFSampler
 
-            s = HFSampler(self.teachers[t], tok, self.cfg.max_new_tokens, self.cfg.temperature, self.cfg.top_p, seed=hash(key) & 0xFFFFFFF)
-            got = s.sample([prompt], n)[0]
-        for x in got:
-            x.meta.update(who='teacher', teacher=t, key=key)
+            # the seed of one call: a single prompt keeps the per-prompt seed of the unbatched sampler
+            seed = hash(keys[0] if len(keys) == 1 else tuple(keys)) & 0xFFFFFFF
+            s = HFSampler(self.teachers[t], tok, self.cfg.max_new_tokens, self.cfg.temperature, self.cfg.top_p, seed=seed)
+            got = s.sample([list(p) for p in prompts], n)
+            self.teacher_calls += 1
+        for key, group in zip(keys, got, strict=True):
+            for x in group:
+                x.meta.update(who='teacher', teacher=key[2], key=key)
         return got
 
     def round(self, ro: ChorusRollout, trainer, rnd: int, mine: list[int], samples: dict, local: list, task_of: list, msgs: dict) -> list:
@@ -48,13 +61,18 @@ class OPDState:
             self.routes, self.row_unit = {}, {}
         G, R = ro.group, ro.rounds
         t_local = []
-        for g in mine:
-            if g % G == 0:
-                b = g // (R * G)
-                task = ro.tasks[task_of[g]]
-                for t in range(len(self.teachers)):
-                    ts = self._teacher_samples(t, samples[g].prompt_ids, (task_of[g], rnd, t), ro.tok)
-                    t_local.append((b, t, ts, ro.env.score(task, ts)))
+        heads = [g for g in mine if g % G == 0]  # this rank answers for the blocks whose first member it holds
+        # every teacher answers all of them in ONE batched generate call, then the replies are scored per block
+        replies = [
+            self._teacher_samples(t, [samples[g].prompt_ids for g in heads], [(task_of[g], rnd, t) for g in heads], ro.tok)
+            for t in range(len(self.teachers))
+        ]
+        for k, g in enumerate(heads):
+            b = g // (R * G)
+            task = ro.tasks[task_of[g]]
+            for t in range(len(self.teachers)):
+                ts = replies[t][k]
+                t_local.append((b, t, ts, ro.env.score(task, ts)))
         everyone = ro._gather(trainer, local)
         t_all = ro._gather(trainer, t_local)
         blocks = sorted({g // (R * G) for g, _, _ in everyone})

@@ -222,22 +222,40 @@ def checkpoint_disk(cfg, params: float, strategy: str, steps: int) -> dict:
 # (scripts/gpu_smoke.sh prints the rollout tokens/s and the step seconds).
 ASSUMED_DECODE_TOKENS_PER_S = 150.0  # one sequence in vLLM, ~4B bf16 on one H100: below the ~400/s bandwidth
 # bound (8 GB of weights read per token at 3.35 TB/s), for KV reads at long context and sampling
-ASSUMED_TEACHER_TOKENS_PER_S = 30.0  # one sequence in HF generate (OPD's teachers: opd_state.py): a kernel
-# launch per op per token, no CUDA graphs
+ASSUMED_TEACHER_TOKENS_PER_S = 30.0  # decode steps per second of one HF generate call (OPD's teachers:
+# opd_state.py), i.e. tokens/s of each sequence in it: a kernel launch per op per token, no CUDA graphs
+ASSUMED_TEACHER_BATCH = 16  # sequences one such call decodes at that step rate: a teacher answers every block a
+# rank heads in a round in ONE batched call (left-padded), and up to this many sequences a decode step is bound by
+# the launches and the weight reads, as for one; past it the step slows in proportion (ceil(batch / 16))
 ASSUMED_TRAIN_TFLOPS = 150.0  # effective bf16 TFLOP/s per GPU in the update (H100 dense peak ~989; FSDP, recompute)
+
+
+def teacher_batch(cfg, world: int) -> int:
+    """The largest batch one teacher's generate call decodes on a rank in a round: teacher_samples x the task
+    blocks whose first student member of that round the rank holds (opd_state.OPDState.round; the rows of a
+    step split over the ranks in order: prompts x rounds x student_samples)."""
+    G, R = cfg.student_samples, cfg.agentic_rounds
+    rows = cfg.prompts_per_step * R * G
+    per = max(rows // max(world, 1), 1)
+    heads = 0
+    for r0 in range(0, rows, per):
+        for rnd in range(R):
+            heads = max(heads, sum(1 for g in range(r0, min(r0 + per, rows)) if g % G == 0 and (g % (R * G)) // G == rnd))
+    return heads * cfg.teacher_samples
 
 
 def step_time(cfg, cluster: dict, params: float, gpus: int, rows: int, teachers: int = 0) -> dict:
     """A step's wall time at its worst, against the collective timeout (`ddp_timeout_s`): each round waits for
     its longest reply (max_new_tokens decoded one after another), for the rank that samples a block's
-    teachers (one teacher after the other, HF generate), and for one simulation (the service's timeout_s);
-    then the update (8 x params FLOPs per token: forward, backward, recompute; OPD adds the student's and a
+    teachers (one batched HF generate call per teacher, the teachers one after the other: `teacher_batch`), and
+    for one simulation (the service's timeout_s); then the update (8 x params FLOPs per token: forward, backward, recompute; OPD adds the student's and a
     teacher's forward on distilled rows) over every row at the full context."""
     dec = float(cluster.get('decode_tokens_per_s', ASSUMED_DECODE_TOKENS_PER_S))
     tdec = float(cluster.get('teacher_tokens_per_s', ASSUMED_TEACHER_TOKENS_PER_S))
     tflops = float(cluster.get('train_tflops_per_gpu', ASSUMED_TRAIN_TFLOPS))
     decode_s = cfg.max_new_tokens / dec
-    teacher_s = teachers * cfg.max_new_tokens / tdec
+    batch = teacher_batch(cfg, gpus) if teachers else 0
+    teacher_s = teachers * cfg.max_new_tokens / tdec * max(-(-batch // ASSUMED_TEACHER_BATCH), 1)
     round_s = decode_s + teacher_s + float(cfg.timeout_s)
     train_s = (8 + (4 if teachers else 0)) * params * rows * cfg.max_context / (max(gpus, 1) * tflops * 1e12)
     step_s = cfg.agentic_rounds * round_s + train_s
@@ -249,12 +267,14 @@ def step_time(cfg, cluster: dict, params: float, gpus: int, rows: int, teachers:
     if teachers:
         basis.insert(
             1,
-            f'teachers {tdec:g} tokens/s per sequence ({"cluster.teacher_tokens_per_s" if "teacher_tokens_per_s" in cluster else "assumed"})',
+            f'teachers: one batched HF generate call each per round ({batch} sequences), {tdec:g} tokens/s per sequence '
+            f'({"cluster.teacher_tokens_per_s" if "teacher_tokens_per_s" in cluster else "assumed"}) for up to '
+            f'{ASSUMED_TEACHER_BATCH} sequences a call (assumed)',
         )
     return {
         'round_s': round(round_s),
         'decode_s': round(decode_s),
-        **({'teachers_s': round(teacher_s)} if teachers else {}),
+        **({'teachers_s': round(teacher_s), 'teacher_batch': batch} if teachers else {}),
         'simulation_s': cfg.timeout_s,
         'update_s': round(train_s),
         'step_s': round(step_s),
@@ -390,7 +410,8 @@ def plan_opd(cfg: OPDConfig, cluster: dict) -> str:
         'gate_closed': cfg.gate_closed,
         'opd_lambda': cfg.opd_lambda,
         'data_offset_prompts': cfg.data_offset_steps * cfg.prompts_per_step,
-        # the student's samples go through vLLM; the teachers' through HF generate on each rank (opd_state.py)
+        # the student's samples go through vLLM; the teachers' through HF generate on each rank, one batched call per
+        # teacher and round (opd_state.py)
         'context': context_plan(cfg, _shape(cfg.student), cfg.prompts_per_step * cfg.student_samples, gpus, cluster, p),
         'seed': cfg.seed,
         **_data_math(cfg.data, cfg.updates * cfg.prompts_per_step, cfg.data_offset_steps * cfg.prompts_per_step),

@@ -259,10 +259,10 @@ def test_gpu_requirements_match_the_named_stack():
 
 def test_step_time_is_checked_against_the_collective_timeout():
     """Teachers that keep up: the plan estimates a step at its worst (each round's longest reply decoded token by
-    token, OPD's teachers one after the other in HF generate, one simulation; then the update) from the
-    tokens/s it states (assumed, or the recipe's measured cluster figures) and refuses a recipe whose step
-    passes ddp_timeout_s, which the GRPOConfig carries."""
-    from chorus_train import trainers
+    token, OPD's teachers one after the other, each in ONE batched HF generate call per round, one
+    simulation; then the update) from the tokens/s it states (assumed, or the recipe's measured cluster
+    figures) and refuses a recipe whose step passes ddp_timeout_s, which the GRPOConfig carries."""
+    from chorus_train import recipes, trainers
     from chorus_train.recipes import load_recipe, opd_config, plan_opd, plan_rl, rl_config
 
     rec = load_recipe(RECIPES / 'rl.yaml')
@@ -286,6 +286,17 @@ def test_step_time_is_checked_against_the_collective_timeout():
     rnd = 16384 / 150 + 2 * 16384 / 30 + 60
     upd = 12 * 4.02e9 * 32 * 40960 / (8 * 150e12)
     assert (st['teachers_s'], st['step_s'], st['ddp_timeout_s']) == (round(2 * 16384 / 30), round(2 * rnd + upd), 3600)
+    # 8 ranks, 4 blocks of 2 rounds x 4 rows: a rank heads one block a round, its teachers' calls decode 2 sequences
+    assert st['teacher_batch'] == 2 and 'one batched HF generate call each per round (2 sequences)' in st['basis']
+    assert 'up to 16 sequences a call (assumed)' in st['basis']
+    # batched: one rank heading all 4 blocks (8 sequences a call) takes a teacher's call as long as one block
+    # (sequential per-block calls would take 4 x); past 16 sequences a call the step slows in proportion
+    one = recipes.step_time(ocfg, orec['cluster'], 4.02e9, 1, 32, 2)
+    assert (recipes.teacher_batch(ocfg, 1), one['teachers_s']) == (8, round(2 * 16384 / 30))
+    wide = opd_config(orec, {'teacher_samples': 8})
+    assert recipes.teacher_batch(wide, 1) == 32
+    assert recipes.step_time(wide, orec['cluster'], 4.02e9, 1, 32, 2)['teachers_s'] == round(2 * 2 * 16384 / 30)
+    assert recipes.teacher_batch(ocfg, 32) == 2  # more ranks than blocks x rounds: still a block per call at most
     with pytest.raises(SystemExit, match='past the collective timeout of 1800 s'):
         plan_opd(opd_config(orec, {'ddp_timeout_s': 1800}), orec['cluster'])  # HF's default timeout: the step cannot fit
     fast = json.loads(

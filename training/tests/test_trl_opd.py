@@ -352,3 +352,69 @@ def test_a_step_whose_rounds_are_all_skipped_takes_no_optimizer_step(tiny_ckpts,
         assert torch.equal(x, y), f'{n}: a step with every round skipped moved the weights'
     assert two['trainer'].chorus_skipped_steps == 1
     assert two['trainer'].lr_scheduler.last_epoch == 1, 'the skipped step must not advance the scheduler'
+
+
+class PaddedEnv(ScriptedEnv):
+    """Prompts of different lengths (task['extra'] filler words), so the teachers' batch is left-padded;
+    records every teacher reply it scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.teacher_replies: list = []
+
+    def first_turn(self, task):
+        return [{'role': 'user', 'content': f'Write a testbench for {task["id"]}.' + ' Check every port.' * task['extra']}]
+
+    def score(self, task, samples):
+        if samples and samples[0].meta['who'] == 'teacher':
+            self.teacher_replies.append(list(samples))
+        return super().score(task, samples)
+
+
+def _greedy_counting(model) -> list:
+    """Wraps `model.generate`: every call is recorded (its batch shape) and made greedy (top_k 1 on the
+    teachers' own sampling settings: only the arg-max token can be drawn, whatever the seed)."""
+    calls, orig = [], model.generate
+
+    def generate(*a, **kw):
+        kw['top_k'] = 1
+        calls.append(tuple(kw['input_ids'].shape))
+        return orig(*a, **kw)
+
+    model.generate = generate
+    return calls
+
+
+@pytest.mark.parametrize('rounds', [1, 2])
+def test_teachers_answer_a_round_in_one_batched_generate_call(tiny_ckpts, tmp_path, rounds):
+    """Each teacher samples all the task blocks of a round in ONE HF generate call (left padding, attention
+    mask), not one call per block: per step, `agentic_rounds` calls per teacher (a round's prompts need the
+    round before). Greedy, the batched replies equal the replies the per-prompt sampler gives each prompt
+    alone (the code before the batching: HFSampler.sample([prompt], n) per block)."""
+    from chorus_train.policy import HFSampler
+
+    student, tok = load_policy(str(tiny_ckpts[0]))
+    teachers = [sharp_teacher(tiny_ckpts[0]), sharp_teacher(tiny_ckpts[1])]
+    calls = [_greedy_counting(t) for t in teachers]
+    env = PaddedEnv()
+    tasks = [{'id': 'win', 'extra': 0}, {'id': 'skip', 'extra': 4}, {'id': 'broken', 'extra': 9}]
+    c = ocfg(tmp_path / 'opd', agentic_rounds=rounds, max_new_tokens=8)
+    res = trl_engine.train_opd(c, tasks, env, student=student, tok=tok, teachers=teachers, steps=1, resume=False, log=lambda *_: None)
+    assert res['trainer'].state.global_step == 1
+    for cl in calls:  # one call per teacher and round; round 0 holds all 3 blocks x teacher_samples rows
+        assert len(cl) == rounds, cl
+        assert cl[0][0] == len(tasks)  # 3 prompts in the batch (num_return_sequences = teacher_samples)
+    assert res['state'].teacher_calls == rounds * len(teachers)
+    lens = {len(g[0].prompt_ids) for g in env.teacher_replies}
+    assert len(lens) > 1, 'the prompts must differ in length (left padding)'
+    n_blocks = sum(1 for h in res['history'] for _ in h)
+    assert len(env.teacher_replies) == n_blocks * len(teachers)
+    for group in env.teacher_replies:  # the old path: each prompt alone through the per-prompt sampler, greedy
+        t = group[0].meta['teacher']
+        before = len(calls[t])
+        alone = HFSampler(teachers[t], tok, c.max_new_tokens, c.temperature, c.top_p, seed=0).sample(
+            [group[0].prompt_ids], c.teacher_samples
+        )[0]
+        assert len(calls[t]) == before + 1
+        assert [x.response_ids for x in group] == [x.response_ids for x in alone], group[0].meta['key']
+        assert [x.truncated for x in group] == [x.truncated for x in alone]

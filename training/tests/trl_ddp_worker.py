@@ -13,11 +13,15 @@ prompts, one gated open (distilled) and one closed, the ranks splitting them (ra
 rows); `count`: `split` with the engine's own generation (HF generate under plain DDP) instead of
 scripted replies, to count the sequences each rank decodes (4 per rank, and one filler row in the round a rank has none).
 Replies are a function of (task, round, member), so every layout draws the same rollouts.
+CHORUS_WORKER_DEVICE=cuda (`lockstep` only; chorus_train/gpu_checks.py, run by scripts/gpu_smoke.sh): the
+trainer on the GPU, both ranks on GPU 0 (one GPU shared by 2 processes: a gloo process group, DDP
+without device_ids), rank{R}.json adds the policy's device.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +41,20 @@ WORDS = [
     'logic [7:0] x;',
     'wire w;',
 ]
+DEVICE = os.environ.get('CHORUS_WORKER_DEVICE', 'cpu')  # cuda: gpu_checks.py's lockstep check on one GPU
+
+
+def share_one_gpu() -> dict:
+    """2 ranks on one GPU: NCCL refuses two ranks on one device, so the process group is gloo (made here, before
+    connect_for_job's PartialState would make an NCCL one; the trainer's TrainingArguments keep it), and DDP
+    wraps the model without device_ids (rank 1's would be GPU 1). The GRPOConfig overrides to pass."""
+    from datetime import timedelta
+
+    from accelerate import PartialState
+
+    os.environ['ACCELERATE_BYPASS_DEVICE_MAP'] = 'true'
+    PartialState(backend='gloo', timeout=timedelta(seconds=600))
+    return {'ddp_backend': 'gloo'}
 
 
 def sample_fn(tok):
@@ -106,6 +124,7 @@ def lockstep_run(model, tok, out: Path) -> tuple[dict, dict]:
     import torch.distributed as dist
     from trl import GRPOTrainer
 
+    over = share_one_gpu() if DEVICE != 'cpu' and int(os.environ.get('WORLD_SIZE', '1')) > 1 else None
     calls: list[int] = []
     reply = tok('wire w;', add_special_tokens=False)['input_ids'] + [tok.eos_token_id]
 
@@ -143,11 +162,18 @@ def lockstep_run(model, tok, out: Path) -> tuple[dict, dict]:
         save_every=0,
         seed=3,
         grad_clip=0.0,
+        device=DEVICE,
     )
     env = TokenRewardEnv(set(range(100)))
     tasks = [{'id': i, 'messages': [{'role': 'user', 'content': f'Task {i}: write a testbench for m{i}.'}]} for i in range(2)]
-    res = trl_engine.train_rl(c, tasks, env, model=model, tok=tok, steps=1, resume=False, log=lambda *_: None)
-    return res, {'gen_calls': calls, 'service': client.urls[0], 'started': len(started), 'health': client.health().get('status')}
+    res = trl_engine.train_rl(c, tasks, env, model=model, tok=tok, steps=1, resume=False, log=lambda *_: None, args_over=over)
+    return res, {
+        'gen_calls': calls,
+        'service': client.urls[0],
+        'started': len(started),
+        'health': client.health().get('status'),
+        'device': str(next(res['model'].parameters()).device),
+    }
 
 
 def main() -> None:
