@@ -310,6 +310,31 @@ endmodule
     assert bounded['antecedentExpr'] is None and "(the enclosing statement's condition)" in bounded['antecedent']
 
 
+def test_inside_is_a_disjunction_of_values_and_ranges(tmp_path: Path) -> None:
+    src = write(
+        tmp_path,
+        'modes.sv',
+        """
+module modes (input logic clk, input logic [3:0] m, input logic go);
+  a: assert property (@(posedge clk) go |-> m inside {4'd1, [4'd8:4'd9]});
+  b: assert property (@(posedge clk) go |-> m inside {[4'd4 +/- 4'd1]});
+endmodule
+""",
+    )
+    resp = facts({'files': [src], 'top': None}, tmp_path)
+    m = {'op': 'id', 'name': 'm', 'top': 'm', 'width': 4}
+    k = lambda v: {'op': 'const', 'value': f"4'd{v}", 'width': 4}  # noqa: E731
+    assert only(resp['assertions'], line=3)['consequentExpr'] == {
+        'op': 'or',
+        'args': [
+            {'op': 'eq', 'args': [m, k(1)]},
+            {'op': 'and', 'args': [{'op': 'ge', 'args': [m, k(8)]}, {'op': 'le', 'args': [m, k(9)]}]},
+        ],
+    }
+    # A tolerance range is not modelled: no rule is read from it.
+    assert only(resp['assertions'], line=4)['consequentExpr']['op'] == 'opaque'
+
+
 def test_immediate_and_deferred_assertions_in_always_comb(tmp_path: Path) -> None:
     resp = facts(request('immediate_comb.sv'), tmp_path)
     immediate = only(resp['assertions'], kind='immediate')

@@ -1225,6 +1225,8 @@ class ExprTrees:
             return {'op': 'or', 'args': [{'op': 'not', 'args': [self.expr(e.left)]}, self.expr(e.right)]}
         if e.kind == EK.BinaryOp and e.op in BINARY_OPS:
             return {'op': BINARY_OPS[e.op], 'args': [self.expr(e.left), self.expr(e.right)]}
+        if e.kind == EK.Inside:  # x inside {A, [B:C]}: one of the values or ranges
+            return self.inside(e)
         if e.kind == EK.Concatenation:
             return {'op': 'concat', 'args': [self.expr(a) for a in e.operands]}
         if e.kind == EK.ConditionalOp and len(e.conditions) == 1 and e.conditions[0].pattern is None:
@@ -1235,6 +1237,30 @@ class ExprTrees:
         if e.kind == EK.AssertionInstance:
             return self.prop(e.body)
         return _opaque(e)
+
+    def inside(self, e: Any) -> dict:
+        x = self.expr(e.left)
+        parts: list[dict] = []
+        for item in e.rangeList:
+            item = strip_conversions(item)
+            if item.kind == EK.ValueRange:
+                text = syntax_text(item.syntax)
+                if '+/-' in text or '+%-' in text:
+                    return _opaque(e)  # [A +/- B], [A +%- B]: tolerance ranges
+                parts.append(
+                    {
+                        'op': 'and',
+                        'args': [{'op': 'ge', 'args': [x, self.expr(item.left)]}, {'op': 'le', 'args': [x, self.expr(item.right)]}],
+                    }
+                )
+            else:
+                parts.append({'op': 'eq', 'args': [x, self.expr(item)]})
+        if not parts:
+            return _opaque(e)
+        tree = parts[0]
+        for p in parts[1:]:
+            tree = {'op': 'or', 'args': [tree, p]}
+        return tree
 
     def prop(self, a: Any) -> dict:
         """A sequence or property: a single boolean step, `##N expr` at its start, `not`,
