@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from .merge import MergeSpec
 from .opd import OPDConfig
@@ -473,6 +474,19 @@ def _launch(cluster: dict, args: str) -> str:
     )
 
 
+def _trained_stage(name: str, seed: int, plan: dict, draws: dict[str, set], **extra: Any) -> dict:
+    """A chain plan row for a stage that trains (RL, OPD): its draw and its plan's figures."""
+    return {
+        'stage': name,
+        'gpus': plan['gpus'],
+        'updates': plan['updates'],
+        **extra,
+        'runs_on': EVERY_NODE,
+        **_draw_summary(name, seed, plan, draws),
+        **{k: plan[k] for k in ('context', 'memory', 'checkpoints', 'step_time', 'estimate')},
+    }
+
+
 def _draw_summary(name: str, seed: int, plan: dict, draws: dict[str, set]) -> dict:
     """A stage's seed, prompts drawn (distinct) and how many of them each earlier stage drew too."""
     mine = draws[name]
@@ -503,21 +517,7 @@ def chain_plan(recipe: dict, path) -> tuple[str, list[tuple[str, bool]]]:
         cfg = rl_config(rl_recipe, st, {})
         p = json.loads(plan_rl(cfg, rl_recipe.get('cluster', {})).removeprefix('plan: '))
         draws[f'rl {st}'] = set(prompt_draw(p['data_records'], cfg.seed, cfg.prompts_per_step, p['rollout_steps']))
-        stages.append(
-            {
-                'stage': f'rl {st}',
-                'gpus': p['gpus'],
-                'updates': p['updates'],
-                'sequences_per_step': p['sequences_per_step'],
-                'runs_on': EVERY_NODE,
-                **_draw_summary(f'rl {st}', cfg.seed, p, draws),
-                'context': p['context'],
-                'memory': p['memory'],
-                'checkpoints': p['checkpoints'],
-                'step_time': p['step_time'],
-                'estimate': p['estimate'],
-            }
-        )
+        stages.append(_trained_stage(f'rl {st}', cfg.seed, p, draws, sequences_per_step=p['sequences_per_step']))
         total += p['estimate']['gpu_hours']
         commands.append((_launch(rl_recipe.get('cluster', {}), f'rl --config {rel(c["rl"])} --stage {st}'), False))
     merges = merge_specs(load_recipe(root / c['merge']))
@@ -536,20 +536,7 @@ def chain_plan(recipe: dict, path) -> tuple[str, list[tuple[str, bool]]]:
     ocfg = opd_config(opd_recipe, {})
     p = json.loads(plan_opd(ocfg, opd_recipe.get('cluster', {})).removeprefix('plan: '))
     draws['opd'] = set(prompt_draw(p['data_records'], ocfg.seed, ocfg.prompts_per_step, ocfg.updates, p['data_offset_prompts']))
-    stages.append(
-        {
-            'stage': 'opd',
-            'gpus': p['gpus'],
-            'updates': p['updates'],
-            'runs_on': EVERY_NODE,
-            **_draw_summary('opd', ocfg.seed, p, draws),
-            'context': p['context'],
-            'memory': p['memory'],
-            'checkpoints': p['checkpoints'],
-            'step_time': p['step_time'],
-            'estimate': p['estimate'],
-        }
-    )
+    stages.append(_trained_stage('opd', ocfg.seed, p, draws))
     total += p['estimate']['gpu_hours']
     commands.append((_launch(opd_recipe.get('cluster', {}), f'opd --config {rel(c["opd"])}'), False))
     ex = c.get('export', {})
