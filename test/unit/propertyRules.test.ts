@@ -151,6 +151,10 @@ describe('property to stimulus rule', () => {
       propertyRule(prop({ antecedentExpr: id('start'), consequentExpr: { op: 'le', args: [id('op'), limit] } }), roles, 0)!.statements,
     ).toEqual(["if (start) begin op = '0; end"]);
     expect(propertyRule(prop({ antecedentExpr: id('start'), consequentExpr: { op: 'lt', args: [id('op'), limit] } }), roles, 0)).toBeNull();
+    // The same limit in a violation (`start && op > max_step`): op at zero while start holds.
+    expect(
+      propertyRule(prop({ consequentExpr: not(and(id('start'), { op: 'gt', args: [id('op'), limit] })) }), roles, 0)!.statements,
+    ).toEqual(["if (start) begin op = '0; end"]);
     // Bits outside the port, and `x < 0` (nothing satisfies it): no rule from them.
     expect(propertyRule(prop({ consequentExpr: bits('data', '[8]', 1) }), roles, 0)).toBeNull();
     expect(propertyRule(prop({ consequentExpr: { op: 'lt', args: [id('op'), k("32'd0")] } }), roles, 0)).toBeNull();
