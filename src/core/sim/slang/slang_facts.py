@@ -1062,12 +1062,8 @@ def _constant_tree(expr: Any) -> dict | None:
     if expr.kind == EK.UnbasedUnsizedIntegerLiteral:  # '0, '1: the context gives the width
         bit = str(expr.literalValue)
         return {'op': 'const', 'value': f"'{bit}"} if bit in ('0', '1') else None
-    value = expr.constant
-    if value is None and expr.kind == EK.IntegerLiteral:
-        value = expr.value  # a literal slang did not fold (1'b0 inside a concatenation)
-    if value is None and expr.kind == EK.NamedValue and expr.symbol.kind in (SK.Parameter, SK.EnumValue):
-        value = expr.symbol.value  # a parameter's or enum member's elaborated value
-    if value is None or expr.kind == EK.NamedValue and expr.symbol.kind in SIGNAL_SYMBOLS:
+    value = _constant_value(expr)
+    if value is None:
         return None
     number = _int_value(value)
     if number is None:
@@ -1096,12 +1092,18 @@ def _select_index(expr: Any, env: dict[str, int] | None = None) -> int | None:
         return None
     if env and expr.kind == EK.NamedValue and _key(expr.symbol) in env:
         return env[_key(expr.symbol)]
-    value = expr.constant
-    if value is None and expr.kind == EK.IntegerLiteral:
-        value = expr.value
-    if value is None and expr.kind == EK.NamedValue and expr.symbol.kind == SK.Parameter:
-        value = expr.symbol.value
+    value = _constant_value(expr)
     return _int_value(value) if value is not None else None
+
+
+def _constant_value(expr: Any) -> Any:
+    """The value of a constant expression: folded by slang, a literal it did not fold (1'b0 inside
+    a concatenation), or a parameter's or enum member's elaborated value; None for a signal."""
+    if expr.kind == EK.NamedValue:
+        return expr.symbol.value if expr.symbol.kind in (SK.Parameter, SK.EnumValue) else None
+    if expr.constant is not None:
+        return expr.constant
+    return expr.value if expr.kind == EK.IntegerLiteral else None
 
 
 def flat_bits(expr: Any, env: dict[str, int] | None = None) -> tuple[Any, int, int] | None:
