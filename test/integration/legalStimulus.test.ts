@@ -86,6 +86,20 @@ describe('legal stimulus from the property, rebuilt by plain Verilator', () => {
     });
   }
 
+  it('a property over internal state that only a build without VERILATOR checks: learned from that build, the input spaced out', async () => {
+    const { g, rebuilt } = await generateAndRebuild('pulse_space.sv', 5);
+    // The first round fired it in the build without VERILATOR; its own run could not see it.
+    expect(g.rounds[0].notes.join('\n')).toMatch(/a build without VERILATOR .* fired \d+ assertion failures? this run does not check/);
+    expect(g.rounds[0].result.dutAssertions?.map((a) => a.line)).toEqual([34]);
+    expect(g.best.testbench).toMatch(/if \(chorus_quiet_pulse_space_sv_34_\d+ < \d+\) begin start_i = '0; end/);
+    for (const r of rebuilt) {
+      expect(r.status, r.error).toBe('ran');
+      expect(r.failures, r.sites.join(', ')).toBe(0);
+    }
+    expect(g.best.result.dutAssertions ?? []).toEqual([]);
+    expect(g.best.result.coverage!.waived.overall).toBeGreaterThan(0.8);
+  });
+
   it('look-alike: the same FIFO without its checks gets no legality rules', async () => {
     const dir = scratchDir('chorus-legal-');
     const src = join(dir, 'no_checks.sv');

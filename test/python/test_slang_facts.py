@@ -361,9 +361,41 @@ def test_immediate_assertions_under_procedural_ifs_take_the_conditions_as_antece
         'op': 'not',
         'args': [{'op': 'id', 'name': 'rst', 'top': 'rst', 'width': 1}],
     }
-    # Under a case item: an antecedent is said, none is modelled, so nothing treats `!v` as always required.
+    # Under a case item with a constant value: the selector equals it.
     third = only(resp['assertions'], line=24)
-    assert third['antecedent'].startswith('(the enclosing statement') and third['antecedentExpr'] is None
+    assert third['antecedent'] == "d inside {8'd0}"
+    assert third['antecedentExpr'] == {
+        'op': 'eq',
+        'args': [{'op': 'id', 'name': 'd', 'top': 'd', 'width': 8}, {'op': 'const', 'value': "8'd0", 'width': 8}],
+    }
+    # Under a wildcard item: an antecedent is said, none is modelled, so nothing treats `!v` as
+    # always required.
+    fourth = only(resp['assertions'], line=30)
+    assert fourth['antecedent'].startswith('(the enclosing statement') and fourth['antecedentExpr'] is None
+
+
+def test_error_calls_and_unique_priority_cases_are_checks(tmp_path: Path) -> None:
+    resp = facts(request('error_case.sv'), tmp_path)
+    # `if (c) $error`: an assertion of false under c.
+    err = only(resp['assertions'], line=17)
+    assert (err['kind'], err['action'], err['antecedent'], err['consequent']) == ('error', 'assert', "rst_n && req && (n == 4'hf)", "1'b0")
+    assert err['consequentExpr'] == {'op': 'const', 'value': "1'd0", 'width': 1}
+    assert {s['name'] for s in err['signals']} == {'rst_n', 'req', 'n'}
+    # `default: $fatal` of a case on an input: no item matched.
+    dflt = only(resp['assertions'], line=23)
+    assert dflt['kind'] == 'error' and dflt['antecedent'] == "!(cmd inside {3'd1, 3'd4, 3'd5})"
+    assert dflt['antecedentExpr']['op'] == 'not' and dflt['antecedentExpr']['args'][0]['op'] == 'or'
+    # `unique case` without a default: the selector is one of the items, a value repeated by a
+    # later item counted once.
+    uniq = only(resp['assertions'], line=27)
+    assert (uniq['kind'], uniq['antecedent'], uniq['consequent']) == ('case', None, "op inside {2'd0, 2'd1, 2'd2}")
+    priority = only(resp['assertions'], line=35)
+    assert priority['consequentExpr'] == {
+        'op': 'eq',
+        'args': [{'op': 'id', 'name': 'mode', 'top': 'mode', 'width': 2}, {'op': 'const', 'value': "2'd3", 'width': 2}],
+    }
+    # `unique0` allows no match: no check.
+    assert not [a for a in resp['assertions'] if a['line'] == 41]
 
 
 def test_onehot0_in_a_clocked_block(tmp_path: Path) -> None:

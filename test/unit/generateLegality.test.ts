@@ -1,6 +1,7 @@
 // The built-in generator's legality rules (from the design's assertions), clocks by use, bus
 // registers loaded from write data, wide random values, operand and array patterns, resets after
-// handshake timeouts and unreachable points: facts written by hand, no simulator.
+// handshake timeouts and unreachable points: ports written by hand, the design's checks from the
+// slang front end, no simulator.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -9,6 +10,8 @@ import type { DesignInfo, ModuleInfo, PortInfo } from '../../src/core/design/typ
 import type { SimResult } from '../../src/core/sim/result.js';
 import { assignRoles } from '../../src/core/generate/roles.js';
 import type { DesignFacts } from '../../src/core/design/facts.js';
+import { designFacts } from '../../src/core/sim/slang/frontEnd.js';
+import { emptyDesign } from '../../src/core/design/types.js';
 import { dutFailures, illegalCount, legalityRules, ruleFor } from '../../src/core/generate/legality.js';
 import { betterRound, reachableUncovered } from '../../src/core/generate/generator.js';
 import { emitTestbench, type StimulusPlan } from '../../src/core/generate/emit.js';
@@ -96,33 +99,39 @@ describe('DUT assertion failures', () => {
   });
 });
 
-describe('legality rules from the assertion source', () => {
+describe("legality rules from the front end's facts", () => {
   const fifo = join(root, 'examples', 'fifo', 'sync_fifo.sv');
   const m = mod(fifoPorts, { edges: { clk: ['pos'], rst_n: ['neg'] } });
   const roles = assignRoles(m);
-
-  it('immediate assertion `assert (!(push && full))`: push gated on full; pop-while-empty likewise', () => {
-    const push = ruleFor({ file: fifo, line: 44, kind: 'assertion', message: 'push while full', count: 1 }, infoOf(m, [fifo]), roles);
-    expect(push).toMatchObject({ level: 'gate', statements: ["if (full) push = 1'b0;"] });
-    const pop = ruleFor({ file: fifo, line: 45, kind: 'assertion', message: 'pop while empty', count: 1 }, infoOf(m, [fifo]), roles);
-    expect(pop?.statements).toEqual(["if (empty) pop = 1'b0;"]);
+  /** The design's checks as the slang front end elaborates them (no simulator). */
+  const withFacts = async (mm: ModuleInfo, files: string[]): Promise<DesignInfo> => ({
+    ...infoOf(mm, files),
+    facts: await designFacts({ ...emptyDesign(), files, top: mm.name }, { top: mm.name }),
   });
 
-  it('concurrent assertion `take |-> !dry` (status names no regex knows) and `if (...) $error`', () => {
+  it('immediate assertion `assert (!(push && full))`: push gated on full; pop-while-empty likewise', async () => {
+    const info = await withFacts({ ...m, name: 'sync_fifo' }, [fifo]);
+    const push = ruleFor({ file: fifo, line: 44, kind: 'assertion', message: 'push while full', count: 1 }, info, roles);
+    expect(push).toMatchObject({ level: 'gate', statements: ["if (rst_n && full && push) begin push = '0; end"] });
+    const pop = ruleFor({ file: fifo, line: 45, kind: 'assertion', message: 'pop while empty', count: 1 }, info, roles);
+    expect(pop.statements).toEqual(["if (rst_n && empty && pop) begin pop = '0; end"]);
+  });
+
+  it('concurrent assertion `take |-> !dry` (status names no regex knows)', async () => {
     const f = join(root, 'test', 'fixtures', 'designs', 'legality', 'token_bucket.sv');
-    const tm = mod([
-      port('clk'),
-      port('rst_n'),
-      port('take'),
-      port('refill', 'input', 4),
-      port('dry', 'output'),
-      port('tokens', 'output', 4),
-    ]);
-    const r = ruleFor({ file: f, line: 17, kind: 'assertion', message: 'take while dry', count: 1 }, infoOf(tm, [f]), assignRoles(tm));
-    expect(r).toMatchObject({ level: 'gate', statements: ["if (dry) take = 1'b0;"] });
+    const tm = mod(
+      [port('clk'), port('rst_n'), port('take'), port('refill', 'input', 4), port('dry', 'output'), port('tokens', 'output', 4)],
+      { name: 'token_bucket' },
+    );
+    const r = ruleFor(
+      { file: f, line: 17, kind: 'assertion', message: 'take while dry', count: 1 },
+      await withFacts(tm, [f]),
+      assignRoles(tm),
+    );
+    expect(r).toMatchObject({ level: 'gate', statements: ["if (dry && take) begin take = '0; end"] });
   });
 
-  it('a guarded assertion on one line, and `if (...) $error` over two lines: the assertion and the if are read', () => {
+  it('a guarded assertion, and `if (...) $error` over two lines: the conditions they sit under are the antecedent', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'legal-'));
     const f = join(dir, 'g.sv');
     writeFileSync(
@@ -130,24 +139,27 @@ describe('legality rules from the assertion source', () => {
       [
         'module g(input clk, rst_n, req, grant_busy, input [3:0] n, output logic ovf);',
         '  always @(posedge clk) if (rst_n) assert (!req || !grant_busy);',
-        "  always @(posedge clk) if (rst_n && req && (n == 4'hf))",
+        "  always @(posedge clk) if ((n == 4'hf) && req)",
         '    $error("request at the limit");',
         'endmodule',
       ].join('\n'),
     );
     const gm = mod([port('clk'), port('rst_n'), port('req'), port('grant_busy', 'output'), port('n', 'input', 4), port('ovf', 'output')], {
+      name: 'g',
       edges: { clk: ['pos'] },
     });
     const gr = assignRoles(gm);
-    expect(ruleFor({ file: f, line: 2, kind: 'assertion', message: '', count: 1 }, infoOf(gm, [f]), gr)?.statements).toEqual([
-      "if (grant_busy) req = 1'b0;",
+    const info = await withFacts(gm, [f]);
+    // The guard `rst_n` joins the antecedent: req is dropped while the design is out of reset and busy.
+    expect(ruleFor({ file: f, line: 2, kind: 'assertion', message: '', count: 1 }, info, gr).statements).toEqual([
+      "if (rst_n && grant_busy && req) begin req = '0; end",
     ]);
-    expect(ruleFor({ file: f, line: 4, kind: 'error', message: '', count: 1 }, infoOf(gm, [f]), gr)?.statements).toEqual([
-      "if (rst_n && (n == 4'hf)) req = 1'b0;",
+    expect(ruleFor({ file: f, line: 4, kind: 'error', message: '', count: 1 }, info, gr).statements).toEqual([
+      "if (req && (n == 4'd15)) begin if (n == 4'd15) n = n + 1'b1; end",
     ]);
   });
 
-  it('`default: $error(...)` in a case on an input: the selector takes only the case items', () => {
+  it('`default: $error(...)` in a case on an input: the selector takes only the case items', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'legal-'));
     const f = join(dir, 'd.sv');
     writeFileSync(
@@ -163,49 +175,62 @@ describe('legality rules from the assertion source', () => {
         'endmodule',
       ].join('\n'),
     );
-    const dm = mod([port('clk'), port('cmd', 'input', 3), port('y', 'output', 4)]);
-    const r = ruleFor({ file: f, line: 6, kind: 'error', message: '', count: 1 }, infoOf(dm, [f]), assignRoles(dm));
-    expect(r).toMatchObject({ level: 'restrict', statements: ["if (!(cmd inside {3'h1, 3'h4, 3'h5})) cmd = 3'h1;"] });
+    const dm = mod([port('clk'), port('cmd', 'input', 3), port('y', 'output', 4)], { name: 'd' });
+    const r = ruleFor({ file: f, line: 6, kind: 'error', message: '', count: 1 }, await withFacts(dm, [f]), assignRoles(dm));
+    expect(r.level).toBe('gate');
+    expect(r.statements).toEqual(["if (!((cmd == 3'd4)) && !((cmd == 3'd5)) && !((cmd == 3'd1))) begin cmd = 3'd1; end"]);
   });
 
-  it('`unique case` on an input: the selector takes only its case items', () => {
+  it('`unique case` on an input: the selector takes only its case items', async () => {
     const f = join(root, 'test', 'fixtures', 'designs', 'legality', 'ucase_alu.sv');
-    const um = mod([
-      port('clk'),
-      port('rst_n'),
-      port('op', 'input', 2),
-      port('a', 'input', 8),
-      port('b', 'input', 8),
-      port('y', 'output', 8),
-    ]);
-    const r = ruleFor({ file: f, line: 14, kind: 'unique', message: 'unique case', count: 1 }, infoOf(um, [f]), assignRoles(um));
-    expect(r).toMatchObject({ level: 'restrict', statements: ["if (!(op inside {2'h0, 2'h1, 2'h2})) op = 2'h0;"] });
+    const um = mod(
+      [port('clk'), port('rst_n'), port('op', 'input', 2), port('a', 'input', 8), port('b', 'input', 8), port('y', 'output', 8)],
+      { name: 'ucase_alu' },
+    );
+    const r = ruleFor({ file: f, line: 14, kind: 'unique', message: 'unique case', count: 1 }, await withFacts(um, [f]), assignRoles(um));
+    expect(r.level).toBe('gate');
+    expect(r.statements[0]).toMatch(
+      /^if \(rst_n && !\(\(op == 2'd\d\)\) && !\(\(op == 2'd\d\)\) && !\(\(op == 2'd\d\)\)\) begin op = 2'd0; end$/,
+    );
   });
 
-  it('a condition not understood falls back to holding the inputs it names; an ineffective rule escalates', () => {
+  it('an ineffective rule escalates: spacing the inputs the property names, then holding them, and then stays', async () => {
     const f = join(root, 'test', 'fixtures', 'designs', 'legality', 'token_bucket.sv');
-    const tm = mod([
-      port('clk'),
-      port('rst_n'),
-      port('take'),
-      port('refill', 'input', 4),
-      port('dry', 'output'),
-      port('tokens', 'output', 4),
-    ]);
+    const tm = mod(
+      [port('clk'), port('rst_n'), port('take'), port('refill', 'input', 4), port('dry', 'output'), port('tokens', 'output', 4)],
+      { name: 'token_bucket' },
+    );
     const roles2 = assignRoles(tm);
+    const info = await withFacts(tm, [f]);
     const fail = { file: f, line: 17 };
-    const first = legalityRules(run(1, [fail]), infoOf(tm, [f]), roles2);
+    const first = legalityRules(run(1, [fail]), info, roles2);
     expect(first.map((r) => r.level)).toEqual(['gate']);
-    const second = legalityRules(run(1, [fail]), infoOf(tm, [f]), roles2, first);
-    expect(second.map((r) => r.level)).toEqual(['freeze']);
-    expect(second[0].statements).toContain("take = '0;");
-    // A third round with the same failure changes nothing more (never loops).
-    expect(legalityRules(run(1, [fail]), infoOf(tm, [f]), roles2, second)).toEqual(second);
+    // Then take is spaced out (the state the property reads may drain between takes), further
+    // apart, and at last held at 0.
+    const second = legalityRules(run(1, [fail]), info, roles2, first);
+    expect(second.map((r) => [r.level, r.spacing])).toEqual([['space', 4]]);
+    expect(second[0].statements).toContain("if (chorus_quiet_token_bucket_sv_17_4 < 4) begin take = '0; end");
+    expect(second[0].declarations).toContain(
+      "always @(posedge clk) chorus_quiet_token_bucket_sv_17_4 <= (take != '0) ? 0 : (chorus_quiet_token_bucket_sv_17_4 < 4 ? chorus_quiet_token_bucket_sv_17_4 + 1 : 4);",
+    );
+    const third = legalityRules(run(1, [fail]), info, roles2, second);
+    expect(third.map((r) => [r.level, r.spacing])).toEqual([['space', 16]]);
+    const fourth = legalityRules(run(1, [fail]), info, roles2, third);
+    expect(fourth.map((r) => r.level)).toEqual(['freeze']);
+    expect(fourth[0].statements).toContain("take = '0;");
+    // Another round with the same failure changes nothing more (never loops).
+    expect(legalityRules(run(1, [fail]), info, roles2, fourth)).toEqual(fourth);
   });
 
-  it('look-alike: a design file that cannot be read gives no rule, and no failures give no rules', () => {
-    expect(ruleFor({ file: '/nonexistent/x.sv', line: 3, kind: 'assertion', message: '', count: 1 }, infoOf(m), roles)).toBeNull();
-    expect(legalityRules(run(1), infoOf(m, [fifo]), roles)).toEqual([]);
+  it('look-alike: a site the front end has no check for holds nothing and says why; no failures give no rules', async () => {
+    const none = ruleFor({ file: '/nonexistent/x.sv', line: 3, kind: 'assertion', message: '', count: 1 }, infoOf(m), roles);
+    expect(none).toMatchObject({ level: 'freeze', statements: [] });
+    expect(none.why).toMatch(/not read/);
+    const info = await withFacts({ ...m, name: 'sync_fifo' }, [fifo]);
+    expect(ruleFor({ file: fifo, line: 3, kind: 'assertion', message: '', count: 1 }, info, roles).why).toMatch(
+      /no check at sync_fifo.sv:3/,
+    );
+    expect(legalityRules(run(1), info, roles)).toEqual([]);
   });
 
   it('the testbench applies the rules in every step, before the design sees the inputs and again before the edge', () => {

@@ -81,7 +81,9 @@ export interface FactReset {
 }
 
 export interface FactAssertion {
-  kind: 'concurrent' | 'immediate' | 'deferred';
+  /** `case`: a `unique`/`priority` case without a default (its selector is one of the items);
+   * `error`: a `$error`/`$fatal` statement (its conditions are the violation). */
+  kind: 'concurrent' | 'immediate' | 'deferred' | 'case' | 'error';
   action: 'assert' | 'assume' | 'cover';
   file: string;
   line: number;

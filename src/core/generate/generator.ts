@@ -2,7 +2,8 @@
 // testbench, simulate it, read what stayed uncovered, and bias the next round toward it (more
 // and longer held runs for deep counters and states, the constants of uncovered conditions,
 // respect for full/empty flags after the design's own assertions fired, and the input conditions
-// those assertions forbid, read from their source: legality.ts). Points proven unreachable in
+// those assertions forbid, from the front end's facts: legality.ts; assertions only another
+// simulator compiles are checked in a build without VERILATOR: otherSimulator.ts). Points proven unreachable in
 // 2-state are never aimed at. Keeps the best round; a round whose stimulus broke the design's
 // assertions is never best while a legal round exists (sim/ranking.ts).
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -20,6 +21,8 @@ import { emitTestbench, segmentSeed, type StimulusPlan } from './emit.js';
 import { scaleParams, type ScaledParam } from './params.js';
 import { describeProtocols, detectProtocols } from './protocols/detect.js';
 import { dutFailures, illegalCount, legalityRules } from './legality.js';
+import { checkWithoutVerilator, withFailures } from './otherSimulator.js';
+import { hiddenFromVerilator } from '../design/facts.js';
 import { DEFAULT_INSTANCE, DEFAULT_PATIENCE, DEFAULT_ROUNDS, DEFAULT_SEED, DEFAULT_COVERAGE_TARGET } from '../vocabulary/defaults.js';
 
 export interface GenerateOptions {
@@ -34,6 +37,9 @@ export interface GenerateOptions {
   /** Run every attempt even when a round covers nothing new and the next aims at nothing new
    * (the user asked for a number of rounds: --rounds). */
   allAttempts?: boolean;
+  /** Run each round also in a build without the VERILATOR define when the design has assertions
+   * only that build compiles (default true; otherSimulator.ts). */
+  checkWithoutVerilator?: boolean;
   /** DUT instance name in the testbench (default `uut`). */
   instance?: string;
   seed?: number;
@@ -317,6 +323,8 @@ export async function generateTestbench(
     const seeded = refinePlan(plan, opts.from, info, true);
     plan = { ...seeded, round: 0, notes: ['started from what the given testbench left uncovered', ...seeded.notes] };
   }
+  const hidden = info.facts ? hiddenFromVerilator(info.facts) : [];
+  let otherCheck: 'on' | 'off' = opts.checkWithoutVerilator === false ? 'off' : 'on';
   const history: GeneratedRound[] = [];
   let best: GeneratedRound | undefined;
   let stale = 0;
@@ -327,14 +335,30 @@ export async function generateTestbench(
     if (opts.signal?.aborted) break;
     const testbench = emitTestbench(plan);
     opts.onRoundStart?.(i);
-    const result = await simulator.simulate({
+    const req = {
       design: simDesign,
       top: info.top,
       testbench: { name: tbName, content: testbench },
       limits: opts.limits,
       seed: plan.seed,
       signal: opts.signal,
-    });
+    };
+    let result = await simulator.simulate(req);
+    // Assertions only another simulator compiles: the same testbench in a build without
+    // VERILATOR, its failures the round's own (otherSimulator.ts).
+    if (hidden.length && otherCheck === 'on' && result.status === 'success' && !opts.signal?.aborted) {
+      const other = await checkWithoutVerilator(simulator, req, result);
+      if (other.unavailable) {
+        otherCheck = 'off';
+        plan.notes.push(
+          `the ${hidden.length} assertion${hidden.length === 1 ? '' : 's'} compiled only without VERILATOR stay unchecked: the design does not build without it here (${other.unavailable})`,
+        );
+      } else if (other.failures.length) {
+        result = withFailures(result, other.failures);
+        const n = other.failures.reduce((a, f) => a + Math.max(1, f.count), 0);
+        plan.notes.push(`a build without VERILATOR (as another simulator compiles the design) fired ${n} assertion failure${n === 1 ? '' : 's'} this run does not check`);
+      }
+    }
     const round: GeneratedRound = { round: i, testbench, result, notes: plan.notes };
     history.push(round);
     opts.onRound?.(round);

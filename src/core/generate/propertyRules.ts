@@ -368,6 +368,10 @@ function isNot(e: FactExpr): e is { op: 'not' | 'bitnot'; args: FactExpr[] } {
 function dnf(e: FactExpr, neg: boolean): FactExpr[][] | null {
   e = unwrap(e);
   if (isNot(e)) return dnf(e.args[0], !neg);
+  // A constant decides: true is a conjunction with nothing left to hold, false is none (`$error`
+  // is a check of false under its conditions: the violation is the conditions alone).
+  const k = constValue(e);
+  if (k !== null) return (k !== 0n) !== neg ? [[]] : [];
   const logical = e.op === 'and' || e.op === 'or' || ((e.op === 'bitand' || e.op === 'bitor') && oneBit(e));
   if (logical && 'args' in e) {
     const conj = (e.op === 'and' || e.op === 'bitand') !== neg;

@@ -920,6 +920,48 @@ class AssertionSite:
     env: tuple = ()
 
 
+@dataclass(frozen=True)
+class CaseGuard:
+    """The condition a case item sits under: the selector equals one of `values` (constant
+    expressions, in item order, each value once). As a guard taken False: none of them (the
+    default item)."""
+
+    selector: Any
+    values: tuple
+
+
+ERROR_TASKS = ('$error', '$fatal')
+
+
+def is_error_call(stmt: Any) -> bool:
+    """`$error(...)` / `$fatal(...)` as a procedural statement: the design says the inputs that
+    reach it are illegal (`if (pop && empty) $error(...)`, `default: $fatal(...)`)."""
+    expr = stmt.expr
+    return expr.kind == EK.Call and expr.isSystemCall and expr.subroutineName in ERROR_TASKS
+
+
+def case_values(stmt: Any) -> list[tuple] | None:
+    """Each item's constant values, a value already taken by an earlier item dropped (the first
+    match wins); None for a wildcard or `case inside`, or an item that is not a constant (a reverse
+    `case (1'b1)`)."""
+    if stmt.condition != ast.CaseStatementCondition.Normal:
+        return None
+    seen: set[int] = set()
+    out: list[tuple] = []
+    for item in stmt.items:
+        kept = []
+        for e in item.expressions:
+            value = _constant_value(e)
+            number = _int_value(value) if value is not None else None
+            if number is None:
+                return None
+            if number not in seen:
+                seen.add(number)
+                kept.append(e)
+        out.append(tuple(kept))
+    return out
+
+
 @dataclass
 class PropertyShape:
     """A concurrent property with its instances resolved and clock / disable iff peeled off."""
@@ -1278,6 +1320,26 @@ class ExprTrees:
         return _opaque(a)
 
 
+def case_text(g: CaseGuard) -> str:
+    def value(v: Any) -> str:
+        tree = _constant_tree(v)  # an item converted to the selector's type has no syntax of its own
+        return tree['value'] if tree is not None else syntax_text(strip_conversions(v).syntax)
+
+    return f'{syntax_text(g.selector.syntax)} inside {{{", ".join(value(v) for v in g.values)}}}'
+
+
+def case_tree(g: CaseGuard, trees: ExprTrees) -> dict:
+    """`selector inside {values}` as a disjunction of equalities (false for no values)."""
+    sel = trees.expr(g.selector)
+    parts = [{'op': 'eq', 'args': [sel, trees.expr(v)]} for v in g.values]
+    if not parts:
+        return {'op': 'const', 'value': "1'd0", 'width': 1}
+    out = parts[0]
+    for p in parts[1:]:
+        out = {'op': 'or', 'args': [out, p]}
+    return out
+
+
 @dataclass
 class AssertionResult:
     """An assertion's fact, and the clock and reset uses it is evidence of."""
@@ -1294,6 +1356,10 @@ class AssertionReader:
 
     def read(self, site: AssertionSite) -> AssertionResult | None:
         stmt = site.stmt
+        if stmt.kind == StK.Case:
+            return self._case(site)
+        if stmt.kind == StK.ExpressionStatement:
+            return self._error(site)
         action = ACTIONS.get(stmt.assertionKind)
         if action is None:
             return None  # restrict / expect
@@ -1301,10 +1367,12 @@ class AssertionReader:
             return self._immediate(site, action)
         return self._concurrent(site, action)
 
-    def _base(self, site: AssertionSite, kind: str, action: str, clock: EdgeEvent | None, text: str) -> AssertionFact:
+    def _base(
+        self, site: AssertionSite, kind: str, action: str, clock: EdgeEvent | None, text: str, refs: References | None = None
+    ) -> AssertionFact:
         loc = _start(site.stmt)
         where = self.src.where(loc)
-        refs = references(site.stmt)
+        refs = refs if refs is not None else references(site.stmt)
         return AssertionFact(
             kind=kind,
             action=action,
@@ -1343,6 +1411,34 @@ class AssertionReader:
         self._guard(fact, site, trees)
         return AssertionResult(fact)
 
+    def _case(self, site: AssertionSite) -> AssertionResult:
+        """A `unique`/`priority` case without a default, as the check it is: the selector is one of
+        the items' values (under the conditions the case sits under)."""
+        stmt = site.stmt
+        values = tuple(v for vals in case_values(stmt) or [] for v in vals)
+        guard = CaseGuard(stmt.expr, values)
+        refs = References()
+        stmt.expr.visit(refs)
+        for cond, _ in site.guards:
+            (cond.selector if isinstance(cond, CaseGuard) else cond).visit(refs)
+        fact = self._base(site, 'case', 'assert', block_clock(site), case_text(guard), refs)
+        trees = ExprTrees(self.tracer, site.inst, dict(site.env))
+        fact['consequentExpr'] = case_tree(guard, trees)
+        self._guard(fact, site, trees)
+        return AssertionResult(fact)
+
+    def _error(self, site: AssertionSite) -> AssertionResult:
+        """`$error`/`$fatal` reached by the conditions it sits under: an assertion of false under
+        them, so the conditions are the violation."""
+        refs = References()
+        for cond, _ in site.guards:
+            (cond.selector if isinstance(cond, CaseGuard) else cond).visit(refs)
+        fact = self._base(site, 'error', 'assert', block_clock(site), syntax_text(site.stmt.syntax), refs)
+        fact['consequent'] = "1'b0"
+        fact['consequentExpr'] = {'op': 'const', 'value': "1'd0", 'width': 1}
+        self._guard(fact, site, ExprTrees(self.tracer, site.inst, dict(site.env)))
+        return AssertionResult(fact)
+
     def _concurrent(self, site: AssertionSite, action: str) -> AssertionResult:
         shape = peel_property(site.stmt.propertySpec)
         clock = clock_of(shape.clock) or block_clock(site)
@@ -1364,8 +1460,15 @@ class AssertionReader:
         on its consequent as if it held unconditionally."""
         if not site.guards and not site.guard_unknown:
             return
-        texts = [syntax_text(c.syntax) if taken else f'!({syntax_text(c.syntax)})' for c, taken in site.guards]
-        exprs = [trees.expr(c) if taken else {'op': 'not', 'args': [trees.expr(c)]} for c, taken in site.guards]
+
+        def text(c: Any) -> str:
+            return case_text(c) if isinstance(c, CaseGuard) else syntax_text(c.syntax)
+
+        def tree(c: Any) -> dict:
+            return case_tree(c, trees) if isinstance(c, CaseGuard) else trees.expr(c)
+
+        texts = [text(c) if taken else f'!({text(c)})' for c, taken in site.guards]
+        exprs = [tree(c) if taken else {'op': 'not', 'args': [tree(c)]} for c, taken in site.guards]
         known = not site.guard_unknown and (fact['antecedent'] is None or fact['antecedentExpr'] is not None)
         if fact['antecedent'] is not None:
             texts.append(fact['antecedent'])
@@ -1519,6 +1622,17 @@ def assertion_sites(inst: Inst, blocks: dict[str, tuple[EdgeBlock, ResetUse | No
             key, values = unrolled
             for v in values:
                 walk(stmt.body, block, reset, guards, unknown, (*env, (key, v)))
+        elif kind == StK.ExpressionStatement and is_error_call(stmt):
+            sites.append(AssertionSite(inst, stmt, block, reset, guards, unknown, env))
+        elif kind == StK.Case and (values := case_values(stmt)) is not None:
+            # `unique`/`priority` case without a default: a selector value no item names is a
+            # violation the simulator reports at the case, so the case is itself a check.
+            if stmt.defaultCase is None and stmt.check in (ast.UniquePriorityCheck.Unique, ast.UniquePriorityCheck.Priority):
+                sites.append(AssertionSite(inst, stmt, block, reset, guards, unknown, env))
+            for item, vals in zip(stmt.items, values, strict=True):
+                walk(item.stmt, block, reset, (*guards, (CaseGuard(stmt.expr, vals), True)), unknown, env)
+            every = tuple(v for vals in values for v in vals)
+            walk(stmt.defaultCase, block, reset, (*guards, (CaseGuard(stmt.expr, every), False)), unknown, env)
         else:  # case items, other loops, waits ...: conditions this reading does not model
             collect(stmt, block, reset, guards, True, env)
 
