@@ -103,6 +103,30 @@ describe('discovery', () => {
     ]);
     expect(r.ambiguous).toEqual([]);
   });
+
+  it('a module named only in a macro body is found when the macro is used (through another macro too), not when it is only defined', () => {
+    const macros = [
+      '`define SPARSE_FLOP(q) \\',
+      '  sparse_flop u_sparse ( \\',
+      '    .q(q) \\',
+      '  );',
+      '`define FLOP_ALIAS(q) `SPARSE_FLOP(q)',
+      '`define PLAIN(q) assign q = 1\'b0;',
+      '',
+    ].join('\n');
+    const d = tree({
+      '.git/HEAD': '',
+      'inc/flop_macros.sv': macros, // a macro library named .sv, included (as OpenTitan's prim_flop_macros.sv)
+      'rtl/sparse_flop.sv': MOD('sparse_flop'),
+      'rtl/plain.sv': '`include "flop_macros.sv"\nmodule plain (output logic q);\n  `PLAIN(q)\nendmodule\n',
+      'rtl/uses.sv': '`include "flop_macros.sv"\nmodule uses (output logic q);\n  `FLOP_ALIAS(q)\nendmodule\n',
+    });
+    const plain = discover([join(d, 'rtl/plain.sv')], [join(d, 'inc')], { cwd: d });
+    expect(plain.files).toEqual([]);
+    expect(plain.notFound).toEqual([]);
+    const uses = discover([join(d, 'rtl/uses.sv')], [join(d, 'inc')], { cwd: d });
+    expect(uses.files).toEqual([join(d, 'rtl/sparse_flop.sv')]);
+  });
 });
 
 describe('manifests before the tool runs', () => {

@@ -218,6 +218,26 @@ export function discover(files: string[], includeDirs: string[], o: DiscoverOpti
   const scanned = new Set<string>();
   const declared = new Set<string>();
   const used = new Map<string, 'package' | 'module'>();
+  // Macros by name (what their bodies instantiate and use), and the macros used outside bodies:
+  // a module named only in a macro body is used where the macro is, and only there.
+  const macros = new Map<string, { instantiated: string[]; uses: string[] }>();
+  const usedMacros = new Set<string>();
+  const macroModules = (): string[] => {
+    const seen = new Set(usedMacros);
+    const todo = [...usedMacros];
+    const out: string[] = [];
+    while (todo.length) {
+      const m = macros.get(todo.pop() as string);
+      if (!m) continue;
+      out.push(...m.instantiated);
+      for (const u of m.uses)
+        if (!seen.has(u)) {
+          seen.add(u);
+          todo.push(u);
+        }
+    }
+    return out;
+  };
 
   for (let pass = 0; pass < 32; pass++) {
     let changed = false;
@@ -228,12 +248,15 @@ export function discover(files: string[], includeDirs: string[], o: DiscoverOpti
       if (scanned.has(f)) continue;
       scanned.add(f);
       const text = read(f);
+      const u = scanUnits(text);
       if (SOURCE_EXT.test(f)) {
-        const u = scanUnits(text);
         for (const n of [...u.packages, ...u.modules, ...u.interfaces]) declared.add(n);
         for (const p of u.usesPackages) if (!used.has(p)) used.set(p, 'package');
         for (const m of u.instantiated) if (!used.has(m)) used.set(m, 'module');
       }
+      // Headers too: macro libraries live in them.
+      for (const [name, m] of Object.entries(u.macros)) macros.set(name, m);
+      for (const m of u.usesMacros) usedMacros.add(m);
       for (const inc of includesOf(text)) {
         const hit = resolvesInclude(inc, f, dirs);
         if (hit) {
@@ -263,6 +286,7 @@ export function discover(files: string[], includeDirs: string[], o: DiscoverOpti
         }
       }
     }
+    for (const m of macroModules()) if (!used.has(m)) used.set(m, 'module');
     // Packages and modules used but declared by none of the files.
     for (const [name, kind] of used) {
       if (declared.has(name) || tried.has(kind + ':' + name)) continue;

@@ -41,9 +41,28 @@ export interface FileUnits {
   interfaces: string[];
   /** Packages referenced with `import p::` or `p::name`. */
   usesPackages: string[];
-  /** Identifiers that appear in instantiation position (`name [#(...)] inst (`). */
+  /** Identifiers that appear in instantiation position (`name [#(...)] inst (`), outside macro
+   * bodies. */
   instantiated: string[];
+  /** Macros this file defines, each with the identifiers in instantiation position in its body
+   * and the macros its body uses: a module instantiated only by a macro is used only where the
+   * macro is (OpenTitan's prim_flop_macros.sv names prim_sparse_fsm_flop in a macro few designs
+   * expand). */
+  macros: Record<string, { instantiated: string[]; uses: string[] }>;
+  /** Macros used outside macro bodies (`` `NAME ``, directives excluded). */
+  usesMacros: string[];
 }
+
+const DIRECTIVES = new Set(
+  (
+    'define undef undefineall ifdef ifndef elsif else endif include timescale resetall celldefine endcelldefine ' +
+    'default_nettype line pragma begin_keywords end_keywords unconnected_drive nounconnected_drive __FILE__ __LINE__ ' +
+    'default_decay_time default_trireg_strength delay_mode_distributed delay_mode_path delay_mode_unit delay_mode_zero'
+  ).split(' '),
+);
+
+const INSTANTIATION = /(?<![$\w.`])([A-Za-z_]\w*)(?:\s*#\s*\([^;]*?\)\s*|\s+)([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*\(/g;
+const MACRO_USE = /`([A-Za-z_]\w*)/g;
 
 const KEYWORDS = new Set([
   'module',
@@ -103,7 +122,21 @@ const KEYWORDS = new Set([
 ]);
 
 export function scanUnits(src: string): FileUnits {
-  const code = blankComments(src, true);
+  const full = blankComments(src, true);
+  // Macro bodies apart: what they instantiate counts only where they are used.
+  const macros: FileUnits['macros'] = {};
+  const defines = scanPreprocessor(src).defines;
+  for (const d of defines) {
+    const text = full.slice(d.start, d.end).replace(/\\\r?\n/g, ' \n');
+    const name = /^`define\s+([A-Za-z_]\w*)/.exec(text)?.[1];
+    if (!name) continue;
+    const body = text.replace(/^`define\s+[A-Za-z_]\w*(?:\([^)]*\))?/, '');
+    macros[name] = {
+      instantiated: [...new Set([...body.matchAll(INSTANTIATION)].map((m) => m[1]))].filter((n) => !KEYWORDS.has(n)),
+      uses: [...new Set([...body.matchAll(MACRO_USE)].map((m) => m[1]))].filter((n) => !DIRECTIVES.has(n)),
+    };
+  }
+  const code = blankSpans(full, defines);
   const grab = (re: RegExp): string[] => [...new Set([...code.matchAll(re)].map((m) => m[1]))];
   const modules = grab(/\b(?:module|macromodule|program)\s+(?:(?:static|automatic)\s+)?([A-Za-z_]\w*)/g);
   const packages = grab(/\bpackage\s+(?:(?:static|automatic)\s+)?([A-Za-z_]\w*)/g);
@@ -112,10 +145,9 @@ export function scanUnits(src: string): FileUnits {
   const usesPackages = grab(/(?<![$\w])([A-Za-z_]\w*)\s*::/g).filter((p) => p !== 'std');
   // `type [#(...)] inst [dims] (`: the type and the instance name are separate identifiers, so
   // whitespace (or a parameter list) must stand between them; a call `foo(` is not a match.
-  const instantiated = grab(/(?<![$\w.])([A-Za-z_]\w*)(?:\s*#\s*\([^;]*?\)\s*|\s+)([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*\(/g).filter(
-    (n) => !KEYWORDS.has(n),
-  );
-  return { modules, packages, interfaces, usesPackages, instantiated };
+  const instantiated = grab(INSTANTIATION).filter((n) => !KEYWORDS.has(n));
+  const usesMacros = grab(MACRO_USE).filter((n) => !DIRECTIVES.has(n));
+  return { modules, packages, interfaces, usesPackages, instantiated, macros, usesMacros };
 }
 
 /**

@@ -17,7 +17,7 @@ export function orderFiles(files: string[], read: (f: string) => string = (f) =>
     try {
       units.set(f, scanUnits(read(f)));
     } catch {
-      units.set(f, { modules: [], packages: [], interfaces: [], usesPackages: [], instantiated: [] });
+      units.set(f, { modules: [], packages: [], interfaces: [], usesPackages: [], instantiated: [], macros: {}, usesMacros: [] });
     }
   }
   const declaredBy = new Map<string, string>();
