@@ -86,7 +86,15 @@ describe('scanUnits', () => {
   });
 
   it('returns empty lists for an empty file', () => {
-    expect(scanUnits('')).toEqual({ modules: [], packages: [], interfaces: [], usesPackages: [], instantiated: [], macros: {}, usesMacros: [] });
+    expect(scanUnits('')).toEqual({
+      modules: [],
+      packages: [],
+      interfaces: [],
+      usesPackages: [],
+      instantiated: [],
+      macros: {},
+      usesMacros: [],
+    });
   });
 
   // Fixed (was a bug): lexer.ts filters `$unit` out of usesPackages, but the regex `\b([A-Za-z_]\w*)\s*::` never

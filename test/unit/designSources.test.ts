@@ -111,7 +111,7 @@ describe('discovery', () => {
       '    .q(q) \\',
       '  );',
       '`define FLOP_ALIAS(q) `SPARSE_FLOP(q)',
-      '`define PLAIN(q) assign q = 1\'b0;',
+      "`define PLAIN(q) assign q = 1'b0;",
       '',
     ].join('\n');
     const d = tree({

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { blankComments } from './lexer.js';
-import { scanUnits } from './lexer.js';
+import { scanUnits, type FileUnits } from './lexer.js';
 import { HEADER_EXT, SOURCE_EXT, looksLikeTestbench } from './folder.js';
 
 export interface DiscoverOptions {
@@ -178,6 +178,38 @@ function resolvesInclude(name: string, fromFile: string, includeDirs: string[]):
 }
 
 /**
+ * Macros by name (what their bodies instantiate and use), and the macros used outside bodies: a
+ * module named only in a macro body is used where the macro is, and only there.
+ */
+class MacroUses {
+  private readonly defs = new Map<string, FileUnits['macros'][string]>();
+  private readonly used = new Set<string>();
+
+  add(u: FileUnits): void {
+    for (const [name, m] of Object.entries(u.macros)) this.defs.set(name, m);
+    for (const m of u.usesMacros) this.used.add(m);
+  }
+
+  /** The modules the used macros instantiate, through the macros their bodies use. */
+  modules(): string[] {
+    const seen = new Set(this.used);
+    const todo = [...this.used];
+    const out: string[] = [];
+    while (todo.length) {
+      const m = this.defs.get(todo.pop() as string);
+      if (!m) continue;
+      out.push(...m.instantiated);
+      for (const u of m.uses)
+        if (!seen.has(u)) {
+          seen.add(u);
+          todo.push(u);
+        }
+    }
+    return out;
+  }
+}
+
+/**
  * Finds what the files need and do not have. `files` and `includeDirs` are absolute; nothing is
  * changed on disk. Iterates until nothing new is found (a found package may include a header).
  */
@@ -218,26 +250,7 @@ export function discover(files: string[], includeDirs: string[], o: DiscoverOpti
   const scanned = new Set<string>();
   const declared = new Set<string>();
   const used = new Map<string, 'package' | 'module'>();
-  // Macros by name (what their bodies instantiate and use), and the macros used outside bodies:
-  // a module named only in a macro body is used where the macro is, and only there.
-  const macros = new Map<string, { instantiated: string[]; uses: string[] }>();
-  const usedMacros = new Set<string>();
-  const macroModules = (): string[] => {
-    const seen = new Set(usedMacros);
-    const todo = [...usedMacros];
-    const out: string[] = [];
-    while (todo.length) {
-      const m = macros.get(todo.pop() as string);
-      if (!m) continue;
-      out.push(...m.instantiated);
-      for (const u of m.uses)
-        if (!seen.has(u)) {
-          seen.add(u);
-          todo.push(u);
-        }
-    }
-    return out;
-  };
+  const macros = new MacroUses();
 
   for (let pass = 0; pass < 32; pass++) {
     let changed = false;
@@ -254,9 +267,7 @@ export function discover(files: string[], includeDirs: string[], o: DiscoverOpti
         for (const p of u.usesPackages) if (!used.has(p)) used.set(p, 'package');
         for (const m of u.instantiated) if (!used.has(m)) used.set(m, 'module');
       }
-      // Headers too: macro libraries live in them.
-      for (const [name, m] of Object.entries(u.macros)) macros.set(name, m);
-      for (const m of u.usesMacros) usedMacros.add(m);
+      macros.add(u); // headers too: macro libraries live in them
       for (const inc of includesOf(text)) {
         const hit = resolvesInclude(inc, f, dirs);
         if (hit) {
@@ -286,7 +297,7 @@ export function discover(files: string[], includeDirs: string[], o: DiscoverOpti
         }
       }
     }
-    for (const m of macroModules()) if (!used.has(m)) used.set(m, 'module');
+    for (const m of macros.modules()) if (!used.has(m)) used.set(m, 'module');
     // Packages and modules used but declared by none of the files.
     for (const [name, kind] of used) {
       if (declared.has(name) || tried.has(kind + ':' + name)) continue;

@@ -356,7 +356,9 @@ export async function generateTestbench(
       } else if (other.failures.length) {
         result = withFailures(result, other.failures);
         const n = other.failures.reduce((a, f) => a + Math.max(1, f.count), 0);
-        plan.notes.push(`a build without VERILATOR (as another simulator compiles the design) fired ${n} assertion failure${n === 1 ? '' : 's'} this run does not check`);
+        plan.notes.push(
+          `a build without VERILATOR (as another simulator compiles the design) fired ${n} assertion failure${n === 1 ? '' : 's'} this run does not check`,
+        );
       }
     }
     const round: GeneratedRound = { round: i, testbench, result, notes: plan.notes };

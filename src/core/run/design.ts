@@ -44,7 +44,9 @@ export async function loadDesign(o: DesignOptions, signal?: AbortSignal): Promis
         `${hidden.length} of the design's assertions are compiled only without the VERILATOR define (${hidden
           .slice(0, 3)
           .map((a) => `${a.file.slice(a.file.lastIndexOf('/') + 1)}:${a.line}`)
-          .join(', ')}${hidden.length > 3 ? ', ...' : ''}): a run here does not check them; the built-in generator runs each round again in a build without VERILATOR, as another simulator compiles the design, and counts what fires there`,
+          .join(
+            ', ',
+          )}${hidden.length > 3 ? ', ...' : ''}): a run here does not check them; the built-in generator runs each round again in a build without VERILATOR, as another simulator compiles the design, and counts what fires there`,
       );
   }
   return { design: info.design, info, warnings, notes, discovered: p.discovered };
