@@ -21,7 +21,20 @@ SCRIPT = ROOT / 'src' / 'core' / 'sim' / 'slang' / 'slang_facts.py'
 FIXTURES = ROOT / 'test' / 'fixtures' / 'slang'
 INCLUDE_DIR = FIXTURES / 'inc'
 
-RESPONSE_KEYS = {'version', 'ok', 'slang', 'diagnostics', 'top', 'topCandidates', 'modules', 'clocks', 'resets', 'assertions', 'includes'}
+RESPONSE_KEYS = {
+    'version',
+    'ok',
+    'slang',
+    'diagnostics',
+    'top',
+    'topCandidates',
+    'modules',
+    'clocks',
+    'resets',
+    'assertions',
+    'loads',
+    'includes',
+}
 ASSERTION_KEYS = {
     'kind',
     'action',
@@ -548,3 +561,13 @@ def test_malformed_request_exits_2(line: str, tmp_path: Path) -> None:
     path.write_text(line)
     one = subprocess.run([sys.executable, str(SCRIPT), str(path)], capture_output=True, text=True, timeout=60)
     assert one.returncode == 2 and 'malformed request' in one.stderr
+
+
+def test_registers_loaded_under_an_address_condition(tmp_path: Path) -> None:
+    resp = facts(request('bus_loads.sv'), tmp_path)
+    loads = {x['register']: x for x in resp['loads']}
+    assert set(loads) == {'op_a', 'op_b', 'mode', 'ctrl'}  # `plain` has no address condition
+    assert loads['op_a']['at'] == [{'port': 'addr', 'value': 0}] and loads['op_a']['reads'] == ['wdata']
+    assert loads['op_b']['at'] == [{'port': 'addr', 'value': 1}, {'port': 'addr', 'value': 2}]
+    assert loads['mode']['at'] == [{'port': 'addr', 'value': 4}]  # a named constant's value
+    assert loads['ctrl']['at'] == [{'port': 'addr', 'value': 8}] and loads['ctrl']['line'] == 22

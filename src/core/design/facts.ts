@@ -111,6 +111,19 @@ export interface FactAssertion {
   seenWith?: Array<'verilator' | 'other'>;
 }
 
+/** A register loaded from top inputs under a top input equal to a constant (`ADDR: r <= wdata;`
+ * in a case on the address, `if (addr == ADDR) r <= wdata;`): what a bus writes where. */
+export interface FactLoad {
+  register: string;
+  module: string;
+  /** The top inputs the loaded value reads. */
+  reads: string[];
+  /** The top input values it is loaded under (a case item with several values gives several). */
+  at: Array<{ port: string; value: number }>;
+  file: string | null;
+  line: number | null;
+}
+
 export interface FactDiagnostic {
   severity: 'error' | 'warning';
   message: string;
@@ -131,6 +144,7 @@ export interface DesignReading {
   clocks: FactClock[];
   resets: FactReset[];
   assertions: FactAssertion[];
+  loads: FactLoad[];
   includes: Array<{ file: string; from: string; line: number }>;
 }
 
@@ -143,6 +157,7 @@ export interface DesignFacts {
   resets: FactReset[];
   /** The union over both readings (seenWith says which). */
   assertions: FactAssertion[];
+  loads: FactLoad[];
   includes: DesignReading['includes'];
   /** Where the readings disagree with each other or with Verilator's netlist, in words. */
   disagreements: string[];
@@ -186,6 +201,7 @@ export function combineReadings(verilator: DesignReading, other: DesignReading |
     clocks: verilator.clocks,
     resets: verilator.resets,
     assertions: unionAssertions(verilator.assertions, other?.ok ? other.assertions : []),
+    loads: verilator.loads ?? [],
     includes: verilator.includes,
     disagreements,
   };

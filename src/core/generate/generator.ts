@@ -6,7 +6,6 @@
 // simulator compiles are checked in a build without VERILATOR: otherSimulator.ts). Points proven unreachable in
 // 2-state are never aimed at. Keeps the best round; a round whose stimulus broke the design's
 // assertions is never best while a legal round exists (sim/ranking.ts).
-import { existsSync, readFileSync, statSync } from 'node:fs';
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator } from '../sim/simulator.js';
 import type { SimLimits } from '../vocabulary/types.js';
@@ -106,26 +105,11 @@ function holdLength(info: DesignInfo): number {
   return Math.min(need, 4096);
 }
 
-/** The design's source text (files the front end read, else the given ones), for facts the
- * netlist does not keep (which clock most registers use). */
-export function designSources(info: DesignInfo, design: DesignSpec): string[] {
-  const out: string[] = [];
-  for (const f of new Set([...design.files, ...info.files])) {
-    try {
-      if (existsSync(f) && statSync(f).isFile() && statSync(f).size < 4_000_000) out.push(readFileSync(f, 'utf8'));
-    } catch {
-      // unreadable: the netlist's facts still hold
-    }
-  }
-  return out;
-}
-
 export function initialPlan(info: DesignInfo, design: DesignSpec, opts: GenerateOptions, scaled: ScaledParam[] = []): StimulusPlan {
   const m = info.modules.find((x) => x.name === info.top);
   if (!m) throw new Error(`module '${info.top}' not found in the introspected design`);
-  const sources = designSources(info, design);
   const roles = assignRoles(m, info.modules, info.facts);
-  const protocols = detectProtocols(info, roles, sources);
+  const protocols = detectProtocols(info, roles);
   // Legal from the first round: every assertion whose structure gives an input rule.
   const legality = propertyRules(info.facts?.assertions ?? [], roles);
   return {

@@ -5,7 +5,6 @@
 // designers give ports. What is recognised decides which bus-functional tasks the testbench gets.
 import type { DesignInfo, ModuleInfo, PortInfo } from '../../design/types.js';
 import { svLiteralValue } from '../../design/svLiteral.js';
-import { significant, tokenize, type Token } from '../../design/svTokens.js';
 import type { Roles } from '../roles.js';
 
 export interface Level {
@@ -326,86 +325,23 @@ export function busWdata(b: Bus): PortInfo | undefined {
   return b.wdata;
 }
 
-/** A named or literal constant's value (the design's parameters give names their values). */
-function constValue(tok: Token, info: DesignInfo): bigint | null {
-  if (tok.kind === 'number') return svLiteralValue(tok.value);
-  if (tok.kind !== 'id') return null;
-  for (const mod of info.modules) for (const p of mod.params) if (p.name === tok.value && p.value !== null) return svLiteralValue(p.value);
-  return null;
-}
-
 /**
- * Registers the design loads from the bus write data, and the address each is loaded at:
- * `ADDR: reg <= wdata;` in a case on the address, or `if (addr == ADDR) reg <= wdata[..];`.
- * Read from the source: the netlist keeps no assignment structure.
+ * Registers the design loads from the bus write data, and the address each is loaded at
+ * (`ADDR: reg <= wdata;` in a case on the address, `if (addr == ADDR) reg <= wdata[..];`): the
+ * front end's load facts (slang elaborated the assignments with the conditions they sit under).
  */
-export function writeRegisters(sources: string[], addrNames: string[], wdataName: string, info: DesignInfo): Map<string, bigint> {
+export function writeRegisters(info: DesignInfo, addrNames: string[], wdataName: string): Map<string, bigint> {
   const out = new Map<string, bigint>();
   const addrs = new Set(addrNames);
-  for (const src of sources) {
-    const t = significant(tokenize(src));
-    for (let i = 0; i + 2 < t.length; i++) {
-      // `reg <=` / `reg =` / `reg[...] <=` at a statement start.
-      if (t[i].kind !== 'id') continue;
-      const prev = t[i - 1];
-      if (
-        prev &&
-        !(prev.kind === 'op' && [';', ':', ')'].includes(prev.value)) &&
-        !(prev.kind === 'id' && ['begin', 'else'].includes(prev.value))
-      )
-        continue;
-      let j = i + 1;
-      if (t[j]?.value === '[') {
-        while (j < t.length && t[j].value !== ']') j++;
-        j++;
-      }
-      const assign = t[j]?.value === '=' || (t[j]?.value === '<' && t[j + 1]?.value === '=' && t[j + 1].start === t[j].end);
-      if (!assign || t[j + (t[j].value === '<' ? 2 : 1)]?.value === '=') continue;
-      let k = j + 1;
-      let usesW = false;
-      while (k < t.length && t[k].value !== ';' && k < j + 24) {
-        if (t[k].kind === 'id' && t[k].value === wdataName) usesW = true;
-        k++;
-      }
-      if (!usesW || t[i].value === wdataName || addrs.has(t[i].value)) continue;
-      // The nearest address context before it: a case item label or a comparison with the address.
-      let addr: bigint | null = null;
-      for (let b = i - 1; b >= 0 && b >= i - 200; b--) {
-        const x = t[b];
-        if (x.kind === 'id' && x.value === 'endcase') break;
-        if (x.kind === 'op' && x.value === ':' && b > 0) {
-          const lab = t[b - 1];
-          const before = t[b - 2];
-          const isItem =
-            !before ||
-            (before.kind === 'op' && [';', ')', ','].includes(before.value)) ||
-            (before.kind === 'id' && ['end', 'begin'].includes(before.value));
-          const v = isItem ? constValue(lab, info) : null;
-          if (v !== null) {
-            addr = v;
-            break;
-          }
-        }
-        if (x.kind === 'op' && x.value === '=' && t[b - 1]?.value === '=' && t[b - 1].end === x.start) {
-          const l = t[b - 2];
-          const r = t[b + 1];
-          if (l && r && l.kind === 'id' && addrs.has(l.value) && constValue(r, info) !== null) {
-            addr = constValue(r, info);
-            break;
-          }
-          if (l && r && r.kind === 'id' && addrs.has(r.value) && constValue(l, info) !== null) {
-            addr = constValue(l, info);
-            break;
-          }
-        }
-      }
-      if (addr !== null && !out.has(t[i].value)) out.set(t[i].value, addr);
-    }
+  for (const l of info.facts?.loads ?? []) {
+    if (!l.reads.includes(wdataName) || l.register === wdataName || addrs.has(l.register)) continue;
+    const at = l.at.find((x) => addrs.has(x.port));
+    if (at && !out.has(l.register)) out.set(l.register, BigInt(at.value));
   }
   return out;
 }
 
-function planBus(info: DesignInfo, m: ModuleInfo, bus: Bus, sources: string[] = []): BusPlan {
+function planBus(info: DesignInfo, m: ModuleInfo, bus: Bus): BusPlan {
   const addr = busAddr(bus);
   const aw = addr.width;
   const mask = (1n << BigInt(aw)) - 1n;
@@ -449,9 +385,9 @@ function planBus(info: DesignInfo, m: ModuleInfo, bus: Bus, sources: string[] = 
   // its address (modes, commands), the others are operands.
   const regConstants: NonNullable<BusPlan['regConstants']> = [];
   const operandAddrs: bigint[] = [];
-  if (wd && sources.length) {
+  if (wd) {
     const addrNames = [addr.name, ...(bus.kind === 'regfile' && bus.raddr ? [bus.raddr.name] : [])];
-    for (const [reg, a] of writeRegisters(sources, addrNames, wd.name, info)) {
+    for (const [reg, a] of writeRegisters(info, addrNames, wd.name)) {
       if (a > mask) continue;
       const vals = new Set<bigint>();
       for (const mod of info.modules)
@@ -598,7 +534,7 @@ function detectHandshakes(roles: Roles, taken: Set<PortInfo>, hasClock: boolean)
   ];
 }
 
-export function detectProtocols(info: DesignInfo, roles: Roles, sources: string[] = []): ProtocolPlan {
+export function detectProtocols(info: DesignInfo, roles: Roles): ProtocolPlan {
   const m = info.modules.find((x) => x.name === info.top);
   const empty: ProtocolPlan = { buses: [], handshakes: [], serial: [], streams: [] };
   if (!m || !roles.clocks.length) return empty;
@@ -608,14 +544,14 @@ export function detectProtocols(info: DesignInfo, roles: Roles, sources: string[
   for (const detect of [detectApb, detectAhb, detectAxiLite, detectWishbone]) {
     const b = detect(ports.filter((p) => !taken.has(p)));
     if (b) {
-      buses.push(planBus(info, m, b, sources));
+      buses.push(planBus(info, m, b));
       for (const p of busPorts(b)) taken.add(p);
     }
   }
   if (!buses.length) {
     const rf = detectRegFile(ports, taken);
     if (rf) {
-      buses.push(planBus(info, m, rf, sources));
+      buses.push(planBus(info, m, rf));
       for (const p of busPorts(rf)) taken.add(p);
     }
   }

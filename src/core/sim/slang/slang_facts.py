@@ -3,8 +3,9 @@
 
 Why this file exists: before the engine writes a testbench it must know what the design MEANS:
 which top ports are clocks and which are resets (polarity, synchronous or not), what each module's
-ports and parameters are, and which assertions the design carries and how they are built (clock,
-disable iff, implication, delays, sampled-value functions). Reading that from the source text
+ports and parameters are, which assertions the design carries and how they are built (clock,
+disable iff, implication, delays, sampled-value functions), and which registers it loads from its
+inputs under an input equal to a constant (what a bus writes at which address). Reading that from the source text
 breaks on macros, includes, generate blocks, parameters and signals renamed through port
 connections. slang (through pyslang) preprocesses, parses and elaborates the design as a compiler
 does; this script walks its elaborated tree and prints the facts as JSON. No fact here comes from
@@ -147,6 +148,23 @@ class AssertionFact(TypedDict):
     consequentExpr: dict | None
 
 
+class LoadAt(TypedDict):
+    port: str
+    value: int
+
+
+class LoadFact(TypedDict):
+    """A register loaded from top inputs under a top input equal to a constant: `ADDR: r <= wdata;`
+    in a case on an address, `if (addr == ADDR) r <= wdata[7:0];` (what a bus writes where)."""
+
+    register: str
+    module: str
+    reads: list[str]
+    at: list[LoadAt]
+    file: str | None
+    line: int | None
+
+
 IncludeFact = TypedDict('IncludeFact', {'file': str, 'from': str | None, 'line': int | None})
 
 
@@ -161,6 +179,7 @@ class Response(TypedDict):
     clocks: list[ClockFact]
     resets: list[ResetFact]
     assertions: list[AssertionFact]
+    loads: list[LoadFact]
     includes: list[IncludeFact]
 
 
@@ -940,6 +959,56 @@ def is_error_call(stmt: Any) -> bool:
     return expr.kind == EK.Call and expr.isSystemCall and expr.subroutineName in ERROR_TASKS
 
 
+def is_assignment(stmt: Any) -> bool:
+    return stmt.kind == StK.ExpressionStatement and stmt.expr.kind == EK.Assignment
+
+
+def _port_equals(cond: Any, tracer: PortTracer, inst: Inst) -> list[LoadAt]:
+    """`port == K` terms of a condition (through `&&`), `port` a top input."""
+    cond = strip_conversions(cond)
+    if cond.kind == EK.BinaryOp and cond.op in (ast.BinaryOperator.LogicalAnd, ast.BinaryOperator.BinaryAnd):
+        return _port_equals(cond.left, tracer, inst) + _port_equals(cond.right, tracer, inst)
+    if cond.kind != EK.BinaryOp or cond.op not in (ast.BinaryOperator.Equality, ast.BinaryOperator.CaseEquality):
+        return []
+    for a, b in ((cond.left, cond.right), (cond.right, cond.left)):
+        a = strip_conversions(a)
+        value = _constant_value(b)
+        number = _int_value(value) if value is not None else None
+        if a.kind == EK.NamedValue and number is not None and (port := tracer.top_input(a.symbol, inst)) is not None:
+            return [LoadAt(port=port, value=number)]
+    return []
+
+
+def load_fact(site: AssertionSite, tracer: PortTracer, src: Sources) -> LoadFact | None:
+    """The register an assignment loads, when it reads top inputs under a top input equal to a
+    constant (a case item on it, or an `if` comparison); None otherwise."""
+    left = site.stmt.expr.left
+    while left.kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
+        left = left.value
+    if left.kind != EK.NamedValue:
+        return None
+    refs = References()
+    site.stmt.expr.right.visit(refs)
+    reads = sorted({p for sym in refs.symbols.values() if (p := tracer.top_input(sym, site.inst)) is not None})
+    at: list[LoadAt] = []
+    for cond, taken in site.guards:
+        if not taken:
+            continue
+        if isinstance(cond, CaseGuard):
+            sel = strip_conversions(cond.selector)
+            port = tracer.top_input(sel.symbol, site.inst) if sel.kind == EK.NamedValue else None
+            for v in cond.values if port is not None else ():
+                number = _int_value(_constant_value(v))
+                if number is not None:
+                    at.append(LoadAt(port=port, value=number))
+        else:
+            at += _port_equals(cond, tracer, site.inst)
+    if not reads or not at:
+        return None
+    where = src.where(_start(site.stmt))
+    return LoadFact(register=left.symbol.name, module=site.inst.module, reads=reads, at=at, file=where.file, line=where.line)
+
+
 def case_values(stmt: Any) -> list[tuple] | None:
     """Each item's constant values, a value already taken by an earlier item dropped (the first
     match wins); None for a wildcard or `case inside`, or an item that is not a constant (a reverse
@@ -1622,7 +1691,7 @@ def assertion_sites(inst: Inst, blocks: dict[str, tuple[EdgeBlock, ResetUse | No
             key, values = unrolled
             for v in values:
                 walk(stmt.body, block, reset, guards, unknown, (*env, (key, v)))
-        elif kind == StK.ExpressionStatement and is_error_call(stmt):
+        elif kind == StK.ExpressionStatement and (is_error_call(stmt) or (is_assignment(stmt) and guards)):
             sites.append(AssertionSite(inst, stmt, block, reset, guards, unknown, env))
         elif kind == StK.Case and (values := case_values(stmt)) is not None:
             # `unique`/`priority` case without a default: a selector value no item names is a
@@ -1676,6 +1745,7 @@ class DesignFacts:
     clocks: list[ClockFact]
     resets: list[ResetFact]
     assertions: list[AssertionFact]
+    loads: list[LoadFact]
 
 
 def _tree_key(fact: AssertionFact) -> str:
@@ -1689,6 +1759,7 @@ def design_facts(top: ast.InstanceSymbol, src: Sources) -> DesignFacts:
     reset_uses: list[ResetUse] = []
     clock_uses: list[ClockUse] = []
     assertions: list[AssertionFact] = []
+    loads: list[LoadFact] = []
     seen_assertions: set[tuple] = set()
     for inst in instances:
         blocks: dict[str, tuple[EdgeBlock, ResetUse | None]] = {}
@@ -1705,6 +1776,11 @@ def design_facts(top: ast.InstanceSymbol, src: Sources) -> DesignFacts:
             clock_uses += [ClockUse(event.symbol, inst, event.edge)] if event else []
         for site in assertion_sites(inst, blocks):
             loc = _start(site.stmt)
+            if is_assignment(site.stmt):
+                load = load_fact(site, tracer, src)
+                if load is not None and load not in loads:
+                    loads.append(load)
+                continue
             result = reader.read(site)
             if result is None:
                 continue
@@ -1719,7 +1795,7 @@ def design_facts(top: ast.InstanceSymbol, src: Sources) -> DesignFacts:
                 assertions.append(fact)
     resets = reset_facts(reset_uses, tracer)
     clocks = clock_facts(clock_uses, {r['signal'] for r in resets}, tracer)
-    return DesignFacts(module_facts(instances, src), clocks, resets, assertions)
+    return DesignFacts(module_facts(instances, src), clocks, resets, assertions, loads)
 
 
 def _blank_response(candidates: list[str]) -> Response:
@@ -1734,6 +1810,7 @@ def _blank_response(candidates: list[str]) -> Response:
         clocks=[],
         resets=[],
         assertions=[],
+        loads=[],
         includes=[],
     )
 
@@ -1764,7 +1841,12 @@ def respond(req: Request) -> Response:
     if choice.instance is not None:
         facts = design_facts(choice.instance, src)
         response.update(
-            top=choice.instance.name, modules=facts.modules, clocks=facts.clocks, resets=facts.resets, assertions=facts.assertions
+            top=choice.instance.name,
+            modules=facts.modules,
+            clocks=facts.clocks,
+            resets=facts.resets,
+            assertions=facts.assertions,
+            loads=facts.loads,
         )
     response['diagnostics'] += collect_diagnostics(choice.compilation, src)
     if choice.error is not None:
