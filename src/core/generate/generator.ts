@@ -2,10 +2,10 @@
 // testbench, simulate it, read what stayed uncovered, and bias the next round toward it (more
 // and longer held runs for deep counters and states, the constants of uncovered conditions,
 // respect for full/empty flags after the design's own assertions fired, and the input conditions
-// those assertions forbid, from the front end's facts: legality.ts; assertions only another
-// simulator compiles are checked in a build without VERILATOR: otherSimulator.ts). Points proven unreachable in
-// 2-state are never aimed at. Keeps the best round; a round whose stimulus broke the design's
-// assertions is never best while a legal round exists (sim/ranking.ts).
+// those assertions forbid, from the front end's facts: legality.ts). Assertions only another
+// simulator compiles are checked in a build without VERILATOR (otherSimulator.ts). Points proven
+// unreachable in 2-state are never aimed at. Keeps the best round; a round whose stimulus broke
+// the design's assertions is never best while a legal round exists (sim/ranking.ts).
 import type { DesignInfo, DesignSpec } from '../design/types.js';
 import type { Simulator } from '../sim/simulator.js';
 import type { SimLimits } from '../vocabulary/types.js';
