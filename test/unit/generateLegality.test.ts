@@ -222,6 +222,36 @@ describe("legality rules from the front end's facts", () => {
     expect(legalityRules(run(1, [fail]), info, roles2, fourth)).toEqual(fourth);
   });
 
+  it("the property's clock and what its disable iff reads are never held or spaced (that would silence the check)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'legal-'));
+    const f = join(dir, 'c.sv');
+    writeFileSync(
+      f,
+      [
+        'module c(input logic clk, rst_n, input logic [1:0] a, b, output logic [1:0] y);',
+        '  logic [1:0] we;',
+        '  assign we = a & b;',
+        '  assign y = we;',
+        '  always_comb if (a[0]) assert ($onehot0(we));',
+        '  assert property (@(posedge clk) disable iff (!rst_n) $onehot0(we));',
+        'endmodule',
+      ].join('\n'),
+    );
+    // A combinational design: nothing uses clk or rst_n but the check, so they are data inputs
+    // like the others (as the roles from use give them for such a design).
+    const cm = mod([port('clk'), port('rst_n'), port('a', 'input', 2), port('b', 'input', 2), port('y', 'output', 2)], {
+      name: 'c',
+      edges: {},
+    });
+    const base = assignRoles(cm);
+    const cr = { ...base, clocks: [], resets: [], data: cm.ports.filter((p) => p.direction === 'input') };
+    const info = await withFacts(cm, [f]);
+    const r = ruleFor({ file: f, line: 6, kind: 'assertion', message: '', count: 1 }, info, cr, { level: 'space', spacing: 16 });
+    expect(r.level).toBe('freeze');
+    expect(r.statements).not.toContain("clk = '0;");
+    expect(r.statements).not.toContain("rst_n = '0;");
+  });
+
   it('look-alike: a site the front end has no check for holds nothing and says why; no failures give no rules', async () => {
     const none = ruleFor({ file: '/nonexistent/x.sv', line: 3, kind: 'assertion', message: '', count: 1 }, infoOf(m), roles);
     expect(none).toMatchObject({ level: 'freeze', statements: [] });

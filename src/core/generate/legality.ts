@@ -122,7 +122,11 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
     );
   const avoid = prevLevel === undefined || prevLevel === 'oblige' ? propertyRule(fact.a, roles, fact.i, true) : null;
   if (avoid?.level === 'gate') return avoid;
-  const named = roles.data.filter((p) => p.unpackedDims.length === 0 && fact.a.signals.some((x) => x.top === p.name));
+  // Never the property's clock or what its disable iff reads: holding those would silence the
+  // check (no sampling edge, or the check disabled), not meet it.
+  const silencing = (name: string): boolean =>
+    fact.a.clock?.signal === name || (fact.a.disableIff !== null && new RegExp(`(^|[^\\w$.])${name}($|[^\\w$])`).test(fact.a.disableIff));
+  const named = roles.data.filter((p) => p.unpackedDims.length === 0 && fact.a.signals.some((x) => x.top === p.name) && !silencing(p.name));
   const why = prevLevel ? `the rule for ${site} did not stop it` : `the property at ${site} gives no input condition`;
   // Space the inputs before holding them: the state the property reads may drain between events.
   const clock = roles.clocks.find((c) => c.port.name === fact.a.clock?.signal)?.port.name ?? roles.clocks[0]?.port.name;
