@@ -85,7 +85,13 @@ const ident = (s: string): string => s.replace(/[^A-Za-z0-9_]/g, '_');
  * by an edge where one of them is nonzero) holds them at 0 until it reaches `spacing`. Applying
  * the statement twice in a step changes nothing.
  */
-function spaceRule(site: string, inputs: PortInfo[], clock: string, spacing: number, why: string): LegalityRule {
+function spaceRule(
+  site: string,
+  inputs: PortInfo[],
+  clock: { port: string; edge: 'pos' | 'neg' },
+  spacing: number,
+  why: string,
+): LegalityRule {
   const q = `chorus_quiet_${ident(site)}_${spacing}`;
   const any = inputs.length === 1 ? `(${inputs[0].name} != '0)` : `(${inputs.map((p) => `(${p.name} != '0)`).join(' || ')})`;
   return {
@@ -94,10 +100,10 @@ function spaceRule(site: string, inputs: PortInfo[], clock: string, spacing: num
     spacing,
     declarations: [
       `int unsigned ${q} = ${spacing};`,
-      `always @(posedge ${clock}) ${q} <= ${any} ? 0 : (${q} < ${spacing} ? ${q} + 1 : ${spacing});`,
+      `always @(${clock.edge}edge ${clock.port}) ${q} <= ${any} ? 0 : (${q} < ${spacing} ? ${q} + 1 : ${spacing});`,
     ],
     statements: [`if (${q} < ${spacing}) begin ${inputs.map((p) => `${p.name} = '0;`).join(' ')} end`],
-    why: `${why}: ${inputs.map((p) => p.name).join(', ')} nonzero at most once every ${spacing + 1} cycles of ${clock}`,
+    why: `${why}: ${inputs.map((p) => p.name).join(', ')} nonzero at most once every ${spacing + 1} cycles of ${clock.port}`,
   };
 }
 
@@ -129,7 +135,13 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
   const named = roles.data.filter((p) => p.unpackedDims.length === 0 && fact.a.signals.some((x) => x.top === p.name) && !silencing(p.name));
   const why = prevLevel ? `the rule for ${site} did not stop it` : `the property at ${site} gives no input condition`;
   // Space the inputs before holding them: the state the property reads may drain between events.
-  const clock = roles.clocks.find((c) => c.port.name === fact.a.clock?.signal)?.port.name ?? roles.clocks[0]?.port.name;
+  // At the property's clock and edge, else at the edge the design samples the first clock on.
+  const own = roles.clocks.find((c) => c.port.name === fact.a.clock?.signal);
+  const clock = own
+    ? { port: own.port.name, edge: fact.a.clock!.edge }
+    : roles.clocks[0]
+      ? { port: roles.clocks[0].port.name, edge: roles.clocks[0].activeEdge }
+      : null;
   const spacing = prevLevel === 'space' ? SPACINGS.find((k) => k > (prev?.spacing ?? 0)) : prevLevel === 'freeze' ? undefined : SPACINGS[0];
   if (named.length && clock && spacing !== undefined) return spaceRule(site, named, clock, spacing, why);
   return freezeRule(site, named, why);
