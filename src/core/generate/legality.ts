@@ -10,7 +10,7 @@ import type { DesignInfo, PortInfo } from '../design/types.js';
 import type { SimResult } from '../sim/result.js';
 import type { Roles } from './roles.js';
 import type { FactAssertion } from '../design/facts.js';
-import { propertyRule } from './propertyRules.js';
+import { ident, propertyRule } from './propertyRules.js';
 
 /** One DUT assertion site that failed in a run. */
 export interface DutFailure {
@@ -77,8 +77,6 @@ function freezeRule(site: string, inputs: PortInfo[], why: string): LegalityRule
 
 /** The quiet edges a `space` rule asks for first, and the most before the inputs are held. */
 const SPACINGS = [4, 16];
-
-const ident = (s: string): string => s.replace(/[^A-Za-z0-9_]/g, '_');
 
 /**
  * `inputs` nonzero at most once every `spacing` edges of `clock`: a counter of quiet edges (reset

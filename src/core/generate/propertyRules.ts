@@ -24,7 +24,8 @@ export interface PropertyRule {
   why: string;
 }
 
-const ident = (s: string): string => s.replace(/[^A-Za-z0-9_]/g, '_');
+/** `s` as a SystemVerilog identifier fragment (testbench register names built from sites and ports). */
+export const ident = (s: string): string => s.replace(/[^A-Za-z0-9_]/g, '_');
 
 /** A name for the previous-cycle value of `port` at `clock`. */
 const pastName = (port: string, clock: string): string => `chorus_past_${ident(clock)}_${ident(port)}`;
