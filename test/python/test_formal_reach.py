@@ -11,6 +11,9 @@ Run: python -m pytest -p no:cacheprovider test/python
 from __future__ import annotations
 
 import importlib.util
+import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -209,14 +212,16 @@ def test_toggle_bits_get_a_pair_of_checks_at_the_end_of_their_own_module(tmp_pat
     assert new is not None and placed == 4
     tree = syntax.SyntaxTree.fromText(new)
     assert not [d for d in tree.diagnostics if d.isError()]
-    # each bit: "never 1" then "never 0", in the module that declares it
+    # each bit: "never 1", "never 0" and (all four are registers or a copy of one) "never moves
+    # twice", in the module that declares it
     assert {pid: [owner[x] for x in ls] for pid, ls in labels.items()} == {
-        '9:v[4]': ['top', 'top'],
-        '8:s.f[1]': ['top', 'top'],
-        '2:held[3]': ['sub', 'sub'],
-        '1:q[0]': ['sub', 'sub'],
+        '9:v[4]': ['top', 'top', 'top'],
+        '8:s.f[1]': ['top', 'top', 'top'],
+        '2:held[3]': ['sub', 'sub', 'sub'],
+        '1:q[0]': ['sub', 'sub', 'sub'],
     }
-    never1, never0 = labels['8:s.f[1]']
+    never1, never0, twice = labels['8:s.f[1]']
+    assert f'always_ff @(posedge clk) begin {twice}_prev <= (s.f[1]);' in new
     assert f"{never1}: assert ((s.f[1]) == '0);" in new and f"{never0}: assert ((s.f[1]) == '1);" in new
     sub_end, top_end = new.index('endmodule'), new.rindex('endmodule')
     held = new.index("((held[3]) == '0)")
@@ -249,3 +254,100 @@ def test_a_witness_names_every_input_first_then_only_what_changes() -> None:
         'frames': [{'rst_n': '0', 'key': '0'}, {'rst_n': '1', 'key': '1'}, {}, {'key': '3'}],
     }
     assert formal_reach.witness(['0'] * (formal_reach.MAX_FRAMES + 1), ywa) is None
+
+
+REGISTERS = """module r(input logic clk, input logic rst_n, input logic set, input logic [3:0] d,
+         output logic flag, output logic busy, output logic [3:0] q, output logic [3:0] c);
+  parameter int W = 4;
+  integer i;
+  logic sticky, twice_w, comb, init = 1'b0, port, tasked, both, fn, neg;
+  logic [3:0] cnt;
+  always_ff @(posedge clk or negedge rst_n) begin if (!rst_n) flag <= 0; else if (set) flag <= 1; end
+  always @(posedge clk) begin for (i = 0; i < W; i++) q[i] <= d[i]; if (set) sticky <= 1'b1; end
+  always @(negedge clk) neg <= set;
+  always_ff @(posedge clk) begin cnt <= cnt + 1; twice_w <= set; init <= set; port <= set; $display("%d", cnt); end
+  always_ff @(posedge clk) tasked <= set;
+  always_ff @(posedge clk) both <= set;
+  always_ff @(posedge clk or posedge set) both <= d[0];
+  always_comb comb = set;
+  assign busy = flag;
+  assign c = cnt ^ d;
+  sub u(.x(port));
+  always_ff @(posedge clk) fill(tasked);
+  function automatic void f(); fn = 1'b1; endfunction
+  always_ff @(posedge clk) fn <= set;
+endmodule
+"""
+
+
+def test_registers_are_names_written_only_by_one_edge_triggered_process(tmp_path: Path) -> None:
+    # A register changes only at its clock's edges (or its asynchronous reset), so the formal
+    # model's steps show every value a simulation does: only registers get the "never moves twice"
+    # check. Anything also written elsewhere, given an initial value, connected to an instance,
+    # passed to a task, or computed from an input is not one.
+    tree = syntax.SyntaxTree.fromText(REGISTERS)
+    mod = formal_reach.modules_of(tree, tree.sourceManager)[0]
+    regs = formal_reach.registers_of(mod.node)
+    assert regs == {
+        'flag': ('posedge', 'clk'),  # the clock is the edge the first `if` does not test
+        'i': ('posedge', 'clk'),
+        'q': ('posedge', 'clk'),
+        'sticky': ('posedge', 'clk'),
+        'neg': ('negedge', 'clk'),
+        'cnt': ('posedge', 'clk'),  # read by $display, which does not write it
+        'twice_w': ('posedge', 'clk'),
+        'busy': ('posedge', 'clk'),  # a copy of a register
+    }
+
+
+STICKY = """module m(input logic clk, input logic rst_n, input logic set, input logic clr, input logic [3:0] d,
+         output logic [3:0] q, output logic seen_o, output logic flag, output logic live);
+  integer i;
+  logic seen;
+  always_ff @(posedge clk) begin
+    if (set) seen <= 1'b1;
+    for (i = 0; i < 4; i++) q[i] <= d[i];
+  end
+  always_ff @(posedge clk or negedge rst_n) begin if (!rst_n) flag <= 0; else if (set) flag <= 1; end
+  always_ff @(posedge clk) if (clr) live <= 1'b0; else if (set) live <= 1'b1;
+  assign seen_o = seen;
+endmodule
+"""
+
+
+@pytest.mark.skipif(not shutil.which('berkeley-abc') and not shutil.which('yosys-abc'), reason='needs ABC')
+def test_a_register_that_moves_at_most_once_is_proven_never_to_toggle(tmp_path: Path) -> None:
+    # Verilator counts a toggle point once the bit has moved both ways. A flag set and never
+    # cleared, its copy, and a loop index left at its bound (i = 4: bit 2 moves 0 -> 1 once) move
+    # at most once: proven. A flag a reset clears, or one cleared by an input, moves twice: a
+    # witness, never a claim.
+    src = tmp_path / 'm.sv'
+    src.write_text(STICKY)
+    abc = shutil.which('berkeley-abc') or shutil.which('yosys-abc')
+    signals = {'seen': 4, 'seen_o': 2, 'i[2]': 3, 'i[0]': 3, 'flag': 2, 'live': 2, 'q[1]': 2}
+    req = {
+        'files': [str(src)],
+        'includeDirs': [],
+        'defines': [],
+        'params': [],
+        'top': 'm',
+        'designBudgetS': 30,
+        'pointBudgetS': 10,
+        'abc': abc,
+        'points': [{'id': s, 'file': str(src), 'line': line, 'label': 'toggle', 'signal': s} for s, line in signals.items()],
+    }
+    (tmp_path / 'req.json').write_text(json.dumps(req))
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / 'req.json')], capture_output=True, text=True, check=True)
+    points = json.loads(out.stdout)['points']
+    verdicts = {k: v['verdict'] for k, v in points.items()}
+    assert verdicts == {
+        'seen': 'unreachable',
+        'seen_o': 'unreachable',
+        'i[2]': 'unreachable',
+        'i[0]': 'unreachable',
+        'flag': 'witness',
+        'live': 'witness',
+        'q[1]': 'witness',
+    }
+    assert 'moves at most once' in points['seen']['why'] and 'stays 0' in points['i[0]']['why']
+    assert 'both ways' in points['flag']['why']

