@@ -1,8 +1,7 @@
-// bench/cvdp: what the formal engine changes on the CVDP dev split (bench/data/cvdp-cid012-dev),
-// beside today's reachability (the source rules: dead under the parameters, constant, 2-state), in
-// one run. For each design, through the CLI as a user runs it:
-//   A. `chorus generate --formal-budget 0`: the model-free generator as before; its best round's
-//      scored figure and reachable ceiling (the source rules' proofs left out);
+// bench/cvdp: what the formal engine changes on the CVDP dev split (bench/data/cvdp-cid012-dev).
+// For each design, through the CLI as a user runs it:
+//   A. `chorus generate --formal-budget 0`: the model-free generator without the engine; its best
+//      round's scored figure;
 //   B. `chorus sim` of A's testbench with the formal engine: the ceiling with its proofs too, how
 //      many uncovered points it proved unreachable, reached (witness) or did not decide, and the
 //      seconds it took (the engine's model and PDR time);
@@ -10,12 +9,14 @@
 //      figure, and how many of B's witnessed points the replay covered.
 // Soundness: every point B proves unreachable must be uncovered in A's and C's best rounds and in
 // D, A's testbench with its random phase stretched to 10^5 cycles (directed phases as they are).
-// Today's engine beside the new one: the ceiling with the source rules' proofs (A), with the
-// formal engine's alone, and with both (B).
+// An older build beside this one (`--baseline-cli`, e.g. a checkout before the source rules were
+// deleted): its `chorus sim --formal-budget 0` of A's testbench gives its own reachable ceiling,
+// printed beside the formal engine's (B), and the designs where the engine's is lower are counted.
 // Prints one row per design, the designs at target on each figure, the median time in proofs, and
 // writes every row to <out>/cvdp.json.
 //
 // Usage: npm run bench:cvdp -- [--designs id,id] [--rounds N] [--formal-budget S] [--out DIR] [--cli dist/cli.js]
+//                              [--baseline-cli <an older build's dist/cli.js>]
 // Exit status: 0 when the bench ran (whatever the figures), 1 when a point proven unreachable was
 // covered (an unsound claim), 2 on bad arguments.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -59,7 +60,6 @@ interface Record {
     proven: number;
     witnessed: number;
     notProven: number;
-    refuted?: unknown[];
     seconds: { model: number; pdr: number };
   };
   timings?: { formal?: number };
@@ -69,13 +69,11 @@ interface Row {
   id: string;
   target: number;
   scored: number | null;
-  ceilingRules: number | null;
+  /** The baseline build's reachable ceiling for A's testbench (null without --baseline-cli). */
+  ceilingBaseline: number | null;
+  /** The ceiling with the formal engine's proofs left out (B). */
   ceilingFormal: number | null;
-  /** The ceiling without the source rules: only the formal engine's proofs left out. */
-  ceilingFormalOnly: number | null;
   proven: number;
-  /** Points a source rule called unreachable that the engine reached. */
-  refuted: number;
   witnessed: number;
   notProven: number;
   formalSeconds: number;
@@ -96,9 +94,11 @@ const { values } = parseArgs({
     'formal-budget': { type: 'string', default: '20' },
     out: { type: 'string', default: '/tmp/chorus-bench-cvdp' },
     cli: { type: 'string', default: 'dist/cli.js' },
+    'baseline-cli': { type: 'string' },
   },
 });
 const cli = resolve(values.cli!);
+const baselineCli = values['baseline-cli'] ? resolve(values['baseline-cli']) : null;
 const outDir = resolve(values.out!);
 const budget = values['formal-budget']!;
 if (!/^\d+(\.\d+)?$/.test(budget) || !/^\d+$/.test(values.rounds!)) {
@@ -142,11 +142,9 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
     id: t.id,
     target: t.target_coverage,
     scored: null,
-    ceilingRules: null,
+    ceilingBaseline: null,
     ceilingFormal: null,
-    ceilingFormalOnly: null,
     proven: 0,
-    refuted: 0,
     witnessed: 0,
     notProven: 0,
     formalSeconds: 0,
@@ -165,12 +163,11 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
   const recA = bestOf(a.stdout);
   if (!recA?.coverage) return { ...row, error: `generate: ${a.stderr.trim().split('\n').pop() ?? a.code}` };
   row.scored = recA.coverage.waived.overall;
-  row.ceilingRules = recA.coverage.ceiling?.figures.overall ?? row.scored;
-  const sim = async (tb: string, formalBudget: string): Promise<{ rec: Record | null; error: string }> => {
+  const sim = async (tb: string, formalBudget: string, which = cli): Promise<{ rec: Record | null; error: string }> => {
     const r = await runBounded(
       process.execPath,
       [
-        cli,
+        which,
         'sim',
         ...files,
         '--top',
@@ -196,15 +193,17 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
   const recB = b.rec;
   if (!recB) return { ...row, error: b.error };
   row.ceilingFormal = recB.coverage?.ceiling?.figures.overall ?? recB.coverage?.waived.overall ?? null;
-  row.ceilingFormalOnly = formalOnly(recB);
   row.proven = recB.formal?.proven ?? 0;
-  row.refuted = recB.formal?.refuted?.length ?? 0;
+  if (baselineCli) {
+    const base = (await sim(tbA, '0', baselineCli)).rec;
+    row.ceilingBaseline = base?.coverage?.ceiling?.figures.overall ?? base?.coverage?.waived.overall ?? null;
+  }
   row.witnessed = recB.formal?.witnessed ?? 0;
   row.notProven = recB.formal?.notProven ?? 0;
   row.formalSeconds = recB.formal ? recB.formal.seconds.model + recB.formal.seconds.pdr : 0;
   row.formalOk = recB.formal?.ok ?? false;
   row.formalMessage = recB.formal?.message ?? 'no uncovered point the engine judges';
-  const claimed = new Set([...blocks(recB), ...toggles(recB)].filter((u) => u.reason?.kind === 'unreachable-formal').map(key));
+  const claimed = new Set([...blocks(recB), ...toggles(recB)].filter((u) => PROOFS.has(u.reason?.kind ?? '')).map(key));
   const witnessed = new Set([...blocks(recB), ...toggles(recB)].filter((u) => u.reason?.kind === 'witness').map(key));
   const tbC = join(work, 'tb_formal.sv');
   const c = await runBounded(process.execPath, [cli, 'generate', ...common, '--out', tbC, '--formal-budget', budget], {
@@ -235,18 +234,8 @@ async function runDesign(t: Task, dir: string): Promise<Row> {
   return row;
 }
 
-/** The figure with only the formal engine's proofs left out (mean of block and toggle, as c). */
-function formalOnly(r: Record): number | null {
-  const t = r.coverage?.waived.tallies;
-  if (!t) return null;
-  const proven = (r.uncovered ?? []).filter((u) => u.reason?.kind === 'unreachable-formal');
-  const ratio = (x: Tally, n: number): number | null => (x.total - n > 0 ? x.covered / (x.total - n) : null);
-  const parts = [
-    ratio(t.block, proven.filter((u) => u.type !== 'toggle').length),
-    ratio(t.toggle, proven.filter((u) => u.type === 'toggle').length),
-  ].filter((x): x is number => x !== null);
-  return parts.length ? parts.reduce((a, b) => a + b, 0) / parts.length : null;
-}
+/** The reasons that are proofs: a claim that no stimulus covers the point. */
+const PROOFS = new Set(['unreachable-formal', 'dead-param']);
 
 const pct = (x: number | null): string => (x === null ? '   -  ' : `${(100 * x).toFixed(1).padStart(5)}%`);
 const atTarget = (x: number | null, t: number): boolean => x !== null && 100 * x >= t - 1e-9;
@@ -258,14 +247,14 @@ async function main(): Promise<void> {
     .sort()
     .map((d) => ({ dir: join(DATA, d), task: JSON.parse(readFileSync(join(DATA, d, 'task.json'), 'utf8')) as Task }));
   process.stdout.write(
-    `design                                  target  scored  ceil(rules) ceil(formal) ceil(both)  proven witness undecided refuted  formal s  scored(+replay) replayed\n`,
+    `design                                  target  scored  ceil(baseline) ceil(formal)  proven witness undecided  formal s  scored(+replay) replayed\n`,
   );
   const rows: Row[] = [];
   for (const { dir, task } of tasks) {
     const r = await runDesign(task, dir);
     rows.push(r);
     process.stdout.write(
-      `${r.id.slice(0, 39).padEnd(40)}${String(r.target).padStart(5)}% ${pct(r.scored)}  ${pct(r.ceilingRules)}      ${pct(r.ceilingFormalOnly)}      ${pct(r.ceilingFormal)}  ${String(r.proven).padStart(6)} ${String(r.witnessed).padStart(7)} ${String(r.notProven).padStart(9)} ${String(r.refuted).padStart(7)}  ${r.formalSeconds.toFixed(1).padStart(7)}  ${pct(r.scoredWithReplay)}        ${String(r.replayed).padStart(5)}${r.error ? `  ERROR ${r.error}` : ''}${r.unsound.length ? `  UNSOUND ${r.unsound.join(' ')}` : ''}${!r.formalOk && r.formalMessage ? `  (${r.formalMessage.slice(0, 80)})` : ''}\n`,
+      `${r.id.slice(0, 39).padEnd(40)}${String(r.target).padStart(5)}% ${pct(r.scored)}  ${pct(r.ceilingBaseline)}         ${pct(r.ceilingFormal)}  ${String(r.proven).padStart(6)} ${String(r.witnessed).padStart(7)} ${String(r.notProven).padStart(9)}  ${r.formalSeconds.toFixed(1).padStart(7)}  ${pct(r.scoredWithReplay)}        ${String(r.replayed).padStart(5)}${r.error ? `  ERROR ${r.error}` : ''}${r.unsound.length ? `  UNSOUND ${r.unsound.join(' ')}` : ''}${!r.formalOk && r.formalMessage ? `  (${r.formalMessage.slice(0, 80)})` : ''}\n`,
     );
   }
   const n = rows.length;
@@ -274,14 +263,17 @@ async function main(): Promise<void> {
   const median = n ? (n % 2 ? secs[(n - 1) / 2] : (secs[n / 2 - 1] + secs[n / 2]) / 2) : 0;
   const unsound = rows.reduce((s, r) => s + r.unsound.length, 0);
   process.stdout.write(
-    `\nat target of ${n}: scored ${count((r) => atTarget(r.scored, r.target))}, ceiling (rules) ${count((r) => atTarget(r.ceilingRules, r.target))}, ` +
-      `ceiling (formal alone) ${count((r) => atTarget(r.ceilingFormalOnly, r.target))}, ceiling (rules + formal) ${count((r) => atTarget(r.ceilingFormal, r.target))}, scored with witness replay ${count((r) => atTarget(r.scoredWithReplay, r.target))}\n` +
+    `\nat target of ${n}: scored ${count((r) => atTarget(r.scored, r.target))}, ` +
+      (baselineCli ? `ceiling (baseline) ${count((r) => atTarget(r.ceilingBaseline, r.target))}, ` : '') +
+      `ceiling (formal) ${count((r) => atTarget(r.ceilingFormal, r.target))}, scored with witness replay ${count((r) => atTarget(r.scoredWithReplay, r.target))}\n` +
       `points proven unreachable by the formal engine: ${rows.reduce((s, r) => s + r.proven, 0)}; witnessed: ${rows.reduce((s, r) => s + r.witnessed, 0)} ` +
       `(covered by the replay: ${rows.reduce((s, r) => s + r.replayed, 0)}); not decided: ${rows.reduce((s, r) => s + r.notProven, 0)}; ` +
       `median seconds in the engine per design: ${median.toFixed(1)}; unsound claims: ${unsound} ` +
-      `(claims also checked against a ${LONG_CYCLES}-cycle run on ${count((r) => r.longRun)} of ${count((r) => r.proven > 0)} designs with claims); ` +
-      `source-rule claims the engine refuted: ${rows.reduce((s, r) => s + r.refuted, 0)}; ` +
-      `designs where the formal engine alone reaches a lower ceiling than the rules: ${count((r) => (r.ceilingFormalOnly ?? 0) < (r.ceilingRules ?? 0) - 1e-9)}\n`,
+      `(claims also checked against a ${LONG_CYCLES}-cycle run on ${count((r) => r.longRun)} of ${count((r) => r.proven > 0)} designs with claims)` +
+      (baselineCli
+        ? `; designs where the formal engine reaches a lower ceiling than the baseline: ${count((r) => (r.ceilingFormal ?? 0) < (r.ceilingBaseline ?? 0) - 1e-9)}`
+        : '') +
+      '\n',
   );
   writeFileSync(join(outDir, 'cvdp.json'), JSON.stringify({ budgetS: Number(budget), rounds: Number(values.rounds), rows }, null, 1));
   process.exit(unsound ? 1 : 0);

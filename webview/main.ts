@@ -212,8 +212,6 @@ function reasonText(r: NonNullable<RunView['rounds'][number]['uncovered'][number
   const kind = {
     'not-hit': 'not reached',
     'dead-param': 'parameter-dead',
-    constant: 'constant',
-    'unreachable-2state': 'unreachable (2-state)',
     'unreachable-formal': 'proven unreachable (formal)',
     witness: 'witness found, not yet covered',
     bounded: 'not reached in a bounded search',

@@ -8,11 +8,13 @@ import { loadDesign } from '../../src/core/run/design.js';
 import { generateTestbench, refinePlan, initialPlan } from '../../src/core/generate/generator.js';
 import { runGeneration } from '../../src/core/run/generation.js';
 import { overallCoverage } from '../../src/core/sim/ranking.js';
+import { withFormal } from '../../src/core/sim/simulator.js';
 import { examples, fixtures, repoRoot, scratchDir, benchData, sim } from '../helpers.js';
 
-const gen = async (files: string[], opts: { params?: string[]; rounds?: number } = {}) => {
+const gen = async (files: string[], opts: { params?: string[]; rounds?: number; formal?: boolean } = {}) => {
   const { design, info } = await loadDesign({ files, params: opts.params });
-  return { ...(await generateTestbench(sim, design, info, { attempts: opts.rounds ?? 4 })), info, design };
+  const simulator = opts.formal ? withFormal(sim, { designS: 20, pointS: 5 }) : sim;
+  return { ...(await generateTestbench(simulator, design, info, { attempts: opts.rounds ?? 4 })), info, design };
 };
 
 describe('built-in generator', () => {
@@ -30,14 +32,13 @@ describe('built-in generator', () => {
   });
 
   it('FSM: everything but the unreachable default arm', async () => {
-    const g = await gen([join(examples, 'fsm', 'seq_detector.sv')]);
+    const g = await gen([join(examples, 'fsm', 'seq_detector.sv')], { formal: true });
     const r = g.best.result;
     expect(r.status).toBe('success');
     expect(r.coverage!.waived.tallies.toggle).toEqual({ covered: 15, total: 15 });
     expect(r.uncovered.map((u) => `${u.type}:${u.line}:${u.label}`)).toEqual(['line:23:case']);
-    // The one point left is proven unreachable in 2-state (unreachable2State): no round is spent
-    // chasing it.
-    expect(r.unreachable2State?.points.map((p) => p.line)).toEqual([23]);
+    // The one point left is proven unreachable by the formal engine: no round is spent chasing it.
+    expect(r.uncovered.map((u) => u.reason?.kind)).toEqual(['unreachable-formal']);
     expect(g.rounds.length).toBe(1);
   });
 

@@ -306,11 +306,17 @@ describe('best round: legal stimulus first', () => {
 describe('proven-unreachable points', () => {
   it('are not aimed at; the others are', () => {
     const u = (line: number) => ({ type: 'line', file: '/d/x.sv', line, label: 'if', hier: 'u', count: 0 });
+    const proven = (line: number, kind: string) => ({ ...u(line), reason: { kind, detail: 'x' } });
     const r = run(0.9, [], {
-      uncovered: [u(3), u(5)] as SimResult['uncovered'],
-      unreachable2State: { count: 1, overall: 1, points: [{ file: 'x.sv', line: 3, type: 'line', label: 'if', points: 1, reason: 'x' }] },
+      uncovered: [
+        proven(3, 'unreachable-formal'),
+        u(5),
+        proven(7, 'dead-param'),
+        proven(9, 'witness'),
+        proven(11, 'bounded'),
+      ] as SimResult['uncovered'],
     });
-    expect(reachableUncovered(r).map((x) => x.line)).toEqual([5]);
+    expect(reachableUncovered(r).map((x) => x.line)).toEqual([5, 9, 11]);
     expect(reachableUncovered(run(0.9, [], { uncovered: [u(3)] as SimResult['uncovered'] })).length).toBe(1);
   });
 });

@@ -203,7 +203,6 @@ describe('feedback turn', () => {
       proven: 0,
       witnessed: 1,
       notProven: 0,
-      refuted: [],
       seconds: { model: 0, pdr: 0 },
       budget: { designS: 20, pointS: 5 },
       assumptions: [],

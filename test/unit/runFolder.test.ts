@@ -75,14 +75,14 @@ describe('writers', () => {
           label: 'y',
           hier: 'tb.uut',
           count: 0,
-          reason: { kind: 'constant', detail: 'tied <0>' },
+          reason: { kind: 'unreachable-formal', detail: 'tied <0>' },
         },
       ],
       testbench: { name: 'tb.sv', text: '</pre><script>alert(1)</script>' },
     });
     expect(html).not.toMatch(/<script/i);
     expect(html).toContain('<td class="hits">3</td><td class="tog">0/1</td>');
-    expect(html).toContain('toggle y [tb.uut]: constant: tied &lt;0&gt;');
+    expect(html).toContain('toggle y [tb.uut]: unreachable-formal: tied &lt;0&gt;');
     expect(html).toContain("default-src 'none'");
     // Its one miss is proven out of reach: shown as such, not as a miss.
     expect(html).toContain('<tr class="excl" id="f1-L2">');

@@ -145,7 +145,6 @@ describe('safeDeep / safeResult', () => {
       build: { mode: 'flat', fallbackReason: bad },
       points: [{ type: 'user', file: bad, line: 1, column: 1, module: bad, hier: bad, label: bad, count: 1 }],
       settle: { loop: [bad], tried: [bad], workaround: bad },
-      unreachable2State: { count: 1, overall: null, points: [{ file: bad, line: 1, type: 'toggle', label: bad, points: 1, reason: bad }] },
     } as unknown as SimResult;
     const out = safeResult(r);
     expect(clean(out)).toBe(true);

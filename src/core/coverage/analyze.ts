@@ -1,8 +1,7 @@
 // Turns raw simulator points into what every caller needs: the DUT-only point set, the scored
 // figure (with waivers), the per-instance hierarchy, and the uncovered points with source text.
-import { figures, isCovered, type FormalSummary, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type Exclusion, type UncoveredPoint, type UncoveredReason } from './model.js';
+import { figures, isCovered, type FormalSummary, type CoverageBreakdown, type CoverageFigures, type CoveragePoint, type Exclusion, type Proof, type UncoveredPoint, type UncoveredReason } from './model.js';
 import { isWaived, type Waiver } from './waivers.js';
-import { twoStateUnreachable, type Proof, type TwoStateReport } from './twoState.js';
 
 export interface InstanceCoverage {
   /** Instance path below the testbench, e.g. `uut` or `uut.u_fifo`. */
@@ -21,9 +20,9 @@ export interface DutCoverage {
   uncovered: UncoveredPoint[];
   /** Hierarchy prefixes of the DUT instances found (e.g. `tb.uut`). */
   dutInstances: string[];
-  /** Uncovered points no 2-state simulation can reach (after waivers), and the figures without them.
-   * Reported beside the scored figure, never part of it. */
-  twoState: TwoStateReport;
+  /** The reasons found for uncovered points (the formal engine's, coverage/formal.ts; empty until
+   * it ran): its proofs set the reachable ceiling, reported beside the scored figure, never part of it. */
+  proven: Map<CoveragePoint, Proof>;
   /** The formal engine's work on this design, when it ran (coverage/formal.ts applyFormal). */
   formal?: FormalSummary;
 }
@@ -33,15 +32,12 @@ export interface AnalyzeOptions {
   isDutFile: (file: string) => boolean;
   top: string;
   waivers?: Waiver[];
-  /** Reads a design file for the uncovered-line text and the 2-state analysis. Required, and the
-   * caller's to restrict: point files come from the simulation, so the reader must open only
-   * files the host resolved as the design's (undefined for anything else). */
+  /** Reads a design file for the uncovered-line text. Required, and the caller's to restrict:
+   * point files come from the simulation, so the reader must open only files the host resolved as
+   * the design's (undefined for anything else). */
   readSource: (file: string) => string | undefined;
   /** Cap on the uncovered list (feedback must stay bounded). */
   maxUncovered?: number;
-  /** The run's `-G` overrides of the top's parameters: the parameters' values as elaborated, for
-   * the dead-under-the-parameters reasons (without it, the top is taken at its defaults). */
-  params?: Record<string, string>;
 }
 
 export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): DutCoverage {
@@ -83,26 +79,14 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
     }
   }
 
-  const readSource = opts.readSource;
-  // Each file is read once, for the uncovered lines' text and for the 2-state analysis.
-  const texts = new Map<string, string | undefined>();
-  const read = (file: string): string | undefined => {
-    if (!texts.has(file)) texts.set(file, readSource(file));
-    return texts.get(file);
-  };
+  // Each file is read once, for the uncovered lines' text.
   const cache = new Map<string, string[] | undefined>();
   const sourceLine = (file: string, line: number): string | undefined => {
-    if (!cache.has(file)) cache.set(file, read(file)?.split(/\r?\n/));
+    if (!cache.has(file)) cache.set(file, opts.readSource(file)?.split(/\r?\n/));
     return cache.get(file)?.[line - 1]?.trim();
   };
-  let twoState: TwoStateReport;
-  try {
-    twoState = twoStateUnreachable(kept, read, { top: opts.top, params: opts.params });
-  } catch {
-    // A report beside the figure: a source this reader trips on must never cost the run its result.
-    twoState = { count: 0, points: [], figures: figures(kept), proven: new Map() };
-  }
-  breakdown.ceiling = ceilingOf(kept, twoState.proven);
+  const proven = new Map<CoveragePoint, Proof>();
+  breakdown.ceiling = ceilingOf(kept, proven);
   const max = opts.maxUncovered ?? 500;
   const uncovered: UncoveredPoint[] = [];
   // Block points first (they say which code never ran), then toggles.
@@ -121,20 +105,17 @@ export function analyzeCoverage(all: CoveragePoint[], opts: AnalyzeOptions): Dut
       hier: p.hier,
       count: p.count,
       source: sourceLine(p.file, first),
-      reason: reasonOf(p, twoState.proven),
+      reason: reasonOf(p, proven),
     });
   }
-  return { points, breakdown, instances, uncovered, dutInstances, twoState };
+  return { points, breakdown, instances, uncovered, dutInstances, proven };
 }
 
-/**
- * Reasons found after the analysis (the formal engine's) entered in `cov`: they replace what a
- * source rule said of the same point (an exact proof, or a witness that refutes the rule); the
- * ceiling and the uncovered list's reasons follow.
- */
+/** Reasons found after the analysis (the formal engine's) entered in `cov`; the ceiling and the
+ * uncovered list's reasons follow. */
 export function withReasons(cov: DutCoverage, extra: Map<CoveragePoint, Proof>): void {
   if (!extra.size) return;
-  const proven = cov.twoState.proven;
+  const proven = cov.proven;
   for (const [p, r] of extra) proven.set(p, r);
   const kept = cov.points.filter((p) => !p.waived);
   cov.breakdown.ceiling = ceilingOf(kept, proven);
@@ -145,9 +126,9 @@ export function withReasons(cov: DutCoverage, extra: Map<CoveragePoint, Proof>):
   }
 }
 
-const NOT_HIT: UncoveredReason = { kind: 'not-hit', detail: 'reachable as far as the source analysis can tell; the stimulus did not get there' };
+const NOT_HIT: UncoveredReason = { kind: 'not-hit', detail: 'not proven unreachable; the stimulus did not get there' };
 
-/** An uncovered point's reason: its proof when one of the rules made one, else not hit. */
+/** An uncovered point's reason: the one the formal engine found, else not hit. */
 export function reasonOf(p: CoveragePoint, proven: Map<CoveragePoint, UncoveredReason>): UncoveredReason {
   const r = proven.get(p);
   return r ? { kind: r.kind, detail: r.detail, ...(r.enable ? { enable: r.enable } : {}) } : NOT_HIT;
@@ -155,7 +136,7 @@ export function reasonOf(p: CoveragePoint, proven: Map<CoveragePoint, UncoveredR
 
 /** The reachable ceiling over the scored points: the figures without the proven ones. */
 function ceilingOf(kept: CoveragePoint[], proven: Map<CoveragePoint, UncoveredReason>): NonNullable<CoverageBreakdown['ceiling']> {
-  const byReason: Record<Exclusion, number> = { 'dead-param': 0, constant: 0, 'unreachable-2state': 0, 'unreachable-formal': 0 };
+  const byReason: Record<Exclusion, number> = { 'dead-param': 0, 'unreachable-formal': 0 };
   let excluded = 0;
   for (const p of kept) {
     const r = proven.get(p);

@@ -1,9 +1,8 @@
 // The formal engine's answers (sim/formal/reach.ts runs it) as coverage reasons: a proof takes an
-// uncovered point out of the reachable ceiling (`unreachable-formal`), a witness marks it
-// reachable (`witness`); a point the engine did not decide keeps whatever the source rules said.
-// The scored figure never changes.
-import { isCovered, type CoveragePoint, type FormalSummary, type PointWitness } from './model.js';
-import type { Proof } from './twoState.js';
+// uncovered point out of the reachable ceiling (`unreachable-formal`, or `dead-param` when
+// elaboration under the run's parameters removed it), a witness marks it reachable (`witness`), a
+// bounded search that found nothing says so (`bounded`, no claim). The scored figure never changes.
+import { isCovered, type CoveragePoint, type FormalSummary, type PointWitness, type Proof } from './model.js';
 import { withReasons, type DutCoverage } from './analyze.js';
 import type { FormalBudget } from '../vocabulary/types.js';
 import type { Witness } from './model.js';
@@ -23,6 +22,8 @@ export type FormalVerdict = 'unreachable' | 'witness' | 'not-proven';
 
 export interface FormalPointResult {
   verdict: FormalVerdict;
+  /** For a proof: by the model checker, or by elaboration (no instance runs the arm). */
+  how?: 'pdr' | 'elaboration';
   /** How it was decided, or why it was not. */
   why: string;
   /** For a witness: the cycle (from 0) in which the point's arm runs. */
@@ -76,26 +77,21 @@ export function applyFormal(cov: DutCoverage, report: FormalReport): FormalSumma
   let witnessed = 0;
   let notProven = 0;
   const witnesses = new Map<string, { point: PointWitness; toggle: boolean }>();
-  const refuted: FormalSummary['refuted'] = [];
   for (const p of cov.points) {
     if (p.waived || isCovered(p) || !judged(p)) continue;
     const v = report.points[pointKey(p)];
     if (!v) continue;
     if (v.verdict === 'unreachable') {
       proven++;
-      extra.set(p, {
-        kind: 'unreachable-formal',
-        detail: `${v.why} on the elaborated design (${secs.toFixed(1)} s for the design)${assumes}`,
-      });
+      // Elaboration's proof holds whatever the simulation does: it needs no assumption.
+      extra.set(
+        p,
+        v.how === 'elaboration'
+          ? { kind: 'dead-param', detail: v.why }
+          : { kind: 'unreachable-formal', detail: `${v.why} on the elaborated design (${secs.toFixed(1)} s for the design)${assumes}` },
+      );
     } else if (v.verdict === 'witness') {
-      const rule = cov.twoState.proven.get(p);
-      // A toggle witness shows the bit at 1 and at 0, not that it moves both ways (a bit set once
-      // and never cleared, a loop index left at its last value): it neither refutes a source
-      // rule's proof nor replaces it.
-      if (p.type === 'toggle' && rule) continue;
       witnessed++;
-      if (rule && rule.kind !== 'witness')
-        refuted.push({ file: p.file, line: p.line, label: p.label, rule: rule.kind });
       const at = typeof v.frame === 'number' ? ` in cycle ${v.frame} from reset` : '';
       const detail = p.type === 'toggle' ? `the formal engine: ${v.why}${v.frame ? at : ''}` : `the formal engine found inputs that reach it${at}`;
       extra.set(p, { kind: 'witness', detail });
@@ -103,8 +99,7 @@ export function applyFormal(cov: DutCoverage, report: FormalReport): FormalSumma
       if (w) witnesses.set(pointKey(p), { point: { file: p.file, line: p.line, label: p.label, witness: w }, toggle: p.type === 'toggle' });
     } else {
       notProven++;
-      // A bounded search says less than a source rule's proof: it never replaces one.
-      if (typeof v.bound === 'number' && !cov.twoState.proven.has(p))
+      if (typeof v.bound === 'number')
         extra.set(p, { kind: 'bounded', detail: `not reached in ${v.bound} cycles from reset by the formal engine's bounded search (BMC); not proven, so it stays in the ceiling` });
     }
   }
@@ -116,7 +111,6 @@ export function applyFormal(cov: DutCoverage, report: FormalReport): FormalSumma
     proven,
     witnessed,
     notProven,
-    refuted,
     seconds: report.seconds,
     budget: report.budget,
     assumptions: report.assumptions,
@@ -142,7 +136,6 @@ export function notRun(message: string, budget: { designS: number; pointS: numbe
     proven: 0,
     witnessed: 0,
     notProven: 0,
-    refuted: [],
     seconds: { model: 0, pdr: 0 },
     budget,
     assumptions: [],

@@ -130,9 +130,7 @@ function tallyRow(name: string, t: Tally): string {
 
 const REASON_TITLE: Record<string, string> = {
   'not-hit': 'Not reached by the stimulus',
-  'dead-param': 'Dead under the chosen parameters (the -G that enables each is given)',
-  constant: 'Tied off or constant',
-  'unreachable-2state': 'Unreachable in 2-state simulation (reachable only with X or Z)',
+  'dead-param': 'Dead under the chosen parameters (no instance runs it after elaboration)',
   'unreachable-formal': 'Proven unreachable by the formal engine (how, and what it assumes, per point)',
   witness: 'Reachable: the formal engine found the inputs that reach it, not yet covered',
   bounded: 'Not reached in N cycles by a bounded search (not proven: it stays in the ceiling)',

@@ -84,28 +84,29 @@ export interface CoverageCeiling {
 }
 
 /** Why a point no stimulus can cover is proven so (UncoveredReason's kinds but `not-hit`). */
-export type Exclusion = 'dead-param' | 'constant' | 'unreachable-2state' | 'unreachable-formal';
+export type Exclusion = 'dead-param' | 'unreachable-formal';
 
 /**
- * Why an uncovered point was not covered. Every kind but `not-hit` is a proof from the design's
- * source, made only when certain (a point that some stimulus could reach is `not-hit`):
- * - `dead-param`: code under a condition on parameters that is false under the elaborated values
- *   (`enable` says how to turn it on: `-G NAME=value` for the top's parameters);
- * - `constant`: a signal bit that cannot change (tied to a constant, never assigned, written only
- *   at time 0, a field no assignment writes, an array slot no write's index can reach);
- * - `unreachable-2state`: reachable only with X or Z, which Verilator does not have;
- * - `unreachable-formal`: proven unreachable by the formal engine (formal/reach.ts: a model
- *   checker's proof on the elaborated design, under the assumptions its detail states);
+ * Why an uncovered point was not covered. Every kind but `not-hit` comes from the formal engine
+ * (sim/formal/reach.ts, coverage/formal.ts) on the elaborated design, under the assumptions its
+ * detail states; the two exclusions are proofs, made only when certain:
+ * - `dead-param`: elaboration under the run's parameters left no instance that runs the arm;
+ * - `unreachable-formal`: a model checker's proof (PDR's inductive invariant) that no input
+ *   sequence from reset reaches it;
  * - `witness`: reachable, and the formal engine found the inputs that reach it (not yet covered);
  * - `bounded`: the formal engine found no proof in time, and no input sequence of N cycles from
  *   reset reaches it (a bounded search: no claim, the point stays in the ceiling);
- * - `not-hit`: reachable as far as the analysis knows; the stimulus did not get there.
+ * - `not-hit`: not decided (the engine did not run, or found neither proof nor witness); the
+ *   stimulus did not get there.
  */
 export interface UncoveredReason {
   kind: Exclusion | 'witness' | 'bounded' | 'not-hit';
   detail: string;
   enable?: string;
 }
+
+/** A reason found for an uncovered point (the formal engine's): any kind but `not-hit`. */
+export type Proof = Omit<UncoveredReason, 'kind'> & { kind: Exclusion | 'witness' | 'bounded' };
 
 export interface UncoveredPoint {
   type: PointType;
@@ -205,9 +206,6 @@ export interface FormalSummary {
   proven: number;
   witnessed: number;
   notProven: number;
-  /** Uncovered points a source rule called unreachable that the engine reached (a witness): the
-   * rule was wrong there, and the witness stands. */
-  refuted: Array<{ file: string; line: number; label: string; rule: string }>;
   seconds: { model: number; pdr: number };
   budget: { designS: number; pointS: number };
   assumptions: string[];

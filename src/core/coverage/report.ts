@@ -108,13 +108,11 @@ export function coverageDetail(cov: DutCoverage, top: string, maxLines = 60): st
 const REASON_TITLE: Record<UncoveredReason['kind'], string> = {
   'not-hit': 'reachable, not hit',
   'dead-param': 'dead under the chosen parameters',
-  constant: 'tied off / constant',
-  'unreachable-2state': 'unreachable in 2-state simulation',
   'unreachable-formal': 'proven unreachable (formal)',
   witness: 'reachable: witness found, not yet covered',
   bounded: 'not reached in a bounded search (not proven)',
 };
-const REASON_ORDER: Array<UncoveredReason['kind']> = ['not-hit', 'witness', 'bounded', 'dead-param', 'constant', 'unreachable-2state', 'unreachable-formal'];
+const REASON_ORDER: Array<UncoveredReason['kind']> = ['not-hit', 'witness', 'bounded', 'dead-param', 'unreachable-formal'];
 
 /** `file:line [kind label] source` of a block point, as coverageDetail shows it. */
 function blockText(u: UncoveredPoint): string {
@@ -174,10 +172,6 @@ export function formalLine(f: FormalSummary): string {
   return (
     `formal (${f.engine}, ${secs} s; budget ${f.budget.designS} s per design, ${f.budget.pointS} s per point): ` +
     `${f.proven} uncovered point${f.proven === 1 ? '' : 's'} proven unreachable, ${f.witnessed} reachable with a witness, ${f.notProven} not proven` +
-    // A source rule the engine refuted is a bug in the rule: said, with the first such point.
-    (f.refuted?.length
-      ? `; ${f.refuted.length} point${f.refuted.length === 1 ? '' : 's'} a source rule called unreachable reached (the witness stands), e.g. ${f.refuted[0].file.replace(/^.*\//, '')}:${f.refuted[0].line} ${f.refuted[0].label} (${f.refuted[0].rule})`
-      : '') +
     (f.assumptions.length ? `; proofs assume ${f.assumptions.join(', ')}` : '') +
     (f.message ? `; ${f.message}` : '')
   );

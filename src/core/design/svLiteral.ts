@@ -1,6 +1,6 @@
 // SystemVerilog integer literals (IEEE 1800-2017 §5.7.1), read in one place. Literal text reaches
-// this tool from three directions: the DUT's source (the 2-state rules, the constants of uncovered
-// conditions the generator tries), Verilator's netlist (`32'sh8` parameter values, compared
+// this tool from three directions: the DUT's source (the constants of uncovered conditions the
+// generator tries), Verilator's netlist (`32'sh8` parameter values, compared
 // constants, string consts) and the user. Each reader used to carry its own regular expression,
 // and they disagreed at the edges (upper-case bases, underscores, x/z digits, digits past the
 // size); this module is the one reading, and each caller picks from its result what it needs.

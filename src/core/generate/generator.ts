@@ -142,13 +142,10 @@ function pointKey(p: { file: string; line: number; type: string; label: string }
   return `${p.file.replace(/^.*\//, '')}:${p.line}:${p.type}:${p.label}`;
 }
 
-/** The uncovered points a 2-state simulator can reach: the ones worth aiming at. */
+/** The uncovered points no proof rules out: the ones worth aiming at (the formal engine's
+ * witnesses among them, coverage/formal.ts). */
 export function reachableUncovered(result: SimResult): SimResult['uncovered'] {
-  const out = new Set((result.unreachable2State?.points ?? []).map(pointKey));
-  // The formal engine's proofs too (coverage/formal.ts): never aimed at; its witnesses always
-  // are, whatever a source rule said of the point.
-  const open = result.uncovered.filter((u) => u.reason?.kind !== 'unreachable-formal');
-  return out.size ? open.filter((u) => u.reason?.kind === 'witness' || !out.has(pointKey(u))) : open;
+  return result.uncovered.filter((u) => u.reason?.kind !== 'unreachable-formal' && u.reason?.kind !== 'dead-param');
 }
 
 /** Whether round `a` should replace `b` as best: the one ranking (sim/ranking.ts), in which a

@@ -15,8 +15,7 @@
 // why and the caller writes a new testbench instead, saying so.
 import type { PortInfo } from '../design/types.js';
 import { blankComments, renameIdentifiers } from '../design/lexer.js';
-import { splitTop } from '../coverage/brackets.js';
-import { instancesIn, tokenize, type Tok } from '../coverage/svStatements.js';
+import { instancesIn, splitTop, tokenize, type Tok } from './tbText.js';
 
 /** Where the generator's stimulus goes in the user's testbench, and the signals it drives. */
 export interface SpliceSite {

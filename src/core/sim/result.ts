@@ -123,17 +123,9 @@ export interface SimResult {
   /** The design's assertions the stimulus broke, one entry per site in a design file, ordered by
    * first failure (absent: none; the testbench's own $error checks are never here). */
   dutAssertions?: DutAssertion[];
-  /** Uncovered DUT points that a 2-state simulator can never reach (coverage/twoState.ts), and the
-   * overall figure without them. Reported only: `coverage` and `reward` stay the scored figure. */
   /** The formal engine's verdicts on the run's uncovered block points (present when it ran:
    * SimRequest.formal): proofs, witnesses, what was not decided, its time and assumptions. */
   formal?: FormalSummary;
-  unreachable2State?: {
-    count: number;
-    /** mean(block, toggle) over the other points. */
-    overall: number | null;
-    points: Array<{ file: string; line: number; type: string; label: string; points: number; reason: string }>;
-  };
 }
 
 /** A DUT assertion that failed during the run: an immediate or concurrent assertion, a

@@ -56,8 +56,6 @@ export function reasonWords(r: UncoveredReason | undefined): string {
   if (r.kind === 'not-hit') return 'not reached by the stimulus';
   const what = {
     'dead-param': 'parameter-dead',
-    constant: 'cannot change',
-    'unreachable-2state': 'unreachable in two-state simulation',
     'unreachable-formal': 'proven unreachable (formal)',
     witness: 'reachable (witness found), not yet covered',
     bounded: 'not reached in a bounded search (not proven)',

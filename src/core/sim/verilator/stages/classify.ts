@@ -126,9 +126,6 @@ export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, c
   const rows = summaryRows(cov, req.top);
   const detail = coverageDetail(cov, req.top);
   const cov_info = { summary: rows, detail, runtime_sec: secondsSince(c.t0) };
-  const unreachable2State = cov.twoState.count
-    ? { count: cov.twoState.count, overall: cov.twoState.figures.overall, points: cov.twoState.points.slice(0, 200) }
-    : undefined;
   // Present only when something fired, so a paper-mode record without DUT assertion failures keeps
   // exactly the fields it always had.
   const asserted = judged.dutAssertions.length ? { dutAssertions: judged.dutAssertions } : {};
@@ -139,7 +136,6 @@ export function classifyCovered(c: Candidate, judged: Judged, ran: HarnessRun, c
   const covered = {
     diagnostics,
     coverage: cov.breakdown,
-    unreachable2State,
     ...(cov.formal ? { formal: cov.formal } : {}),
     uncovered: cov.uncovered,
     cov_info,

@@ -68,8 +68,6 @@ export function readCoverage(c: Candidate, input: CoverageInput): Ending | DutCo
   return analyzeCoverage(points, {
     isDutFile: (f) => f !== wrapper && files.classify(f).origin === 'dut',
     top: req.top,
-    // The run's -G overrides: the top's parameters as elaborated (dead-code reasons, 2-state rules).
-    params: req.design.params,
     waivers: req.waivers,
     readSource: (f) => (f !== wrapper && files.classify(f).origin === 'dut' ? files.readDesignFile(f) : undefined),
   });
