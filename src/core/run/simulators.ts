@@ -5,4 +5,4 @@ export { RemoteSimulator, scorerUrls } from '../sim/remote.js';
 export { VerilatorSimulator, designArgs } from '../sim/verilator/backend.js';
 // How a run is scored, and how the design's broken assertions and a failed run are said.
 export { SCORE_MODES, type ScoreMode } from '../vocabulary/types.js';
-export { simulateAll, withScore } from '../sim/simulator.js';
+export { simulateAll, withFormal, withScore } from '../sim/simulator.js';
