@@ -76,6 +76,7 @@ describe('reasons for uncovered points, and the reachable ceiling', () => {
     expect(why(18, 'case')!.kind).toBe('witness');
     const bit = (label: string, hier = 'tb.u') =>
       r.uncovered.find((u) => u.type === 'toggle' && u.label === label && u.hier === hier)?.reason;
+    expect(bit('spare[2]')!.detail).toMatch(/stays 0/); // never assigned
     expect(bit('cfg[1]')!.detail).toMatch(/stays 0/); // written only at time 0
     expect(bit('cfg[0]')!.detail).toMatch(/stays 1/);
     expect(bit('ctrl[5]')!.kind).toBe('unreachable-formal'); // bits no assignment writes

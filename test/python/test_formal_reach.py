@@ -301,9 +301,11 @@ def test_registers_are_names_written_only_by_one_edge_triggered_process(tmp_path
 
 
 STICKY = """module m(input logic clk, input logic rst_n, input logic set, input logic clr, input logic [3:0] d,
-         output logic [3:0] q, output logic seen_o, output logic flag, output logic live);
+         output logic [3:0] q, output logic seen_o, output logic flag, output logic live, output logic [1:0] o2);
   integer i;
   logic seen;
+  logic [1:0] spare;
+  assign o2 = spare ^ d[1:0];
   always_ff @(posedge clk) begin
     if (set) seen <= 1'b1;
     for (i = 0; i < 4; i++) q[i] <= d[i];
@@ -320,11 +322,11 @@ def test_a_register_that_moves_at_most_once_is_proven_never_to_toggle(tmp_path: 
     # Verilator counts a toggle point once the bit has moved both ways. A flag set and never
     # cleared, its copy, and a loop index left at its bound (i = 4: bit 2 moves 0 -> 1 once) move
     # at most once: proven. A flag a reset clears, or one cleared by an input, moves twice: a
-    # witness, never a claim.
+    # witness, never a claim. A variable nothing writes stays 0 (slang's reading gives it x).
     src = tmp_path / 'm.sv'
     src.write_text(STICKY)
     abc = shutil.which('berkeley-abc') or shutil.which('yosys-abc')
-    signals = {'seen': 4, 'seen_o': 2, 'i[2]': 3, 'i[0]': 3, 'flag': 2, 'live': 2, 'q[1]': 2}
+    signals = {'seen': 5, 'seen_o': 2, 'i[2]': 4, 'i[0]': 4, 'flag': 2, 'live': 2, 'q[1]': 2, 'spare[1]': 6}
     req = {
         'files': [str(src)],
         'includeDirs': [],
@@ -348,6 +350,39 @@ def test_a_register_that_moves_at_most_once_is_proven_never_to_toggle(tmp_path: 
         'flag': 'witness',
         'live': 'witness',
         'q[1]': 'witness',
+        'spare[1]': 'unreachable',  # nothing writes it: Verilator holds it at 0
     }
     assert 'moves at most once' in points['seen']['why'] and 'stays 0' in points['i[0]']['why']
     assert 'both ways' in points['flag']['why']
+
+
+UNWRITTEN = """module u(input logic clk, input logic [3:0] d, output logic [3:0] o);
+  typedef enum logic [1:0] {A, B} e_t;
+  logic [3:0] spare;
+  int count;
+  e_t state;
+  wire [3:0] w;
+  logic [3:0] mem [0:3];
+  logic [3:0] init = 4'h5;
+  logic [3:0] tasked, filled, read_only;
+  always_ff @(posedge clk) begin fill(tasked); $readmemh("f.hex", filled); $display("%d", read_only); end
+  assign o = spare ^ w ^ mem[0] ^ init ^ d ^ count[3:0] ^ read_only;
+endmodule
+"""
+
+
+def test_variables_nothing_writes_are_the_ones_given_zero(tmp_path: Path) -> None:
+    # Integral variables of the module's own scope that no statement, instance, task or system
+    # task writes; not an enum (`'0` would need a cast), not a net, not an unpacked array, not one
+    # with an initial value.
+    tree = syntax.SyntaxTree.fromText(UNWRITTEN)
+    mod = formal_reach.modules_of(tree, tree.sourceManager)[0]
+    assert formal_reach.unwritten_of(mod.node) == ['spare', 'count', 'read_only']
+    src = tmp_path / 'u.sv'
+    src.write_text(UNWRITTEN)
+    opts = pyslang.Bag([parsing.PreprocessorOptions()])
+    new, _, _ = formal_reach.instrument(str(src), [toggle(3, 'spare[0]')], opts, 'u')
+    assert new is not None and "initial begin spare = '0; count = '0; read_only = '0; end" in new
+    # Without extras (the retry when the front end rejects them): the checks alone.
+    new, _, _ = formal_reach.instrument(str(src), [toggle(3, 'spare[0]')], opts, 'u', extras=False)
+    assert new is not None and 'initial' not in new.split('always_comb begin')[1]

