@@ -258,6 +258,42 @@ def test_internal_net_is_read_through_its_continuous_assignment(tmp_path: Path) 
     ]}]}  # fmt: skip
 
 
+def test_a_net_driven_bit_by_bit_is_read_as_the_concatenation_of_its_drivers(tmp_path: Path) -> None:
+    # `assign we[0] = ...; assign we[1] = ...;` (ibex_wb_stage's write enables under $onehot0):
+    # the parts cover every bit once, so the check is over the ports. Parts that leave a gap or
+    # overlap are no value of the net: it stays an internal name.
+    src = write(
+        tmp_path,
+        'parts.sv',
+        """
+module parts (input logic clk, input logic a, input logic [1:0] b, output logic [3:0] o);
+  logic [2:0] we;
+  assign we[0] = a;
+  assign we[2:1] = b;
+  logic [2:0] gap;
+  assign gap[0] = a;
+  assign gap[2] = b[0];
+  logic [1:0] twice;
+  assign twice[0] = a;
+  assign twice[1:0] = b;
+  w: assert property (@(posedge clk) $onehot0(we));
+  g: assert property (@(posedge clk) gap != 3'd7);
+  t: assert property (@(posedge clk) twice != 2'd3);
+  assign o = {we, gap[1]};
+endmodule
+""",
+    )
+    resp = facts({'files': [src], 'top': 'parts'}, tmp_path)
+    a = {'op': 'id', 'name': 'a', 'top': 'a', 'width': 1}
+    b = {'op': 'id', 'name': 'b', 'top': 'b', 'width': 2}
+    we = only(resp['assertions'], line=12)['consequentExpr']
+    inlined = {'op': 'cast', 'width': 3, 'args': [{'op': 'concat', 'args': [{'op': 'cast', 'width': 2, 'args': [b]}, {'op': 'cast', 'width': 1, 'args': [a]}]}]}
+    assert inlined in we['args']
+    for line, name in ((13, 'gap'), (14, 'twice')):
+        text = json.dumps(only(resp['assertions'], line=line)['consequentExpr'])
+        assert f'"name": "{name}"' in text and '"top": null' in text
+
+
 def test_constants_keep_their_value_and_selects_follow_connections(tmp_path: Path) -> None:
     src = write(
         tmp_path,

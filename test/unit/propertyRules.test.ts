@@ -109,6 +109,20 @@ describe('property to stimulus rule', () => {
     expect(propertyRule(prop({ consequentExpr: ne }), roles, 0)!.statements).toEqual(["if (op == 2'd3) op = op + 1'b1;"]);
   });
 
+  it('$onehot0 over a net its continuous assignments drive bit by bit: each part is cleared while one above it holds', () => {
+    // {1'(push), 1'(start ? valid : push)}, as the front end reads `assign we[1] = push;
+    // assign we[0] = start ? valid : push;`.
+    const bit = (e: FactExpr): FactExpr => ({ op: 'cast', width: 1, args: [e] });
+    const id1 = (name: string, top: string | null = name): FactExpr => ({ op: 'id', name, top, width: 1 });
+    const we: FactExpr = { op: 'cast', width: 2, args: [{ op: 'concat', args: [bit(id1('push')), bit({ op: 'cond', args: [id1('start'), id1('valid'), id1('push')] })] }] };
+    expect(propertyRule(prop({ consequentExpr: call('$onehot0', we) }), roles, 0)!.statements).toEqual([
+      "if (1'(push)) begin if (start) begin valid = '0; end else begin push = '0; end end",
+    ]);
+    // A part that is not an input or a choice between inputs: no rule from the structure.
+    const opaque: FactExpr = { op: 'cast', width: 2, args: [{ op: 'concat', args: [bit(id1('push')), bit(id1('internal', null))] }] };
+    expect(propertyRule(prop({ consequentExpr: call('$onehot0', opaque) }), roles, 0)).toBeNull();
+  });
+
   it('$past in the consequent on an input (start |-> !$past(start)): the start is dropped after one', () => {
     const r = propertyRule(prop({ antecedentExpr: id('start'), consequentExpr: not(call('$past', id('start'))) }), roles, 0)!;
     expect(r.level).toBe('gate');

@@ -111,6 +111,8 @@ function oneBit(e: FactExpr): boolean {
       return e.args.every(oneBit);
     case 'cast':
       return e.width === 1;
+    case 'cond':
+      return oneBit(e.args[1]) && oneBit(e.args[2]);
     case 'call':
       return ['$onehot', '$onehot0', '$stable', '$changed', '$rose', '$fell', '$isunknown'].includes(e.name);
     default:
@@ -286,6 +288,10 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
   if (isNot(e)) {
     const q = settable(e.args[0], c, roles);
     if (q) return [`${q.text} = '0;`];
+    const inner = unwrap(e.args[0]);
+    // !(sel ? a : b) is sel ? !a : !b.
+    if (inner.op === 'cond')
+      return makeTrue({ op: 'cond', args: [inner.args[0], { op: 'not', args: [inner.args[1]] }, { op: 'not', args: [inner.args[2]] }] }, c, roles);
     const n = negate(e.args[0]);
     return n ? makeTrue(n, c, roles) : null;
   }
@@ -298,6 +304,12 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
     return e.op === 'eq' ? [`${q.text} = ${k};`] : [`if (${q.text} == ${k}) ${q.text} = ${q.text} + 1'b1;`];
   }
   if (e.op === 'lt' || e.op === 'le' || e.op === 'gt' || e.op === 'ge') return bound(e.op, e.args[0], e.args[1], c, roles);
+  if (e.op === 'cond' && oneBit(e.args[1]) && oneBit(e.args[2])) {
+    // `sel ? a : b`: whichever arm the select (as the inputs hold it) picks.
+    const sel = render(e.args[0], c);
+    const [a, b] = [makeTrue(e.args[1], c, roles), makeTrue(e.args[2], c, roles)];
+    return sel === null || !a || !b ? null : [`if (${sel}) begin ${a.join(' ')} end else begin ${b.join(' ')} end`];
+  }
   if (e.op === 'call') {
     if (e.name === '$stable' && e.args[0]) {
       // $stable(x & MASK): each input in it keeps its previous value.
@@ -311,12 +323,37 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
       }
       return out;
     }
+    if (e.name === '$onehot0' && e.args[0]) {
+      const parts = bitsOf(e.args[0]);
+      if (parts) return atMostOne(parts, c, roles);
+    }
     const q = e.args[0] ? settable(e.args[0], c, roles) : null;
     if (!q) return null;
     if (e.name === '$onehot0') return [`${q.text} = ${q.text} & (~${q.text} + 1'b1);`];
     if (e.name === '$onehot') return [`${q.text} = (${q.text} == '0) ? 1 : ${q.text} & (~${q.text} + 1'b1);`];
   }
   return null;
+}
+
+/** The 1-bit parts of a concatenation (a net its continuous assignments drive bit by bit, as the
+ * front end reads it: `{1'(we_b), 1'(we_a)}`), highest first; null for anything else. */
+function bitsOf(e: FactExpr): FactExpr[] | null {
+  while (e.op === 'cast' && e.args[0].op === 'concat') e = e.args[0];
+  if (e.op !== 'concat' || e.args.length < 2) return null;
+  return e.args.every(oneBit) ? e.args : null;
+}
+
+/** Statements after which at most one of `parts` is true: each part is made false while one
+ * before it holds (each test reads the inputs as the statements before it left them). */
+function atMostOne(parts: FactExpr[], c: Ctx, roles: Roles): string[] | null {
+  const out: string[] = [];
+  for (let k = 1; k < parts.length; k++) {
+    const before = parts.slice(0, k).map((p) => render(p, c));
+    const off = makeTrue({ op: 'not', args: [parts[k]] }, c, roles);
+    if (before.some((b) => b === null) || !off) return null;
+    out.push(`if (${before.join(' || ')}) begin ${off.join(' ')} end`);
+  }
+  return out;
 }
 
 /** The register holding a leaf's value at the previous edge of the property's clock. */

@@ -391,6 +391,9 @@ class Inst:
     # A net or variable driven whole by one continuous assignment (or a net's initializer): its
     # driver expression, by the signal's key.
     drivers: dict[str, Any] = field(default_factory=dict)
+    # A signal driven in constant parts by several continuous assignments (`assign v[0] = a;
+    # assign v[1] = b;`): (lowest bit, width, driver) of each, by the signal's key.
+    parts: dict[str, list[tuple[int, int, Any]]] = field(default_factory=dict)
 
     @property
     def path(self) -> str:
@@ -429,10 +432,15 @@ def _scan_scope(scope: Any, inst: Inst) -> None:
         elif kind == SK.ClockingBlock and inst.default_clocking is None:
             if _is_default_clocking(member):
                 inst.default_clocking = member
-        elif kind == SK.ContinuousAssign:
+        elif kind == SK.ContinuousAssign and member.assignment.kind == EK.Assignment:
             left = member.assignment.left
             if left.kind == EK.NamedValue:
                 _add_driver(inst, _key(left.symbol), member.assignment.right)
+            elif left.kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
+                piece = flat_bits(left)
+                if piece is not None:
+                    symbol, lo, width = piece
+                    inst.parts.setdefault(_key(symbol), []).append((lo, width, member.assignment.right))
         elif kind == SK.Net and member.initializer is not None:  # wire x = expr;
             _add_driver(inst, _key(member), member.initializer)
 
@@ -1304,14 +1312,31 @@ class ExprTrees:
     def inlined(self, e: Any) -> dict | None:
         key = _key(e.symbol)
         driver = self.inst.drivers.get(key)
-        if driver is None or key in self._inlining or len(self._inlining) >= self.MAX_INLINE_DEPTH:
+        width = int(e.type.bitWidth)
+        parts = None if key in self.inst.drivers else self.whole_parts(key, width)
+        if (driver is None and parts is None) or key in self._inlining or len(self._inlining) >= self.MAX_INLINE_DEPTH:
             return None
         self._inlining.append(key)
         try:
-            tree = self.expr(driver)
+            if parts is not None:
+                # Highest part first, as a concatenation reads.
+                tree = {'op': 'concat', 'args': [{'op': 'cast', 'width': w, 'args': [self.expr(d)]} for _, w, d in reversed(parts)]}
+            else:
+                tree = self.expr(driver)
         finally:
             self._inlining.pop()
-        return {'op': 'cast', 'width': int(e.type.bitWidth), 'args': [tree]}
+        return {'op': 'cast', 'width': width, 'args': [tree]}
+
+    def whole_parts(self, key: str, width: int) -> list[tuple[int, int, Any]] | None:
+        """The parts of a signal its continuous assignments drive, lowest first, when together
+        they drive every bit once (no gap, no overlap); None otherwise."""
+        parts = sorted(self.inst.parts.get(key, []), key=lambda p: p[0])
+        at = 0
+        for lo, w, _ in parts:
+            if lo != at:
+                return None
+            at += w
+        return parts if parts and at == width else None
 
     def expr(self, e: Any) -> dict:
         e = strip_conversions(e)
