@@ -287,7 +287,11 @@ endmodule
     a = {'op': 'id', 'name': 'a', 'top': 'a', 'width': 1}
     b = {'op': 'id', 'name': 'b', 'top': 'b', 'width': 2}
     we = only(resp['assertions'], line=12)['consequentExpr']
-    inlined = {'op': 'cast', 'width': 3, 'args': [{'op': 'concat', 'args': [{'op': 'cast', 'width': 2, 'args': [b]}, {'op': 'cast', 'width': 1, 'args': [a]}]}]}
+    inlined = {
+        'op': 'cast',
+        'width': 3,
+        'args': [{'op': 'concat', 'args': [{'op': 'cast', 'width': 2, 'args': [b]}, {'op': 'cast', 'width': 1, 'args': [a]}]}],
+    }
     assert inlined in we['args']
     for line, name in ((13, 'gap'), (14, 'twice')):
         text = json.dumps(only(resp['assertions'], line=line)['consequentExpr'])

@@ -114,7 +114,11 @@ describe('property to stimulus rule', () => {
     // assign we[0] = start ? valid : push;`.
     const bit = (e: FactExpr): FactExpr => ({ op: 'cast', width: 1, args: [e] });
     const id1 = (name: string, top: string | null = name): FactExpr => ({ op: 'id', name, top, width: 1 });
-    const we: FactExpr = { op: 'cast', width: 2, args: [{ op: 'concat', args: [bit(id1('push')), bit({ op: 'cond', args: [id1('start'), id1('valid'), id1('push')] })] }] };
+    const we: FactExpr = {
+      op: 'cast',
+      width: 2,
+      args: [{ op: 'concat', args: [bit(id1('push')), bit({ op: 'cond', args: [id1('start'), id1('valid'), id1('push')] })] }],
+    };
     expect(propertyRule(prop({ consequentExpr: call('$onehot0', we) }), roles, 0)!.statements).toEqual([
       "if (1'(push)) begin if (start) begin valid = '0; end else begin push = '0; end end",
     ]);

@@ -291,7 +291,11 @@ export function makeTrue(e: FactExpr, c: Ctx, roles: Roles): string[] | null {
     const inner = unwrap(e.args[0]);
     // !(sel ? a : b) is sel ? !a : !b.
     if (inner.op === 'cond')
-      return makeTrue({ op: 'cond', args: [inner.args[0], { op: 'not', args: [inner.args[1]] }, { op: 'not', args: [inner.args[2]] }] }, c, roles);
+      return makeTrue(
+        { op: 'cond', args: [inner.args[0], { op: 'not', args: [inner.args[1]] }, { op: 'not', args: [inner.args[2]] }] },
+        c,
+        roles,
+      );
     const n = negate(e.args[0]);
     return n ? makeTrue(n, c, roles) : null;
   }
