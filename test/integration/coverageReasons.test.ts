@@ -65,7 +65,7 @@ describe('reasons for uncovered points, and the reachable ceiling', () => {
       r.uncovered.find((u) => u.line === line && u.label === label && u.hier === hier)?.reason;
     // `if (P)` with P = 0, and the items of `case (MODE)` that MODE = 1 (fixed by the
     // instantiation) leaves: elaboration removed them.
-    expect(why(20, 'if')).toMatchObject({ kind: 'dead-param' });
+    expect(why(20, 'if')).toMatchObject({ kind: 'dead-param', enable: '-G P=1' });
     expect(why(20, 'if')!.detail).toMatch(/proven by elaboration/);
     expect(why(42, 'case', 'tb.u.u_sub')).toMatchObject({ kind: 'dead-param' });
     // The else of `if (en)` with en tied to 1 by the instantiation, and the default of a case

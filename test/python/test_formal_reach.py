@@ -386,3 +386,48 @@ def test_variables_nothing_writes_are_the_ones_given_zero(tmp_path: Path) -> Non
     # Without extras (the retry when the front end rejects them): the checks alone.
     new, _, _ = formal_reach.instrument(str(src), [toggle(3, 'spare[0]')], opts, 'u', extras=False)
     assert new is not None and 'initial' not in new.split('always_comb begin')[1]
+
+
+HINTS = """module h #(parameter P = 0, parameter int M = 1) (input logic clk, input logic a, output logic [1:0] y);
+  localparam int L = 2;
+  always_comb begin
+    y = '0;
+    if (P) y = 2'd1;
+    if (!P) y = 2'd2; else y = 2'd3;
+    if (M == 2) y = 2'd0;
+    if (L == 2) y = 2'd1;
+    if (a && P) y = 2'd2;
+    case (M)
+      0: y = 2'd1;
+      3: y = 2'd2;
+      default: y = 2'd0;
+    endcase
+  end
+endmodule
+"""
+
+
+def test_an_arm_that_tests_one_top_parameter_names_the_g_that_runs_it(tmp_path: Path) -> None:
+    # The hint a parameter-dead arm carries: `if (P)` runs with P=1, the else of `if (!P)` too,
+    # `if (M == 2)` with M=2, the item `3:` of `case (M)` with M=3. A localparam cannot be set, a
+    # condition over more than the parameter names nothing, a default has no one value.
+    src = tmp_path / 'h.sv'
+    src.write_text(HINTS)
+    opts = pyslang.Bag([parsing.PreprocessorOptions()])
+    pts = [
+        {'id': 'if5', 'line': 5, 'label': 'if'},
+        {'id': 'else6', 'line': 6, 'label': 'else'},
+        {'id': 'if6', 'line': 6, 'label': 'if'},
+        {'id': 'if7', 'line': 7, 'label': 'if'},
+        {'id': 'if8', 'line': 8, 'label': 'if'},
+        {'id': 'if9', 'line': 9, 'label': 'if'},
+        {'id': 'case12', 'line': 12, 'label': 'case'},
+        {'id': 'case13', 'line': 13, 'label': 'case'},
+    ]
+    hints: dict[str, str] = {}
+    formal_reach.instrument(str(src), pts, opts, 'h', hints=hints)
+    assert hints == {'if5': '-G P=1', 'else6': '-G P=1', 'if6': '-G P=0', 'if7': '-G M=2', 'case12': '-G M=3'}
+    # Not the top: no -G reaches it.
+    hints.clear()
+    formal_reach.instrument(str(src), pts, opts, 'other', hints=hints)
+    assert hints == {}

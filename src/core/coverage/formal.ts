@@ -24,6 +24,9 @@ export interface FormalPointResult {
   verdict: FormalVerdict;
   /** For a proof: by the model checker, or by elaboration (no instance runs the arm). */
   how?: 'pdr' | 'elaboration';
+  /** For a proof by elaboration: the `-G NAME=value` under which the arm runs, when its condition
+   * tests one parameter of the top. */
+  enable?: string;
   /** How it was decided, or why it was not. */
   why: string;
   /** For a witness: the cycle (from 0) in which the point's arm runs. */
@@ -87,7 +90,7 @@ export function applyFormal(cov: DutCoverage, report: FormalReport): FormalSumma
       extra.set(
         p,
         v.how === 'elaboration'
-          ? { kind: 'dead-param', detail: v.why }
+          ? { kind: 'dead-param', detail: v.why, ...(v.enable ? { enable: v.enable } : {}) }
           : { kind: 'unreachable-formal', detail: `${v.why} on the elaborated design (${secs.toFixed(1)} s for the design)${assumes}` },
       );
     } else if (v.verdict === 'witness') {

@@ -24,7 +24,8 @@ Request:  {"files", "includeDirs", "defines", "params", "top",
            "designBudgetS", "pointBudgetS", "abc": path of berkeley-abc}
 Response: {"ok", "message", "engine", "clocks": [{"name", "edge"}], "multiClock",
            "points": {id: {"verdict": "unreachable"|"witness"|"not-proven", "how": "pdr"|"elaboration"
-                           (unreachable only), "why", "frame", "bound"}},
+                           (unreachable only), "enable" (elaboration: the -G that runs the arm,
+                           when its condition tests one parameter of the top), "why", "frame", "bound"}},
            "witnesses": {id: {"frames": [{input: value}], "inputs": [[name, width]]}},
            "seconds": {"model", "pdr"}, "assumptions": [...]}
 It reads the files named and the files they include, writes only under its own scratch folder
@@ -87,6 +88,31 @@ class Edit:
 class Arm:
     stmt: Any  # the statement the arm runs
     missing_else: bool = False  # an `else` point of an `if` without an else
+    # (parameter, value) under which the arm runs, when its condition is a plain test of one name
+    # (`if (P)`, `else` of `if (P == 2)`, `3:` of `case (P)`): the `-G` a parameter-dead arm needs.
+    enabled_by: tuple[str, str] | None = None
+
+
+LITERALS = {SK.IntegerLiteralExpression, SK.IntegerVectorExpression}
+
+
+def enabling(cond: Any, want: bool) -> tuple[str, str] | None:
+    """(name, value) that makes `cond` come out `want`, for `P`, `!P`, `P == K` and `P != K`."""
+    if cond.kind == SK.ParenthesizedExpression:
+        return enabling(cond.expression, want)
+    if cond.kind == SK.IdentifierName:
+        return cond.identifier.valueText, '1' if want else '0'
+    if cond.kind == SK.UnaryLogicalNotExpression:
+        return enabling(cond.operand, not want)
+    if cond.kind in (SK.EqualityExpression, SK.InequalityExpression):
+        if cond.kind == SK.InequalityExpression:
+            want = not want
+        name, k = cond.left, cond.right
+        if name.kind in LITERALS:
+            name, k = k, name
+        if want and name.kind == SK.IdentifierName and k.kind in LITERALS:
+            return name.identifier.valueText, str(k).strip()
+    return None
 
 
 def line_of(sm: Any, loc: Any) -> int | None:
@@ -120,21 +146,29 @@ def arms_of(tree: Any, sm: Any) -> dict[tuple[int, str], list[Arm]]:
                 return True
         if kind == SK.ConditionalStatement:
             line = line_of(sm, node.ifKeyword.location)
+            conds = node.predicate.conditions
+            cond = conds[0].expr if len(conds) == 1 and conds[0].matchesClause is None else None
+            on_true = enabling(cond, True) if cond is not None else None
+            on_false = enabling(cond, False) if cond is not None else None
             if line is not None:
                 for label in ('if', 'elsif'):
-                    add((line, label), Arm(node.statement))
+                    add((line, label), Arm(node.statement, enabled_by=on_true))
                 if node.elseClause is not None:
-                    add((line, 'else'), Arm(node.elseClause.clause))
+                    add((line, 'else'), Arm(node.elseClause.clause, enabled_by=on_false))
                 else:
-                    add((line, 'else'), Arm(node.statement, missing_else=True))
+                    add((line, 'else'), Arm(node.statement, missing_else=True, enabled_by=on_false))
         elif kind in (SK.StandardCaseItem, SK.DefaultCaseItem):
             stmt_parent = node.parent
             while stmt_parent is not None and stmt_parent.kind != SK.CaseStatement:
                 stmt_parent = stmt_parent.parent
             if stmt_parent is not None and inside(stmt_parent, PROCEDURES) and not inside(stmt_parent, NOT_JUDGED):
                 line = line_of(sm, node.sourceRange.start)
+                sel = stmt_parent.expr
+                by = None
+                if node.kind == SK.StandardCaseItem and sel.kind == SK.IdentifierName and node.expressions[0].kind in LITERALS:
+                    by = sel.identifier.valueText, str(node.expressions[0]).strip()
                 if line is not None:
-                    add((line, 'case'), Arm(node.clause))
+                    add((line, 'case'), Arm(node.clause, enabled_by=by))
         return True
 
     tree.root.visit(on)
@@ -419,6 +453,19 @@ def unwritten_of(mod: Any) -> list[str]:
     return [name for name in declared if name not in written]
 
 
+def overridable(mod: Any) -> set[str]:
+    """The module's parameters a `-G` can set (not its localparams)."""
+    out: set[str] = set()
+
+    def on(n: Any) -> Any:
+        if isinstance(n, syntax.SyntaxNode) and n.kind == SK.ParameterDeclaration and n.keyword.valueText != 'localparam':
+            out.update(d.name.valueText for d in n.declarators)
+        return True
+
+    mod.visit(on)
+    return out
+
+
 def instrument(
     path: str,
     points: list[dict],
@@ -428,6 +475,7 @@ def instrument(
     owner: dict[str, str] | None = None,
     free: set[str] | None = None,
     extras: bool = True,
+    hints: dict[str, str] | None = None,
 ) -> tuple[str | None, dict[str, list[str]], int]:
     """The file's text with checks for the points, the labels given each point, and how many
     points were placed. A block point gets one check, `assert (1'b0)` inside its arm (it fails
@@ -513,6 +561,14 @@ def instrument(
         if where is not None:
             owner[label] = modules[where].name
             touched.add(where)
+            if (
+                hints is not None
+                and arm.enabled_by
+                and modules[where].name == top
+                and arm.enabled_by[0] in overridable(modules[where].node)
+            ):
+                hints[p['id']] = f'-G {arm.enabled_by[0]}={arm.enabled_by[1]}'
+
         check = f"{label}: assert (1'b0);"
         width = b - a
         if arm.missing_else:
@@ -821,7 +877,14 @@ def witness(bits: list[str], ywa: dict) -> dict | None:
 
 
 def prepare(
-    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str], extras: bool = True
+    req: dict,
+    points: list[dict],
+    work: str,
+    opts: Any,
+    owner: dict[str, str],
+    free: set[str],
+    extras: bool = True,
+    hints: dict[str, str] | None = None,
 ) -> tuple[list[str], dict[str, list[str]], list[str]]:
     """The design's files with the points' checks (instrumented copies where a file has points),
     the labels of each point, and the include folders (the originals' folders added); `owner`
@@ -837,7 +900,7 @@ def prepare(
         new = None
         if pts:
             try:
-                new, labels, _ = instrument(f, pts, opts, req['top'], f'chorus_reach_{i}_', owner, free, extras)
+                new, labels, _ = instrument(f, pts, opts, req['top'], f'chorus_reach_{i}_', owner, free, extras, hints)
             except Exception:  # noqa: BLE001 - a file slang cannot parse: its points are not proven
                 new, labels = None, {}
             label_of.update(labels)
@@ -857,10 +920,17 @@ def prepare(
 
 
 def model(
-    req: dict, points: list[dict], work: str, opts: Any, owner: dict[str, str], free: set[str], extras: bool = True
+    req: dict,
+    points: list[dict],
+    work: str,
+    opts: Any,
+    owner: dict[str, str],
+    free: set[str],
+    extras: bool = True,
+    hints: dict[str, str] | None = None,
 ) -> tuple[dict | None, str, dict[str, list[str]], bool]:
     """The AIGER model of the instrumented design: (its map, error, labels, several clocks)."""
-    files, label_of, include_dirs = prepare(req, points, work, opts, owner, free, extras)
+    files, label_of, include_dirs = prepare(req, points, work, opts, owner, free, extras, hints)
     if not label_of:
         return None, '', {}, False
     mreq = {**req, 'includeDirs': include_dirs}
@@ -905,7 +975,8 @@ def main() -> int:
         resp['points'][p['id']] = {'verdict': 'not-proven', 'why': what}
     owner: dict[str, str] = {}
     free: set[str] = set()
-    ywa, err, label_of, multi = model(req, req['points'], work, opts, owner, free)
+    hints: dict[str, str] = {}  # point -> the -G under which its arm runs
+    ywa, err, label_of, multi = model(req, req['points'], work, opts, owner, free, hints=hints)
     for pid in free:
         resp['points'][pid] = {'verdict': 'witness', 'why': 'an input of the top: the testbench sets it at will', 'frame': None}
     toggles = [p for p in req['points'] if p['label'] == 'toggle']
@@ -986,6 +1057,7 @@ def main() -> int:
                     'verdict': 'unreachable',
                     'how': 'elaboration',
                     'why': 'proven by elaboration: under these parameters no instance runs the arm (Yosys removed it)',
+                    **({'enable': hints[pid]} if pid in hints else {}),
                 }
             else:
                 resp['points'][pid] = {
