@@ -356,7 +356,7 @@ def test_a_register_that_moves_at_most_once_is_proven_never_to_toggle(tmp_path: 
     assert 'both ways' in points['flag']['why']
 
 
-UNWRITTEN = """module u(input logic clk, input logic [3:0] d, output logic [3:0] o);
+UNWRITTEN = """module u(input logic clk, input logic [3:0] d, output logic [3:0] o, output logic done_o, output wire w_o);
   typedef enum logic [1:0] {A, B} e_t;
   logic [3:0] spare;
   int count;
@@ -377,12 +377,12 @@ def test_variables_nothing_writes_are_the_ones_given_zero(tmp_path: Path) -> Non
     # with an initial value.
     tree = syntax.SyntaxTree.fromText(UNWRITTEN)
     mod = formal_reach.modules_of(tree, tree.sourceManager)[0]
-    assert formal_reach.unwritten_of(mod.node) == ['spare', 'count', 'read_only']
+    assert formal_reach.unwritten_of(mod.node) == ['done_o', 'spare', 'count', 'read_only']
     src = tmp_path / 'u.sv'
     src.write_text(UNWRITTEN)
     opts = pyslang.Bag([parsing.PreprocessorOptions()])
     new, _, _ = formal_reach.instrument(str(src), [toggle(3, 'spare[0]')], opts, 'u')
-    assert new is not None and "initial begin spare = '0; count = '0; read_only = '0; end" in new
+    assert new is not None and "initial begin done_o = '0; spare = '0; count = '0; read_only = '0; end" in new
     # Without extras (the retry when the front end rejects them): the checks alone.
     new, _, _ = formal_reach.instrument(str(src), [toggle(3, 'spare[0]')], opts, 'u', extras=False)
     assert new is not None and 'initial' not in new.split('always_comb begin')[1]
