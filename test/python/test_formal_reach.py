@@ -431,3 +431,39 @@ def test_an_arm_that_tests_one_top_parameter_names_the_g_that_runs_it(tmp_path: 
     hints.clear()
     formal_reach.instrument(str(src), pts, opts, 'other', hints=hints)
     assert hints == {}
+
+
+@pytest.mark.skipif(not shutil.which('berkeley-abc') and not shutil.which('yosys-abc'), reason='needs ABC')
+def test_a_toggle_check_the_front_end_rejects_costs_only_its_own_file(tmp_path: Path) -> None:
+    # `v.f[0]` names a member a plain vector does not have (as a parameterized type may in one
+    # instance and not another): slang rejects the check, in sub.sv. The top's own toggle checks,
+    # in top.sv, still get their proofs; the rejected one is "not proven" with the reason.
+    sub = tmp_path / 'sub.sv'
+    sub.write_text(
+        'module sub(input logic clk, input logic a, output logic [3:0] v);\n  always_ff @(posedge clk) v <= {4{a}};\nendmodule\n'
+    )
+    top = tmp_path / 'top.sv'
+    top.write_text(
+        'module top(input logic clk, input logic a, output logic [3:0] v, output logic z);\n'
+        "  assign z = 1'b0;\n  sub u(.clk, .a, .v);\nendmodule\n"
+    )
+    abc = shutil.which('berkeley-abc') or shutil.which('yosys-abc')
+    req = {
+        'files': [str(sub), str(top)],
+        'includeDirs': [],
+        'defines': [],
+        'params': [],
+        'top': 'top',
+        'designBudgetS': 20,
+        'pointBudgetS': 5,
+        'abc': abc,
+        'points': [
+            {'id': 'bad', 'file': str(sub), 'line': 1, 'label': 'toggle', 'signal': 'v.f[0]'},
+            {'id': 'z', 'file': str(top), 'line': 1, 'label': 'toggle', 'signal': 'z'},
+        ],
+    }
+    (tmp_path / 'req.json').write_text(json.dumps(req))
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / 'req.json')], capture_output=True, text=True, check=True)
+    points = json.loads(out.stdout)['points']
+    assert points['z']['verdict'] == 'unreachable'
+    assert points['bad']['verdict'] == 'not-proven' and 'could not read its check' in points['bad']['why']
