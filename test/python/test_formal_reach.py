@@ -467,3 +467,51 @@ def test_a_toggle_check_the_front_end_rejects_costs_only_its_own_file(tmp_path: 
     points = json.loads(out.stdout)['points']
     assert points['z']['verdict'] == 'unreachable'
     assert points['bad']['verdict'] == 'not-proven' and 'could not read its check' in points['bad']['why']
+
+
+DIVIDED = """module dv(input logic clk, output logic [1:0] q, output logic hit);
+  logic cd, started;
+  always_ff @(posedge clk) cd <= ~cd;
+  logic [1:0] slow, seen;
+  always_ff @(posedge cd) slow <= slow + 1;
+  always_ff @(posedge clk) begin
+    seen <= slow;
+    started <= 1'b1;
+    if (started && seen == slow) hit <= 1'b1;
+    else hit <= 1'b0;
+  end
+  assign q = slow;
+endmodule
+"""
+
+
+@pytest.mark.skipif(not shutil.which('berkeley-abc') and not shutil.which('yosys-abc'), reason='needs ABC')
+def test_a_clock_divided_inside_the_design_is_a_second_clock(tmp_path: Path) -> None:
+    # `slow` ticks on a flip-flop's output, every other edge of clk: in simulation `seen == slow`
+    # holds half the time. One model step per edge of clk for every flip-flop (the single-clock
+    # model) would tick `slow` on every edge and prove the arm unreachable: a wrong claim. The
+    # model counts the flip-flops' clock nets, not only the top's clock inputs, and takes one step
+    # per clock event.
+    src = tmp_path / 'dv.sv'
+    src.write_text(DIVIDED)
+    abc = shutil.which('berkeley-abc') or shutil.which('yosys-abc')
+    req = {
+        'files': [str(src)],
+        'includeDirs': [],
+        'defines': [],
+        'params': [],
+        'top': 'dv',
+        'designBudgetS': 20,
+        'pointBudgetS': 5,
+        'abc': abc,
+        'points': [
+            {'id': 'if9', 'file': str(src), 'line': 9, 'label': 'if'},
+            {'id': 'hit', 'file': str(src), 'line': 1, 'label': 'toggle', 'signal': 'hit'},
+        ],
+    }
+    (tmp_path / 'req.json').write_text(json.dumps(req))
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / 'req.json')], capture_output=True, text=True, check=True)
+    resp = json.loads(out.stdout)
+    assert resp['multiClock'] is True
+    assert resp['points']['if9']['verdict'] != 'unreachable'
+    assert resp['points']['hit']['verdict'] != 'unreachable'

@@ -673,6 +673,7 @@ prep -top {top}
 chformal -cover -remove
 delete */t:$print
 flatten
+write_rtlil {work}/flat.il
 setundef -undriven -zero
 setundef -anyseq
 setundef -zero -init
@@ -720,6 +721,10 @@ def build_model(req: dict, files: list[str], work: str, clocking: str) -> tuple[
         return None, first.strip()[:400]
     with open(os.path.join(work, 'model.ywa')) as f:
         ywa = json.load(f)
+    try:
+        ywa['clockNets'] = clock_nets(open(os.path.join(work, 'flat.il'), encoding='utf-8', errors='replace').read())
+    except OSError:
+        ywa['clockNets'] = []
     # opt_merge keeps one of several identical checks (two arms under one condition, two names
     # of one bit): the others answer as the one kept. Its debug lines (the `debug` before each
     # opt) name both.
@@ -731,6 +736,22 @@ def build_model(req: dict, files: list[str], work: str, clocking: str) -> tuple[
 # toggle checks are left out one by one before all of them are.
 ERROR_FILE = re.compile(r'([^\s/:]+\.(?:sv|v|svh|vh)):\d+')
 MAX_DROPS = 4
+
+# A clock port's connection in RTLIL (a flip-flop's CLK, a memory's write and read clocks).
+CLOCK_PORT = re.compile(r'^\s+connect \\(?:CLK|WR_CLK|RD_CLK) (.*)$', re.M)
+SIG_NAME = re.compile(r'((?:\\\S+|\$\S+)(?: \[\d+(?::\d+)?\])?)')
+
+
+def clock_nets(rtlil: str) -> list[str]:
+    """The signals that clock the flattened design's flip-flops and memories (constants left
+    out). One model step per cycle of the clock is right only when there is one: a flip-flop
+    clocked by another flip-flop (a divided clock) ticks on its own."""
+    nets: set[str] = set()
+    for m in CLOCK_PORT.finditer(rtlil):
+        for name in SIG_NAME.findall(m.group(1)):
+            nets.add(name)
+    return sorted(nets)
+
 
 MERGED = re.compile(r"Cell `\\?([^'\s]*chorus_reach_[^'\s]*)' is identical to cell `\\?([^'\s]*chorus_reach_[^'\s]*)'")
 
@@ -971,9 +992,10 @@ def model(
         return None, '', {}, False
     mreq = {**req, 'includeDirs': include_dirs}
     ywa, err = build_model(mreq, files, work, 'async2sync')
-    if ywa is not None and len(ywa.get('clocks', [])) > 1:
-        # Several clocks (or both edges of one): each may tick alone, so one model step per
-        # clock event (clk2fflogic); a single global step would miss interleavings.
+    if ywa is not None and (len(ywa.get('clocks', [])) > 1 or len(ywa.get('clockNets', [])) > 1):
+        # Several clocks (or both edges of one, or a flip-flop clocked by another's output): each
+        # may tick alone, so one model step per clock event (clk2fflogic); a single global step
+        # would miss interleavings.
         ywa, err = build_model(mreq, files, work, 'clk2fflogic')
         return ywa, err, label_of, True
     return ywa, err, label_of, False
