@@ -45,6 +45,25 @@ def instrumented(tmp_path: Path, text: str, points: list[tuple[int, str]]) -> tu
     return new, labels
 
 
+def engine(tmp_path: Path, files: list[str], top: str, points: list[dict], budget: tuple[int, int]) -> dict:
+    """The engine's response to a request for `points` of the design `files` (ABC from PATH)."""
+    abc = shutil.which('berkeley-abc') or shutil.which('yosys-abc')
+    req = {
+        'files': files,
+        'includeDirs': [],
+        'defines': [],
+        'params': [],
+        'top': top,
+        'designBudgetS': budget[0],
+        'pointBudgetS': budget[1],
+        'abc': abc,
+        'points': points,
+    }
+    (tmp_path / 'req.json').write_text(json.dumps(req))
+    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / 'req.json')], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def enclosing_arms(text: str) -> dict[str, list[str]]:
     """For each `chorus_reach_N` check: the chain of arms around it, innermost first, each as
     `if@LINE`, `else@LINE` (the line of the `if` keyword) or `case@LINE` (the item's line)."""
@@ -325,22 +344,10 @@ def test_a_register_that_moves_at_most_once_is_proven_never_to_toggle(tmp_path: 
     # witness, never a claim. A variable nothing writes stays 0 (slang's reading gives it x).
     src = tmp_path / 'm.sv'
     src.write_text(STICKY)
-    abc = shutil.which('berkeley-abc') or shutil.which('yosys-abc')
     signals = {'seen': 5, 'seen_o': 2, 'i[2]': 4, 'i[0]': 4, 'flag': 2, 'live': 2, 'q[1]': 2, 'spare[1]': 6}
-    req = {
-        'files': [str(src)],
-        'includeDirs': [],
-        'defines': [],
-        'params': [],
-        'top': 'm',
-        'designBudgetS': 30,
-        'pointBudgetS': 10,
-        'abc': abc,
-        'points': [{'id': s, 'file': str(src), 'line': line, 'label': 'toggle', 'signal': s} for s, line in signals.items()],
-    }
-    (tmp_path / 'req.json').write_text(json.dumps(req))
-    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / 'req.json')], capture_output=True, text=True, check=True)
-    points = json.loads(out.stdout)['points']
+    pts = [{'id': s, 'file': str(src), 'line': line, 'label': 'toggle', 'signal': s} for s, line in signals.items()]
+    resp = engine(tmp_path, [str(src)], 'm', pts, (30, 10))
+    points = resp['points']
     verdicts = {k: v['verdict'] for k, v in points.items()}
     assert verdicts == {
         'seen': 'unreachable',
@@ -447,24 +454,17 @@ def test_a_toggle_check_the_front_end_rejects_costs_only_its_own_file(tmp_path: 
         'module top(input logic clk, input logic a, output logic [3:0] v, output logic z);\n'
         "  assign z = 1'b0;\n  sub u(.clk, .a, .v);\nendmodule\n"
     )
-    abc = shutil.which('berkeley-abc') or shutil.which('yosys-abc')
-    req = {
-        'files': [str(sub), str(top)],
-        'includeDirs': [],
-        'defines': [],
-        'params': [],
-        'top': 'top',
-        'designBudgetS': 20,
-        'pointBudgetS': 5,
-        'abc': abc,
-        'points': [
+    resp = engine(
+        tmp_path,
+        [str(sub), str(top)],
+        'top',
+        [
             {'id': 'bad', 'file': str(sub), 'line': 1, 'label': 'toggle', 'signal': 'v.f[0]'},
             {'id': 'z', 'file': str(top), 'line': 1, 'label': 'toggle', 'signal': 'z'},
         ],
-    }
-    (tmp_path / 'req.json').write_text(json.dumps(req))
-    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / 'req.json')], capture_output=True, text=True, check=True)
-    points = json.loads(out.stdout)['points']
+        (20, 5),
+    )
+    points = resp['points']
     assert points['z']['verdict'] == 'unreachable'
     assert points['bad']['verdict'] == 'not-proven' and 'could not read its check' in points['bad']['why']
 
@@ -494,24 +494,16 @@ def test_a_clock_divided_inside_the_design_is_a_second_clock(tmp_path: Path) -> 
     # per clock event.
     src = tmp_path / 'dv.sv'
     src.write_text(DIVIDED)
-    abc = shutil.which('berkeley-abc') or shutil.which('yosys-abc')
-    req = {
-        'files': [str(src)],
-        'includeDirs': [],
-        'defines': [],
-        'params': [],
-        'top': 'dv',
-        'designBudgetS': 20,
-        'pointBudgetS': 5,
-        'abc': abc,
-        'points': [
+    resp = engine(
+        tmp_path,
+        [str(src)],
+        'dv',
+        [
             {'id': 'if9', 'file': str(src), 'line': 9, 'label': 'if'},
             {'id': 'hit', 'file': str(src), 'line': 1, 'label': 'toggle', 'signal': 'hit'},
         ],
-    }
-    (tmp_path / 'req.json').write_text(json.dumps(req))
-    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / 'req.json')], capture_output=True, text=True, check=True)
-    resp = json.loads(out.stdout)
+        (20, 5),
+    )
     assert resp['multiClock'] is True
     assert resp['points']['if9']['verdict'] != 'unreachable'
     assert resp['points']['hit']['verdict'] != 'unreachable'

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyslang
@@ -251,6 +251,14 @@ ASSIGNMENTS = {
 }
 
 
+# Syntax that may write every name in it: an instance (its output ports), `assign`/`force` as
+# statements.
+OTHER_WRITERS = {
+    SK.HierarchyInstantiation,
+    SK.ProceduralAssignStatement,
+    SK.ProceduralForceStatement,
+    SK.ProceduralDeassignStatement,
+}
 PRINTS = re.compile(r'\$(?:display|write|strobe|monitor|info|warning|error|fatal)[bho]?')
 
 
@@ -353,12 +361,7 @@ def registers_of(mod: Any) -> dict[str, tuple[str, str]]:
                     clocked[key] = clock_of(proc)
                 for name in names:
                     writers.setdefault(name, set()).add(key)
-        elif n.kind in (
-            SK.HierarchyInstantiation,
-            SK.ProceduralAssignStatement,
-            SK.ProceduralForceStatement,
-            SK.ProceduralDeassignStatement,
-        ):
+        elif n.kind in OTHER_WRITERS:
             other.update(names_in(n))
         elif n.kind == SK.ExpressionStatement and n.expr.kind == SK.InvocationExpression:
             # A task may write its arguments; printing tasks only read them.
@@ -422,12 +425,7 @@ def unwritten_of(mod: Any) -> list[str]:
             return True
         if n.kind in ASSIGNMENTS:
             written.update(names_in(target_of(n)))
-        elif n.kind in (
-            SK.HierarchyInstantiation,
-            SK.ProceduralAssignStatement,
-            SK.ProceduralForceStatement,
-            SK.ProceduralDeassignStatement,
-        ):
+        elif n.kind in OTHER_WRITERS:
             written.update(names_in(n))
         elif n.kind == SK.InvocationExpression:
             # A task or function may write an argument (`output`), and a system task may fill one
@@ -933,19 +931,24 @@ def witness(bits: list[str], ywa: dict) -> dict | None:
     return {'inputs': [[n, w] for n, w in names.items()], 'frames': frames}
 
 
-def prepare(
-    req: dict,
-    points: list[dict],
-    work: str,
-    opts: Any,
-    owner: dict[str, str],
-    free: set[str],
-    extras: bool = True,
-    hints: dict[str, str] | None = None,
-) -> tuple[list[str], dict[str, list[str]], list[str]]:
+@dataclass
+class Ask:
+    """One request to the engine, and what instrumenting its files records over its attempts at a
+    model: the module of each check's label (`owner`), the toggle points of the top's inputs
+    (`free`), the -G that runs each parameter-dead arm (`hints`)."""
+
+    req: dict
+    work: str
+    opts: Any
+    owner: dict[str, str] = field(default_factory=dict)
+    free: set[str] = field(default_factory=set)
+    hints: dict[str, str] = field(default_factory=dict)
+
+
+def prepare(ask: Ask, points: list[dict], extras: bool) -> tuple[list[str], dict[str, list[str]], list[str]]:
     """The design's files with the points' checks (instrumented copies where a file has points),
-    the labels of each point, and the include folders (the originals' folders added); `owner`
-    gets the module of each label, `free` the toggle points of the top's inputs."""
+    the labels of each point, and the include folders (the originals' folders added)."""
+    req, work = ask.req, ask.work
     by_file: dict[str, list[dict]] = {}
     for p in points:
         by_file.setdefault(os.path.realpath(p['file']), []).append(p)
@@ -957,7 +960,7 @@ def prepare(
         new = None
         if pts:
             try:
-                new, labels, _ = instrument(f, pts, opts, req['top'], f'chorus_reach_{i}_', owner, free, extras, hints)
+                new, labels, _ = instrument(f, pts, ask.opts, req['top'], f'chorus_reach_{i}_', ask.owner, ask.free, extras, ask.hints)
             except Exception:  # noqa: BLE001 - a file slang cannot parse: its points are not proven
                 new, labels = None, {}
             label_of.update(labels)
@@ -976,21 +979,15 @@ def prepare(
     return files, label_of, include_dirs
 
 
-def model(
-    req: dict,
-    points: list[dict],
-    work: str,
-    opts: Any,
-    owner: dict[str, str],
-    free: set[str],
-    extras: bool = True,
-    hints: dict[str, str] | None = None,
-) -> tuple[dict | None, str, dict[str, list[str]], bool]:
-    """The AIGER model of the instrumented design: (its map, error, labels, several clocks)."""
-    files, label_of, include_dirs = prepare(req, points, work, opts, owner, free, extras, hints)
+def model(ask: Ask, points: list[dict], extras: bool = True) -> tuple[dict | None, str, dict[str, list[str]], bool]:
+    """The AIGER model of the instrumented design: (its map, error, labels, several clocks). The
+    labels' modules of an earlier attempt are forgotten."""
+    ask.owner.clear()
+    files, label_of, include_dirs = prepare(ask, points, extras)
     if not label_of:
         return None, '', {}, False
-    mreq = {**req, 'includeDirs': include_dirs}
+    work = ask.work
+    mreq = {**ask.req, 'includeDirs': include_dirs}
     ywa, err = build_model(mreq, files, work, 'async2sync')
     if ywa is not None and (len(ywa.get('clocks', [])) > 1 or len(ywa.get('clockNets', [])) > 1):
         # Several clocks (or both edges of one, or a flip-flop clocked by another's output): each
@@ -1031,11 +1028,9 @@ def main() -> int:
     for p in req['points']:
         what = 'its signal was not found in its module' if p['label'] == 'toggle' else 'its statement arm was not found in the source'
         resp['points'][p['id']] = {'verdict': 'not-proven', 'why': what}
-    owner: dict[str, str] = {}
-    free: set[str] = set()
-    hints: dict[str, str] = {}  # point -> the -G under which its arm runs
-    ywa, err, label_of, multi = model(req, req['points'], work, opts, owner, free, hints=hints)
-    for pid in free:
+    ask = Ask(req, work, opts)
+    ywa, err, label_of, multi = model(ask, req['points'])
+    for pid in ask.free:
         resp['points'][pid] = {'verdict': 'witness', 'why': 'an input of the top: the testbench sets it at will', 'frame': None}
     toggles = [p for p in req['points'] if p['label'] == 'toggle']
     points = req['points']
@@ -1050,22 +1045,19 @@ def main() -> int:
         for p in bad:
             resp['points'][p['id']] = {'verdict': 'not-proven', 'why': f'Yosys could not read its check: {err}'}
         points = [p for p in points if p not in bad]
-        owner.clear()
-        ywa, err, label_of, multi = model(req, points, work, opts, owner, set())
+        ywa, err, label_of, multi = model(ask, points)
     toggles = [p for p in points if p['label'] == 'toggle']
     if ywa is None and err and label_of:
         # What the checks add beside themselves (a register's monitor on a clock expression the
         # front end does not take, a variable's zero) must not cost the checks: the design again
         # with the checks alone.
-        owner.clear()
-        ywa, err, label_of, multi = model(req, points, work, opts, owner, set(), extras=False)
+        ywa, err, label_of, multi = model(ask, points, extras=False)
     if ywa is None and err and toggles and any(p['id'] in label_of for p in toggles):
         # A toggle check the front end rejects (a bit select it does not take) must not cost the
         # block points their proofs: the design again without them.
         toggle_err = err
         blocks = [p for p in points if p['label'] != 'toggle']
-        owner.clear()
-        ywa, err, label_of, multi = model(req, blocks, work, opts, owner, set(), extras=False)
+        ywa, err, label_of, multi = model(ask, blocks, extras=False)
         for p in toggles:
             resp['points'][p['id']] = {'verdict': 'not-proven', 'why': f'Yosys could not read its check: {toggle_err}'}
         if not blocks:
@@ -1139,12 +1131,12 @@ def main() -> int:
             status[o] = 0
     resp['seconds']['pdr'] = secs
     # Modules with an instance under the top: some check of theirs is in the model.
-    alive = {owner[label] for label in outputs if label in owner}
+    alive = {ask.owner[label] for label in outputs if label in ask.owner}
     for pid, labels in label_of.items():
         per = [outputs.get(label, {}) for label in labels]
         insts = sorted(set().union(*per))
         if not insts:
-            if len(labels) == 1 and owner.get(labels[0]) in alive:
+            if len(labels) == 1 and ask.owner.get(labels[0]) in alive:
                 # The module is elaborated but its arm's check is gone from every instance:
                 # elaboration (parameters, generate) or Yosys's constant propagation removed the
                 # arm as never run. Exact, not a bound.
@@ -1152,7 +1144,7 @@ def main() -> int:
                     'verdict': 'unreachable',
                     'how': 'elaboration',
                     'why': 'proven by elaboration: under these parameters no instance runs the arm (Yosys removed it)',
-                    **({'enable': hints[pid]} if pid in hints else {}),
+                    **({'enable': ask.hints[pid]} if pid in ask.hints else {}),
                 }
             else:
                 resp['points'][pid] = {
