@@ -1093,7 +1093,8 @@ def main() -> int:
             inst, name = check_name([gone])
             outputs.setdefault(name, {})[inst] = index[kept]
     # The design's budget covers the model too: PDR gets most of what is left (at least a
-    # second), a bounded search of what PDR left undecided the rest.
+    # second; with registers' third checks, half of it, then half of the rest for those), a
+    # bounded search of what PDR left undecided the rest (a quarter at least).
     budget = float(req.get('designBudgetS', 20))
     point_s = float(req.get('pointBudgetS', 5))
     # A register's "never moves twice" check matters only for a bit that takes both values, and
@@ -1103,7 +1104,7 @@ def main() -> int:
     first = sorted({o for per in outputs.values() for o in per.values()} - third)
     left = budget - (time.monotonic() - t0)
     if third:
-        status, cex, err, secs = run_pdr_on(req['abc'], work, first, max(1.0, 0.6 * left), point_s)
+        status, cex, err, secs = run_pdr_on(req['abc'], work, first, max(1.0, 0.5 * left), point_s)
         undecided_bits = [
             outputs.get(labels[2], {})
             for labels in label_of.values()
@@ -1113,7 +1114,7 @@ def main() -> int:
         todo = sorted({o for per in undecided_bits for o in per.values()})
         left = budget - (time.monotonic() - t0)
         if todo and left >= 1:
-            s2, c2, err2, secs2 = run_pdr_on(req['abc'], work, todo, max(1.0, 0.75 * left), point_s)
+            s2, c2, err2, secs2 = run_pdr_on(req['abc'], work, todo, max(1.0, 0.5 * left), point_s)
             status.update(s2)
             cex.update(c2)
             err, secs = err or err2, secs + secs2
