@@ -320,19 +320,40 @@ def clock_of(block: Any) -> tuple[str, str] | None:
     return clocks[0].edge.valueText, str(clocks[0].expr).strip()
 
 
-def registers_of(mod: Any) -> dict[str, tuple[str, str]]:
-    """The module's registers: names written only inside one edge-triggered process (its clock
-    found), with no initial value, driven by nothing else (no continuous assignment, no port of an
-    instance, no task call, no other process). Such a name changes value only at its clock's edges
-    (or its asynchronous reset), so the values a simulation shows are those of the formal model's
-    steps; the value of anything else may also change inside a cycle. A net assigned whole by one
-    continuous assignment from registers of one clock (and parameters) counts too: it changes only
-    when they do (`assign busy_o = busy_q;`). Name -> (edge, clock)."""
-    writers: dict[str, set[int]] = {}
-    clocked: dict[int, tuple[str, str] | None] = {}
-    other: set[str] = set()
-    nets: dict[str, list[Any]] = {}  # net -> the right-hand sides of its continuous assignments
-    params: set[str] = set()
+# Types `'0` may be assigned to without a cast (an enum, a struct, a string would need one).
+INTEGRAL = {
+    SK.LogicType,
+    SK.RegType,
+    SK.BitType,
+    SK.IntType,
+    SK.IntegerType,
+    SK.ByteType,
+    SK.ShortIntType,
+    SK.LongIntType,
+}
+
+
+@dataclass
+class Writes:
+    """Who writes each name of a module, read once from its syntax: what registers_of and
+    unwritten_of decide from."""
+
+    # name -> the edge-triggered processes (by offset) that assign it, and each one's clock
+    procs: dict[str, set[int]] = field(default_factory=dict)
+    clocks: dict[int, tuple[str, str] | None] = field(default_factory=dict)
+    # names written any other way: a comb process, a function, task or initial block, part of a
+    # continuous assignment, an instance's port, a task or function argument, `force`, an
+    # initial value
+    other: set[str] = field(default_factory=set)
+    # net -> the right-hand sides of the continuous assignments that drive it whole
+    nets: dict[str, list[Any]] = field(default_factory=dict)
+    params: set[str] = field(default_factory=set)
+    # integral variables declared whole with no initial value, in declaration order
+    variables: list[str] = field(default_factory=list)
+
+
+def writes_of(mod: Any) -> Writes:
+    w = Writes()
 
     def process_of(n: Any) -> Any:
         p = n.parent
@@ -352,43 +373,75 @@ def registers_of(mod: Any) -> dict[str, tuple[str, str]]:
                 and n.kind == SK.AssignmentExpression
                 and n.left.kind == SK.IdentifierName
             ):
-                nets.setdefault(n.left.identifier.valueText, []).append(n.right)
+                w.nets.setdefault(n.left.identifier.valueText, []).append(n.right)
             elif proc is None or inside(n, {SK.FunctionDeclaration, SK.TaskDeclaration, SK.InitialBlock, SK.FinalBlock}):
-                other.update(names)
+                w.other.update(names)
             else:
                 key = proc.sourceRange.start.offset
-                if key not in clocked:
-                    clocked[key] = clock_of(proc)
+                if key not in w.clocks:
+                    w.clocks[key] = clock_of(proc)
                 for name in names:
-                    writers.setdefault(name, set()).add(key)
+                    w.procs.setdefault(name, set()).add(key)
         elif n.kind in OTHER_WRITERS:
-            other.update(names_in(n))
-        elif n.kind == SK.ExpressionStatement and n.expr.kind == SK.InvocationExpression:
-            # A task may write its arguments; printing tasks only read them.
-            if not PRINTS.fullmatch(str(n.expr.left).strip()):
-                other.update(names_in(n.expr))
-        elif n.kind == SK.Declarator and n.initializer is not None:
-            if inside(n, {SK.ParameterDeclaration}):
-                params.add(n.name.valueText)
-            else:
-                other.add(n.name.valueText)
+            w.other.update(names_in(n))
+        elif n.kind == SK.InvocationExpression:
+            # A task or function may write an argument (`output`), a system task may fill one
+            # ($readmemh, $fscanf); printing tasks only read theirs.
+            if not PRINTS.fullmatch(str(n.left).strip()):
+                w.other.update(names_in(n.arguments))
+        elif n.kind == SK.Declarator:
+            p = n.parent
+            if n.initializer is not None:
+                (w.params if inside(n, {SK.ParameterDeclaration}) else w.other).add(n.name.valueText)
+            elif (
+                len(n.dimensions) == 0
+                and p is not None
+                and (
+                    (
+                        p.kind == SK.DataDeclaration
+                        and p.type.kind in INTEGRAL
+                        and p.parent is not None
+                        and p.parent.kind == SK.ModuleDeclaration
+                    )
+                    # `output logic busy_o`: a variable
+                    or (
+                        p.kind == SK.ImplicitAnsiPort
+                        and p.header.kind == SK.VariablePortHeader
+                        and p.header.direction.valueText == 'output'
+                        and p.header.dataType.kind in INTEGRAL
+                    )
+                )
+            ):
+                w.variables.append(n.name.valueText)
         return True
 
     mod.visit(on)
+    return w
+
+
+def registers_of(mod: Any, w: Writes | None = None) -> dict[str, tuple[str, str]]:
+    """The module's registers: names written only inside one edge-triggered process (its clock
+    found), with no initial value, driven by nothing else (no continuous assignment, no port of an
+    instance, no task or function argument, no other process). Such a name changes value only at
+    its clock's edges (or its asynchronous reset), so the values a simulation shows are those of
+    the formal model's steps; the value of anything else may also change inside a cycle. A net
+    assigned whole by one continuous assignment from registers of one clock (and parameters)
+    counts too: it changes only when they do (`assign busy_o = busy_q;`). Name -> (edge, clock)."""
+    w = w or writes_of(mod)
     out: dict[str, tuple[str, str]] = {}
-    for name, procs in writers.items():
-        if name in other or name in nets or len(procs) != 1:
+    for name, procs in w.procs.items():
+        if name in w.other or name in w.nets or len(procs) != 1:
             continue
-        clk = clocked[next(iter(procs))]
+        clk = w.clocks[next(iter(procs))]
         if clk is not None:
             out[name] = clk
     changed = True
     while changed:
         changed = False
-        for name, rhs in nets.items():
-            if name in out or name in other or name in writers or len(rhs) != 1:
+        for name, rhs in w.nets.items():
+            if name in out or name in w.other or name in w.procs or len(rhs) != 1:
                 continue
-            reads = names_in(rhs[0]) - params
+            reads = names_in(rhs[0]) - w.params
             clks = {out.get(r) for r in reads}
             if reads and None not in clks and len(clks) == 1:
                 out[name] = next(iter(clks))  # type: ignore[arg-type]
@@ -396,70 +449,15 @@ def registers_of(mod: Any) -> dict[str, tuple[str, str]]:
     return out
 
 
-# Types `'0` may be assigned to without a cast (an enum, a struct, a string would need one).
-INTEGRAL = {
-    SK.LogicType,
-    SK.RegType,
-    SK.BitType,
-    SK.IntType,
-    SK.IntegerType,
-    SK.ByteType,
-    SK.ShortIntType,
-    SK.LongIntType,
-}
-
-
-def unwritten_of(mod: Any) -> list[str]:
+def unwritten_of(mod: Any, w: Writes | None = None) -> list[str]:
     """The module's variables no statement writes: declared whole (`logic [3:0] spare;`, or an
     output port with a variable type, `output logic done_o`; no unpacked dimension, no initial
-    value) in the module's own scope, never assigned, never
-    connected to an instance, never passed to a task or function. Verilator holds such a variable
-    at its initial value, 0 under +verilator+rand+reset+0; slang's reading gives it x, which the
-    model would leave free in every cycle. Nets are not variables (a net nothing drives is set to 0
-    by the model script)."""
-    written: set[str] = set()
-    declared: list[str] = []
-
-    def on(n: Any) -> Any:
-        if not isinstance(n, syntax.SyntaxNode):
-            return True
-        if n.kind in ASSIGNMENTS:
-            written.update(names_in(target_of(n)))
-        elif n.kind in OTHER_WRITERS:
-            written.update(names_in(n))
-        elif n.kind == SK.InvocationExpression:
-            # A task or function may write an argument (`output`), and a system task may fill one
-            # ($readmemh, $fscanf).
-            if not PRINTS.fullmatch(str(n.left).strip()):
-                written.update(names_in(n.arguments))
-        elif n.kind == SK.Declarator:
-            p = n.parent
-            if (
-                p is not None
-                and p.kind == SK.DataDeclaration
-                and p.type.kind in INTEGRAL
-                and p.parent is not None
-                and p.parent.kind == SK.ModuleDeclaration
-                and n.initializer is None
-                and len(n.dimensions) == 0
-            ):
-                declared.append(n.name.valueText)
-            elif (
-                p is not None
-                and p.kind == SK.ImplicitAnsiPort
-                and p.header.kind == SK.VariablePortHeader
-                and p.header.direction.valueText == 'output'
-                and p.header.dataType.kind in INTEGRAL
-                and n.initializer is None
-                and len(n.dimensions) == 0
-            ):
-                declared.append(n.name.valueText)  # `output logic busy_o`: a variable
-            elif n.initializer is not None:
-                written.add(n.name.valueText)
-        return True
-
-    mod.visit(on)
-    return [name for name in declared if name not in written]
+    value) in the module's own scope, never assigned, never connected to an instance, never passed
+    to a task or function. Verilator holds such a variable at its initial value, 0 under
+    +verilator+rand+reset+0; slang's reading gives it x, which the model would leave free in every
+    cycle. Nets are not variables (a net nothing drives is set to 0 by the model script)."""
+    w = w or writes_of(mod)
+    return [v for v in w.variables if v not in w.procs and v not in w.other and v not in w.nets]
 
 
 def overridable(mod: Any) -> set[str]:
@@ -492,9 +490,11 @@ def instrument(
     in an `always_comb` at the end of its module (one proven: the bit never moves). With `extras`,
     a register's bit (registers_of) gets a third, on a monitor of its clock (it never moves twice),
     and the variables nothing writes (unwritten_of) get `'0` in an `initial` block of each module
-    with a check, the value Verilator holds them at. Points whose arm or signal is not found (or not unique) get no label. Labels are `prefix` and a number
-    (one prefix per file keeps them unique in the design); `owner` gets each label's module,
-    `free` the toggle points that are the top's inputs (the testbench moves them at will)."""
+    with a check, the value Verilator holds them at. Points whose arm or signal is not found (or
+    not unique) get no label. Labels are `prefix` and a number (one prefix per file keeps them
+    unique in the design); `owner` gets each label's module, `free` the toggle points that are the
+    top's inputs (the testbench moves them at will), `hints` the -G that runs a parameter-dead arm
+    of the top."""
     sm = pyslang.SourceManager()
     tree = syntax.SyntaxTree.fromFile(path, sm, opts)
     text = open(path, encoding='utf-8', errors='surrogateescape').read()
@@ -505,6 +505,7 @@ def instrument(
     labels: dict[str, list[str]] = {}
     toggles: dict[int, list[str]] = {}  # module index -> its checks
     monitors: dict[int, list[str]] = {}  # module index -> its "never moves twice" monitors
+    writes: dict[int, Writes] = {}  # module index -> who writes what in it
     regs: dict[int, dict[str, tuple[str, str]]] = {}  # module index -> its registers
     touched: set[int] = set()  # modules with a check
     n = 0
@@ -513,6 +514,11 @@ def instrument(
         nonlocal n
         n += 1
         return f'{prefix}{n - 1}'
+
+    def writes_in(i: int) -> Writes:
+        if i not in writes:
+            writes[i] = writes_of(modules[i].node)
+        return writes[i]
 
     def module_at(line: int) -> int | None:
         found = [i for i, mod in enumerate(modules) if mod.first <= line <= mod.last]
@@ -542,7 +548,7 @@ def instrument(
             labels[p['id']] = [never1, never0]
             if extras:
                 if at not in regs:
-                    regs[at] = registers_of(mod.node)
+                    regs[at] = registers_of(mod.node, writes_in(at))
                 clk = regs[at].get(base)
                 if clk is not None:
                     # "Never moves twice": the bit's value a step ago, and whether it had moved
@@ -597,7 +603,7 @@ def instrument(
             text_at += 'always_comb begin ' + ' '.join(toggles[i]) + ' end\n'
             text_at += ''.join(m + '\n' for m in monitors.get(i, []))
         # The value Verilator gives a variable nothing writes (slang's reading would leave it x).
-        zeros = unwritten_of(node) if extras else []
+        zeros = unwritten_of(node, writes_in(i)) if extras else []
         if zeros:
             text_at += 'initial begin ' + ' '.join(f"{v} = '0;" for v in zeros) + ' end\n'
         if text_at:
