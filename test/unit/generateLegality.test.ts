@@ -4,8 +4,8 @@
 // slang front end, no simulator.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { scratchDir } from '../helpers.js';
 import type { DesignInfo, ModuleInfo, PortInfo } from '../../src/core/design/types.js';
 import type { SimResult } from '../../src/core/sim/result.js';
 import { assignRoles } from '../../src/core/generate/roles.js';
@@ -132,7 +132,7 @@ describe("legality rules from the front end's facts", () => {
   });
 
   it('a guarded assertion, and `if (...) $error` over two lines: the conditions they sit under are the antecedent', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'legal-'));
+    const dir = scratchDir('legal-');
     const f = join(dir, 'g.sv');
     writeFileSync(
       f,
@@ -160,7 +160,7 @@ describe("legality rules from the front end's facts", () => {
   });
 
   it('`default: $error(...)` in a case on an input: the selector takes only the case items', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'legal-'));
+    const dir = scratchDir('legal-');
     const f = join(dir, 'd.sv');
     writeFileSync(
       f,
@@ -223,7 +223,7 @@ describe("legality rules from the front end's facts", () => {
   });
 
   it("the property's clock and what its disable iff reads are never held or spaced (that would silence the check)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'legal-'));
+    const dir = scratchDir('legal-');
     const f = join(dir, 'c.sv');
     writeFileSync(
       f,
@@ -402,7 +402,7 @@ describe('bus registers loaded from write data', () => {
   );
   /** The design's loads as the slang front end elaborates them. */
   const info = async (): Promise<DesignInfo> => {
-    const f = join(mkdtempSync(join(tmpdir(), 'regs-')), 'r.sv');
+    const f = join(scratchDir('regs-'), 'r.sv');
     writeFileSync(f, src);
     return { ...infoOf(m, [f]), facts: await designFacts({ ...emptyDesign(), files: [f], top: 'r' }, { top: 'r' }) };
   };

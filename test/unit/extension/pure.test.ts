@@ -1,7 +1,6 @@
 // Unit tests of the editor's pure modules: project file, per-line coverage, history, chart.
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freeTestbenchPath, inferProject } from '../../../src/extension/project.js';
 import {
@@ -18,8 +17,9 @@ import { coverageChartSvg, pct } from '../../../webview/protocol.js';
 import { parseWebviewMessage } from '../../../src/extension/views/webviewHost.js';
 import { roundRecord } from '../../../src/extension/worker/protocol.js';
 import type { CoveragePoint } from '../../../src/core/coverage/model.js';
+import { scratchDir } from '../../helpers.js';
 
-const tmp = (): string => mkdtempSync(join(tmpdir(), 'chorus-ext-'));
+const tmp = (): string => scratchDir('chorus-ext-');
 
 describe('project file', () => {
   it('infers the design sources of a folder, leaving testbenches out', () => {

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -1013,9 +1014,18 @@ def check_name(path: list[str]) -> tuple[str, str]:
 
 
 def main() -> int:
+    # The model, its AIGER and the instrumented sources: removed on every exit but a kill (the
+    # jail's /tmp goes with it then; without the jail a budget kill leaves it).
+    work = tempfile.mkdtemp(prefix='chorus-formal-')
+    try:
+        return answer(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def answer(work: str) -> int:
     req = json.load(open(sys.argv[1])) if len(sys.argv) > 1 and sys.argv[1] != '-' else json.load(sys.stdin)
     t0 = time.monotonic()
-    work = tempfile.mkdtemp(prefix='chorus-formal-')
     pp = parsing.PreprocessorOptions()
     pp.predefines = list(req.get('defines', []))
     pp.additionalIncludePaths = list(req.get('includeDirs', []))
