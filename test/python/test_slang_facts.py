@@ -203,6 +203,25 @@ def test_named_property_with_disable_iff(tmp_path: Path) -> None:
     assert reset['activeLow'] and not reset['async'] and reset['uses'] == 2
 
 
+def test_a_reset_and_clock_used_only_by_an_assertion_compared_again_with_a_constant(tmp_path: Path) -> None:
+    # OpenTitan's ASSERT macro writes `disable iff ((!rst_ni) !== '0)`, and a combinational block
+    # has no other use of either port: the check still makes them a clock and an active-low reset.
+    f = write(
+        tmp_path,
+        'comb_checked.sv',
+        """module comb_checked(input logic clk_i, rst_ni, input logic [3:0] a, output logic [3:0] y);
+  assign y = ~a;
+  Inv_A: assert property (@(posedge clk_i) disable iff ((!rst_ni) !== '0) y == ~a);
+  High_A: assert property (@(posedge clk_i) disable iff (rst_ni == 1'b0) y != 4'hx);
+endmodule
+""",
+    )
+    resp = facts({'files': [f], 'top': 'comb_checked'}, tmp_path)
+    assert resp['clocks'] == [{'signal': 'clk_i', 'edge': 'pos', 'uses': 2}]
+    reset = only(resp['resets'], signal='rst_ni')
+    assert reset['activeLow'] is True and reset['async'] is False and reset['uses'] == 2
+
+
 def test_past_and_default_clocking(tmp_path: Path) -> None:
     resp = facts(request('past.sv'), tmp_path)
     a = only(resp['assertions'], action='assert')

@@ -148,7 +148,8 @@ export interface DesignReading {
   includes: Array<{ file: string; from: string; line: number }>;
 }
 
-/** The design's facts: the reading as Verilator compiles it, and the assertions of both readings. */
+/** The design's facts: the reading as Verilator compiles it, the assertions of both readings, and
+ * the clocks and resets that only the other reading uses. */
 export interface DesignFacts {
   slang: string;
   top: string;
@@ -188,19 +189,34 @@ export function unionAssertions(withVerilator: FactAssertion[], withoutVerilator
 /** The facts of a design from its two readings (with VERILATOR first). */
 export function combineReadings(verilator: DesignReading, other: DesignReading | null, top: string): DesignFacts {
   const disagreements: string[] = [];
-  if (other && other.ok && verilator.ok) {
-    const a = new Set(verilator.resets.map((r) => `${r.signal}:${r.activeLow}:${r.async}`));
-    const b = new Set(other.resets.map((r) => `${r.signal}:${r.activeLow}:${r.async}`));
-    if ([...a].some((k) => !b.has(k)) || [...b].some((k) => !a.has(k)))
-      disagreements.push('the resets differ with and without the VERILATOR define; the reading Verilator compiles is used');
+  const theirs = other?.ok && verilator.ok ? other : null;
+  if (theirs) {
+    const ours = new Map(verilator.resets.map((r) => [r.signal, r]));
+    const differ = theirs.resets.filter((r) => {
+      const v = ours.get(r.signal);
+      return v && (v.activeLow !== r.activeLow || v.async !== r.async);
+    });
+    if (differ.length)
+      disagreements.push(
+        `the resets ${differ.map((r) => r.signal).join(', ')} are used differently with and without the VERILATOR define; the reading Verilator compiles is used`,
+      );
   }
+  // A port that only code hidden from Verilator uses (an assertion's clock or its `disable iff`,
+  // under `ifndef VERILATOR`) is still a clock or a reset: the other simulator's build samples
+  // it, so driving it as data would race the checks. Where both readings use a port, Verilator's
+  // reading decides.
+  const known = new Set([...verilator.clocks.map((c) => c.signal), ...verilator.resets.map((r) => r.signal)]);
+  const hiddenClocks = (theirs?.clocks ?? []).filter((c) => !known.has(c.signal));
+  const hiddenResets = (theirs?.resets ?? [])
+    .filter((r) => !known.has(r.signal))
+    .map((r) => ({ ...r, evidence: `${r.evidence} (only without the VERILATOR define)` }));
   return {
     slang: verilator.slang,
     top,
     modules: verilator.modules,
-    clocks: verilator.clocks,
-    resets: verilator.resets,
-    assertions: unionAssertions(verilator.assertions, other?.ok ? other.assertions : []),
+    clocks: [...verilator.clocks, ...hiddenClocks],
+    resets: [...verilator.resets, ...hiddenResets],
+    assertions: unionAssertions(verilator.assertions, theirs ? theirs.assertions : []),
     loads: verilator.loads ?? [],
     includes: verilator.includes,
     disagreements,

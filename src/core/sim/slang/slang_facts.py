@@ -730,13 +730,16 @@ def one_bit_signal(expr: Any) -> Any:
 
 
 def small_constant(expr: Any) -> int | None:
+    """0 or 1 for a constant of that value, folded or not (an assertion's `'0` is not folded)."""
     expr = strip_conversions(expr)
-    value = expr.constant if expr is not None else None
-    raw = value.value if value is not None else None
-    if isinstance(raw, pyslang.SVInt) and not raw.hasUnknown:
-        number = int(raw)
-        return number if number in (0, 1) else None
-    return None
+    if expr is None:
+        return None
+    if expr.kind == EK.UnbasedUnsizedIntegerLiteral:
+        bit = str(expr.literalValue)
+        return int(bit) if bit in ('0', '1') else None
+    value = _constant_value(expr)
+    number = _int_value(value) if value is not None else None
+    return number if number in (0, 1) else None
 
 
 def reset_test(expr: Any) -> tuple[Any, bool] | None:
@@ -767,9 +770,14 @@ def _compare_test(expr: Any) -> tuple[Any, bool] | None:
     if not equal and expr.op not in (B.Inequality, B.CaseInequality):
         return None
     for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
-        symbol, value = one_bit_signal(side), small_constant(other)
-        if symbol is not None and value is not None:
-            return symbol, (value == 0) == equal
+        value = small_constant(other)
+        if value is None:
+            continue
+        # `x == 0`, and a test compared again: OpenTitan's `disable iff ((!rst_ni) !== '0)`.
+        symbol = one_bit_signal(side)
+        inner = (symbol, False) if symbol is not None else reset_test(side)
+        if inner is not None:
+            return inner[0], inner[1] != ((value == 0) == equal)
     return None
 
 
