@@ -52,6 +52,7 @@ ASSERTION_KEYS = {
     'usesPast',
     'functions',
     'signals',
+    'cone',
     'text',
     'fromMacro',
     'antecedentExpr',
@@ -220,6 +221,33 @@ endmodule
     assert resp['clocks'] == [{'signal': 'clk_i', 'edge': 'pos', 'uses': 2}]
     reset = only(resp['resets'], signal='rst_ni')
     assert reset['activeLow'] is True and reset['async'] is False and reset['uses'] == 2
+
+
+def test_a_property_over_internal_state_has_the_inputs_its_signals_depend_on(tmp_path: Path) -> None:
+    # mode_q is loaded from cfg_i through a submodule's output, and run from start_i through a
+    # concatenation's left side; data_i reaches neither. The cone follows assignments, blocks and
+    # port connections both ways.
+    f = write(
+        tmp_path,
+        'internal_state.sv',
+        """module latch_mode(input logic clk_i, load_i, input logic [1:0] cfg_i, output logic [1:0] mode_o);
+  always_ff @(posedge clk_i) if (load_i) mode_o <= cfg_i;
+endmodule
+module internal_state(input logic clk_i, rst_ni, start_i, input logic [1:0] cfg_i, input logic [7:0] data_i,
+                      output logic [7:0] data_o);
+  logic [1:0] mode_q;
+  logic run, spare;
+  latch_mode u_mode(.clk_i, .load_i(start_i), .cfg_i, .mode_o(mode_q));
+  assign {run, spare} = {start_i, 1'b0};
+  assign data_o = data_i;
+  Mode_A: assert property (@(posedge clk_i) disable iff (!rst_ni) run |-> mode_q != 2'd0);
+endmodule
+""",
+    )
+    resp = facts({'files': [f], 'top': 'internal_state'}, tmp_path)
+    a = only(resp['assertions'], action='assert')
+    assert [s['top'] for s in a['signals'] if s['name'] in ('run', 'mode_q')] == [None, None]
+    assert a['cone'] == ['clk_i', 'rst_ni', 'start_i', 'cfg_i']
 
 
 def test_past_and_default_clocking(tmp_path: Path) -> None:

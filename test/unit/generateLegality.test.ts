@@ -222,6 +222,44 @@ describe("legality rules from the front end's facts", () => {
     expect(legalityRules(run(1, [fail]), info, roles2, fourth)).toEqual(fourth);
   });
 
+  it('a property over internal state alone is kept through the inputs its signals depend on, spaced then held', async () => {
+    const f = join(scratchDir('legal-'), 's.sv');
+    writeFileSync(
+      f,
+      [
+        'module s(input logic clk, rst_n, start, input logic [1:0] cfg, input logic [7:0] data, output logic [7:0] q);',
+        '  logic [1:0] mode_q;',
+        '  logic busy_q;',
+        '  always_ff @(posedge clk) if (!rst_n) begin mode_q <= 0; busy_q <= 0; end',
+        '    else begin busy_q <= start; if (start) mode_q <= cfg; end',
+        '  always_ff @(posedge clk) q <= data;',
+        '  assert property (@(posedge clk) disable iff (!rst_n) busy_q |-> mode_q != 0);',
+        '  logic bound;  // what a binding environment would drive',
+        "  initial #1 assert (bound === 1'b1);",
+        'endmodule',
+      ].join('\n'),
+    );
+    const sm = mod([port('clk'), port('rst_n'), port('start'), port('cfg', 'input', 2), port('data', 'input', 8), port('q', 'output', 8)], {
+      name: 's',
+      edges: { clk: ['pos'] },
+    });
+    const sr = assignRoles(sm);
+    const info = await withFacts(sm, [f]);
+    const fail = { file: f, line: 7 };
+    const first = legalityRules(run(1, [fail]), info, sr);
+    // No input is named: start and cfg reach busy_q and mode_q; data reaches neither.
+    expect(first.map((r) => [r.level, r.spacing])).toEqual([['space', 4]]);
+    expect(first[0].statements).toEqual(["if (chorus_quiet_s_sv_7_4 < 4) begin start = '0; cfg = '0; end"]);
+    expect(first[0].why).toMatch(/names no input/);
+    const held = legalityRules(run(1, [fail]), info, sr, legalityRules(run(1, [fail]), info, sr, first));
+    expect(held.map((r) => r.level)).toEqual(['freeze']);
+    expect(held[0].statements.filter((x) => !x.startsWith('if'))).toEqual(["start = '0;", "cfg = '0;"]);
+    // A check no input reaches holds nothing, and says that no stimulus can keep it.
+    const unbound = ruleFor({ file: f, line: 9, kind: 'assertion', message: '', count: 1 }, info, sr);
+    expect(unbound).toMatchObject({ level: 'freeze', statements: [] });
+    expect(unbound.why).toMatch(/no data input reaches its signals, so no stimulus can keep it/);
+  });
+
   it("the property's clock and what its disable iff reads are never held or spaced (that would silence the check)", async () => {
     const dir = scratchDir('legal-');
     const f = join(dir, 'c.sv');

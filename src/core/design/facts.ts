@@ -101,6 +101,9 @@ export interface FactAssertion {
   usesPast: boolean;
   functions: string[];
   signals: Array<{ name: string; top: string | null }>;
+  /** The top inputs its signals can depend on through the design's logic (more than the exact
+   * cone, never fewer), in port order: what a property over internal state can be kept by. */
+  cone?: string[];
   text: string;
   fromMacro: boolean;
   /** Structured forms, where slang_facts.py could build them. */

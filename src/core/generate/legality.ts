@@ -3,8 +3,9 @@
 // property that fired among the front end's facts (design/facts.ts: slang elaborated each check,
 // with the conditions it sits under) and stop producing its violation: an obligation that did not
 // stop the failures gives way to keeping the violation's input condition from holding; what still
-// fires holds the inputs the property names at zero. Nothing here reads the design's text or knows
-// a design by name.
+// fires spaces out, then holds at zero, the inputs the property names (for a property over internal
+// state alone, the inputs its signals depend on). Nothing here reads the design's text or knows a
+// design by name.
 import { basename } from 'node:path';
 import type { DesignInfo, PortInfo } from '../design/types.js';
 import type { SimResult } from '../sim/result.js';
@@ -130,8 +131,15 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
   // check (no sampling edge, or the check disabled), not meet it.
   const silencing = (name: string): boolean =>
     fact.a.clock?.signal === name || (fact.a.disableIff !== null && new RegExp(`(^|[^\\w$.])${name}($|[^\\w$])`).test(fact.a.disableIff));
-  const named = roles.data.filter((p) => p.unpackedDims.length === 0 && fact.a.signals.some((x) => x.top === p.name) && !silencing(p.name));
-  const why = prevLevel ? `the rule for ${site} did not stop it` : `the property at ${site} gives no input condition`;
+  const usable = (p: PortInfo): boolean => p.unpackedDims.length === 0 && !silencing(p.name);
+  const direct = roles.data.filter((p) => usable(p) && fact.a.signals.some((x) => x.top === p.name));
+  // A property over internal state only (a mode register, a handshake flag) names no input: the
+  // inputs its signals depend on are what can keep it.
+  const cone = direct.length ? [] : roles.data.filter((p) => usable(p) && (fact.a.cone ?? []).includes(p.name));
+  const named = direct.length ? direct : cone;
+  const why =
+    (prevLevel ? `the rule for ${site} did not stop it` : `the property at ${site} gives no input condition`) +
+    (cone.length ? ' (it names no input; these reach its signals)' : '');
   // Space the inputs before holding them: the state the property reads may drain between events.
   // At the property's clock and edge, else at the edge the design samples the first clock on.
   const own = roles.clocks.find((c) => c.port.name === fact.a.clock?.signal);
@@ -142,6 +150,14 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
       : null;
   const spacing = prevLevel === 'space' ? SPACINGS.find((k) => k > (prev?.spacing ?? 0)) : prevLevel === 'freeze' ? undefined : SPACINGS[0];
   if (named.length && clock && spacing !== undefined) return spaceRule(site, named, clock, spacing, why);
+  if (!named.length && fact.a.cone && !fact.a.cone.some((p) => roles.data.some((d) => d.name === p)))
+    // Only a net nothing drives, a parameter or the clock and reset: it fails whatever the stimulus.
+    return {
+      site,
+      level: 'freeze',
+      statements: [],
+      why: `${why}: no data input reaches its signals, so no stimulus can keep it (a check of the design's configuration or environment)`,
+    };
   return freezeRule(site, named, why);
 }
 

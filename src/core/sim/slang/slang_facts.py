@@ -142,6 +142,9 @@ class AssertionFact(TypedDict):
     usesPast: bool
     functions: list[str]
     signals: list[SignalRef]
+    # The top inputs its signals can depend on (FanIn: through the design's logic, an
+    # over-approximation), in port order.
+    cone: list[str]
     text: str
     fromMacro: bool
     antecedentExpr: dict | None
@@ -394,6 +397,9 @@ class Inst:
     # A signal driven in constant parts by several continuous assignments (`assign v[0] = a;
     # assign v[1] = b;`): (lowest bit, width, driver) of each, by the signal's key.
     parts: dict[str, list[tuple[int, int, Any]]] = field(default_factory=dict)
+    # Every continuous assignment (and net initializer) as (the signals it drives, its right side):
+    # what FanIn follows.
+    assigns: list[tuple[list[Any], Any]] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -434,6 +440,7 @@ def _scan_scope(scope: Any, inst: Inst) -> None:
                 inst.default_clocking = member
         elif kind == SK.ContinuousAssign and member.assignment.kind == EK.Assignment:
             left = member.assignment.left
+            inst.assigns.append((_targets(left), member.assignment.right))
             if left.kind == EK.NamedValue:
                 _add_driver(inst, _key(left.symbol), member.assignment.right)
             elif left.kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
@@ -443,6 +450,7 @@ def _scan_scope(scope: Any, inst: Inst) -> None:
                     inst.parts.setdefault(_key(symbol), []).append((lo, width, member.assignment.right))
         elif kind == SK.Net and member.initializer is not None:  # wire x = expr;
             _add_driver(inst, _key(member), member.initializer)
+            inst.assigns.append(([member], member.initializer))
 
 
 def _add_driver(inst: Inst, key: str, driver: Any) -> None:
@@ -555,6 +563,99 @@ class PortTracer:
         if port is None or port.direction != ast.ArgumentDirection.In:
             return None
         return port.name
+
+
+class FanIn:
+    """Which top inputs a signal's value can depend on, over the whole hierarchy: through
+    continuous assignments, the procedural blocks that write it, and port connections both ways.
+    A block's every write is taken to depend on everything the block reads (its conditions
+    included): more inputs than the exact cone, never fewer, which is what a last resort that
+    holds a property's inputs needs when the property names none."""
+
+    def __init__(self, instances: list[Inst]):
+        self._reads: dict[str, set[str]] = {}
+        self._inputs: dict[str, str] = {}
+        top = instances[0]
+        for port in top.body.portList:
+            if port.kind == SK.Port and port.internalSymbol is not None and port.direction == ast.ArgumentDirection.In:
+                self._inputs[_key(port.internalSymbol)] = port.name
+        for inst in instances:
+            for targets, right in inst.assigns:
+                self._add(targets, _signals_of(right))
+            for proc in inst.procedures:
+                written, read = _block_signals(proc.body)
+                self._add(written, read)
+            for child in inst.children:
+                self._connect(child)
+
+    def _add(self, targets: list[Any], sources: list[Any]) -> None:
+        keys = {_key(x) for x in sources}
+        for t in targets:
+            self._reads.setdefault(_key(t), set()).update(keys)
+
+    def _connect(self, child: ast.InstanceSymbol) -> None:
+        for port in child.body.portList:
+            if port.kind != SK.Port or port.internalSymbol is None:
+                continue
+            conn = child.getPortConnection(port)
+            expr = conn.expression if conn is not None else None
+            if expr is None:
+                continue
+            if port.direction == ast.ArgumentDirection.In:
+                self._add([port.internalSymbol], _signals_of(expr))
+            elif port.direction == ast.ArgumentDirection.Out:
+                outer = base_symbol(expr)
+                if outer is not None:
+                    self._add([outer], [port.internalSymbol])
+            else:
+                self._add([port.internalSymbol], _signals_of(expr))
+                outer = base_symbol(expr)
+                if outer is not None:
+                    self._add([outer], [port.internalSymbol])
+
+    def inputs_of(self, symbols: list[Any]) -> list[str]:
+        """The top inputs the signals can depend on, in port order."""
+        seen: set[str] = set()
+        todo = [_key(x) for x in symbols]
+        while todo:
+            key = todo.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            todo += [k for k in self._reads.get(key, ()) if k not in seen]
+        found = {self._inputs[k] for k in seen if k in self._inputs}
+        return [name for name in self._inputs.values() if name in found]
+
+
+def _targets(left: Any) -> list[Any]:
+    """The signals an assignment's left side writes: its base signal, or each of a concatenation's."""
+    left = strip_conversions(left)
+    if left is not None and left.kind == EK.Concatenation:
+        return [t for operand in left.operands for t in _targets(operand)]
+    target = base_symbol(left)
+    return [target] if target is not None and target.kind in SIGNAL_SYMBOLS else []
+
+
+def _signals_of(expr: Any) -> list[Any]:
+    refs = References()
+    expr.visit(refs)
+    return list(refs.symbols.values())
+
+
+def _block_signals(body: Any) -> tuple[list[Any], list[Any]]:
+    """What a procedural block writes (the base signal of each assignment's left side) and
+    everything it reads."""
+    written: dict[str, Any] = {}
+    refs = References()
+
+    def on(node: Any) -> Any:
+        if isinstance(node, ast.AssignmentExpression):
+            for target in _targets(node.left):
+                written.setdefault(_key(target), target)
+        return refs(node)
+
+    body.visit(on)
+    return list(written.values()), list(refs.symbols.values())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1452,9 +1553,10 @@ class AssertionResult:
 
 
 class AssertionReader:
-    def __init__(self, src: Sources, tracer: PortTracer):
+    def __init__(self, src: Sources, tracer: PortTracer, fanin: FanIn):
         self.src = src
         self.tracer = tracer
+        self.fanin = fanin
 
     def read(self, site: AssertionSite) -> AssertionResult | None:
         stmt = site.stmt
@@ -1492,6 +1594,7 @@ class AssertionReader:
             usesPast='$past' in refs.functions,
             functions=refs.functions,
             signals=[SignalRef(name=s.name, top=self.tracer.top_name(s, site.inst)) for s in refs.symbols.values()],
+            cone=self.fanin.inputs_of(list(refs.symbols.values())),
             text=text,
             fromMacro=self.src.from_macro(loc),
             antecedentExpr=None,
@@ -1788,7 +1891,7 @@ def _tree_key(fact: AssertionFact) -> str:
 def design_facts(top: ast.InstanceSymbol, src: Sources) -> DesignFacts:
     instances = walk_hierarchy(top)
     tracer = PortTracer(instances)
-    reader = AssertionReader(src, tracer)
+    reader = AssertionReader(src, tracer, FanIn(instances))
     reset_uses: list[ResetUse] = []
     clock_uses: list[ClockUse] = []
     assertions: list[AssertionFact] = []
