@@ -2,7 +2,8 @@
 // writes a testbench for each fixture (written from the language reference: `|->` on outputs,
 // `|=>` with `$stable`, `$past`, `disable iff`, `|-> ##2`, `$onehot0`, an enum-typed input, an
 // active-low synchronous reset, assertions a macro hides from Verilator, two clock domains, checks
-// over internal nets, per-element checks of a generate loop, sums of concatenations), and
+// over internal nets, per-element checks of a generate loop, sums of concatenations, checks of
+// the starting state in `initial` blocks), and
 // the best one is rebuilt by PLAIN Verilator (`--binary --timing --assert`, no CHORUS code), as
 // Verilator compiles the design and without VERILATOR defined (as any other simulator would), and
 // run: the design's assertions never fire. Roles come from the design's use (the slang front end).
@@ -98,6 +99,23 @@ describe('legal stimulus from the property, rebuilt by plain Verilator', () => {
     }
     expect(g.best.result.dutAssertions ?? []).toEqual([]);
     expect(g.best.result.coverage!.waived.overall).toBeGreaterThan(0.8);
+  });
+
+  it('checks of the starting state (`initial assert (i_reset)`, `(!i_cyc)`): met at time 0, never rules of every step', async () => {
+    const { g, rebuilt } = await generateAndRebuild('start_state.sv');
+    // Inputs hold their first values from time 0, before any initial block runs.
+    expect(g.best.testbench).toMatch(/logic i_reset = 1'b1;/);
+    expect(g.best.testbench).toMatch(/logic i_cyc = '0;/);
+    // Only the every-cycle check became a rule: the bus cycle itself is never held off.
+    expect(g.best.testbench).toMatch(/legal stimulus: assertion at start_state\.sv:28:/);
+    expect(g.best.testbench).not.toMatch(/assertion at start_state\.sv:2[2-6]/);
+    for (const r of rebuilt) {
+      expect(r.status, r.error).toBe('ran');
+      expect(r.failures, r.sites.join(', ')).toBe(0);
+    }
+    expect(g.rounds[0].result.dutAssertions ?? []).toEqual([]);
+    // o_ack toggles only with bus cycles: full toggle coverage of the outputs needs them.
+    expect(g.best.result.coverage!.waived.overall).toBeGreaterThan(0.9);
   });
 
   it('look-alike: the same FIFO without its checks gets no legality rules', async () => {

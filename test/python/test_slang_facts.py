@@ -53,6 +53,7 @@ ASSERTION_KEYS = {
     'functions',
     'signals',
     'cone',
+    'initial',
     'text',
     'fromMacro',
     'antecedentExpr',
@@ -248,6 +249,22 @@ endmodule
     a = only(resp['assertions'], action='assert')
     assert [s['top'] for s in a['signals'] if s['name'] in ('run', 'mode_q')] == [None, None]
     assert a['cone'] == ['clk_i', 'rst_ni', 'start_i', 'cfg_i']
+
+
+def test_a_check_in_an_initial_block_is_made_once_unless_a_loop_repeats_it(tmp_path: Path) -> None:
+    f = write(
+        tmp_path,
+        'start_checks.sv',
+        """module start_checks(input logic clk, reset, cyc);
+  initial assert (reset);
+  initial begin #1; if (!reset) assert (!cyc); end
+  initial forever @(posedge clk) assert (reset || cyc);
+  always @(posedge clk) assert (!cyc || !reset);
+endmodule
+""",
+    )
+    resp = facts({'files': [f], 'top': 'start_checks'}, tmp_path)
+    assert [(a['line'], a['initial']) for a in resp['assertions']] == [(2, True), (3, True), (4, False), (5, False)]
 
 
 def test_past_and_default_clocking(tmp_path: Path) -> None:

@@ -104,6 +104,9 @@ export interface FactAssertion {
   /** The top inputs its signals can depend on through the design's logic (more than the exact
    * cone, never fewer), in port order: what a property over internal state can be kept by. */
   cone?: string[];
+  /** In an `initial` block outside any loop: checked once, at the start (a formal-style check of
+   * the starting state, `initial assert (i_reset)`), not in every cycle. */
+  initial?: boolean;
   text: string;
   fromMacro: boolean;
   /** Structured forms, where slang_facts.py could build them. */

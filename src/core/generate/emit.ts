@@ -219,8 +219,16 @@ function declarations({ plan, roles, shadowed }: Bench): string[] {
   const L: string[] = [];
   L.push('`timescale 1ns/1ps');
   L.push(`module ${plan.tbModule ?? `tb_${plan.top}`};`);
+  // Inputs hold their first value from time 0, before any initial block runs: a design's
+  // `initial assert (i_reset)` or `initial assume (!i_cyc)` (formal-style checks of the starting
+  // state) would otherwise race the testbench's first assignments.
+  const at0 = new Map<string, string>([
+    ...roles.clocks.map((c): [string, string] => [c.port.name, "1'b0"]),
+    ...roles.resets.map((r): [string, string] => [r.port.name, `1'b${r.activeLow ? 0 : 1}`]),
+  ]);
   for (const p of [...roles.clocks.map((c) => c.port), ...roles.resets.map((r) => r.port), ...roles.data]) {
-    L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
+    const init = p.unpackedDims.length ? '' : ` = ${at0.get(p.name) ?? "'0"}`;
+    L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)}${init};`);
   }
   for (const p of roles.outputs) L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
   for (const p of shadowed) L.push(`${ind(1)}${packedDecl(p)} ${driveName(p)}${unpackedSuffix(p)}; // drives ${p.name} (see below)`);

@@ -125,6 +125,14 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
         ? `the front end has no check at ${site} (${f.kind}), so no input condition is known`
         : `the design's checks were not read (the front end did not elaborate it), so no input condition is known for ${site}`,
     );
+  if (fact.a.initial)
+    // Later stimulus cannot change a check made once at the start: holding inputs would only cost coverage.
+    return {
+      site,
+      level: 'freeze',
+      statements: [],
+      why: `the check at ${site} is made once, at the start, where every input is 0 and the resets are asserted: no later stimulus can keep it`,
+    };
   const avoid = prevLevel === undefined || prevLevel === 'oblige' ? propertyRule(fact.a, roles, fact.i, true) : null;
   if (avoid?.level === 'gate') return avoid;
   // Never the property's clock or what its disable iff reads: holding those would silence the

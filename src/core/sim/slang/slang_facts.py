@@ -145,6 +145,8 @@ class AssertionFact(TypedDict):
     # The top inputs its signals can depend on (FanIn: through the design's logic, an
     # over-approximation), in port order.
     cone: list[str]
+    # In an `initial` block outside any loop: checked once, at the start, not in every cycle.
+    initial: bool
     text: str
     fromMacro: bool
     antecedentExpr: dict | None
@@ -1054,6 +1056,8 @@ class AssertionSite:
     guard_unknown: bool = False
     # The values of the procedural loop variables at this unrolled iteration, by symbol key.
     env: tuple = ()
+    # In an `initial` block, outside any loop: checked once, at the start.
+    once: bool = False
 
 
 @dataclass(frozen=True)
@@ -1595,6 +1599,7 @@ class AssertionReader:
             functions=refs.functions,
             signals=[SignalRef(name=s.name, top=self.tracer.top_name(s, site.inst)) for s in refs.symbols.values()],
             cone=self.fanin.inputs_of(list(refs.symbols.values())),
+            initial=site.once,
             text=text,
             fromMacro=self.src.from_macro(loc),
             antecedentExpr=None,
@@ -1844,7 +1849,11 @@ def assertion_sites(inst: Inst, blocks: dict[str, tuple[EdgeBlock, ResetUse | No
     for proc in inst.procedures:
         block, reset = blocks.get(_key(proc), (None, None))
         if proc.body is not None:
+            first = len(sites)
             walk(proc.body, block, reset, (), False, ())
+            if proc.procedureKind == ast.ProceduralBlockKind.Initial:
+                for site in sites[first:]:
+                    site.once = not site.guard_unknown
     for routine in inst.subroutines:
         collect(routine, None, None)
     return sites
