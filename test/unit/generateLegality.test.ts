@@ -235,7 +235,7 @@ describe("legality rules from the front end's facts", () => {
         '  always_ff @(posedge clk) q <= data;',
         '  assert property (@(posedge clk) disable iff (!rst_n) busy_q |-> mode_q != 0);',
         '  logic bound;  // what a binding environment would drive',
-        "  initial #1 assert (bound === 1'b1);",
+        "  always @(posedge clk) assert (bound === 1'b1);",
         'endmodule',
       ].join('\n'),
     );
