@@ -3,7 +3,7 @@
 // testbench's step() does, and where no rule can come from the structure.
 import { describe, expect, it } from 'vitest';
 import { portInfo } from '../helpers.js';
-import { propertyRule } from '../../src/core/generate/propertyRules.js';
+import { propertyRule, propertyRules } from '../../src/core/generate/propertyRules.js';
 import type { FactAssertion, FactExpr } from '../../src/core/design/facts.js';
 import type { Roles } from '../../src/core/generate/roles.js';
 
@@ -47,6 +47,13 @@ function prop(p: Partial<FactAssertion> & { consequentExpr: FactExpr }): FactAss
 }
 
 describe('property to stimulus rule', () => {
+  it('a check of the starting state (initial block) gives no rule of every step; two instances of one check give one rule', () => {
+    const c = prop({ kind: 'immediate', clock: null, consequentExpr: not(id('push')) });
+    expect(propertyRule({ ...c, initial: true }, roles, 0)).toBeNull();
+    expect(propertyRule(c, roles, 0)?.statements).toEqual(["push = '0;"]);
+    expect(propertyRules([c, { ...c, instance: 'ip.u1' }], roles).map((r) => r.statements)).toEqual([["push = '0;"]]);
+  });
+
   it('an antecedent conjunct the testbench cannot see (a formal past-valid flag) is dropped: the rule binds at least as often', () => {
     const guard = and(not(not(id('f_past_valid', null))), and(call('$past', and(id('valid'), not(id('ready')))), not(id('start'))));
     const r = propertyRule(prop({ kind: 'immediate', antecedentExpr: guard, consequentExpr: id('valid') }), roles, 0)!;

@@ -577,9 +577,14 @@ export function propertyRule(a: FactAssertion, roles: Roles, index: number, pref
 /** The rules for every assertion of the design that its structure gives one for. */
 export function propertyRules(assertions: FactAssertion[], roles: Roles): PropertyRule[] {
   const out: PropertyRule[] = [];
+  const seen = new Set<string>();
   assertions.forEach((a, i) => {
     const r = propertyRule(a, roles, i);
-    if (r) out.push(r);
+    // Two instances of one checker module on the same ports give the same rule once.
+    const key = r && !r.declarations.length ? `${r.site}\n${r.statements.join('\n')}` : null;
+    if (!r || (key && seen.has(key))) return;
+    if (key) seen.add(key);
+    out.push(r);
   });
   return out;
 }
