@@ -571,8 +571,9 @@ class FanIn:
     """Which top inputs a signal's value can depend on, over the whole hierarchy: through
     continuous assignments, the procedural blocks that write it, and port connections both ways.
     A block's every write is taken to depend on everything the block reads (its conditions
-    included): more inputs than the exact cone, never fewer, which is what a last resort that
-    holds a property's inputs needs when the property names none."""
+    included): more inputs than the exact cone, which is what a last resort that holds a
+    property's inputs needs when the property names none. Not followed: module variables a task
+    writes, hierarchical references and interface ports (what they carry is missed)."""
 
     def __init__(self, instances: list[Inst]):
         self._reads: dict[str, set[str]] = {}
