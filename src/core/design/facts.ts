@@ -102,7 +102,8 @@ export interface FactAssertion {
   functions: string[];
   signals: Array<{ name: string; top: string | null }>;
   /** The top inputs its signals can depend on through the design's logic (more than the exact
-   * cone, never fewer), in port order: what a property over internal state can be kept by. */
+   * cone; module variables written by tasks and hierarchical references are not followed), in
+   * port order: what a property over internal state can be kept by. */
   cone?: string[];
   /** In an `initial` block outside any loop: checked once, at the start (a formal-style check of
    * the starting state, `initial assert (i_reset)`), not in every cycle. */
