@@ -324,6 +324,15 @@ describe("legality rules from the front end's facts", () => {
       /task automatic step\(\);\n(.*\n)*?\s+if \(full\) push = 1'b0;\n\s+#1;\n\s+if \(full\) push = 1'b0;\n\s+@\(negedge clk\);/,
     );
     expect(emitTestbench({ ...plan, legality: [] })).not.toMatch(/Legal stimulus only/);
+    // Inputs hold their first values from time 0: data at 0, the reset asserted.
+    expect(tb).toMatch(/logic push = '0;/);
+    expect(tb).toMatch(/logic rst_n = 1'b0;/);
+    // A design with checks: the data inputs rest during a reset and on the edge after it.
+    const task = (t: string): string => /task automatic apply_reset[\s\S]*?endtask/.exec(t)![0];
+    expect(task(emitTestbench({ ...plan, idleAroundReset: true }))).toMatch(
+      /rst_n = 1'b0;\n\s+push = '0;[\s\S]*repeat \(cycles\) step\(\);[\s\S]*rst_n = 1'b1;\n\s+step\(\);\n\s+endtask/,
+    );
+    expect(task(tb)).not.toMatch(/push = '0;|rst_n = 1'b1;\n\s+step\(\);/);
   });
 });
 

@@ -50,6 +50,10 @@ export interface StimulusPlan {
   elite?: Array<{ round: number; seed: number; cycles: number }>;
   /** Input conditions the design's assertions forbid, learned from failures: applied in every step. */
   legality?: LegalityRule[];
+  /** Data inputs rest at zero while a reset is asserted and on the edge after its release. Set for
+   * a design with checks (`$past(reset) |-> !valid` is how AXI and Wishbone checkers say it);
+   * left off otherwise, since a design may act only on that first edge. */
+  idleAroundReset?: boolean;
   /** Input sequences the formal engine found to reach points no round covered (coverage/formal.ts):
    * replayed cycle by cycle, each from reset, before the other directed phases. */
   witnesses?: PointWitness[];
@@ -322,10 +326,10 @@ function stepTask({ plan, clk, stepEdge, push, full, pop, empty }: Bench): strin
   return L;
 }
 
-/** The reset task: every reset asserted for some steps, then released, with every data input at
- * zero throughout and for one more step (a design may check that nothing starts during a reset or
- * on the edge after it, as AXI and Wishbone checkers do with `$past(reset) |-> !valid`). */
-function resetTask({ roles }: Bench): string[] {
+/** The reset task: every reset asserted for some steps, then released; with `idleAroundReset`,
+ * every data input at zero throughout and for one more step (a design may check that nothing
+ * starts during a reset or on the edge after it). */
+function resetTask({ plan, roles }: Bench): string[] {
   const L: string[] = [];
   if (!roles.resets.length) return L;
   L.push(
@@ -333,11 +337,11 @@ function resetTask({ roles }: Bench): string[] {
   );
   L.push(`${ind(1)}task automatic apply_reset(int unsigned cycles);`);
   for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);
-  for (const p of roles.data) for (const e of elements(p)) L.push(`${ind(2)}${assignValue(p, e, "'0")}`);
+  if (plan.idleAroundReset) for (const p of roles.data) for (const e of elements(p)) L.push(`${ind(2)}${assignValue(p, e, "'0")}`);
   L.push(`${ind(2)}repeat (cycles) step();`);
   if (roles.resets.some((r) => r.async)) L.push(`${ind(2)}#1;`);
   for (const r of roles.resets) L.push(`${ind(2)}${releaseReset(r)}`);
-  L.push(`${ind(2)}step();`);
+  if (plan.idleAroundReset) L.push(`${ind(2)}step();`);
   L.push(`${ind(1)}endtask`);
   L.push('');
   return L;
@@ -590,7 +594,7 @@ function randomBody(roles: Roles, cycles: number): string[] {
   L.push(`${ind(2)}repeat (${cycles}) begin`);
   L.push(`${ind(3)}drive_random();`);
   if (roles.resets.length) {
-    // Through the reset task: the data inputs rest at zero on the edge after the release.
+    // Through the reset task (with idleAroundReset, the data inputs rest during it and after).
     L.push(`${ind(3)}if ($urandom_range(0, 199) == 0) apply_reset(1);`);
   }
   L.push(`${ind(3)}step();`);

@@ -134,6 +134,7 @@ export function initialPlan(info: DesignInfo, design: DesignSpec, opts: Generate
     round: 0,
     notes: legality.map((r) => `legal stimulus: ${r.why}`),
     ...(legality.length ? { legality } : {}),
+    ...((info.facts?.assertions ?? []).some((a) => a.action !== 'cover') ? { idleAroundReset: true } : {}),
   };
 }
 
