@@ -231,7 +231,8 @@ function declarations({ plan, roles, shadowed }: Bench): string[] {
     ...roles.resets.map((r): [string, string] => [r.port.name, `1'b${r.activeLow ? 0 : 1}`]),
   ]);
   for (const p of [...roles.clocks.map((c) => c.port), ...roles.resets.map((r) => r.port), ...roles.data]) {
-    const init = p.unpackedDims.length ? '' : ` = ${at0.get(p.name) ?? "'0"}`;
+    const zero = p.kind === 'enum' ? `${p.typeName}'('0)` : "'0";
+    const init = p.unpackedDims.length ? '' : ` = ${at0.get(p.name) ?? zero}`;
     L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)}${init};`);
   }
   for (const p of roles.outputs) L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
