@@ -234,6 +234,7 @@ describe("legality rules from the front end's facts", () => {
         '    else begin busy_q <= start; if (start) mode_q <= cfg; end',
         '  always_ff @(posedge clk) q <= data;',
         '  assert property (@(posedge clk) disable iff (!rst_n) busy_q |-> mode_q != 0);',
+        "  assert property (@(posedge clk) disable iff (!rst_n) !(start && cfg == 2'd3));",
         '  logic bound;  // what a binding environment would drive',
         "  always @(posedge clk) assert (bound === 1'b1);",
         'endmodule',
@@ -255,7 +256,13 @@ describe("legality rules from the front end's facts", () => {
     expect(held.map((r) => r.level)).toEqual(['freeze']);
     expect(held[0].statements.filter((x) => !x.startsWith('if'))).toEqual(["start = '0;", "cfg = '0;"]);
     // A check no input reaches holds nothing, and says that no stimulus can keep it.
-    const unbound = ruleFor({ file: f, line: 9, kind: 'assertion', message: '', count: 1 }, info, sr);
+    // While a check that names its inputs still fires, the one over internal state waits: holding
+    // its whole cone would stop the design when the other rule alone may end both failures.
+    const named = { file: f, line: 8 };
+    const both = legalityRules(run(1, [fail, named]), info, sr);
+    expect(both.map((r) => r.site)).toEqual(['s.sv:8']);
+    expect(legalityRules(run(1, [fail, named]), info, sr, both).map((r) => [r.site, r.level])).toEqual([['s.sv:8', 'space']]);
+    const unbound = ruleFor({ file: f, line: 10, kind: 'assertion', message: '', count: 1 }, info, sr);
     expect(unbound).toMatchObject({ level: 'freeze', statements: [] });
     expect(unbound.why).toMatch(/no data input reaches its signals, so no stimulus can keep it/);
   });

@@ -65,6 +65,8 @@ export interface LegalityRule {
   declarations?: string[];
   /** In words, for the header comment. */
   why: string;
+  /** The property names no input: its rule spaces or holds the inputs its signals depend on. */
+  cone?: boolean;
 }
 
 function freezeRule(site: string, inputs: PortInfo[], why: string): LegalityRule {
@@ -157,7 +159,8 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
       ? { port: roles.clocks[0].port.name, edge: roles.clocks[0].activeEdge }
       : null;
   const spacing = prevLevel === 'space' ? SPACINGS.find((k) => k > (prev?.spacing ?? 0)) : prevLevel === 'freeze' ? undefined : SPACINGS[0];
-  if (named.length && clock && spacing !== undefined) return spaceRule(site, named, clock, spacing, why);
+  const viaCone = (r: LegalityRule): LegalityRule => (cone.length ? { ...r, cone: true } : r);
+  if (named.length && clock && spacing !== undefined) return viaCone(spaceRule(site, named, clock, spacing, why));
   if (!named.length && fact.a.cone && !fact.a.cone.some((p) => roles.data.some((d) => d.name === p)))
     // Only a net nothing drives, a parameter or the clock and reset: it fails whatever the stimulus.
     return {
@@ -166,7 +169,7 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
       statements: [],
       why: `${why}: no data input reaches its signals, so no stimulus can keep it (a check of the design's configuration or environment)`,
     };
-  return freezeRule(site, named, why);
+  return viaCone(freezeRule(site, named, why));
 }
 
 /** How many lines an assertion macro's arguments may span: a failure inside a macro reports the
@@ -198,21 +201,32 @@ export function legalityRules(
   escalate = true,
 ): LegalityRule[] {
   const out = [...prev];
+  // What each failing site's rule becomes this round; a site whose property names no input waits
+  // while a site that names its inputs still changes: those inputs are often what its signals
+  // depend on (a response no request waits for), and holding the whole cone at once would stop
+  // the design (an under-run counter's whole input cone is every input).
+  const next: Array<{ k: number; rule: LegalityRule }> = [];
   for (const f of dutFailures(result)) {
     const site = `${basename(f.file)}:${f.line}`;
     const k = out.findIndex((r) => r.site === site);
-    if (k >= 0) {
-      if (escalate && out[k].level !== 'freeze') {
-        const esc = ruleFor(f, info, roles, out[k]);
-        out[k] = {
+    if (k < 0) next.push({ k, rule: ruleFor(f, info, roles) });
+    else if (escalate && out[k].level !== 'freeze') {
+      const esc = ruleFor(f, info, roles, out[k]);
+      next.push({
+        k,
+        rule: {
           ...esc,
           statements: [...out[k].statements, ...esc.statements],
           declarations: [...(out[k].declarations ?? []), ...(esc.declarations ?? [])],
-        };
-      }
-      continue;
+        },
+      });
     }
-    out.push(ruleFor(f, info, roles));
+  }
+  const direct = next.some(({ rule }) => !rule.cone && rule.statements.length);
+  for (const { k, rule } of next) {
+    if (direct && rule.cone) continue;
+    if (k >= 0) out[k] = rule;
+    else out.push(rule);
   }
   return out;
 }
