@@ -94,7 +94,7 @@ describe('built-in generator', () => {
   it('parameter overrides (-G) reach the instantiation', async () => {
     const g = await gen([join(examples, 'counter', 'counter.sv')], { params: ['WIDTH=4'] });
     expect(g.best.testbench).toMatch(/counter #\(\.WIDTH\(4\)\) uut/);
-    expect(g.best.testbench).toMatch(/logic \[3:0\] din;/);
+    expect(g.best.testbench).toMatch(/logic \[3:0\] din = '0;/);
     expect(g.best.result.status).toBe('success');
     expect(g.best.result.coverage!.waived.tallies.toggle.total).toBe(1 + 1 + 1 + 1 + 1 + 4 + 4 + 1);
   });

@@ -15,10 +15,10 @@ const generated = `// Stimulus testbench for 'counter', written by the CHORUS bu
 // - started from what the given testbench left uncovered
 \`timescale 1ns/1ps
 module tb_user;
-  logic clk;
-  logic rst_n;
-  logic en;
-  logic [7:0] din;
+  logic clk = 1'b0;
+  logic rst_n = 1'b0;
+  logic en = '0;
+  logic [7:0] din = '0;
   logic [7:0] count;
   int unsigned cycle = 0;
 

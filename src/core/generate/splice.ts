@@ -198,8 +198,9 @@ function generatedParts(generated: string, top: string, ports: PortInfo[]): Gene
       continue;
     }
     if (/\/\/ drives [\w$]+ \(see below\)$/.test(l)) return { why: 'an unpacked-array input is driven through a copy on every clock edge' };
-    const decl = /^ {2}[^=(]*?\b([A-Za-z_][\w$]*)\s*(?:\[[^\]]*\]\s*)*;$/.exec(l);
-    if (decl && portNames.has(decl[1]!)) continue; // the testbench has its own signal
+    // A port's variable, with its first value or not: the testbench has its own signal.
+    const decl = /^ {2}(?![\s]|always\b|initial\b|assign\b)[^=(]*?\b([A-Za-z_][\w$]*)\s*(?:\[[^\]]*\]\s*)*(?:=[^;]*)?;$/.exec(l);
+    if (decl && portNames.has(decl[1]!)) continue;
     const clk = /^ {2}always #\S+ ([\w$]+) = ~([\w$]+);$/.exec(l);
     if (clk && clk[1] === clk[2] && portNames.has(clk[1]!)) {
       clocks.push(clk[1]!);
