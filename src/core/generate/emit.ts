@@ -100,15 +100,25 @@ function elements(p: PortInfo): string[] {
   return out;
 }
 
+/** `value` as the input's type can take it (an enum needs a cast). */
+function typed(p: PortInfo, value: string): string {
+  return p.kind === 'enum' ? `${p.typeName}'(${value})` : value;
+}
+
 function assignValue(p: PortInfo, target: string, value: string): string {
-  return p.kind === 'enum' ? `${target} = ${p.typeName}'(${value});` : `${target} = ${value};`;
+  return `${target} = ${typed(p, value)};`;
+}
+
+/** Every data input (each element of an array) set to zero, at `depth`. */
+function zeroInputs(roles: Roles, depth: number): string[] {
+  return roles.data.flatMap((p) => elements(p).map((e) => `${ind(depth)}${assignValue(p, e, "'0")}`));
 }
 
 /** A random value; enums draw only their legal values. */
 function randomAssign(p: PortInfo, target: string): string {
   if (p.kind === 'enum' && p.enumValues?.length) {
     const vals = p.enumValues.map((e) => e.value).join(', ');
-    return `begin ${packedLogic(p)} legal[${p.enumValues.length}] = '{${vals}}; ${target} = ${p.typeName}'(legal[$urandom_range(0, ${p.enumValues.length - 1})]); end`;
+    return `begin ${packedLogic(p)} legal[${p.enumValues.length}] = '{${vals}}; ${assignValue(p, target, `legal[$urandom_range(0, ${p.enumValues.length - 1})]`)} end`;
   }
   return assignValue(p, target, randomExpr(p.width));
 }
@@ -231,8 +241,7 @@ function declarations({ plan, roles, shadowed }: Bench): string[] {
     ...roles.resets.map((r): [string, string] => [r.port.name, `1'b${r.activeLow ? 0 : 1}`]),
   ]);
   for (const p of [...roles.clocks.map((c) => c.port), ...roles.resets.map((r) => r.port), ...roles.data]) {
-    const zero = p.kind === 'enum' ? `${p.typeName}'('0)` : "'0";
-    const init = p.unpackedDims.length ? '' : ` = ${at0.get(p.name) ?? zero}`;
+    const init = p.unpackedDims.length ? '' : ` = ${at0.get(p.name) ?? typed(p, "'0")}`;
     L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)}${init};`);
   }
   for (const p of roles.outputs) L.push(`${ind(1)}${packedDecl(p)} ${p.name}${unpackedSuffix(p)};`);
@@ -338,7 +347,7 @@ function resetTask({ plan, roles }: Bench): string[] {
   );
   L.push(`${ind(1)}task automatic apply_reset(int unsigned cycles);`);
   for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);
-  if (plan.idleAroundReset) for (const p of roles.data) for (const e of elements(p)) L.push(`${ind(2)}${assignValue(p, e, "'0")}`);
+  if (plan.idleAroundReset) L.push(...zeroInputs(roles, 2));
   L.push(`${ind(2)}repeat (cycles) step();`);
   if (roles.resets.some((r) => r.async)) L.push(`${ind(2)}#1;`);
   for (const r of roles.resets) L.push(`${ind(2)}${releaseReset(r)}`);
@@ -396,7 +405,7 @@ function startPhases({ plan, roles }: Bench): string[] {
   L.push(`${ind(1)}initial begin`);
   L.push(`${ind(2)}void'($urandom(${plan.seed})); // seed the stimulus`);
   L.push(`${ind(2)}// Phase 0: every input at zero${roles.resets.length ? ', reset asserted' : ''}.`);
-  for (const p of roles.data) for (const e of elements(p)) L.push(`${ind(2)}${assignValue(p, e, "'0")}`);
+  L.push(...zeroInputs(roles, 2));
   for (const r of roles.resets) L.push(`${ind(2)}${assertReset(r)}`);
   if (roles.resets.length) {
     L.push(`${ind(2)}// Phase 1: reset for a few cycles, then release.`);
@@ -675,7 +684,7 @@ function midRunResetPhase({ plan, roles, clk }: Bench): string[] {
 function finishPhase({ roles }: Bench): string[] {
   const L: string[] = [];
   L.push(`${ind(2)}// Finish: all inputs back to zero so every bit has moved both ways.`);
-  for (const p of roles.data) for (const e of elements(p)) L.push(`${ind(2)}${assignValue(p, e, "'0")}`);
+  L.push(...zeroInputs(roles, 2));
   L.push(`${ind(2)}step();`);
   L.push(`${ind(2)}step();`);
   L.push(`${ind(2)}$finish;`);

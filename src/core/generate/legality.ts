@@ -78,6 +78,11 @@ function freezeRule(site: string, inputs: PortInfo[], why: string): LegalityRule
   };
 }
 
+/** A check no stimulus can keep: nothing is held for it, and `why` says so. */
+function beyondStimulus(site: string, why: string): LegalityRule {
+  return { site, level: 'freeze', statements: [], why };
+}
+
 /** The quiet edges a `space` rule asks for first, and the most before the inputs are held. */
 const SPACINGS = [4, 16];
 
@@ -129,12 +134,10 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
     );
   if (fact.a.initial)
     // Later stimulus cannot change a check made once at the start: holding inputs would only cost coverage.
-    return {
+    return beyondStimulus(
       site,
-      level: 'freeze',
-      statements: [],
-      why: `the check at ${site} is made once, at the start, where every input is 0 and the resets are asserted: no later stimulus can keep it`,
-    };
+      `the check at ${site} is made once, at the start, where every input is 0 and the resets are asserted: no later stimulus can keep it`,
+    );
   const avoid = prevLevel === undefined || prevLevel === 'oblige' ? propertyRule(fact.a, roles, fact.i, true) : null;
   if (avoid?.level === 'gate') return avoid;
   // Never the property's clock or what its disable iff reads: holding those would silence the
@@ -163,12 +166,10 @@ export function ruleFor(f: DutFailure, info: DesignInfo, roles: Roles, prev?: Pi
   if (named.length && clock && spacing !== undefined) return viaCone(spaceRule(site, named, clock, spacing, why));
   if (!named.length && fact.a.cone && !fact.a.cone.some((p) => roles.data.some((d) => d.name === p)))
     // Only a net nothing drives, a parameter or the clock and reset: it fails whatever the stimulus.
-    return {
+    return beyondStimulus(
       site,
-      level: 'freeze',
-      statements: [],
-      why: `${why}: no data input reaches its signals, so no stimulus can keep it (a check of the design's configuration or environment)`,
-    };
+      `${why}: no data input reaches its signals, so no stimulus can keep it (a check of the design's configuration or environment)`,
+    );
   return viaCone(freezeRule(site, named, why));
 }
 

@@ -640,6 +640,7 @@ def _targets(left: Any) -> list[Any]:
 
 
 def _signals_of(expr: Any) -> list[Any]:
+    """The signals an expression reads."""
     refs = References()
     expr.visit(refs)
     return list(refs.symbols.values())
@@ -1109,9 +1110,7 @@ def load_fact(site: AssertionSite, tracer: PortTracer, src: Sources) -> LoadFact
         left = left.value
     if left.kind != EK.NamedValue:
         return None
-    refs = References()
-    site.stmt.expr.right.visit(refs)
-    reads = sorted({p for sym in refs.symbols.values() if (p := tracer.top_input(sym, site.inst)) is not None})
+    reads = sorted({p for sym in _signals_of(site.stmt.expr.right) if (p := tracer.top_input(sym, site.inst)) is not None})
     at: list[LoadAt] = []
     for cond, taken in site.guards:
         if not taken:
